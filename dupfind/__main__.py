@@ -1,0 +1,5 @@
+"""Entry point for `python -m dupfind`."""
+
+from dupfind.cli import main
+
+main()
