@@ -1,0 +1,232 @@
+"""Effective configuration: the shipped rules/ data merged with the user's dupfind.toml."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
+
+from dupfind.errors import DupfindError
+from dupfind.schema import KINDS, alias_targets
+
+USER_CONFIG_NAME = "dupfind.toml"
+TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules"}
+
+
+def default_rules_dir() -> Path:
+    """The rules/ folder shipped with the package (installed) or beside it (checkout)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_rules", here.parent / "rules"):
+        if (candidate / "fields.toml").is_file():
+            return candidate
+    raise DupfindError("the rules/ data folder is missing from this installation of dupfind.")
+
+
+def normalize_event_name(text: str) -> str:
+    """Fold an event name the way the vocabulary is matched: lower case, separators to `_`."""
+    return re.sub(r"[\s.\-/:]+", "_", text.strip().lower()).strip("_")
+
+
+@dataclass
+class Config:
+    """Everything that shapes ingestion and detection; hashed into cache keys."""
+
+    aliases: dict[str, list[str]]
+    kinds: dict[str, str]  # normalized exact name -> kind
+    patterns: list[tuple[str, str]]  # (kind, regex), in match order
+    action_patterns: list[tuple[str, str]]  # (action, regex)
+    link_keys: tuple[str, ...]
+    business_keys: tuple[str, ...]
+    assume_tz: str = "UTC"
+    max_line_bytes: int = 1 << 20
+    rules: dict[str, Any] = field(default_factory=dict)
+    rules_dir: Path | None = None
+    sources: tuple[str, ...] = ()
+
+    def digest(self) -> str:
+        """A stable hash of the effective configuration (for caches)."""
+        payload = {
+            "aliases": self.aliases, "kinds": self.kinds, "patterns": self.patterns,
+            "action_patterns": self.action_patterns, "link": self.link_keys,
+            "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
+            "rules": self.rules,
+        }
+        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise DupfindError(f"config file {path} does not exist.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DupfindError(f"config file {path} is not valid TOML: {exc}.") from None
+    except OSError as exc:
+        raise DupfindError(f"config file {path} cannot be read: {exc.strerror}.") from None
+
+
+def _string_list(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise DupfindError(f"{where} must be a string or a list of strings.")
+
+
+def _check_regex(pattern: str, where: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise DupfindError(f"{where} has an invalid regular expression {pattern!r}: {exc}.") from None
+    return pattern
+
+
+class _Builder:
+    """Accumulates config layers; later layers extend or override earlier ones."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, list[str]] = {}
+        self.kinds: dict[str, str] = {}
+        self.patterns: dict[str, list[str]] = {}
+        self.action_patterns: dict[str, list[str]] = {}
+        self.link_keys: list[str] = []
+        self.business_keys: list[str] = []
+        self.ingest: dict[str, Any] = {}
+        self.rules: dict[str, Any] = {}
+        self.sources: list[str] = []
+
+    def add_layer(self, data: dict[str, Any], origin: str, user: bool) -> None:
+        self.sources.append(origin)
+        unknown = set(data) - TOP_LEVEL_SECTIONS
+        if unknown:
+            key = sorted(unknown)[0]
+            raise DupfindError(
+                f"{origin}: unknown section [{key}] (expected one of {', '.join(sorted(TOP_LEVEL_SECTIONS))})."
+            )
+        keys = data.get("keys", {})
+        if not isinstance(keys, dict):
+            raise DupfindError(f"{origin}: [keys] must be a table.")
+        for name in ("link", "business"):
+            if name in keys:
+                values = _string_list(keys[name], f"{origin}: keys.{name}")
+                setattr(self, f"{name}_keys", values)
+        for key in set(keys) - {"link", "business"}:
+            raise DupfindError(f"{origin}: unknown key keys.{key} (expected link or business).")
+        self._add_aliases(data.get("aliases", {}), origin, user)
+        self._add_vocabulary(data.get("vocabulary", {}), origin)
+        # The shipped vocabulary.toml has its sections at top level; user files nest them.
+        ingest = data.get("ingest", {})
+        for key, value in ingest.items():
+            if key == "assume_tz":
+                if not isinstance(value, str):
+                    raise DupfindError(f"{origin}: ingest.assume_tz must be a time zone name.")
+            elif key == "max_line_bytes":
+                if not isinstance(value, int) or value < 64:
+                    raise DupfindError(f"{origin}: ingest.max_line_bytes must be an integer >= 64.")
+            else:
+                raise DupfindError(f"{origin}: unknown key ingest.{key}.")
+            self.ingest[key] = value
+        rules = data.get("rules", {})
+        if not isinstance(rules, dict):
+            raise DupfindError(f"{origin}: [rules] must be a table.")
+        for key, value in rules.items():
+            if isinstance(value, dict) and isinstance(self.rules.get(key), dict):
+                self.rules[key] = {**self.rules[key], **value}
+            else:
+                self.rules[key] = value
+
+    def _add_aliases(self, aliases: Any, origin: str, user: bool) -> None:
+        if not isinstance(aliases, dict):
+            raise DupfindError(f"{origin}: [aliases] must be a table.")
+        targets = alias_targets(tuple(self.business_keys))
+        for column, paths in aliases.items():
+            if column not in targets:
+                raise DupfindError(
+                    f"{origin}: aliases.{column} is not a canonical column "
+                    f"(add it to keys.business to make it a business key)."
+                )
+            values = _string_list(paths, f"{origin}: aliases.{column}")
+            existing = self.aliases.get(column, [])
+            # User aliases take priority over the shipped ones.
+            merged = values + [p for p in existing if p not in values] if user else existing + values
+            self.aliases[column] = merged
+
+    def _add_vocabulary(self, vocab: Any, origin: str) -> None:
+        if not isinstance(vocab, dict):
+            raise DupfindError(f"{origin}: [vocabulary] must be a table.")
+        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions"}:
+            raise DupfindError(f"{origin}: unknown key vocabulary.{key}.")
+        for kind, names in vocab.get("kinds", {}).items():
+            if kind not in KINDS:
+                raise DupfindError(f"{origin}: vocabulary.kinds.{kind} is not a canonical kind.")
+            for name in _string_list(names, f"{origin}: vocabulary.kinds.{kind}"):
+                self.kinds[normalize_event_name(name)] = kind
+        for kind, regexes in vocab.get("patterns", {}).items():
+            if kind not in KINDS:
+                raise DupfindError(f"{origin}: vocabulary.patterns.{kind} is not a canonical kind.")
+            where = f"{origin}: vocabulary.patterns.{kind}"
+            added = [_check_regex(r, where) for r in _string_list(regexes, where)]
+            self.patterns[kind] = added + [r for r in self.patterns.get(kind, []) if r not in added]
+        for action, regexes in vocab.get("side_effect_actions", {}).items():
+            where = f"{origin}: vocabulary.side_effect_actions.{action}"
+            added = [_check_regex(r, where) for r in _string_list(regexes, where)]
+            self.action_patterns[action] = added + self.action_patterns.get(action, [])
+
+    def build(self, rules_dir: Path) -> Config:
+        tz = self.ingest.get("assume_tz", "UTC")
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise DupfindError(f"unknown time zone {tz!r} for --assume-tz / ingest.assume_tz.") from None
+        unknown_links = set(self.link_keys) - set(alias_targets(tuple(self.business_keys)))
+        if unknown_links:
+            raise DupfindError(f"keys.link names an unknown column {sorted(unknown_links)[0]!r}.")
+        return Config(
+            aliases=self.aliases,
+            kinds=self.kinds,
+            patterns=[(k, r) for k, rs in self.patterns.items() for r in rs],
+            action_patterns=[(a, r) for a, rs in self.action_patterns.items() for r in rs],
+            link_keys=tuple(self.link_keys),
+            business_keys=tuple(self.business_keys),
+            assume_tz=tz,
+            max_line_bytes=self.ingest.get("max_line_bytes", 1 << 20),
+            rules=self.rules,
+            rules_dir=rules_dir,
+            sources=tuple(self.sources),
+        )
+
+
+def load_config(
+    config_file: Path | None = None,
+    rules_dir: Path | None = None,
+    assume_tz: str | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Shipped rules, then `--rules DIR`, then `--config FILE` or ./dupfind.toml, then flags."""
+    base = default_rules_dir()
+    builder = _Builder()
+    for directory in ([base] if rules_dir is None else [base, rules_dir]):
+        if not directory.is_dir():
+            raise DupfindError(f"rules folder {directory} does not exist.")
+        fields = directory / "fields.toml"
+        if fields.is_file():
+            builder.add_layer(_read_toml(fields), str(fields), user=directory != base)
+        vocab = directory / "vocabulary.toml"
+        if vocab.is_file():
+            data = _read_toml(vocab)
+            builder.add_layer({"vocabulary": data}, str(vocab), user=directory != base)
+    if config_file is None:
+        found = (cwd or Path.cwd()) / USER_CONFIG_NAME
+        config_file = found if found.is_file() else None
+    if config_file is not None:
+        builder.add_layer(_read_toml(config_file), str(config_file), user=True)
+    if assume_tz is not None:
+        builder.ingest["assume_tz"] = assume_tz
+    return builder.build(rules_dir or base)

@@ -1,0 +1,535 @@
+"""Read inputs into the canonical event table, accounting for every line read."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable
+
+import orjson
+import polars as pl
+
+from dupfind.config import Config
+from dupfind.errors import DupfindError
+from dupfind.formats import FormatSniff, sniff_format, unwrap_document
+from dupfind.lineparse import CRI_LINE, parse_logfmt, parse_plain
+from dupfind.normalize import (
+    ENVELOPE_STREAM, FALLBACK_TS, LINE, Normalized, normalize,
+)
+from dupfind.schema import empty_table
+from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
+
+REJECT_REASONS = (
+    "invalid_json", "not_a_record", "unknown_format", "no_timestamp", "bad_timestamp",
+    "line_too_long", "undecodable", "binary_file", "unsupported_compression", "partial_line",
+)
+JSON_SUB_BLOCK = 8192
+REJECT_TEXT_LIMIT = 4096
+UNMAPPED_LIMIT = 50
+
+
+@dataclass
+class FileReport:
+    """What one input was read as and what became of each of its lines."""
+
+    path: str
+    format: str = "unknown"
+    compression: str = "none"
+    lines: int = 0
+    parsed: int = 0
+    records: int = 0
+    blank: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    examples: dict[str, int] = field(default_factory=dict)  # reason -> first line
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    fields: dict[str, list[str]] = field(default_factory=dict)
+    unmapped_events: dict[str, int] = field(default_factory=dict)
+    unmapped_distinct: int = 0
+    naive_ts: int = 0
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected.values())
+
+    def add_rejects(self, rejects: pl.DataFrame) -> None:
+        if rejects.height == 0:
+            return
+        summary = rejects.group_by("reason").agg(pl.len(), pl.col("line").min()).rows()
+        for reason, count, first in summary:
+            self.rejected[reason] += count
+            if reason not in self.examples or first < self.examples[reason]:
+                self.examples[reason] = first
+
+    def add_fields(self, fields: dict[str, list[str]]) -> None:
+        for column, paths in fields.items():
+            known = self.fields.setdefault(column, [])
+            known.extend(p for p in paths if p not in known)
+
+
+@dataclass
+class IngestResult:
+    """The canonical table of every input plus the per-file accounting."""
+
+    table: pl.DataFrame
+    files: list[FileReport]
+    rejects: pl.DataFrame  # source, line, reason, text
+    filtered_out: int = 0
+
+    def totals(self) -> dict:
+        rejected: Counter = Counter()
+        for f in self.files:
+            rejected.update(f.rejected)
+        firsts = [f.first_ts for f in self.files if f.first_ts]
+        lasts = [f.last_ts for f in self.files if f.last_ts]
+        return {
+            "files": len(self.files),
+            "lines": sum(f.lines for f in self.files),
+            "parsed": sum(f.parsed for f in self.files),
+            "records": sum(f.records for f in self.files),
+            "blank": sum(f.blank for f in self.files),
+            "rejected": dict(sorted(rejected.items())),
+            "rejected_total": sum(rejected.values()),
+            "naive_ts": sum(f.naive_ts for f in self.files),
+            "filtered_out": self.filtered_out,
+            "first_ts": min(firsts) if firsts else None,
+            "last_ts": max(lasts) if lasts else None,
+        }
+
+
+def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
+    lines = list(lines)
+    data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
+    data["text"] = pl.Series(list(texts) if texts is not None else [None] * len(lines), dtype=pl.String)
+    return pl.DataFrame(data)
+
+
+EMPTY_REJECTS = pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
+
+
+@dataclass
+class _Block:
+    """Intermediate output of parsing a block of lines."""
+
+    raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)  # (raw frame, format)
+    rejects: list[pl.DataFrame] = field(default_factory=list)
+    blank: int = 0
+    continuation: int = 0  # physical lines merged into a record started on an earlier line
+
+
+class LineParser:
+    """Parses blocks of text lines (JSON fast path, logfmt/plain fallback, envelopes)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        paths: set[str] = set()
+        for aliases in config.aliases.values():
+            for path in aliases:
+                paths.add(path)
+                if "." in path:
+                    parts = path.split(".")
+                    for cut in range(1, len(parts)):
+                        paths.add(".".join(parts[:cut]))
+        self.json_schema = {p: pl.String for p in sorted(paths)}
+
+    # -- JSON -------------------------------------------------------------------------
+    def _read_json(self, texts: pl.Series, schema: dict | None = None) -> pl.DataFrame | None:
+        """Parse JSON lines with polars; None when any line is malformed."""
+        payload = texts.str.join("\n").item()
+        try:
+            frame = pl.read_ndjson(io.BytesIO(payload.encode()), schema=schema or self.json_schema, ignore_errors=True)
+        except Exception:  # polars raises several error types on malformed input
+            return None
+        return frame if frame.height == len(texts) else None
+
+    def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str) -> None:
+        """rows: line, text (+ carried envelope columns). Bad lines cost their sub-block only."""
+        carried = [c for c in rows.columns if c not in ("line", "text")]
+        frame = self._read_json(rows["text"])
+        if frame is not None:
+            block.raws.append((pl.concat([rows.select(pl.col("line").alias(LINE), *carried), frame], how="horizontal"), fmt))
+            return
+        if rows.height > JSON_SUB_BLOCK:
+            for offset in range(0, rows.height, JSON_SUB_BLOCK):
+                self._parse_json(rows.slice(offset, JSON_SUB_BLOCK), block, fmt)
+            return
+        good, bad_lines, bad_reasons, bad_texts = [], [], [], []
+        for index, text in enumerate(rows["text"].to_list()):
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                bad_lines.append(index)
+                bad_reasons.append("invalid_json")
+                continue
+            if not isinstance(value, dict):
+                bad_lines.append(index)
+                bad_reasons.append("not_a_record")
+                continue
+            good.append(index)
+        if bad_lines:
+            line_numbers = rows["line"].gather(bad_lines)
+            texts = rows["text"].gather(bad_lines)
+            block.rejects.append(pl.DataFrame({
+                "line": line_numbers, "reason": pl.Series(bad_reasons, dtype=pl.String),
+                "text": texts,
+            }))
+        if good:
+            subset = rows[good]
+            frame = self._read_json(subset["text"])
+            if frame is None:  # polars disagrees with orjson on some line: reject the rest
+                block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
+                return
+            block.raws.append((pl.concat([subset.select(pl.col("line").alias(LINE), *carried), frame], how="horizontal"), fmt))
+
+    # -- text fallbacks ---------------------------------------------------------------
+    def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
+        carried = [c for c in rows.columns if c not in ("line", "text")]
+        logfmt_rows: list[dict] = []
+        plain_rows: list[dict] = []
+        unknown_lines: list[int] = []
+        unknown_texts: list[str] = []
+        carried_values = rows.select(carried).rows() if carried else None
+        for index, (line, text) in enumerate(zip(rows["line"].to_list(), rows["text"].to_list())):
+            record = parse_logfmt(text)
+            target = logfmt_rows
+            if record is None:
+                record = parse_plain(text)
+                target = plain_rows
+            if record is None:
+                unknown_lines.append(line)
+                unknown_texts.append(text)
+                continue
+            record[LINE] = line
+            if carried_values is not None:
+                record.update(zip(carried, carried_values[index]))
+            target.append(record)
+        for records, fmt in ((logfmt_rows, "logfmt"), (plain_rows, "text")):
+            if records:
+                frame = pl.from_dicts(records, infer_schema_length=None)
+                frame = frame.with_columns(pl.exclude(LINE).cast(pl.String))
+                block.raws.append((frame, fmt_prefix + fmt))
+        if unknown_lines:
+            block.rejects.append(_reject_frame(unknown_lines, "unknown_format", unknown_texts))
+
+    # -- envelopes --------------------------------------------------------------------
+    def _unwrap_docker(self, rows: pl.DataFrame, block: _Block) -> None:
+        env_schema = {"log": pl.String, "stream": pl.String, "time": pl.String}
+        env = self._read_json(rows["text"], env_schema)
+        if env is None:
+            # Some line is not a JSON envelope: decode each one on its own.
+            decoded = []
+            for text in rows["text"].to_list():
+                try:
+                    value = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    value = None
+                if not isinstance(value, dict) or not isinstance(value.get("log"), str):
+                    decoded.append({"log": None, "stream": None, "time": None})
+                else:
+                    decoded.append({k: None if value.get(k) is None else str(value.get(k)) for k in env_schema})
+            env = pl.DataFrame(decoded, schema=env_schema)
+        is_wrapped = env["log"].is_not_null()
+        loose = rows.filter(~is_wrapped)
+        if loose.height:
+            self.parse_block(loose, block, envelope=None)
+        wrapped = pl.concat([rows.select("line"), env], how="horizontal").filter(is_wrapped)
+        inner = self._join_partials(
+            wrapped.select(
+                "line",
+                pl.col("log").alias("text"),
+                pl.col("time").alias(FALLBACK_TS),
+                pl.col("stream").alias(ENVELOPE_STREAM),
+            ),
+            partial=~pl.col("text").str.ends_with("\n"),
+            block=block,
+        )
+        inner = inner.with_columns(pl.col("text").str.strip_suffix("\n"))
+        self.parse_block(inner, block, envelope="docker")
+
+    def _unwrap_cri(self, rows: pl.DataFrame, block: _Block) -> None:
+        parts = rows.with_columns(pl.col("text").str.extract_groups(CRI_LINE.pattern).alias("cri")).unnest("cri")
+        matched = parts.filter(pl.col("tag").is_not_null())
+        other = parts.filter(pl.col("tag").is_null()).select("line", "text")
+        if other.height:
+            self.parse_block(other, block, envelope=None)
+        inner = self._join_partials(
+            matched.select(
+                "line", pl.col("body").alias("text"), pl.col("ts").alias(FALLBACK_TS),
+                pl.col("stream").alias(ENVELOPE_STREAM), pl.col("tag"),
+            ),
+            partial=pl.col("tag") == "P",
+            block=block,
+        ).drop("tag", strict=False)
+        self.parse_block(inner, block, envelope="cri")
+
+    def _join_partials(self, rows: pl.DataFrame, partial: pl.Expr, block: _Block) -> pl.DataFrame:
+        """Join partial lines (CRI `P`, Docker lines without newline) into the next full one."""
+        flags = rows.select(partial.fill_null(False)).to_series()
+        if not flags.any():
+            return rows
+        data = rows.to_dicts()
+        out: list[dict] = []
+        pending: dict | None = None
+        for row, is_partial in zip(data, flags.to_list()):
+            if pending is not None:
+                pending["text"] += row["text"]
+                block.continuation += 1
+                if not is_partial:
+                    out.append(pending)
+                    pending = None
+                continue
+            if is_partial:
+                pending = dict(row)
+            else:
+                out.append(row)
+        if pending is not None:
+            block.rejects.append(_reject_frame([pending["line"]], "partial_line", [pending["text"][:REJECT_TEXT_LIMIT]]))
+        if not out:
+            return rows.clear()
+        return pl.from_dicts(out, schema=rows.schema)
+
+    # -- dispatch ---------------------------------------------------------------------
+    def parse_block(self, rows: pl.DataFrame, block: _Block, envelope: str | None) -> None:
+        """rows: columns line (Int64), text (String) and optionally carried envelope columns."""
+        if rows.height == 0:
+            return
+        text = pl.col("text").str.strip_suffix("\r")
+        rows = rows.with_columns(text)
+        flags = rows.select(
+            blank=pl.col("text").str.strip_chars() == "",
+            too_long=pl.col("text").str.len_bytes() > self.config.max_line_bytes,
+            json=pl.col("text").str.strip_chars_start().str.starts_with("{"),
+        )
+        rows = pl.concat([rows, flags], how="horizontal")
+        block.blank += int(rows["blank"].sum())
+        long_rows = rows.filter(pl.col("too_long") & ~pl.col("blank"))
+        if long_rows.height:
+            block.rejects.append(pl.DataFrame({
+                "line": long_rows["line"], "reason": pl.Series(["line_too_long"] * long_rows.height, dtype=pl.String),
+                "text": long_rows["text"].str.slice(0, 200) + "…",
+            }))
+        usable = rows.filter(~pl.col("blank") & ~pl.col("too_long")).drop("blank", "too_long")
+        prefix = f"{envelope}+" if envelope else ""
+        json_rows = usable.filter(pl.col("json")).drop("json")
+        text_rows = usable.filter(~pl.col("json")).drop("json")
+        if json_rows.height:
+            self._parse_json(json_rows, block, prefix + "ndjson")
+        if text_rows.height:
+            self._parse_text(text_rows, block, prefix)
+
+    def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str) -> None:
+        if envelope == "docker":
+            self._unwrap_docker(rows, block)
+        elif envelope == "cri":
+            self._unwrap_cri(rows, block)
+        else:
+            self.parse_block(rows, block, envelope=None)
+
+
+def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split a chunk into numbered text lines; undecodable lines are rejected."""
+    try:
+        text = chunk.decode("utf-8")
+        lines = text.split("\n")
+        if first_line == 1 and lines and lines[0].startswith("\ufeff"):
+            lines[0] = lines[0][1:]
+        if lines and lines[-1] == "":
+            lines.pop()
+        frame = pl.DataFrame({
+            "line": pl.int_range(first_line, first_line + len(lines), dtype=pl.Int64, eager=True),
+            "text": pl.Series(lines, dtype=pl.String),
+        })
+        return frame, EMPTY_REJECTS
+    except UnicodeDecodeError:
+        pass
+    raw_lines = chunk.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    good_lines, good_texts, bad_lines, bad_texts = [], [], [], []
+    for offset, raw in enumerate(raw_lines):
+        try:
+            good_texts.append(raw.decode("utf-8"))
+            good_lines.append(first_line + offset)
+        except UnicodeDecodeError:
+            bad_lines.append(first_line + offset)
+            bad_texts.append(raw.decode("utf-8", errors="backslashreplace")[:REJECT_TEXT_LIMIT])
+    frame = pl.DataFrame({"line": pl.Series(good_lines, dtype=pl.Int64), "text": pl.Series(good_texts, dtype=pl.String)})
+    return frame, _reject_frame(bad_lines, "undecodable", bad_texts)
+
+
+def _line_count(chunk: bytes) -> int:
+    return chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1)
+
+
+class Ingestor:
+    """Reads sources one by one into canonical tables with full line accounting."""
+
+    def __init__(self, config: Config, keep_reject_text: bool = True, progress: Callable[[int], None] | None = None):
+        self.config = config
+        self.parser = LineParser(config)
+        self.keep_reject_text = keep_reject_text
+        self.progress = progress
+
+    def _finish_block(
+        self, block: _Block, report: FileReport, source: str, tables: list[pl.DataFrame],
+        rejects: list[pl.DataFrame], lines: pl.DataFrame,
+    ) -> None:
+        report.blank += block.blank
+        report.parsed += block.continuation
+        for raw, fmt in block.raws:
+            result: Normalized = normalize(raw, self.config, source, fmt)
+            tables.append(result.table)
+            report.records += result.table.height
+            report.parsed += result.table.height
+            report.naive_ts += result.naive
+            report.add_fields(result.fields)
+            if result.rejects.height:
+                block.rejects.append(result.rejects.with_columns(text=pl.lit(None, dtype=pl.String)))
+        for rej in block.rejects:
+            report.add_rejects(rej)
+            if rej["text"].null_count():
+                # Rejected after parsing (e.g. no timestamp): recover the line's original text.
+                rej = rej.join(lines.rename({"text": "_orig"}), on="line", how="left").select(
+                    "line", "reason", pl.coalesce("text", "_orig").alias("text")
+                )
+            rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
+
+    def read(self, src: Source) -> tuple[list[pl.DataFrame], FileReport, list[pl.DataFrame]]:
+        report = FileReport(path=src.path)
+        tables: list[pl.DataFrame] = []
+        rejects: list[pl.DataFrame] = []
+        opened = open_source(src)
+        report.compression = opened.compression
+        try:
+            if opened.compression not in ("none", "gzip", "bz2", "xz"):
+                report.format = "unsupported"
+                report.lines = 1
+                report.add_rejects(_reject_frame([1], "unsupported_compression"))
+                rejects.append(_reject_frame([1], "unsupported_compression", [f"<{opened.compression} data>"]).with_columns(source=pl.lit(src.path)))
+                report.notes.append(f"{opened.compression} compression is not supported; decompress the file first")
+                return tables, report, rejects
+            chunks = iter_chunks(opened.stream)
+            first = next(chunks, b"")
+            sniff = sniff_format(first)
+            report.format = sniff.label
+            if sniff.binary:
+                total = _line_count(first) + sum(_line_count(c) for c in chunks)
+                report.lines = total
+                binary = _reject_frame(range(1, total + 1), "binary_file")
+                report.add_rejects(binary)
+                rejects.append(binary.head(1).with_columns(text=pl.lit("<binary data>"), source=pl.lit(src.path)))
+                report.notes.append("binary data (NUL bytes): not a log file")
+            elif sniff.document:
+                self._read_document(first + b"".join(chunks), sniff, report, src.path, tables, rejects)
+            else:
+                self._read_lines(first, chunks, sniff, report, src.path, tables, rejects)
+        finally:
+            if opened.truncated:
+                report.truncated = True
+                report.notes.append(f"compressed data is truncated or corrupt ({opened.truncation_error}); read what was there")
+            if not src.is_stdin:
+                opened.stream.close()
+        if report.lines == 0:
+            report.notes.append("empty file")
+        return tables, report, rejects
+
+    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, tables, rejects) -> None:
+        next_line = 1
+        pending = [first] if first else []
+        for chunk in _chain(pending, chunks):
+            lines, undecodable = _decode_lines(chunk, next_line)
+            count = _line_count(chunk)
+            next_line += count
+            report.lines += count
+            block = _Block()
+            if undecodable.height:
+                block.rejects.append(undecodable)
+            self.parser.parse_envelope(lines, block, sniff.envelope or "")
+            self._finish_block(block, report, source, tables, rejects, lines)
+            if self.progress:
+                self.progress(len(chunk))
+
+    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, tables, rejects) -> None:
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
+            report.format = "ndjson"
+            self._read_lines(data, iter(()), FormatSniff("ndjson"), report, source, tables, rejects)
+            return
+        records, wrapper = unwrap_document(document)
+        report.format = f"json-document{f' ({wrapper})' if wrapper else ''}"
+        report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
+        report.lines = len(records)
+        good_lines, good_texts, bad = [], [], []
+        for index, record in enumerate(records, start=1):
+            if isinstance(record, dict):
+                good_lines.append(index)
+                good_texts.append(orjson.dumps(record).decode())
+            else:
+                bad.append(index)
+        block = _Block()
+        if bad:
+            block.rejects.append(_reject_frame(bad, "not_a_record"))
+        rows = pl.DataFrame({"line": pl.Series(good_lines, dtype=pl.Int64), "text": pl.Series(good_texts, dtype=pl.String)})
+        self.parser.parse_block(rows, block, envelope=None)
+        self._finish_block(block, report, source, tables, rejects, rows)
+
+
+def _chain(first: list[bytes], rest) -> Iterable[bytes]:
+    yield from first
+    yield from rest
+
+
+def _finalize_report(report: FileReport, table: pl.DataFrame) -> None:
+    if table.height:
+        report.first_ts = table["ts"].min()
+        report.last_ts = table["ts"].max()
+        other = table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null())
+        if other.height:
+            counts = other.group_by("name").len().sort(["len", "name"], descending=[True, False])
+            report.unmapped_distinct = counts.height
+            report.unmapped_events = dict(counts.head(UNMAPPED_LIMIT).rows())
+
+
+def ingest(
+    paths: list[str],
+    config: Config,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestResult:
+    """Read every input into one canonical table (sorted by time, then source and line)."""
+    sources = expand_inputs(paths)
+    ingestor = Ingestor(config, progress=progress)
+    all_tables: list[pl.DataFrame] = []
+    all_rejects: list[pl.DataFrame] = []
+    reports: list[FileReport] = []
+    for src in sources:
+        tables, report, rejects = ingestor.read(src)
+        table = pl.concat(tables, how="vertical") if tables else empty_table(config.business_keys)
+        _finalize_report(report, table)
+        reports.append(report)
+        all_tables.append(table)
+        all_rejects.extend(rejects)
+    if sum(r.lines for r in reports) == 0:
+        raise DupfindError("the input is empty: no log lines were found.")
+    table = pl.concat(all_tables, how="vertical") if all_tables else empty_table(config.business_keys)
+    filtered_out = 0
+    if since is not None or until is not None:
+        before = table.height
+        if since is not None:
+            table = table.filter(pl.col("ts") >= since)
+        if until is not None:
+            table = table.filter(pl.col("ts") <= until)
+        filtered_out = before - table.height
+    table = table.sort(["ts", "source", "line"], maintain_order=True)
+    rejects = (
+        pl.concat([r.select("source", "line", "reason", "text") for r in all_rejects], how="vertical")
+        if all_rejects else EMPTY_REJECTS.with_columns(source=pl.lit(None, dtype=pl.String)).select("source", "line", "reason", "text")
+    )
+    return IngestResult(table, reports, rejects, filtered_out)

@@ -1,0 +1,185 @@
+"""Map raw parsed records (columns named by raw field path) onto the canonical event table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from dupfind.config import Config
+from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
+from dupfind.timeparse import parse_timestamps
+
+# Internal columns a parser may add beside the raw field paths.
+LINE = "_line"
+LEADING_TS = "_leading_ts"
+FALLBACK_TS = "_fallback_ts"
+PLAIN_MESSAGE = "_plain_message"
+ENVELOPE_STREAM = "_stream"
+
+# Columns that keep structured (JSON object/array) values as text; all others drop them.
+STRUCTURED_OK = {"message", "error", "result"}
+KILL_EXIT_CODES = (137, -9)
+
+
+@dataclass
+class Normalized:
+    """A block of canonical rows, the lines rejected on the way, and which fields fed what."""
+
+    table: pl.DataFrame
+    rejects: pl.DataFrame  # columns: line, reason
+    fields: dict[str, list[str]]  # canonical column -> raw field paths that had values
+    naive: int
+
+
+def _path_expr(path: str, available: set[str]) -> pl.Expr | None:
+    """The value at a raw field path: a literal (dotted) key, or nested inside a parent."""
+    options: list[pl.Expr] = []
+    if path in available:
+        options.append(pl.col(path))
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:cut])
+        if parent in available:
+            json_path = "$" + "".join(f"['{p}']" for p in parts[cut:])
+            col = pl.col(parent)
+            options.append(
+                pl.when(col.str.starts_with("{")).then(col.str.json_path_match(json_path))
+            )
+    if not options:
+        return None
+    return options[0] if len(options) == 1 else pl.coalesce(options)
+
+
+def _clean(expr: pl.Expr, column: str) -> pl.Expr:
+    stripped = expr.str.strip_chars()
+    keep_structured = column in STRUCTURED_OK
+    bad = stripped.eq("")
+    if not keep_structured:
+        bad = bad | stripped.str.starts_with("{") | stripped.str.starts_with("[")
+    return pl.when(bad).then(None).otherwise(stripped)
+
+
+def _coalesce_aliases(
+    raw: pl.DataFrame, column: str, paths: list[str], available: set[str]
+) -> tuple[pl.Expr, list[tuple[str, pl.Expr]]]:
+    exprs = []
+    for path in paths:
+        expr = _path_expr(path, available)
+        if expr is not None:
+            exprs.append((path, _clean(expr.cast(pl.String), column)))
+    if not exprs:
+        return pl.lit(None, dtype=pl.String), []
+    value = exprs[0][1] if len(exprs) == 1 else pl.coalesce([e for _, e in exprs])
+    return value, exprs
+
+
+def _kind_expr(config: Config) -> pl.Expr:
+    folded = (
+        pl.col("name").str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
+    )
+    exact = folded.replace_strict(config.kinds, default=None, return_dtype=pl.String)
+    lowered = pl.col("name").str.to_lowercase()
+    chain = None
+    for kind, regex in config.patterns:
+        cond = lowered.str.contains(regex)
+        chain = pl.when(cond).then(pl.lit(kind)) if chain is None else chain.when(cond).then(pl.lit(kind))
+    by_pattern = chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
+    kind = pl.coalesce(exact, by_pattern)
+    killed_by_code = pl.col("exit_code").is_in(KILL_EXIT_CODES) & (
+        kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])
+    )
+    return pl.when(killed_by_code).then(pl.lit("worker_killed")).otherwise(kind).fill_null("other")
+
+
+def _action_expr(config: Config) -> pl.Expr:
+    effect = pl.col("kind").is_in(["side_effect", "side_effect_result"])
+    text = pl.concat_str(
+        [pl.col("name").fill_null(""), pl.col("provider").fill_null("")], separator=" "
+    ).str.to_lowercase()
+    chain = None
+    for action, regex in config.action_patterns:
+        cond = text.str.contains(regex)
+        chain = pl.when(cond).then(pl.lit(action)) if chain is None else chain.when(cond).then(pl.lit(action))
+    derived = chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
+    return pl.coalesce(
+        pl.col("action").str.to_lowercase(),
+        pl.when(effect).then(pl.coalesce(derived, pl.lit("side_effect"))),
+    )
+
+
+def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Normalized:
+    """Turn one raw block into canonical rows; rows without a usable time are rejected."""
+    available = {c for c in raw.columns if not c.startswith("_")}
+    fields: dict[str, list[str]] = {}
+    selections: dict[str, pl.Expr] = {}
+    used_exprs: list[pl.Expr] = []
+    used_names: list[tuple[str, str]] = []
+    targets = list(config.aliases)
+    for column in targets:
+        value, exprs = _coalesce_aliases(raw, column, config.aliases[column], available)
+        selections[column] = value
+        for path, expr in exprs:
+            used_exprs.append(expr.is_not_null().any().alias(f"{column}\x00{path}"))
+            used_names.append((column, path))
+    if PLAIN_MESSAGE in raw.columns:
+        selections["message"] = pl.coalesce(selections.get("message", pl.lit(None)), pl.col(PLAIN_MESSAGE))
+    if used_exprs:
+        flags = raw.select(used_exprs).row(0)
+        for (column, path), hit in zip(used_names, flags):
+            if hit:
+                fields.setdefault(column, []).append(path)
+
+    frame = raw.select(
+        pl.col(LINE).cast(pl.Int64).alias("line"),
+        *[expr.alias(f"__{col}") for col, expr in selections.items()],
+        (pl.col(LEADING_TS) if LEADING_TS in raw.columns else pl.lit(None, dtype=pl.String)).alias("__lead"),
+        (pl.col(FALLBACK_TS) if FALLBACK_TS in raw.columns else pl.lit(None, dtype=pl.String)).alias("__fallback"),
+        (pl.col(ENVELOPE_STREAM) if ENVELOPE_STREAM in raw.columns else pl.lit(None, dtype=pl.String)).alias("__envstream"),
+    ).rename({f"__{col}": col for col in selections})
+
+    # Timestamps: the record's own field, then a leading timestamp, then the envelope's.
+    candidates = ["ts", "__lead", "__fallback"] if "ts" in frame.columns else ["__lead", "__fallback"]
+    parsed = pl.concat(
+        [parse_timestamps(frame[c], config.assume_tz).rename({"ts": f"t{i}", "naive": f"n{i}"})
+         for i, c in enumerate(candidates)],
+        how="horizontal",
+    )
+    first_ts = pl.coalesce([pl.col(f"t{i}") for i in range(len(candidates))])
+    first_naive = pl.coalesce(
+        [pl.when(pl.col(f"t{i}").is_not_null()).then(pl.col(f"n{i}")) for i in range(len(candidates))]
+    )
+    chosen = parsed.select(__ts=first_ts, __naive=first_naive.fill_null(False))
+    any_text = pl.any_horizontal([pl.col(c).is_not_null() for c in candidates])
+    frame = pl.concat([frame, chosen], how="horizontal").with_columns(
+        __reason=pl.when(pl.col("__ts").is_not_null()).then(None)
+        .when(any_text).then(pl.lit("bad_timestamp"))
+        .otherwise(pl.lit("no_timestamp"))
+    )
+    rejects = frame.filter(pl.col("__reason").is_not_null()).select("line", pl.col("__reason").alias("reason"))
+    frame = frame.filter(pl.col("__reason").is_null())
+
+    schema = canonical_schema(config.business_keys)
+    numeric = {
+        **{c: pl.col(c).cast(pl.Float64, strict=False).cast(t, strict=False) for c, t in INT_COLUMNS.items() if c in frame.columns},
+        **{c: pl.col(c).cast(t, strict=False) for c, t in FLOAT_COLUMNS.items() if c in frame.columns},
+    }
+    frame = frame.with_columns(**numeric)
+    if "retry_count" in frame.columns:
+        retries = pl.col("retry_count").cast(pl.Float64, strict=False).cast(pl.Int32, strict=False) + 1
+        frame = frame.with_columns(attempt=pl.coalesce(pl.col("attempt"), retries) if "attempt" in frame.columns else retries)
+    if "duration_s" in frame.columns:
+        seconds = pl.col("duration_s").cast(pl.Float64, strict=False) * 1000.0
+        frame = frame.with_columns(duration_ms=pl.coalesce(pl.col("duration_ms"), seconds) if "duration_ms" in frame.columns else seconds)
+    missing = {c: pl.lit(None, dtype=t) for c, t in schema.items() if c not in frame.columns}
+    frame = frame.with_columns(**missing)
+    frame = frame.with_columns(
+        ts=pl.col("__ts"),
+        ts_naive=pl.col("__naive"),
+        stream=pl.coalesce(pl.col("stream"), pl.col("__envstream")),
+        source=pl.lit(source, dtype=pl.String),
+        format=pl.lit(fmt, dtype=pl.String),
+    )
+    frame = frame.with_columns(kind=_kind_expr(config)).with_columns(action=_action_expr(config))
+    table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+    return Normalized(table, rejects, fields, int(table["ts_naive"].sum()))

@@ -1,0 +1,1 @@
+"""Renderers: terminal tables, JSON and Markdown views of dupfind's results."""

@@ -1,0 +1,126 @@
+"""The `dupfind formats` report: what each file was read as, mapped to, and rejected."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from dupfind.ingest import FileReport, IngestResult
+from dupfind.render.safe import safe_text
+from dupfind.timefmt import iso_us
+
+SCHEMA_VERSION = "1"
+
+
+def file_to_dict(report: FileReport) -> dict:
+    """One file's entry in the JSON contract of `formats` (and `analyze`'s inputs)."""
+    return {
+        "path": report.path,
+        "format": report.format,
+        "compression": report.compression,
+        "lines": report.lines,
+        "parsed": report.parsed,
+        "records": report.records,
+        "blank": report.blank,
+        "rejected": dict(sorted(report.rejected.items())),
+        "rejected_examples": {
+            reason: f"{report.path}:{line}" for reason, line in sorted(report.examples.items())
+        },
+        "first_ts": iso_us(report.first_ts),
+        "last_ts": iso_us(report.last_ts),
+        "fields": report.fields,
+        "unmapped_events": report.unmapped_events,
+        "unmapped_distinct": report.unmapped_distinct,
+        "naive_timestamps": report.naive_ts,
+        "truncated": report.truncated,
+        "notes": report.notes,
+    }
+
+
+def totals_to_dict(result: IngestResult) -> dict:
+    totals = result.totals()
+    totals["first_ts"] = iso_us(totals["first_ts"])
+    totals["last_ts"] = iso_us(totals["last_ts"])
+    return totals
+
+
+def formats_document(result: IngestResult) -> dict:
+    """The machine-readable `formats` report."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "files": [file_to_dict(f) for f in result.files],
+        "totals": totals_to_dict(result),
+    }
+
+
+def _span(report: FileReport) -> str:
+    if report.first_ts is None or report.last_ts is None:
+        return "-"
+    first = report.first_ts.strftime("%Y-%m-%d %H:%M:%S")
+    if report.first_ts.date() == report.last_ts.date():
+        return f"{first} → {report.last_ts.strftime('%H:%M:%S')}"
+    return f"{first} →\n{report.last_ts.strftime('%Y-%m-%d %H:%M:%S')}"
+
+
+def render_formats(result: IngestResult, console: Console) -> None:
+    """Terminal view: inputs, rejected lines by reason, then per-file mappings and notes."""
+    summary = Table(title="Inputs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    summary.add_column("file", overflow="fold", ratio=3)
+    summary.add_column("format", overflow="fold", ratio=2)
+    for name in ("lines", "records", "blank", "rejected"):
+        summary.add_column(name, justify="right", no_wrap=True)
+    summary.add_column("time span (UTC)", overflow="fold", ratio=2)
+    for report in result.files:
+        fmt = report.format if report.compression == "none" else f"{report.format}, {report.compression}"
+        if report.truncated:
+            fmt += ", TRUNCATED"
+        rejected = report.rejected_total
+        summary.add_row(
+            safe_text(report.path), safe_text(fmt), f"{report.lines:,}", f"{report.records:,}",
+            f"{report.blank:,}", Text(f"{rejected:,}", style="yellow" if rejected else "green"), _span(report),
+        )
+    totals = result.totals()
+    summary.add_section()
+    summary.add_row(
+        Text(f"{totals['files']} file(s)", style="bold"), "", f"{totals['lines']:,}", f"{totals['records']:,}",
+        f"{totals['blank']:,}", Text(f"{totals['rejected_total']:,}", style="bold"), "",
+    )
+    console.print(summary)
+    if totals["rejected_total"]:
+        rejects = Table(title="Rejected lines", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        rejects.add_column("reason", no_wrap=True)
+        rejects.add_column("lines", justify="right", no_wrap=True)
+        rejects.add_column("first example", overflow="fold")
+        for report in result.files:
+            for reason, count in sorted(report.rejected.items()):
+                rejects.add_row(reason, f"{count:,}", safe_text(f"{report.path}:{report.examples.get(reason)}"))
+        console.print(rejects)
+    if result.filtered_out:
+        console.print(Text(f"{result.filtered_out:,} records outside --since/--until were left out.", style="dim"))
+    for report in result.files:
+        parts: list = []
+        if report.fields:
+            mapping = Table(box=None, padding=(0, 2), pad_edge=False)
+            mapping.add_column("canonical column", style="cyan", no_wrap=True)
+            mapping.add_column("raw fields", overflow="fold")
+            for column, paths in report.fields.items():
+                mapping.add_row(column, safe_text(", ".join(paths)))
+            parts.append(mapping)
+        if report.unmapped_events:
+            listed = ", ".join(f"{name} ({count})" for name, count in report.unmapped_events.items())
+            more = report.unmapped_distinct - len(report.unmapped_events)
+            if more > 0:
+                listed += f", and {more} more"
+            line = Text("event names mapped to kind 'other': ", style="magenta")
+            line.append_text(safe_text(listed, limit=2000))
+            parts.append(line)
+        if report.naive_ts:
+            parts.append(Text(f"{report.naive_ts:,} timestamps had no time zone (taken in --assume-tz)", style="dim"))
+        for note in report.notes:
+            parts.append(Text(f"note: {note}", style="dim"))
+        if parts:
+            console.print(Text(""))
+            console.print(safe_text(report.path, style="bold"))
+            console.print(Group(*parts))

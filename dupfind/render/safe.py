@@ -1,0 +1,33 @@
+"""Make untrusted log text safe for the terminal: no escape sequences, no rich markup."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+# C0 and C1 control characters (ESC, BEL, CSI, ...), DEL, and Unicode bidi overrides.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match) -> str:
+    char = match.group(0)
+    if char == "\n":
+        return "\\n"
+    if char == "\t":
+        return "\\t"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_str(value: object, limit: int | None = None) -> str:
+    """Printable text: control characters shown as \\xNN escapes, optionally shortened."""
+    text = "" if value is None else str(value)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return _UNSAFE.sub(_escape_char, text)
+
+
+def safe_text(value: object, style: str = "", limit: int | None = None) -> Text:
+    """A rich Text that renders literally: markup in log values is not interpreted."""
+    return Text(safe_str(value, limit), style=style)

@@ -1,0 +1,61 @@
+"""The canonical event table: its columns, their types, and the lifecycle kinds."""
+
+import polars as pl
+
+KINDS = (
+    "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack",
+    "finish", "fail", "retry", "lease_expired", "claim", "claim_lost", "dedup_hit",
+    "lock_acquire", "lock_release", "lock_denied", "lock_expired", "deploy_start",
+    "deploy_finish", "worker_start", "stop_signal", "worker_exit", "worker_killed", "other",
+)
+
+TS_TYPE = pl.Datetime("us", "UTC")
+
+# Identifier columns that can link records into one business action (see correlation).
+ID_COLUMNS = (
+    "job_id", "event_id", "idempotency_key", "notification_id", "delivery_id", "order_id",
+    "user_id", "tenant_id", "request_id", "provider_message_id",
+)
+
+# Columns whose alias values are read as numbers after mapping.
+INT_COLUMNS = {"attempt": pl.Int32, "exit_code": pl.Int32}
+FLOAT_COLUMNS = {"duration_ms": pl.Float64, "ttl_s": pl.Float64, "visibility_timeout_s": pl.Float64}
+
+# Text columns fed by field aliases (rules/fields.toml), in display order.
+TEXT_COLUMNS = (
+    "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
+    "queue", "job_type", "action", "provider", "status", "result", "lock_key", "lock_owner",
+    "error", "stream",
+)
+
+# Alias targets that are not columns themselves but feed one.
+DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}
+
+PROVENANCE = {"source": pl.String, "line": pl.Int64, "format": pl.String}
+
+
+def canonical_schema(business_keys: tuple[str, ...] = ()) -> dict[str, pl.DataType]:
+    """Column name -> dtype of the canonical table, including configured business keys."""
+    schema: dict[str, pl.DataType] = {"ts": TS_TYPE, "kind": pl.String}
+    for col in TEXT_COLUMNS:
+        schema[col] = pl.String
+    for col in business_keys:
+        schema.setdefault(col, pl.String)
+    schema.update(INT_COLUMNS)
+    schema.update(FLOAT_COLUMNS)
+    schema["ts_naive"] = pl.Boolean
+    schema.update(PROVENANCE)
+    return schema
+
+
+def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
+    """Every name a field alias may map to."""
+    return (
+        set(TEXT_COLUMNS) | set(business_keys) | set(INT_COLUMNS) | set(FLOAT_COLUMNS)
+        | DERIVED_ALIAS_TARGETS
+    )
+
+
+def empty_table(business_keys: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A canonical table with no rows."""
+    return pl.DataFrame(schema=canonical_schema(business_keys))

@@ -1,0 +1,167 @@
+"""Input sources: expand paths, detect compression by magic bytes, read line chunks."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from dupfind.errors import DupfindError
+
+MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"PK\x03\x04", "zip"),
+)
+SUPPORTED_COMPRESSION = {"none", "gzip", "bz2", "xz"}
+CHUNK_BYTES = 32 << 20
+
+
+@dataclass
+class Source:
+    """One input: a file path or standard input."""
+
+    path: str
+    file: Path | None  # None for stdin
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.file is None
+
+
+def expand_inputs(paths: list[str]) -> list[Source]:
+    """Files, directories (recursive, sorted, hidden entries skipped) and `-` for stdin."""
+    sources: list[Source] = []
+    seen: set[str] = set()
+    for raw in paths:
+        if raw == "-":
+            if "-" not in seen:
+                sources.append(Source("-", None))
+                seen.add("-")
+            continue
+        path = Path(raw)
+        if not path.exists():
+            raise DupfindError(f"{raw} does not exist.")
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not found:
+                raise DupfindError(f"{raw} is a directory with no files in it.")
+            files = found
+        else:
+            files = [path]
+        for file in files:
+            key = str(file)
+            if key not in seen:
+                seen.add(key)
+                sources.append(Source(key, file))
+    if not sources:
+        raise DupfindError("no input given: name log files or directories, or - for standard input.")
+    return sources
+
+
+def _open_raw(source: Source) -> BinaryIO:
+    if source.file is None:
+        return sys.stdin.buffer
+    try:
+        return source.file.open("rb")
+    except PermissionError:
+        raise DupfindError(f"{source.path} cannot be read: permission denied.") from None
+    except OSError as exc:
+        raise DupfindError(f"{source.path} cannot be read: {exc.strerror or exc}.") from None
+
+
+def detect_compression(head: bytes) -> str:
+    for magic, name in MAGIC:
+        if head.startswith(magic):
+            return name
+    return "none"
+
+
+class _TruncationTolerant(io.RawIOBase):
+    """Wraps a decompressing stream; a truncated or corrupt tail ends the stream, flagged."""
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self.inner = inner
+        self.truncated = False
+        self.error = ""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if self.truncated:
+            return 0
+        try:
+            data = self.inner.read(len(buffer))
+        except (EOFError, OSError, lzma.LZMAError, ValueError) as exc:
+            self.truncated = True
+            self.error = str(exc) or type(exc).__name__
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+
+@dataclass
+class OpenedSource:
+    """A source opened for reading decompressed bytes."""
+
+    source: Source
+    compression: str
+    stream: BinaryIO
+    tolerant: _TruncationTolerant | None
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.tolerant and self.tolerant.truncated)
+
+    @property
+    def truncation_error(self) -> str:
+        return self.tolerant.error if self.tolerant else ""
+
+
+def open_source(source: Source) -> OpenedSource:
+    """Open a source and transparently decompress gzip, bz2 and xz by magic bytes."""
+    raw = _open_raw(source)
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    head = buffered.peek(8)[:8]
+    compression = detect_compression(head)
+    if compression == "none":
+        return OpenedSource(source, compression, buffered, None)
+    if compression not in SUPPORTED_COMPRESSION:
+        return OpenedSource(source, compression, buffered, None)
+    if compression == "gzip":
+        inner: BinaryIO = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
+    elif compression == "bz2":
+        inner = bz2.BZ2File(buffered, mode="rb")  # type: ignore[assignment]
+    else:
+        inner = lzma.LZMAFile(buffered, mode="rb")  # type: ignore[assignment]
+    tolerant = _TruncationTolerant(inner)
+    return OpenedSource(source, compression, io.BufferedReader(tolerant, 1 << 20), tolerant)
+
+
+def iter_chunks(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Yield blocks of whole lines (split at the last newline); the last may lack one."""
+    carry = b""
+    while True:
+        block = stream.read(chunk_bytes)
+        if not block:
+            break
+        block = carry + block
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            carry = block
+            continue
+        yield block[: cut + 1]
+        carry = block[cut + 1 :]
+    if carry:
+        yield carry

@@ -1,0 +1,154 @@
+"""Vectorised timestamp parsing: ISO-8601 variants and epoch numbers, dateutil as fallback."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import polars as pl
+from dateutil import parser as dateutil_parser
+
+from dupfind.errors import DupfindError
+from dupfind.schema import TS_TYPE
+
+_NUMERIC = r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
+_HAS_OFFSET = r"(?:[+-]\d{2}(?::?\d{2})?)$"
+_ISO_AWARE = "%Y-%m-%dT%H:%M:%S%.f%z"
+_ISO_NAIVE = "%Y-%m-%dT%H:%M:%S%.f"
+_ISO_NAIVE_MINUTES = "%Y-%m-%dT%H:%M"
+
+# Plausible epoch range: 1990 to 2100, in seconds. Magnitude picks the unit.
+_EPOCH_MIN_S = 631_152_000
+_EPOCH_MAX_S = 4_102_444_800
+
+
+def _epoch_to_us(numbers: pl.Expr) -> pl.Expr:
+    """Epoch seconds, ms, us or ns (unit from magnitude) to integer microseconds."""
+    a = numbers.abs()
+    return (
+        pl.when(a < 1e11).then(numbers * 1e6)
+        .when(a < 1e14).then(numbers * 1e3)
+        .when(a < 1e17).then(numbers)
+        .otherwise(numbers / 1e3)
+        .round(0)
+        .cast(pl.Int64, strict=False)
+    )
+
+
+def _epoch_int_to_us(numbers: pl.Expr) -> pl.Expr:
+    """Integer epoch values, exact for nanoseconds (floats would lose digits)."""
+    a = numbers.abs()
+    return (
+        pl.when(a < 100_000_000_000).then(numbers * 1_000_000)
+        .when(a < 100_000_000_000_000).then(numbers * 1_000)
+        .when(a < 100_000_000_000_000_000).then(numbers)
+        .otherwise(numbers // 1_000)
+    )
+
+
+def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
+    """Parse text timestamps. Returns columns `ts` (UTC, us) and `naive` (no zone was given).
+
+    Unparseable values give null `ts`. Epoch numbers are always UTC and never naive.
+    """
+    frame = pl.DataFrame({"raw": values.cast(pl.String)})
+    cleaned = (
+        pl.col("raw").str.strip_chars()
+        .str.replace(r"^(\d{4}-\d{2}-\d{2})[ _](\d)", "${1}T${2}")
+        .str.replace(r"(T\d{2}:\d{2}:\d{2}),(\d)", "${1}.${2}")
+        .str.replace(r"(?i)(?:z| ?utc| ?gmt)$", "+00:00")
+        .str.replace(r" ([+-]\d{2}:?\d{2})$", "${1}")
+    )
+    frame = frame.with_columns(clean=cleaned)
+    is_num = pl.col("clean").str.contains(_NUMERIC)
+    is_int = pl.col("clean").str.contains(r"^[+-]?\d+$")
+    has_offset = pl.col("clean").str.contains(_HAS_OFFSET) & pl.col("clean").str.contains("T")
+    epoch_us = (
+        pl.when(is_int).then(_epoch_int_to_us(pl.col("clean").cast(pl.Int64, strict=False)))
+        .when(is_num).then(_epoch_to_us(pl.col("clean").cast(pl.Float64, strict=False)))
+    )
+    aware = pl.col("clean").str.to_datetime(_ISO_AWARE, strict=False, time_unit="us", time_zone="UTC")
+    naive_local = pl.coalesce(
+        pl.col("clean").str.to_datetime(_ISO_NAIVE, strict=False, time_unit="us"),
+        pl.col("clean").str.to_datetime(_ISO_NAIVE_MINUTES, strict=False, time_unit="us"),
+    )
+    naive_utc = naive_local.dt.replace_time_zone(
+        assume_tz, ambiguous="earliest", non_existent="null"
+    ).dt.convert_time_zone("UTC")
+    frame = frame.with_columns(
+        ts=pl.when(is_num)
+        .then(pl.from_epoch(epoch_us, time_unit="us").dt.replace_time_zone("UTC"))
+        .when(has_offset).then(aware)
+        .otherwise(naive_utc),
+        naive=~is_num & ~has_offset,
+    )
+    frame = frame.with_columns(
+        ts=pl.when(is_num & ~epoch_us.is_between(_EPOCH_MIN_S * 1_000_000, _EPOCH_MAX_S * 1_000_000))
+        .then(None)
+        .otherwise(pl.col("ts"))
+    )
+    missing = frame.filter(pl.col("ts").is_null() & pl.col("clean").is_not_null() & ~is_num)
+    if missing.height:
+        frame = _dateutil_fallback(frame, missing["clean"].unique(), assume_tz)
+    return frame.select(
+        pl.col("ts").cast(TS_TYPE),
+        (pl.col("naive") & pl.col("ts").is_not_null()).fill_null(False).alias("naive"),
+    )
+
+
+def _dateutil_fallback(frame: pl.DataFrame, distinct: pl.Series, assume_tz: str) -> pl.DataFrame:
+    """Parse the distinct strings polars could not, with dateutil, and join them back."""
+    zone = ZoneInfo(assume_tz)
+    keys, parsed, naive = [], [], []
+    for text in distinct.to_list():
+        if not text or len(text) > 64 or not re.search(r"\d{1,2}:\d{2}", text):
+            continue
+        try:
+            # Common Log Format puts a colon between date and time: 29/Nov/2026:07:16:09.
+            value = dateutil_parser.parse(re.sub(r"^(\d{1,2}/\w{3}/\d{4}):", r"\1 ", text))
+        except (ValueError, OverflowError, TypeError):
+            continue
+        is_naive = value.tzinfo is None
+        if is_naive:
+            value = value.replace(tzinfo=zone)
+        try:
+            value = value.astimezone(timezone.utc)
+        except (ValueError, OverflowError):
+            continue
+        if not (1990 <= value.year <= 2100):
+            continue
+        keys.append(text)
+        parsed.append(value)
+        naive.append(is_naive)
+    if not keys:
+        return frame
+    lookup = pl.DataFrame(
+        {"clean": keys, "fb_ts": parsed, "fb_naive": naive},
+        schema={"clean": pl.String, "fb_ts": TS_TYPE, "fb_naive": pl.Boolean},
+    )
+    joined = frame.join(lookup, on="clean", how="left", maintain_order="left")
+    return joined.with_columns(
+        naive=pl.when(pl.col("ts").is_null() & pl.col("fb_ts").is_not_null())
+        .then(pl.col("fb_naive")).otherwise(pl.col("naive")),
+        ts=pl.coalesce("ts", "fb_ts"),
+    ).drop("fb_ts", "fb_naive")
+
+
+_RELATIVE = re.compile(r"^-?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|w)$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400, "w": 604800}
+
+
+def parse_time_bound(text: str, option: str, now: datetime | None = None, assume_tz: str = "UTC") -> datetime:
+    """`--since/--until` values: ISO times, epoch numbers, or relative (`-2h`, `30m` ago)."""
+    now = now or datetime.now(timezone.utc)
+    match = _RELATIVE.match(text.strip())
+    if match:
+        amount, unit = float(match.group(1)), match.group(2).lower()
+        return now - timedelta(seconds=amount * _UNIT_SECONDS[unit])
+    parsed = parse_timestamps(pl.Series([text]), assume_tz)["ts"][0]
+    if parsed is None:
+        raise DupfindError(
+            f"{option} {text!r} is not a time: use ISO-8601 (2026-07-21T10:00:00Z) or a relative one (-2h, 30m)."
+        )
+    return parsed
