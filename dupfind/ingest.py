@@ -16,7 +16,7 @@ from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.lineparse import CRI_LINE, parse_logfmt, parse_plain
 from dupfind.normalize import (
-    ENVELOPE_STREAM, FALLBACK_TS, LINE, Normalized, normalize,
+    ENVELOPE_STREAM, FALLBACK_TS, LINE, PLAIN_MESSAGE, Normalized, normalize,
 )
 from dupfind.schema import empty_table
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
@@ -193,12 +193,16 @@ class LineParser:
         unknown_lines: list[int] = []
         unknown_texts: list[str] = []
         carried_values = rows.select(carried).rows() if carried else None
+        has_envelope_time = FALLBACK_TS in carried
         for index, (line, text) in enumerate(zip(rows["line"].to_list(), rows["text"].to_list())):
             record = parse_logfmt(text)
             target = logfmt_rows
             if record is None:
                 record = parse_plain(text)
                 target = plain_rows
+                if record is None and has_envelope_time:
+                    # Free text inside a Docker/CRI envelope: the envelope gives the time.
+                    record = {PLAIN_MESSAGE: text.strip()}
             if record is None:
                 unknown_lines.append(line)
                 unknown_texts.append(text)

@@ -1,0 +1,34 @@
+"""Shared test helpers: fixture discovery and CLI invocation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m dupfind ARGS` as a user would; returns the completed process (bytes)."""
+    full_env = {**os.environ, "COLUMNS": "100", "DUPFIND_CACHE_DIR": str(Path(os.environ.get("PYTEST_TMP", "/tmp")) / "dupfind-test-cache")}
+    full_env.pop("DUPFIND_DEBUG", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "dupfind", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        cwd=cwd or ROOT,
+        env=full_env,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
