@@ -101,6 +101,14 @@ class IngestResult:
         }
 
 
+def _is_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
     lines = list(lines)
     data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
@@ -194,7 +202,11 @@ class LineParser:
         unknown_texts: list[str] = []
         carried_values = rows.select(carried).rows() if carried else None
         has_envelope_time = FALLBACK_TS in carried
+        not_records: list[int] = []
         for index, (line, text) in enumerate(zip(rows["line"].to_list(), rows["text"].to_list())):
+            if text.lstrip().startswith("[") and _is_json(text):
+                not_records.append(index)
+                continue
             record = parse_logfmt(text)
             target = logfmt_rows
             if record is None:
@@ -218,6 +230,12 @@ class LineParser:
                 block.raws.append((frame, fmt_prefix + fmt))
         if unknown_lines:
             block.rejects.append(_reject_frame(unknown_lines, "unknown_format", unknown_texts))
+        if not_records:
+            block.rejects.append(pl.DataFrame({
+                "line": rows["line"].gather(not_records),
+                "reason": pl.Series(["not_a_record"] * len(not_records), dtype=pl.String),
+                "text": rows["text"].gather(not_records),
+            }))
 
     # -- envelopes --------------------------------------------------------------------
     def _unwrap_docker(self, rows: pl.DataFrame, block: _Block) -> None:
@@ -521,7 +539,9 @@ def ingest(
         all_tables.append(table)
         all_rejects.extend(rejects)
     if sum(r.lines for r in reports) == 0:
-        raise DupfindError("the input is empty: no log lines were found.")
+        truncated = [r.path for r in reports if r.truncated]
+        detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
+        raise DupfindError(f"the input is empty: no log lines were found{detail}.")
     table = pl.concat(all_tables, how="vertical") if all_tables else empty_table(config.business_keys)
     filtered_out = 0
     if since is not None or until is not None:

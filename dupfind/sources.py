@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import bz2
-import gzip
 import io
 import lzma
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -87,28 +87,62 @@ def detect_compression(head: bytes) -> str:
     return "none"
 
 
-class _TruncationTolerant(io.RawIOBase):
-    """Wraps a decompressing stream; a truncated or corrupt tail ends the stream, flagged."""
+def _new_decompressor(compression: str):
+    if compression == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if compression == "bz2":
+        return bz2.BZ2Decompressor()
+    return lzma.LZMADecompressor()
 
-    def __init__(self, inner: BinaryIO) -> None:
-        self.inner = inner
+
+class _Decompressing(io.RawIOBase):
+    """Streams decompressed bytes; concatenated members are followed, and a truncated or
+    corrupt tail ends the stream with `truncated` set instead of losing what was read."""
+
+    def __init__(self, raw: BinaryIO, compression: str) -> None:
+        self.raw = raw
+        self.compression = compression
+        self.decompressor = _new_decompressor(compression)
+        self.pending = b""
         self.truncated = False
         self.error = ""
+        self.done = False
 
     def readable(self) -> bool:
         return True
 
+    def _fill(self) -> None:
+        while not self.pending and not self.done:
+            block = self.raw.read(1 << 20)
+            try:
+                if not block:
+                    if not self.decompressor.eof:
+                        self.truncated = True
+                        self.error = "the compressed stream ends before its end marker"
+                    self.done = True
+                    return
+                out = self.decompressor.decompress(block)
+                while self.decompressor.eof and self.decompressor.unused_data:
+                    rest = self.decompressor.unused_data
+                    if not rest.strip(b"\x00"):
+                        break  # zero padding after the last member
+                    self.decompressor = _new_decompressor(self.compression)
+                    out += self.decompressor.decompress(rest)
+            except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+                self.truncated = True
+                self.error = str(exc) or type(exc).__name__
+                self.done = True
+                return
+            self.pending = out
+
     def readinto(self, buffer) -> int:  # type: ignore[override]
-        if self.truncated:
+        self._fill()
+        if not self.pending:
             return 0
-        try:
-            data = self.inner.read(len(buffer))
-        except (EOFError, OSError, lzma.LZMAError, ValueError) as exc:
-            self.truncated = True
-            self.error = str(exc) or type(exc).__name__
-            return 0
-        buffer[: len(data)] = data
-        return len(data)
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
 
 
 @dataclass
@@ -118,7 +152,7 @@ class OpenedSource:
     source: Source
     compression: str
     stream: BinaryIO
-    tolerant: _TruncationTolerant | None
+    tolerant: _Decompressing | None
 
     @property
     def truncated(self) -> bool:
@@ -139,13 +173,7 @@ def open_source(source: Source) -> OpenedSource:
         return OpenedSource(source, compression, buffered, None)
     if compression not in SUPPORTED_COMPRESSION:
         return OpenedSource(source, compression, buffered, None)
-    if compression == "gzip":
-        inner: BinaryIO = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
-    elif compression == "bz2":
-        inner = bz2.BZ2File(buffered, mode="rb")  # type: ignore[assignment]
-    else:
-        inner = lzma.LZMAFile(buffered, mode="rb")  # type: ignore[assignment]
-    tolerant = _TruncationTolerant(inner)
+    tolerant = _Decompressing(buffered, compression)
     return OpenedSource(source, compression, io.BufferedReader(tolerant, 1 << 20), tolerant)
 
 

@@ -82,7 +82,7 @@ class Execution:
 
     __slots__ = (
         "seq", "action", "msg", "pod", "slot", "attempt", "start", "end", "outcome", "side_effect",
-        "requested", "alive", "killed", "reason", "lock_token", "lock_overlap", "base", "lease",
+        "requested", "alive", "killed", "reason", "lock_token", "lock_overlap", "base", "lease", "followup",
     )
 
     def __init__(self, seq: int, msg: Message, pod: "Pod", slot: "Slot", start: int, reason: str):
@@ -104,6 +104,7 @@ class Execution:
         self.lock_token: str | None = None
         self.lock_overlap = False
         self.base: dict[str, Any] = {}
+        self.followup: str | None = None  # "retry" | "dead_letter" after a failure
 
     @property
     def active(self) -> bool:

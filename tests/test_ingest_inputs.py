@@ -1,0 +1,137 @@
+"""Inputs: compression by magic bytes, truncation, binary, stdin, directories, encodings."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+from pathlib import Path
+
+import pytest
+
+from dupfind.config import load_config
+from dupfind.errors import DupfindError
+from dupfind.ingest import ingest
+from dupfind.sources import expand_inputs
+
+from conftest import FIXTURES
+
+WORKER_LOG = FIXTURES / "formats" / "ndjson-workers" / "logs" / "notifier-worker-1.ndjson"
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config(cwd=Path("/"))
+
+
+@pytest.mark.parametrize("name, compress", [("gzip", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress)])
+def test_compression_detected_by_magic_not_extension(tmp_path, config, name, compress):
+    plain = ingest([str(WORKER_LOG)], config)
+    target = tmp_path / "worker.log"  # misleading extension on purpose
+    target.write_bytes(compress(WORKER_LOG.read_bytes()))
+    result = ingest([str(target)], config)
+    assert result.files[0].compression == name
+    assert result.files[0].records == plain.files[0].records == 8
+    assert result.table.drop("source").equals(plain.table.drop("source"))
+
+
+def test_truncated_gzip_keeps_what_was_read_and_says_so(tmp_path, config):
+    data = b"".join(
+        f'{{"ts":"2026-07-21T10:00:{i % 60:02d}.000Z","event":"job_started","job_id":"q-{i}"}}\n'.encode()
+        for i in range(5000)
+    )
+    packed = gzip.compress(data)
+    target = tmp_path / "cut.gz"
+    target.write_bytes(packed[: len(packed) // 2])
+    result = ingest([str(target)], config)
+    report = result.files[0]
+    assert report.truncated
+    assert any("truncated" in note for note in report.notes)
+    assert 0 < report.records < 5000
+    assert report.lines == report.parsed + report.blank + report.rejected_total
+
+
+def test_binary_file_is_rejected_whole_not_crashing(tmp_path, config):
+    target = tmp_path / "core.bin"
+    target.write_bytes(b"\x7fELF\x00\x00\x01\x02\nmore\x00binary\n" * 10)
+    other = tmp_path / "ok.log"
+    other.write_text('{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"x"}\n')
+    result = ingest([str(tmp_path)], config)
+    by_name = {Path(f.path).name: f for f in result.files}
+    assert by_name["core.bin"].rejected == {"binary_file": 20}
+    assert by_name["core.bin"].lines == 20
+    assert by_name["ok.log"].records == 1
+
+
+def test_undecodable_lines_are_rejected_individually(tmp_path, config):
+    target = tmp_path / "latin1.log"
+    target.write_bytes(
+        b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"a"}\n'
+        b'{"ts":"2026-07-21T10:00:01Z","event":"job_started","job_id":"caf\xe9"}\n'
+        b'{"ts":"2026-07-21T10:00:02Z","event":"job_acked","job_id":"a"}\n'
+    )
+    result = ingest([str(target)], config)
+    assert result.files[0].rejected == {"undecodable": 1}
+    assert result.files[0].examples == {"undecodable": 2}
+    assert result.table["job_id"].to_list() == ["a", "a"]
+
+
+def test_directories_are_recursive_sorted_and_skip_hidden(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "b" / "z.log").write_text("x")
+    (tmp_path / "a.log").write_text("x")
+    (tmp_path / ".hidden.log").write_text("x")
+    (tmp_path / ".git" / "config").write_text("x")
+    names = [Path(s.path).relative_to(tmp_path).as_posix() for s in expand_inputs([str(tmp_path)])]
+    assert names == ["a.log", "b/z.log"]
+
+
+def test_empty_input_is_an_error(tmp_path, config):
+    target = tmp_path / "empty.log"
+    target.write_bytes(b"")
+    with pytest.raises(DupfindError, match="empty"):
+        ingest([str(target)], config)
+
+
+def test_empty_directory_is_an_error(tmp_path):
+    with pytest.raises(DupfindError, match="no files"):
+        expand_inputs([str(tmp_path)])
+
+
+def test_crlf_and_bom_are_tolerated(tmp_path, config):
+    target = tmp_path / "windows.log"
+    target.write_bytes(
+        "\ufeff".encode() + b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"a"}\r\n'
+        b"2026-07-21T10:00:01Z worker=A job_id=a event=job_acked\r\n"
+    )
+    result = ingest([str(target)], config)
+    assert result.files[0].rejected_total == 0
+    assert result.table["kind"].to_list() == ["start", "ack"]
+    assert result.table["worker_id"].to_list() == [None, "A"]
+
+
+def test_bad_lines_only_cost_their_sub_block(tmp_path, config):
+    lines = [
+        f'{{"ts":"2026-07-21T10:{i // 60 % 60:02d}:{i % 60:02d}Z","event":"job_started","job_id":"q-{i}","attempt":{i % 3 + 1}}}'
+        for i in range(20000)
+    ]
+    lines[123] = '{"ts": "2026-07-21T10:00:00Z", "event": oops}'
+    lines[15000] = '{"truncated": "line'
+    target = tmp_path / "big.ndjson"
+    target.write_text("\n".join(lines) + "\n")
+    result = ingest([str(target)], config)
+    assert result.files[0].rejected == {"invalid_json": 2}
+    assert result.files[0].examples == {"invalid_json": 124}
+    assert result.files[0].records == 19998
+    assert result.table.filter(result.table["job_id"] == "q-124")["attempt"].to_list() == [2]
+
+
+def test_since_until_filter_and_count(config):
+    from datetime import datetime, timezone
+
+    since = datetime(2026, 7, 21, 10, 0, 1, 200000, tzinfo=timezone.utc)
+    result = ingest([str(WORKER_LOG)], config, since=since)
+    assert result.filtered_out == 4
+    assert result.table.height == 4
+    assert result.table["ts"].min() >= since
