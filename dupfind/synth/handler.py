@@ -204,15 +204,14 @@ def _acquire_lock(w: "World", ex: Execution) -> Process:
             yield int(w.rng.uniform(0.5, 3.0) * 1000)
             st.locks.pop(key, None)
             log(w, ex, "lock_released", "info", "lock released", {"lock": key, "owner": token, "ttl": p.lock_ttl_s})
-        delay = w.uniform_us(p.lock_retry_s)
+        delay = int(w.uniform_us(p.lock_retry_s) * min(1.5 ** (ex.attempt - 1), 8.0))
         log(w, ex, "retry", "warn", f"lock busy, retrying in {delay / 1e6:.1f}s", {"backoff_s": round(delay / 1e6, 3)})
         w.broker.nack(ex.msg, ex.lease, delay, "lock_denied")
         ex.followup = "retry"
         w.workers.end_execution(ex, "lock_denied")
         return False
     ex.lock_token = token
-    if any(o is not ex and o.lock_token is not None and o.active for o in ex.action.executions):
-        ex.lock_overlap = True
+    ex.lock_from = w.engine.now
     log(w, ex, "lock_acquired", "info", "lock acquired", {"lock": key, "owner": token, "ttl": p.lock_ttl_s})
     return True
 
@@ -225,6 +224,7 @@ def _release_lock(w: "World", ex: Execution) -> Process:
     token = ex.lock_token
     yield int(w.rng.uniform(0.5, 3.0) * 1000)
     ex.lock_token = None
+    ex.lock_to = w.engine.now
     if p.lock_mode in ("nonatomic", "release_no_owner"):
         w.stores.locks.pop(key, None)  # plain DEL, no owner check
         log(w, ex, "lock_released", "info", "lock released", {"lock": key, "owner": token, "ttl": p.lock_ttl_s})

@@ -16,6 +16,14 @@ class Ids:
         self.uuid_jobs = uuid_jobs
         self._order = rng.randrange(4_000_000, 6_000_000)
         self._user_base = rng.randrange(100_000, 400_000)
+        self._seen: set[str] = set()
+
+    def _unique(self, prefix: str, bits: int) -> str:
+        while True:
+            value = f"{prefix}{self.rng.getrandbits(bits):0{bits // 4}x}"
+            if value not in self._seen:
+                self._seen.add(value)
+                return value
 
     def job(self) -> str:
         bits = self.rng.getrandbits(128)
@@ -25,11 +33,10 @@ class Ids:
         return f"{bits >> 32:024x}"  # a Sidekiq-style 24-hex jid
 
     def event(self) -> str:
-        return f"evt_{self.rng.getrandbits(64):016x}"
+        return self._unique("evt_", 48)
 
     def row(self, channel: str) -> str:
-        prefix = "stk_" if channel == "stock" else "ntf_"
-        return f"{prefix}{self.rng.getrandbits(64):016x}"
+        return self._unique("stk_" if channel == "stock" else "ntf_", 48)
 
     def order(self) -> str:
         self._order += self.rng.randint(1, 9)
@@ -39,10 +46,10 @@ class Ids:
         return f"usr_{self._user_base + self.rng.randrange(pool)}"
 
     def request(self) -> str:
-        return f"req_{self.rng.getrandbits(64):016x}"
+        return f"req_{self.rng.getrandbits(48):012x}"
 
     def provider_message(self, provider: str) -> str:
-        return f"{_PROVIDER_PREFIX.get(provider, 'pm_')}{self.rng.getrandbits(96):024x}"
+        return f"{_PROVIDER_PREFIX.get(provider, 'pm_')}{self.rng.getrandbits(64):016x}"
 
     def lock_token(self) -> str:
         return f"{self.rng.getrandbits(40):010x}"

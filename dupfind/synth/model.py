@@ -82,7 +82,7 @@ class Execution:
 
     __slots__ = (
         "seq", "action", "msg", "pod", "slot", "attempt", "start", "end", "outcome", "side_effect",
-        "requested", "alive", "killed", "reason", "lock_token", "lock_overlap", "base", "lease", "followup",
+        "requested", "alive", "killed", "reason", "lock_token", "lock_from", "lock_to", "lock_overlap", "base", "lease", "followup",
     )
 
     def __init__(self, seq: int, msg: Message, pod: "Pod", slot: "Slot", start: int, reason: str):
@@ -102,7 +102,9 @@ class Execution:
         self.killed = False
         self.reason = reason
         self.lock_token: str | None = None
-        self.lock_overlap = False
+        self.lock_from: int | None = None  # when this execution believed it held the lock
+        self.lock_to: int | None = None
+        self.lock_overlap = False  # filled in by the truth builder
         self.base: dict[str, Any] = {}
         self.followup: str | None = None  # "retry" | "dead_letter" after a failure
 

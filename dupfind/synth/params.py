@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 DESIGNS = ("naive", "claim", "idem_unique", "provider_idem", "lock")
 LOCK_MODES = ("nonatomic", "atomic", "release_no_owner")
@@ -24,10 +24,10 @@ class ActionType:
 ACTION_TYPES = {
     a.name: a
     for a in (
-        ActionType("order_confirmation", "send_order_confirmation", "email", "sendgrid", "order_confirmation"),
-        ActionType("shipping_push", "send_push_notification", "push", "fcm", "shipping_update"),
-        ActionType("delivery_sms", "send_delivery_sms", "sms", "twilio", "delivery_window"),
-        ActionType("stock_deduction", "deduct_stock", "stock", "inventory-api", "stock_deduction"),
+        ActionType("order_confirmation", "send_order_confirmation", "email", "sendgrid", "confirm"),
+        ActionType("shipping_push", "send_push_notification", "push", "fcm", "shipped"),
+        ActionType("delivery_sms", "send_delivery_sms", "sms", "twilio", "eta"),
+        ActionType("stock_deduction", "deduct_stock", "stock", "inventory-api", "stock"),
     )
 }
 
@@ -110,9 +110,3 @@ class Params:
             if name not in DOUBLE_PUBLISH_VARIANTS:
                 raise ValueError(f"Unknown double-publish variant {name!r}.")
 
-
-def field_names() -> list[str]:
-    return [f.name for f in Params.__dataclass_fields__.values()]  # type: ignore[attr-defined]
-
-
-_ = field  # dataclasses.field is re-exported for presets that need mutable defaults

@@ -46,13 +46,16 @@ class Producers:
         rng = w.rng
         user_pool = max(5, p.jobs // 3)
         last: Action | None = None
+        order_types: list[str] = []  # action types already published for the current order
         for i in range(p.jobs):
             yield us(rng.expovariate(p.publish_rate))
             atype = rng.choices(*self._types)[0]
-            if last is not None and rng.random() < p.order_share and last.atype is not atype:
-                order, user = last.order, last.user  # a second action for the same order
+            if last is not None and rng.random() < p.order_share and atype.name not in order_types:
+                order, user = last.order, last.user  # another action for the same order
             else:
                 order, user = w.ids.order(), w.ids.user(user_pool)
+                order_types = []
+            order_types.append(atype.name)
             idem = f"{order}:{atype.template}"
             action = Action(i, atype, order, user, idem)
             w.actions.append(action)
@@ -90,8 +93,10 @@ class Producers:
                                 {"req": request_id, "method": "POST", "path": path, "status": 202, "latency_ms": w.rng.randint(4, 60)}))
         base = {
             K["job"]: msg.job_id, K["evt"]: event_id, K["idem"]: action.idem, K["row"]: row, K["order"]: action.order,
-            K["user"]: action.user, K["queue"]: w.p.queue, K["jtype"]: atype.job_type, K["req"]: request_id, K["worker"]: log.host,
+            K["user"]: action.user, K["queue"]: w.p.queue, K["jtype"]: atype.job_type, K["req"]: request_id,
         }
+        if K["worker"] == "hostname":
+            base["hostname"] = log.host  # pino-style loggers add the host to every line
         text = f"published {atype.job_type} for {action.order}"
-        log.records.append((now + int(w.rng.uniform(0.3, 4.0) * 1000), "info", style.event("publish"), text, base, None))
-        w.engine.after(int(w.rng.uniform(0.5, 5.0) * 1000), w.broker.publish, msg)
+        log.records.append((now + int(w.rng.uniform(0.3, 1.0) * 1000), "info", style.event("publish"), text, base, None))
+        w.engine.after(int(w.rng.uniform(1.0, 5.0) * 1000), w.broker.publish, msg)

@@ -31,6 +31,7 @@ class World:
         self.actions: list[Action] = []
         self.counters: Counter[str] = Counter()
         self.exec_seq = 0
+        self.deploy_history: list[dict] = []
         self.deploy_log = self.new_log("deploy.log", "deploy", "deploy-pipeline", DEPLOY)
         self.broker_log = self.new_log("queue-broker.log", "broker", f"sqs-{params.queue}", SQS) if params.broker_log else None
         # Imported here: these modules need World for type hints only.
