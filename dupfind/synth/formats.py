@@ -118,8 +118,9 @@ def render_file(records: list[Record], style: Style, fmt: str, rng: random.Rando
             else:
                 append((_logfmt_line(style, _record_dict(style, tf, t, rec)) + "\n").encode())
     elif fmt in ("docker", "cri"):
-        env = 0
+        env = lines[0][0] if lines else 0
         for t, rec in lines:
+            # The runtime stamps lines as it reads them: always increasing, just after the app's time.
             env = max(env + 1, t + rng.randint(20, 400))
             ns = rng.randrange(1000)
             if rec[1] is None:

@@ -29,9 +29,20 @@ _TRACEBACKS = (
 )
 
 
+# Steps logged with the whole bound context; the others carry only the correlation ids,
+# as services commonly do once the job line has said what the job is.
+FULL_CONTEXT = frozenset({
+    "start", "provider_response", "provider_replay", "fail", "db_update_failed", "already_sent", "claim_lost",
+    "unique_violation",
+})
+
+
 def log(w: "World", ex: Execution, event: str, level: str, msg: str, extra: dict | None = None) -> None:
-    pod = ex.pod
-    pod.log.records.append((w.engine.now, level, pod.log.style.event(event), msg, ex.base, extra))
+    style = ex.pod.log.style
+    if event in style.quiet:
+        return
+    base = ex.base if event in FULL_CONTEXT else ex.slim
+    ex.pod.log.records.append((w.engine.now, level, style.event(event), msg, base, extra))
 
 
 def run_job(w: "World", ex: Execution) -> Process:

@@ -82,7 +82,7 @@ class Execution:
 
     __slots__ = (
         "seq", "action", "msg", "pod", "slot", "attempt", "start", "end", "outcome", "side_effect",
-        "requested", "alive", "killed", "reason", "lock_token", "lock_from", "lock_to", "lock_overlap", "base", "lease", "followup",
+        "requested", "alive", "killed", "reason", "lock_token", "lock_from", "lock_to", "lock_overlap", "base", "slim", "lease", "followup",
     )
 
     def __init__(self, seq: int, msg: Message, pod: "Pod", slot: "Slot", start: int, reason: str):
@@ -105,7 +105,8 @@ class Execution:
         self.lock_from: int | None = None  # when this execution believed it held the lock
         self.lock_to: int | None = None
         self.lock_overlap = False  # filled in by the truth builder
-        self.base: dict[str, Any] = {}
+        self.base: dict[str, Any] = {}  # styled fields every record about this execution carries
+        self.slim: dict[str, Any] = {}  # the correlation ids only, for the less important steps
         self.followup: str | None = None  # "retry" | "dead_letter" after a failure
 
     @property

@@ -63,7 +63,7 @@ def noise_records(log: LogFile, rng: random.Random, end: int, params: dict) -> l
                 pod = rec[5]["worker"]
                 out.append((rec[0] - us(rng.uniform(1.0, 4.0)), "info", "image_pulled", f"pulled image registry.internal/{params['service']}:{rec[5]['deploy']}",
                             None, {"image": f"registry.internal/{params['service']}:{rec[5]['deploy']}", "target": pod}))
-            elif rec[2] == "deploy_started":
-                out.append((rec[0] + us(rng.uniform(5.0, 12.0)), "info", "rollout_progress", f"waiting for {params['service']} replicas to update",
+            elif rec[2] == "deploy_started" and "previous_deployment" in rec[5]:
+                out.append((rec[0] + us(rng.uniform(2.0, 5.0)), "info", "rollout_progress", f"waiting for {params['service']} replicas to update",
                             None, {"replicas": params["workers"]}))
     return out

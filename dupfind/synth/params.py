@@ -78,6 +78,7 @@ class Params:
     db_update_fail_rate: float = 0.0
     # Deploys.
     deploy_at: tuple[float, ...] = ()  # fractions of the publishing span
+    deploy_every_s: float | None = None  # further deploys at this interval after the first, while publishing
     stop_mode: str = "drain"
     grace_s: float = 30.0
     # Log faults.

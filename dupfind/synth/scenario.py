@@ -12,6 +12,7 @@ from dupfind.synth.deploys import initial_rollout, rolling_update
 from dupfind.synth.engine import us
 from dupfind.synth.formats import FORMATS, render_file
 from dupfind.synth.noise import noise_records
+from dupfind.synth.params import Params
 from dupfind.synth.presets import PRESETS, Preset
 from dupfind.synth.producers import Producers
 from dupfind.synth.truth import build_truth
@@ -27,26 +28,41 @@ def get_preset(name: str) -> Preset:
         raise ValueError(f"Unknown preset {name!r}; run `dupfind synth --list` to see the presets.") from None
 
 
-def simulate(preset: str, seed: int = 1, jobs: int | None = None) -> World:
-    """Run the discrete-event simulation of a preset to completion."""
-    params = get_preset(preset).params.with_jobs(jobs)
+def simulate(preset: str, seed: int = 1, jobs: int | None = None, params: Params | None = None) -> World:
+    """Run the discrete-event simulation of a preset (or of explicit params) to completion."""
+    params = (params or get_preset(preset).params).with_jobs(jobs)
     w = World(params, seed, preset)
     w.engine.spawn(initial_rollout(w))
     producers = Producers(w)
     w.engine.spawn(producers.run(), us(PUBLISH_START_S))
-    span = params.jobs / params.publish_rate
-    for frac in params.deploy_at:
-        w.engine.spawn(rolling_update(w), us(PUBLISH_START_S + frac * span))
+    for at in deploy_times(params.deploy_at, params.deploy_every_s, params.jobs / params.publish_rate):
+        w.engine.spawn(rolling_update(w), us(PUBLISH_START_S + at))
     w.engine.run()
     return w
 
 
-def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None = None, fmt: str = "ndjson") -> dict:
-    """Simulate a preset and write one log file per host plus truth.json into out_dir."""
+def deploy_times(fractions: tuple[float, ...], every_s: float | None, span: float) -> list[float]:
+    """Seconds after publishing starts at which rolling updates begin."""
+    times = sorted(f * span for f in fractions)
+    if every_s and times:
+        t = times[-1] + every_s
+        while t < span:
+            times.append(t)
+            t += every_s
+    return times
+
+
+def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None = None, fmt: str = "ndjson",
+                   params: Params | None = None) -> dict:
+    """Simulate a preset and write one log file per host plus truth.json into out_dir; return the truth.
+
+    `params` replaces the preset's parameters (tests and experiments); the preset name still
+    seeds the random stream and labels the truth.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown format {fmt!r}; expected one of {', '.join(FORMATS)}.")
     spec = get_preset(preset)
-    w = simulate(preset, seed, jobs)
+    w = simulate(preset, seed, jobs, params)
     end = w.engine.now + us(2.0)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

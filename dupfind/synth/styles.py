@@ -57,6 +57,10 @@ class Style:
     side_effect_events: dict[str, str] | None = None  # per channel, overrides provider_request
     attempt_zero_based: bool = False  # retry counters count retries, not attempts
     process_kind: str = "pid"  # "pid" | "thread"
+    quiet: frozenset[str] = frozenset()  # lifecycle steps this service does not log
+
+    def logs(self, name: str) -> bool:
+        return name not in self.quiet
 
     def event(self, name: str) -> str:
         return self.events.get(name) or COMMON_EVENTS[name]
@@ -105,6 +109,7 @@ CAMEL = Style(
     side_effect_events={"email": "send_email", "push": "send_push", "sms": "send_sms", "stock": "deduct_stock"},
     attempt_zero_based=True,
     process_kind="thread",
+    quiet=frozenset({"status_read"}),
 )
 
 TERSE = Style(
@@ -124,6 +129,7 @@ TERSE = Style(
         "provider_request": "provider_call", "commit": "db_update", "ack": "ack", "finish": "done",
         "fail": "failed", "retry": "retry",
     },
+    quiet=frozenset({"start", "ack"}),
 )
 
 SQS = Style(

@@ -76,6 +76,7 @@ class Workers:
             K["deploy"]: pod.gen.deployment_id, K["attempt"]: ex.attempt - 1 if style.attempt_zero_based else ex.attempt,
             K["queue"]: w.p.queue, K["jtype"]: a.atype.job_type,
         }
+        ex.slim = {K[k]: ex.base[K[k]] for k in ("job", "evt", "idem", "row", "worker", "proc", "deploy", "attempt")}
         text = f"received {a.atype.job_type}" if ex.attempt == 1 else f"received {a.atype.job_type} (delivery {ex.attempt})"
         pod.log.records.append((w.engine.now, "info", style.event("receive"), text, ex.base, None))
         w.engine.spawn(run_job(w, ex), 0, owner=ex)
