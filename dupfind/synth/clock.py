@@ -40,7 +40,9 @@ class TimeFormatter:
         return (BASE_EPOCH_US + t) // 1000
 
 
+_TRUE = TimeFormatter()
+
+
 def iso_true(t: int) -> str:
     """Engine time as an ISO-8601 UTC string with microseconds (used for truth times)."""
-    sec, frac = divmod(t, 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(BASE_EPOCH_S + sec)) + f".{frac:06d}Z"
+    return _TRUE.iso_us(t)

@@ -21,7 +21,7 @@ _DB_ERRORS = (
     "connection reset by peer while writing to primary",
     "canceling statement due to lock timeout",
 )
-_TRACEBACKS = (
+TRACEBACK_LINES = (
     "Traceback (most recent call last):",
     '  File "/app/worker/handlers.py", line 142, in perform',
     "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='api.provider.internal', port=443): Read timed out. (read timeout=30)",
@@ -118,7 +118,7 @@ def run_job(w: "World", ex: Execution) -> Process:
         log(w, ex, "provider_response", "error" if outcome == "error" else "warn", f"{atype.provider} call did not succeed",
             {"effect": atype.channel, "provider": atype.provider, "status": outcome, "err": err, "dur_ms": took})
         if rng.random() < 0.3:
-            ex.pod.log.records.append((w.engine.now, None, rng.choice(_TRACEBACKS), None, None, None))
+            ex.pod.log.records.append((w.engine.now, None, rng.choice(TRACEBACK_LINES), None, None, None))
         # Undo the guard so that the retry may send: the worker believes nothing was sent.
         if p.design == "claim":
             st.status[msg.row] = "pending"
