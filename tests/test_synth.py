@@ -363,10 +363,22 @@ def test_fixtures_are_small_and_mix_formats():
 
 # --- what the files look like -----------------------------------------------------------------
 
+def test_rewriting_a_folder_replaces_the_previous_scenario(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    write_scenario("deploy-overlap", tmp_path, jobs=20)
+    truth = write_scenario("lock-nonatomic", tmp_path, jobs=20)
+    logs = sorted(p.name for p in tmp_path.glob("*.log"))
+    assert logs == sorted(f["name"] for f in truth["files"])
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# One preset per worker style: snake (deploy-overlap), terse with epoch ms (lock-nonatomic),
+# camel (status-control), SQS-like with microseconds (visibility-timeout).
+@pytest.mark.parametrize("preset", ["deploy-overlap", "lock-nonatomic", "status-control", "visibility-timeout"])
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_every_format_writes_parseable_lines(tmp_path, fmt):
-    truth = scenario(tmp_path, "deploy-overlap", fmt=fmt)
-    folder = tmp_path / f"deploy-overlap-1-{fmt}"
+def test_every_format_writes_parseable_lines(tmp_path, fmt, preset):
+    truth = scenario(tmp_path, preset, fmt=fmt)
+    folder = tmp_path / f"{preset}-1-{fmt}"
     total_records = 0
     for f in truth["files"]:
         path = folder / f["name"]
@@ -377,7 +389,7 @@ def test_every_format_writes_parseable_lines(tmp_path, fmt):
         for r in records:
             assert "msg" in r or "message" in r
     assert total_records > 300
-    if fmt == "cri":
+    if fmt == "cri" and preset == "deploy-overlap":
         assert any(" P " in line for p in folder.glob("worker-*.log") for line in p.read_text().splitlines())
 
 

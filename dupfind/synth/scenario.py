@@ -66,6 +66,7 @@ def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None =
     end = w.engine.now + us(2.0)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    _remove_previous_scenario(out_dir)
     rng = random.Random(f"dupfind-synth-render:{preset}:{seed}")
     tf = TimeFormatter()
     params = w.p.as_dict()
@@ -74,6 +75,7 @@ def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None =
         records = log.records + noise_records(log, rng, log.end if log.end is not None else end, params)
         data, stats = render_file(records, log.style, fmt, rng, log.skew_us, w.p.drop_rate, w.p.reorder_rate, tf)
         (out_dir / log.name).write_bytes(data)
+        log.records = []  # rendered: free the memory before the next file
         files.append({
             "name": log.name, "kind": log.kind, "host": log.host, "style": log.style.name,
             "clock_skew_ms": round(log.skew_us / 1000, 3), "records": stats.records, "lines": stats.lines,
@@ -82,6 +84,21 @@ def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None =
     truth = build_truth(w, preset, spec.description, fmt, files, end)
     (out_dir / "truth.json").write_bytes(truth_bytes(truth))
     return truth
+
+
+def _remove_previous_scenario(out_dir: Path) -> None:
+    """Delete the log files an earlier run wrote here (listed in its truth.json), and nothing else."""
+    old_truth = out_dir / "truth.json"
+    if not old_truth.is_file():
+        return
+    try:
+        files = orjson.loads(old_truth.read_bytes()).get("files", [])
+    except (orjson.JSONDecodeError, AttributeError):
+        return
+    for entry in files:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name.endswith(".log") and "/" not in name and "\\" not in name:
+            (out_dir / name).unlink(missing_ok=True)
 
 
 def truth_bytes(truth: dict) -> bytes:
