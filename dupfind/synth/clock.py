@@ -11,17 +11,20 @@ BASE_EPOCH_US = BASE_EPOCH_S * 1_000_000
 
 
 class TimeFormatter:
-    """Formats engine times (µs since BASE) quickly by caching the per-second prefix."""
+    """Formats engine times (µs since BASE) quickly: the date part is cached per day."""
 
     def __init__(self) -> None:
-        self._prefix: dict[int, str] = {}
+        self._days: dict[int, str] = {}
 
     def _second(self, sec: int) -> str:
-        prefix = self._prefix.get(sec)
-        if prefix is None:
-            prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(BASE_EPOCH_S + sec))
-            self._prefix[sec] = prefix
-        return prefix
+        day, rest = divmod(BASE_EPOCH_S + sec, 86400)
+        date = self._days.get(day)
+        if date is None:
+            date = time.strftime("%Y-%m-%dT", time.gmtime(day * 86400))
+            self._days[day] = date
+        hours, rest = divmod(rest, 3600)
+        minutes, seconds = divmod(rest, 60)
+        return f"{date}{hours:02d}:{minutes:02d}:{seconds:02d}"
 
     def iso_ms(self, t: int) -> str:
         sec, frac = divmod(t, 1_000_000)
