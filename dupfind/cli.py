@@ -32,6 +32,21 @@ class TableOrJson(str, Enum):
     json = "json"
 
 
+class ReportFormat(str, Enum):
+    table = "table"
+    json = "json"
+    ndjson = "ndjson"
+    markdown = "markdown"
+
+
+class Severity(str, Enum):
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"dupfind {__version__}")
@@ -106,6 +121,83 @@ def formats(
         sys.stdout.buffer.write(orjson.dumps(formats_document(result), option=orjson.OPT_INDENT_2) + b"\n")
     else:
         render_formats(result, _stdout())
+
+
+def _parse_timeouts(values: list[str]) -> dict[str, float]:
+    timeouts: dict[str, float] = {}
+    for value in values:
+        queue, sep, seconds = value.rpartition("=")
+        if not sep:
+            queue, seconds = "", value
+        try:
+            timeouts[queue] = float(seconds.rstrip("s"))
+        except ValueError:
+            raise DupfindError(f"--timeout {value!r} is not QUEUE=SECONDS (or SECONDS for every queue).") from None
+    return timeouts
+
+
+def _write_output(data_writer, output: Path | None) -> None:
+    if output is None:
+        data_writer(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with output.open("wb") as fh:
+            data_writer(fh)
+    except OSError as exc:
+        raise DupfindError(f"cannot write {output}: {exc.strerror or exc}.") from None
+    sys.stderr.write(f"dupfind: report written to {output}\n")
+
+
+@app.command()
+def analyze(
+    paths: PathsArg,
+    output_format: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), json (one document), ndjson (one finding per line), markdown (ticket body).")] = ReportFormat.table,
+    fail_on: Annotated[Optional[Severity], typer.Option("--fail-on", help="Exit 1 when a finding at or above this severity exists.")] = None,
+    disable: Annotated[Optional[list[str]], typer.Option("--disable", help="Disable a rule by code or name (repeatable).")] = None,
+    skew: Annotated[float, typer.Option("--skew", help="Clock-skew tolerance in seconds between hosts: shorter overlaps are only 'possible'.")] = 0.5,
+    timeout: Annotated[Optional[list[str]], typer.Option("--timeout", help="Known visibility timeout: QUEUE=SECONDS, or SECONDS for all queues (repeatable).")] = None,
+    worst: Annotated[int, typer.Option("--worst", help="How many incidents the terminal report details.")] = 5,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+    max_jobs_per_value: Annotated[int, typer.Option("--max-jobs-per-value", help="An id value shared by more jobs than this stops linking (it is a tenant id or a placeholder).")] = 25,
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    assume_tz: TzOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    rejects: RejectsOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Find side effects executed more than once (which actions, workers, attempts, deploys),
+    name the root cause with the log lines that prove it, and list the fixes."""
+    from dupfind.analyze import analyze as run_analysis
+    from dupfind.config import load_config
+    from dupfind.findings import severity_rank
+    from dupfind.render.registry import RENDERERS, RenderOptions
+    from dupfind.rules_registry import load_rules
+
+    if skew < 0:
+        raise DupfindError("--skew must be zero or more seconds.")
+    cfg = load_config(config, rules, assume_tz)
+    rule_list = load_rules(cfg, rules, tuple(disable or ()))
+    result = _load_with(cfg, paths, since, until, rejects, strict)
+    report = run_analysis(result, cfg, rule_list, skew, _parse_timeouts(timeout or []), max_jobs_per_value)
+    options = RenderOptions(worst=worst, color=output is None and sys.stdout.isatty(), command=["dupfind", *sys.argv[1:]])
+    _write_output(lambda out: RENDERERS[output_format.value](report, out, options), output)
+    if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):
+        raise typer.Exit(1)
+
+
+def _load_with(cfg, paths, since, until, rejects_file, strict):
+    from dupfind.pipeline import load_inputs, write_rejects
+
+    result = load_inputs(paths, since=since, until=until, stderr=_stderr(), config=cfg)
+    if rejects_file is not None:
+        write_rejects(result, rejects_file)
+    if strict and result.rejects.height:
+        total = result.totals()["rejected_total"]
+        raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
+    return result
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ FLOAT_COLUMNS = {"duration_ms": pl.Float64, "ttl_s": pl.Float64, "visibility_tim
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
-    "queue", "job_type", "action", "provider", "status", "result", "lock_key", "lock_owner",
+    "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
     "error", "stream",
 )
 

@@ -1,0 +1,165 @@
+"""The analysis context detectors read from: correlated tables and derived facts, computed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import polars as pl
+
+from dupfind.config import Config
+from dupfind.correlate import Correlation, GlueWarning
+from dupfind.effects import duplicate_effects, side_effect_requests
+from dupfind.findings import Evidence
+from dupfind.schema import ID_COLUMNS
+
+EVIDENCE_KINDS = (
+    "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish",
+    "fail", "retry", "lease_expired", "claim", "claim_lost", "dedup_hit", "lock_acquire",
+    "lock_release", "lock_denied", "lock_expired",
+)
+WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
+
+
+@dataclass
+class AnalysisContext:
+    """Everything a detector may need; expensive parts are computed lazily and shared."""
+
+    correlation: Correlation
+    config: Config
+    skew_s: float = 0.5
+    timeouts: dict[str, float] = field(default_factory=dict)  # queue -> visibility timeout (s)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        return self.correlation.table
+
+    @property
+    def actions(self) -> pl.DataFrame:
+        return self.correlation.actions
+
+    @property
+    def executions(self) -> pl.DataFrame:
+        return self.correlation.executions
+
+    @property
+    def warnings(self) -> list[GlueWarning]:
+        return self.correlation.warnings
+
+    @cached_property
+    def action_records(self) -> pl.DataFrame:
+        return self.table.filter(pl.col("action_id").is_not_null())
+
+    @cached_property
+    def side_effects(self) -> pl.DataFrame:
+        """One row per side-effect request with its outcome (see effects.py)."""
+        return side_effect_requests(self.action_records)
+
+    @cached_property
+    def effect_counts(self) -> pl.DataFrame:
+        return duplicate_effects(self.side_effects)
+
+    @cached_property
+    def has_side_effect_records(self) -> bool:
+        return self.side_effects.height > 0
+
+    @cached_property
+    def known_timeouts(self) -> dict[str, float]:
+        """Visibility timeouts stated in the logs (per queue; '' = any queue), then config."""
+        stated = self.table.filter(pl.col("visibility_timeout_s").is_not_null())
+        found: dict[str, float] = {}
+        if stated.height:
+            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median())
+            for queue, value in per_queue.rows():
+                found[queue] = float(value)
+            found.setdefault("", float(stated["visibility_timeout_s"].median()))
+        found.update(self.timeouts)
+        return found
+
+    def timeout_for(self, queue: str | None) -> float | None:
+        timeouts = self.known_timeouts
+        if queue and queue in timeouts:
+            return timeouts[queue]
+        return timeouts.get("")
+
+    @cached_property
+    def action_queue(self) -> dict[int, str]:
+        rows = self.action_records.filter(pl.col("queue").is_not_null()).group_by("action_id").agg(pl.col("queue").first())
+        return dict(rows.rows())
+
+    @cached_property
+    def pairs(self) -> pl.DataFrame:
+        """Ordered pairs (earlier, later) of executions of one action, with overlap and gap."""
+        ex = self.executions.select(
+            "exec_id", "action_id", "identity", "worker_id", "start", "end", "entry_ts", "receive_ts",
+            "fail_ts", "completed", "failed", "attempt", "job_ids", "locks", "guarded", "deployment_id",
+        )
+        left = ex.rename({c: f"{c}_a" for c in ex.columns if c != "action_id"})
+        right = ex.rename({c: f"{c}_b" for c in ex.columns if c != "action_id"})
+        joined = left.join(right, on="action_id").filter(
+            (pl.col("start_a") < pl.col("start_b"))
+            | ((pl.col("start_a") == pl.col("start_b")) & (pl.col("exec_id_a") < pl.col("exec_id_b")))
+        )
+        overlap_end = pl.min_horizontal("end_a", "end_b")
+        overlap_s = (overlap_end - pl.col("start_b")).dt.total_microseconds() / 1e6
+        cross_host = pl.col("worker_id_a") != pl.col("worker_id_b")
+        return joined.with_columns(
+            overlap_s=pl.when(overlap_s > 0).then(overlap_s).otherwise(0.0),
+            gap_s=(pl.coalesce("receive_ts_b", "entry_ts_b", "start_b") - pl.coalesce("receive_ts_a", "entry_ts_a", "start_a")).dt.total_microseconds() / 1e6,
+            cross_host=cross_host,
+        ).with_columns(
+            overlap=pl.when(pl.col("overlap_s") <= 0).then(pl.lit("none"))
+            .when(pl.col("cross_host") & (pl.col("overlap_s") < self.skew_s)).then(pl.lit("possible"))
+            .otherwise(pl.lit("certain"))
+        )
+
+    @cached_property
+    def worker_events(self) -> pl.DataFrame:
+        """Stop signals, exits and kills per worker (records of the worker, not of a job)."""
+        return self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null()).select(
+            "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id"
+        ).sort("ts")
+
+    @cached_property
+    def exec_killed(self) -> pl.DataFrame:
+        """Executions cut short: a kill or exit of their worker after they started, before any ack."""
+        ex = self.executions.filter(~pl.col("completed")).select("exec_id", "worker_id", "start", "end")
+        ends = self.worker_events.filter(pl.col("kind").is_in(["worker_killed", "worker_exit"]))
+        if ex.height == 0 or ends.height == 0:
+            return pl.DataFrame(schema={"exec_id": pl.Int64, "kill_ts": self.table.schema["ts"], "kill_rid": pl.UInt32, "kill_kind": pl.String})
+        joined = ex.join(ends.rename({"ts": "kill_ts", "rid": "kill_rid", "kind": "kill_kind"}), on="worker_id").filter(
+            pl.col("kill_ts") >= pl.col("end")
+        )
+        return joined.sort("kill_ts").group_by("exec_id").agg(
+            pl.col("kill_ts").first(), pl.col("kill_rid").first(), pl.col("kill_kind").first()
+        )
+
+    def action_ids(self, action_id: int) -> dict[str, list[str]]:
+        """Every id of an action: link keys and the entity ids seen on its records."""
+        records = self.action_records.filter(pl.col("action_id") == action_id)
+        ids: dict[str, list[str]] = {}
+        for column in (*ID_COLUMNS, *self.config.business_keys):
+            if column in records.columns:
+                values = sorted(set(records[column].drop_nulls().to_list()))
+                if values or column in ("job_id", "event_id", "idempotency_key"):
+                    ids[column] = values
+        return ids
+
+    def action_identity(self, action_id: int) -> str:
+        row = self.actions.filter(pl.col("action_id") == action_id)
+        return row["identity"][0] if row.height else f"action-{action_id}"
+
+    def evidence(self, rids: list[int], notes: dict[int, str] | None = None, limit: int = 14) -> list[Evidence]:
+        if not rids:
+            return []
+        rows = self.table.filter(pl.col("rid").is_in(rids)).sort("ts", "source", "line").head(limit)
+        notes = notes or {}
+        return [
+            Evidence(r["ts"], r["source"], r["line"], r["worker_id"], r["kind"], r["name"], r["attempt"], notes.get(r["rid"]))
+            for r in rows.iter_rows(named=True)
+        ]
+
+    def key_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
+        """The lifecycle records of some executions, for evidence."""
+        rows = self.table.filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
+        return rows["rid"].to_list()

@@ -1,0 +1,136 @@
+"""The analyze stage: correlate, run every enabled rule, attribute causes, decide the verdict."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.config import Config
+from dupfind.correlate import correlate
+from dupfind.findings import Finding, severity_rank
+from dupfind.ingest import IngestResult
+from dupfind.render.formats_report import file_to_dict, totals_to_dict
+from dupfind.rules_registry import DETECTORS, Rule
+from dupfind.timefmt import iso_us
+
+SCHEMA_VERSION = "1.0"
+VERDICTS = ("harmful_duplicates", "no_harmful_duplicates", "insufficient_evidence")
+
+
+@dataclass
+class AnalysisReport:
+    """Everything a renderer needs: inputs, summary, verdict, findings and the rules behind them."""
+
+    inputs: IngestResult
+    findings: list[Finding]
+    rules: list[Rule]
+    verdict: str
+    verdict_reason: str
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    context: AnalysisContext | None = None
+
+    @property
+    def harmful(self) -> list[Finding]:
+        return [f for f in self.findings if f.harmful]
+
+    def root_causes(self) -> dict[str, int]:
+        counts = Counter(f.cause or "unknown" for f in self.harmful)
+        return dict(counts.most_common())
+
+    def fired_rules(self) -> list[Rule]:
+        codes = {f.rule for f in self.findings}
+        return [r for r in self.rules if r.code in codes]
+
+    def to_dict(self) -> dict[str, Any]:
+        by_rule = Counter(f.rule for f in self.findings)
+        return {
+            "schema": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "verdict_reason": self.verdict_reason,
+            "inputs": {"files": [file_to_dict(f) for f in self.inputs.files], "totals": totals_to_dict(self.inputs)},
+            "summary": self.summary,
+            "root_causes": self.root_causes(),
+            "rules": [
+                {"code": r.code, "name": r.name, "title": r.title, "severity": r.severity,
+                 "enabled": r.enabled, "findings": by_rule.get(r.code, 0)}
+                for r in self.rules
+            ],
+            "warnings": self.warnings,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _summary(ctx: AnalysisContext, result: IngestResult, findings: list[Finding]) -> dict[str, Any]:
+    table = ctx.table
+    effects = ctx.side_effects
+    harmful = [f for f in findings if f.harmful]
+    return {
+        "records": table.height,
+        "first_ts": iso_us(table["ts"].min()) if table.height else None,
+        "last_ts": iso_us(table["ts"].max()) if table.height else None,
+        "actions": ctx.actions.height,
+        "executions": ctx.executions.height,
+        "workers": ctx.executions["worker_id"].n_unique() if ctx.executions.height else 0,
+        "deployments": sorted(d for d in table["deployment_id"].unique().to_list() if d is not None)[:50],
+        "actions_with_repeated_executions": int(
+            ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height
+        ) if ctx.executions.height else 0,
+        "side_effect_requests": effects.height,
+        "duplicated_actions": len({f.action_id for f in harmful}),
+        "duplicated_side_effects": sum(int(f.figures.get("side_effects", 0)) - 1 for f in harmful),
+        "duplicates_by_side_effect": dict(Counter(str(f.figures.get("side_effect")) for f in harmful).most_common()),
+        "timeouts_s": ctx.known_timeouts,
+    }
+
+
+def _verdict(ctx: AnalysisContext, findings: list[Finding]) -> tuple[str, str]:
+    harmful = [f for f in findings if f.harmful]
+    if harmful:
+        actions = len({f.action_id for f in harmful})
+        return "harmful_duplicates", f"{actions} action(s) had a side effect executed more than once."
+    if ctx.actions.height == 0:
+        return "insufficient_evidence", "no job records could be correlated: no job, event, idempotency or notification ids were found."
+    possible = [f for f in findings if f.rule == "DF101"]
+    if possible:
+        return "insufficient_evidence", (
+            f"{len(possible)} action(s) may have repeated a side effect, but the logs cannot settle it "
+            "(requests timed out or no side-effect records were logged): log each provider request and its response with the job id."
+        )
+    if not ctx.has_side_effect_records:
+        repeated = ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height if ctx.executions.height else 0
+        if repeated:
+            return "insufficient_evidence", (
+                f"{repeated} action(s) ran more than once, but no side-effect records (provider requests, sends) "
+                "were found, so a repeat can only be possible harm: log each provider request with the job id."
+            )
+    return "no_harmful_duplicates", "no side effect was executed more than once."
+
+
+def analyze(
+    result: IngestResult,
+    config: Config,
+    rules: list[Rule],
+    skew_s: float = 0.5,
+    timeouts: dict[str, float] | None = None,
+    max_jobs_per_value: int = 25,
+) -> AnalysisReport:
+    """Run the whole analysis on an ingested table."""
+    correlation = correlate(result.table, config.link_keys, max_jobs_per_value)
+    ctx = AnalysisContext(correlation, config, skew_s, timeouts or {})
+    findings: list[Finding] = []
+    for rule in rules:
+        if rule.enabled:
+            findings.extend(DETECTORS[rule.detector](ctx, rule))
+    findings.sort(key=lambda f: (-severity_rank(f.severity), not f.harmful, f.rule, f.first_ts or 0, f.fingerprint))
+    warnings = [
+        f"{w.key}={w.value!r} appears with {w.jobs} different jobs; it was not used to link records "
+        f"(raise max_jobs_per_value if it is a real shared key)"
+        for w in correlation.warnings
+    ]
+    verdict, reason = _verdict(ctx, findings)
+    return AnalysisReport(result, findings, rules, verdict, reason, _summary(ctx, result, findings), warnings, ctx)

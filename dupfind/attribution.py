@@ -1,0 +1,119 @@
+"""Root cause of a duplicated side effect: which failure mode let the second one through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+
+
+@dataclass
+class Attribution:
+    """The most likely cause, how sure we are, why, and the records that show it."""
+
+    cause: str
+    confidence: str
+    detail: str
+    rids: list[int] = field(default_factory=list)
+    notes: dict[int, str] = field(default_factory=dict)
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+def _first_rid(frame: pl.DataFrame) -> list[int]:
+    return frame["rid"].head(1).to_list()
+
+
+def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> Attribution:
+    """Explain why the counted side-effect requests of one action happened more than once."""
+    requests = requests.sort("ts")
+    exec_ids = [e for e in requests["exec_id"].unique(maintain_order=True).to_list() if e is not None]
+    execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids)).sort("start")
+    records = ctx.action_records.filter(pl.col("action_id") == action_id)
+    if execs.height < 2:
+        notes = {r: "side effect request" for r in requests["rid"].to_list()}
+        return Attribution(
+            "unknown", "possible",
+            "the same execution requested the side effect more than once (an HTTP client retry after a timeout?)",
+            requests["rid"].to_list(), notes,
+        )
+    first = execs.row(0, named=True)
+    later = execs.row(1, named=True)
+    first_req = requests.filter(pl.col("exec_id") == first["exec_id"]).row(0, named=True)
+    later_req = requests.filter(pl.col("exec_id") == later["exec_id"]).row(0, named=True)
+    base_rids = [first_req["rid"], later_req["rid"]]
+    notes = {first_req["rid"]: "first side effect", later_req["rid"]: "repeated side effect"}
+    later_entry = later["entry_ts"] or later["start"]
+
+    # 1. Lock overlap: both executions held the same lock.
+    shared_locks = set(first["locks"]) & set(later["locks"])
+    if shared_locks:
+        locks = records.filter(pl.col("kind").is_in(["lock_acquire", "lock_expired", "lock_release"]) & pl.col("exec_id").is_in(exec_ids))
+        notes.update({r: "lock" for r in locks["rid"].to_list()})
+        return Attribution(
+            "lock_overlap", "certain",
+            f"both executions acquired lock {sorted(shared_locks)[0]!r}: the lock did not exclude the second",
+            locks["rid"].head(6).to_list() + base_rids, notes,
+        )
+
+    # 2. Double publish: the two executions ran different messages of one event.
+    publishes = records.filter(pl.col("kind") == "publish")
+    published_jobs = set(publishes["job_id"].drop_nulls().to_list())
+    if set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or publishes.height >= 2):
+        pub_rids = publishes["rid"].head(4).to_list()
+        notes.update({r: "publish" for r in pub_rids})
+        return Attribution(
+            "double_publish", "certain",
+            f"the event was published {max(len(published_jobs), publishes.height)} times as different messages "
+            f"({', '.join(sorted(published_jobs)[:3])}); each was processed once",
+            pub_rids + base_rids, notes, {"publishes": float(max(len(published_jobs), publishes.height))},
+        )
+
+    # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit.
+    killed = ctx.exec_killed.filter(pl.col("exec_id") == first["exec_id"])
+    if killed.height and killed["kill_ts"][0] <= later_entry:
+        kill_rid = int(killed["kill_rid"][0])
+        notes[kill_rid] = "worker killed with this job in flight"
+        return Attribution(
+            "worker_killed", "certain",
+            f"{first['identity']} was {killed['kill_kind'][0].replace('_', ' ')} with the job in flight "
+            f"after the side effect and before the ack; the message came back",
+            [kill_rid, *base_rids], notes,
+        )
+
+    # 4. Retry after a partial success: side effect done, then the execution failed.
+    if first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]:
+        fail = records.filter((pl.col("exec_id") == first["exec_id"]) & (pl.col("kind") == "fail"))
+        notes.update({r: "failed after the side effect" for r in _first_rid(fail)})
+        return Attribution(
+            "partial_success_retry", "certain",
+            "the first execution's side effect succeeded, then it failed before saving the status and was retried",
+            _first_rid(fail) + base_rids, notes,
+        )
+
+    # 5. Lease / visibility timeout expiry while the first execution was still running.
+    gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
+    queue = ctx.action_queue.get(action_id)
+    timeout = ctx.timeout_for(queue)
+    expiry = records.filter(pl.col("kind") == "lease_expired")
+    near_timeout = timeout is not None and abs(gap - timeout) <= max(2.0, 0.25 * timeout)
+    running = later_entry < first["end"]
+    figures = {"gap_s": round(gap, 3)}
+    if timeout is not None:
+        figures["timeout_s"] = timeout
+    if running or expiry.height or near_timeout:
+        evidence = _first_rid(expiry)
+        notes.update({r: "lease expired" for r in evidence})
+        confidence = "certain" if running and (expiry.height or near_timeout) else "likely"
+        where = "while the first was still running" if running else "after the first stopped logging"
+        detail = f"attempt {later['attempt'] or 2} started {gap:.1f} s after attempt {first['attempt'] or 1} {where}"
+        if timeout is not None:
+            detail += f" (visibility timeout {timeout:g} s)"
+        return Attribution("lease_expired", confidence, detail, evidence + base_rids, notes, figures)
+
+    return Attribution(
+        "unknown", "possible",
+        "no publish, lock, kill, failure or lease expiry explains the second execution",
+        base_rids, notes, figures,
+    )

@@ -1,0 +1,221 @@
+"""Correlation: link records into business actions, and split actions into executions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+# Values that never link records: they mean "no id", not "the same id".
+PLACEHOLDERS = (
+    "", "null", "none", "nil", "-", "0", "unknown", "undefined", "n/a", "na", "nan", "<nil>",
+    "<none>", "false", "true", "[]", "{}",
+)
+ENTRY_KINDS = ("receive", "start")
+TERMINAL_KINDS = ("ack", "finish", "fail", "worker_killed", "retry", "lease_expired", "claim_lost", "dedup_hit")
+# Kinds that make a run of records a consumer execution (not just a producer's publish).
+CONSUMER_KINDS = (
+    "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish", "fail",
+    "retry", "claim", "claim_lost", "dedup_hit", "lock_acquire", "lock_release", "lock_denied",
+    "lock_expired",
+)
+# A `start` right after one of these is the same execution, not a new one.
+STARTUP_KINDS = ("receive", "start", "claim", "lock_acquire", "other", "publish")
+
+
+@dataclass
+class GlueWarning:
+    """An id value shared by too many jobs to be a real link; it was not used for linking."""
+
+    key: str
+    value: str
+    jobs: int
+
+
+@dataclass
+class Correlation:
+    """The canonical table with `rid`, `action_id` and `exec_id`, plus per-action/execution tables."""
+
+    table: pl.DataFrame
+    actions: pl.DataFrame
+    executions: pl.DataFrame
+    warnings: list[GlueWarning] = field(default_factory=list)
+
+
+def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame:
+    """Min-label propagation with pointer jumping; returns node -> label (smallest node id)."""
+    labels = pl.DataFrame({"node": nodes, "label": nodes})
+    if edges.height == 0:
+        return labels
+    for _ in range(200):
+        with_labels = (
+            edges.join(labels.rename({"node": "a", "label": "la"}), on="a")
+            .join(labels.rename({"node": "b", "label": "lb"}), on="b")
+            .select(pl.min_horizontal("la", "lb").alias("m"), "a", "b")
+        )
+        candidates = pl.concat([
+            with_labels.select(pl.col("a").alias("node"), "m"),
+            with_labels.select(pl.col("b").alias("node"), "m"),
+        ]).group_by("node").agg(pl.col("m").min())
+        updated = labels.join(candidates, on="node", how="left").select(
+            "node", pl.min_horizontal("label", pl.col("m").fill_null(pl.col("label"))).alias("label")
+        )
+        # Pointer jumping: a node adopts its label's label, which halves chain lengths.
+        for _ in range(4):
+            updated = updated.join(
+                updated.rename({"node": "label", "label": "label2"}), on="label", how="left"
+            ).select("node", pl.coalesce("label2", "label").alias("label"))
+        if updated.sort("node")["label"].equals(labels.sort("node")["label"]):
+            return updated
+        labels = updated
+    return labels
+
+
+def build_actions(
+    table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25
+) -> tuple[pl.DataFrame, pl.DataFrame, list[GlueWarning]]:
+    """Connected components over link-key values that appear together on one record.
+
+    Returns the table with `rid` and `action_id` (null when a record carries no link key),
+    an actions table (action_id, identity, per-key id lists) and the glue warnings.
+    """
+    table = table.with_row_index("rid")
+    keys = [k for k in link_keys if k in table.columns]
+    if not keys or table.height == 0:
+        empty = pl.DataFrame(schema={"action_id": pl.Int64, "identity": pl.String})
+        return table.with_columns(action_id=pl.lit(None, dtype=pl.Int64)), empty, []
+    long = (
+        table.select("rid", *keys)
+        .unpivot(index="rid", on=keys, variable_name="key", value_name="value")
+        .drop_nulls("value")
+        .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
+        .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
+    )
+    # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
+    # by too many distinct events, would merge unrelated work into one action.
+    warnings: list[GlueWarning] = []
+    glued: set[str] = set()
+    if "job_id" in keys:
+        jobs = long.filter(pl.col("key") == "job_id").select("rid", pl.col("value").alias("job"))
+        fanout = (
+            long.filter(pl.col("key") != "job_id").join(jobs, on="rid")
+            .group_by("key", "value", "node").agg(pl.col("job").n_unique().alias("n"))
+        )
+        partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
+        if partner:
+            partners = long.filter(pl.col("key") == partner).select("rid", pl.col("value").alias("p"))
+            fanout = pl.concat([
+                fanout,
+                long.filter(pl.col("key") == "job_id").join(partners, on="rid")
+                .group_by("key", "value", "node").agg(pl.col("p").n_unique().alias("n")),
+            ])
+        for key, value, node, n in fanout.filter(pl.col("n") > max_jobs_per_value).sort("n", descending=True).rows():
+            glued.add(node)
+            warnings.append(GlueWarning(key, value, n))
+    if glued:
+        long = long.filter(~pl.col("node").is_in(list(glued)))
+    node_ids = long.select("node").unique().sort("node").with_row_index("nid").with_columns(pl.col("nid").cast(pl.Int64))
+    long = long.join(node_ids, on="node")
+    anchors = long.group_by("rid").agg(pl.col("nid").min().alias("anchor"))
+    edges = (
+        long.join(anchors, on="rid").filter(pl.col("nid") != pl.col("anchor"))
+        .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
+    )
+    labels = _connected_components(edges, node_ids["nid"])
+    record_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("rid", "label")
+    # Stable identity: the sorted ids of the component (independent of input order).
+    members = long.join(labels.rename({"node": "nid"}), on="nid")
+    actions = (
+        members.select("label", "key", "value", "node").unique()
+        .group_by("label")
+        .agg(pl.col("node").sort().str.join("|").alias("identity"), *[
+            pl.col("value").filter(pl.col("key") == k).unique().sort().alias(k) for k in keys
+        ])
+        .sort("identity")
+        .with_row_index("action_id")
+        .with_columns(pl.col("action_id").cast(pl.Int64))
+    )
+    record_actions = record_labels.join(actions.select("label", "action_id"), on="label").select("rid", "action_id")
+    table = table.join(record_actions, on="rid", how="left").sort("rid")
+    return table, actions.drop("label"), warnings
+
+
+def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split each action's records into executions: one run on one worker (and process)."""
+    base = table.filter(pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null())
+    # Use the process id only where it is needed to tell runs apart on one worker.
+    needs_pid = (
+        base.group_by("action_id", "worker_id")
+        .agg((pl.col("process_id").drop_nulls().n_unique() > 1).alias("use_pid"))
+    )
+    base = base.join(needs_pid, on=["action_id", "worker_id"], how="left").sort(
+        "action_id", "worker_id", "ts", "source", "line"
+    )
+    base = base.with_columns(
+        pid_filled=pl.when(pl.col("use_pid")).then(
+            pl.col("process_id").forward_fill().backward_fill().over("action_id", "worker_id")
+        )
+    ).with_columns(
+        identity=pl.when(pl.col("pid_filled").is_not_null())
+        .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
+        .otherwise(pl.col("worker_id"))
+    ).sort("action_id", "identity", "ts", "source", "line")
+    group = ["action_id", "identity"]
+    base = base.with_columns(
+        attempt_ff=pl.col("attempt").forward_fill().over(group),
+        prev_kind=pl.col("kind").shift(1).over(group),
+        first_in_group=pl.int_range(pl.len()).over(group) == 0,
+    ).with_columns(
+        prev_attempt=pl.col("attempt_ff").shift(1).over(group),
+    )
+    boundary = (
+        pl.col("first_in_group")
+        | (pl.col("attempt").is_not_null() & pl.col("prev_attempt").is_not_null() & (pl.col("attempt") != pl.col("prev_attempt")))
+        | ((pl.col("kind") == "receive") & (pl.col("prev_kind") != "receive"))
+        | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS))
+    )
+    base = base.with_columns(seg=boundary.cast(pl.Int64).cum_sum())
+    consumer = base.group_by("seg").agg(pl.col("kind").is_in(CONSUMER_KINDS).any().alias("is_exec"))
+    base = base.join(consumer, on="seg").filter(pl.col("is_exec"))
+    seg_ids = base.select("seg").unique().sort("seg").with_row_index("exec_id").with_columns(pl.col("exec_id").cast(pl.Int64))
+    base = base.join(seg_ids, on="seg")
+    is_kind = lambda *k: pl.col("kind").is_in(list(k))  # noqa: E731
+    executions = (
+        base.sort("ts", "source", "line")
+        .group_by("exec_id")
+        .agg(
+            pl.col("action_id").first(),
+            pl.col("identity").first(),
+            pl.col("worker_id").first(),
+            pl.col("pid_filled").first().alias("process_id"),
+            pl.col("deployment_id").drop_nulls().first(),
+            pl.col("attempt_ff").drop_nulls().first().alias("attempt"),
+            pl.col("ts").min().alias("start"),
+            pl.col("ts").max().alias("end"),
+            pl.col("ts").filter(is_kind("receive", "start")).min().alias("entry_ts"),
+            pl.col("ts").filter(is_kind("receive")).min().alias("receive_ts"),
+            pl.col("ts").filter(is_kind("commit")).min().alias("commit_ts"),
+            pl.col("ts").filter(is_kind("fail")).min().alias("fail_ts"),
+            pl.col("ts").filter(is_kind("ack", "finish")).max().alias("done_ts"),
+            pl.col("kind").last().alias("last_kind"),
+            is_kind("ack", "finish").any().alias("completed"),
+            is_kind("fail").any().alias("failed"),
+            is_kind("dedup_hit", "claim_lost").any().alias("guarded"),
+            is_kind("lease_expired").any().alias("lease_expired_logged"),
+            pl.col("job_id").drop_nulls().unique().sort().alias("job_ids"),
+            pl.col("lock_key").filter(is_kind("lock_acquire")).drop_nulls().unique().alias("locks"),
+            pl.col("source").first().alias("first_source"),
+            pl.col("line").first().alias("first_line"),
+            pl.len().alias("records"),
+        )
+        .sort("action_id", "start", "identity")
+    )
+    table = table.join(base.select("rid", "exec_id"), on="rid", how="left").sort("rid")
+    return table, executions
+
+
+def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:
+    """Actions and executions for a canonical table."""
+    linked, actions, warnings = build_actions(table, link_keys, max_jobs_per_value)
+    linked, executions = build_executions(linked)
+    return Correlation(linked, actions, executions, warnings)

@@ -1,0 +1,1 @@
+"""Detectors: one module per failure mode, registered by name with @detector."""

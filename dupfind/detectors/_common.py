@@ -1,0 +1,39 @@
+"""Helpers shared by detectors: a finding pre-filled from an action and its executions."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.findings import Finding
+from dupfind.rules_registry import Rule
+
+
+def action_finding(
+    ctx: AnalysisContext, rule: Rule, action_id: int, exec_ids: list[int], summary: str,
+    identity_suffix: str = "", severity: str | None = None,
+) -> Finding:
+    """A finding about one action, with ids, workers, attempts, deployments and time span."""
+    execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids)).sort("start")
+    records = ctx.action_records.filter(pl.col("action_id") == action_id)
+    identity = ctx.action_identity(action_id) + (f"#{identity_suffix}" if identity_suffix else "")
+    return Finding(
+        rule=rule.code,
+        name=rule.name,
+        title=rule.title,
+        severity=severity or rule.severity,
+        identity=identity,
+        summary=summary,
+        ids=ctx.action_ids(action_id),
+        workers=list(dict.fromkeys(execs["identity"].to_list())),
+        attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}),
+        deployments=list(dict.fromkeys(d for d in execs["deployment_id"].to_list() if d is not None)),
+        first_ts=records["ts"].min(),
+        last_ts=records["ts"].max(),
+        remediation=list(rule.remediation),
+        action_id=action_id,
+    )
+
+
+def seconds(value) -> float:
+    return round(float(value), 3)

@@ -1,0 +1,30 @@
+"""DF106: a guard (dedup, unique constraint, lost claim, provider replay) stopped a repeat."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.detectors._common import action_finding
+from dupfind.findings import Finding
+from dupfind.rules_registry import Rule, detector
+
+
+@detector("guard_hit")
+def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
+    guards = ctx.action_records.filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", "name")
+    replays = ctx.side_effects.filter(pl.col("outcome") == "replay").select(
+        "action_id", pl.coalesce("result_rid", "rid").alias("rid"), "exec_id", pl.lit("provider replay").alias("name")
+    ) if ctx.side_effects.height else None
+    if replays is not None and replays.height:
+        guards = pl.concat([guards, replays.with_columns(pl.col("rid").cast(guards.schema["rid"]))])
+    findings: list[Finding] = []
+    for (action_id,), group in guards.group_by("action_id", maintain_order=True):
+        exec_ids = [e for e in group["exec_id"].unique().to_list() if e is not None]
+        kinds = sorted(set(n or "guard" for n in group["name"].to_list()))
+        summary = f"{group.height} repeat(s) stopped by a guard ({', '.join(kinds)}); the side effect did not repeat"
+        finding = action_finding(ctx, rule, action_id, exec_ids, summary)
+        finding.figures = {"guard_hits": group.height}
+        finding.evidence = ctx.evidence(group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
+        findings.append(finding)
+    return findings

@@ -1,0 +1,41 @@
+"""DF107: actions published or received that never reached a terminal record."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.detectors._common import action_finding
+from dupfind.findings import Finding
+from dupfind.rules_registry import Rule, detector
+
+TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
+
+
+@detector("lost_action")
+def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
+    records = ctx.action_records
+    if records.height == 0:
+        return []
+    timeout = ctx.timeout_for(None) or 0.0
+    grace = max(float(rule.param("grace_s", 120)), 2 * timeout)
+    end_of_logs = ctx.table["ts"].max()
+    per_action = records.group_by("action_id").agg(
+        pl.col("kind").is_in(["publish", "receive", "start"]).any().alias("entered"),
+        pl.col("kind").is_in(TERMINAL).any().alias("terminal"),
+        pl.col("kind").is_in(["receive", "start"]).any().alias("received"),
+        pl.col("ts").max().alias("last"),
+        pl.col("rid"),
+    ).filter(pl.col("entered") & ~pl.col("terminal") & (pl.col("last") < end_of_logs - timedelta(seconds=grace)))
+    findings: list[Finding] = []
+    for row in per_action.sort("action_id").iter_rows(named=True):
+        action_id = row["action_id"]
+        exec_ids = ctx.executions.filter(pl.col("action_id") == action_id)["exec_id"].to_list()
+        state = "received but never finished" if row["received"] else "published but never received"
+        finding = action_finding(ctx, rule, action_id, exec_ids, f"{state}; last record {(end_of_logs - row['last']).total_seconds():.0f} s before the end of the logs")
+        finding.figures = {"silence_s": round((end_of_logs - row["last"]).total_seconds(), 1), "grace_s": grace}
+        finding.evidence = ctx.evidence(row["rid"])
+        findings.append(finding)
+    return findings

@@ -1,0 +1,115 @@
+"""Side effects: which provider requests really happened, and how sure we are of each."""
+
+from __future__ import annotations
+
+import polars as pl
+
+# How a provider request ended, from its own status or the response that followed it.
+#   success  - the provider did it (counts, certain)
+#   uncertain - timed out (incl. 504) or no answer logged (may have happened)
+#   replay   - the provider recognised an idempotency key and did nothing (does not count)
+#   rejected - the provider answered with an error (4xx/5xx other than 504): not done
+_REPLAY = r"replay|idempoten|already[_ ]?(?:processed|sent|exists)|duplicate[_ ]?request|\b409\b"
+_TIMEOUT = r"time[d_ ]?out|timeout|deadline|\b504\b|\b408\b|econnreset|connection reset"
+# An error answer means the provider did not do it; only silence or a timeout is uncertain.
+_REJECTED = r"reject|invalid|denied|bounce|unauthori[sz]ed|forbidden|unavailable|\b[45]\d\d\b|error|fail"
+_SUCCESS = r"\bok\b|accept|sent|success|deliver|\b20\d\b|queued|done|complete|captured|created|deducted|charged"
+# Names that say the side effect already happened (not merely "sending").
+_COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
+
+COUNTED = ("success", "uncertain")
+
+
+def _classify(text: pl.Expr) -> pl.Expr:
+    lowered = text.str.to_lowercase()
+    return (
+        pl.when(lowered.str.contains(_REPLAY)).then(pl.lit("replay"))
+        .when(lowered.str.contains(_TIMEOUT)).then(pl.lit("uncertain"))
+        .when(lowered.str.contains(_REJECTED)).then(pl.lit("rejected"))
+        .when(lowered.str.contains(_SUCCESS)).then(pl.lit("success"))
+    )
+
+
+def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
+    """One row per side-effect request, with `outcome` in success|uncertain|replay|rejected.
+
+    A completion record ("email_sent") right after a request record ("provider_request") of the
+    same execution and type is that request's result, not a second side effect.
+    """
+    effects = table.filter(
+        pl.col("kind").is_in(["side_effect", "side_effect_result"]) & pl.col("action_id").is_not_null()
+    ).sort("ts", "source", "line")
+    if effects.height == 0:
+        return effects.with_columns(outcome=pl.lit(None, dtype=pl.String), effect=pl.lit(None, dtype=pl.String))
+    scope = pl.coalesce(pl.col("exec_id").cast(pl.String), pl.concat_str(pl.lit("a"), pl.col("action_id").cast(pl.String)))
+    name = pl.col("name").fill_null("").str.to_lowercase()
+    effects = effects.with_columns(
+        scope=scope,
+        effect=pl.col("action").fill_null("side_effect"),
+        completed_name=name.str.contains(_COMPLETED_NAME),
+    ).with_columns(
+        prev_kind=pl.col("kind").shift(1).over("scope", "effect"),
+        prev_completed=pl.col("completed_name").shift(1).over("scope", "effect"),
+    )
+    # A completion-named side_effect right after an open request acts as that request's result.
+    as_result = (
+        (pl.col("kind") == "side_effect") & pl.col("completed_name")
+        & (pl.col("prev_kind") == "side_effect") & ~pl.col("prev_completed").fill_null(False)
+    )
+    effects = effects.with_columns(
+        role=pl.when(as_result | (pl.col("kind") == "side_effect_result")).then(pl.lit("result")).otherwise(pl.lit("request"))
+    ).with_columns(
+        request_seq=(pl.col("role") == "request").cast(pl.Int32).cum_sum().over("scope", "effect")
+    )
+    own = _classify(pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" "))
+    result_text = pl.concat_str(
+        [pl.col("status").fill_null(""), pl.col("result").fill_null(""), pl.col("name").fill_null(""), pl.col("error").fill_null("")],
+        separator=" ",
+    )
+    results = (
+        effects.filter((pl.col("role") == "result") & (pl.col("request_seq") > 0))
+        .with_columns(result_outcome=pl.coalesce(_classify(result_text), pl.lit("success")))
+        .group_by("scope", "effect", "request_seq")
+        .agg(
+            pl.col("result_outcome").first(),
+            pl.col("rid").first().alias("result_rid"),
+            pl.col("ts").first().alias("result_ts"),
+        )
+    )
+    requests = effects.filter(pl.col("role") == "request").with_columns(own_outcome=own)
+    requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
+    outcome = pl.coalesce(
+        pl.col("result_outcome"),
+        pl.when(pl.col("own_outcome").is_not_null()).then(pl.col("own_outcome")),
+        pl.when(pl.col("completed_name")).then(pl.lit("success")),
+        pl.lit("uncertain"),
+    )
+    protected = ~pl.col("provider_idempotency").fill_null("").str.to_lowercase().str.strip_chars().is_in(
+        ["", "false", "0", "no", "none", "null", "off"]
+    )
+    return requests.with_columns(outcome=outcome, provider_protected=protected).drop(
+        "prev_kind", "prev_completed", "role", "scope"
+    )
+
+
+def duplicate_effects(requests: pl.DataFrame) -> pl.DataFrame:
+    """Per action and side-effect type: counted requests and the duplicate's confidence."""
+    if requests.height == 0:
+        return pl.DataFrame(schema={"action_id": pl.Int64, "effect": pl.String, "success": pl.UInt32,
+                                    "uncertain": pl.UInt32, "confidence": pl.String})
+    counts = requests.group_by("action_id", "effect").agg(
+        pl.col("provider_protected").filter(pl.col("outcome").is_in(COUNTED)).all().alias("protected"),
+        (pl.col("outcome") == "success").sum().alias("success"),
+        (pl.col("outcome") == "uncertain").sum().alias("uncertain"),
+        (pl.col("outcome") == "replay").sum().alias("replayed"),
+        (pl.col("outcome") == "rejected").sum().alias("rejected"),
+        pl.len().alias("requests"),
+    )
+    # Every counted request carried the provider's idempotency key: the provider did it once.
+    confidence = (
+        pl.when(pl.col("protected") & (pl.col("success") + pl.col("uncertain") > 0)).then(None)
+        .when(pl.col("success") >= 2).then(pl.lit("certain"))
+        .when((pl.col("success") == 1) & (pl.col("uncertain") >= 1)).then(pl.lit("likely"))
+        .when(pl.col("uncertain") >= 2).then(pl.lit("possible"))
+    )
+    return counts.with_columns(confidence=confidence).sort("action_id", "effect")

@@ -1,0 +1,107 @@
+"""Findings: what a detector reports, with a stable fingerprint and its evidence."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+SEVERITIES = ("info", "low", "medium", "high", "critical")
+CONFIDENCES = ("certain", "likely", "possible")
+CAUSES = ("double_publish", "worker_killed", "lease_expired", "partial_success_retry", "lock_overlap", "unknown")
+CAUSE_TITLES = {
+    "double_publish": "double publish upstream (the queue is innocent)",
+    "worker_killed": "worker killed or stopped mid-job",
+    "lease_expired": "lease / visibility timeout expired while the job was running",
+    "partial_success_retry": "retry after a partial success (side effect done, status not saved)",
+    "lock_overlap": "two holders of one lock",
+    "unknown": "unknown",
+}
+
+
+def severity_rank(severity: str) -> int:
+    return SEVERITIES.index(severity)
+
+
+def fingerprint(rule: str, identity: str) -> str:
+    """Same rule and action identity, same fingerprint, on every run and machine."""
+    return hashlib.sha256(f"{rule}|{identity}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class Evidence:
+    """One log record that supports a finding."""
+
+    ts: datetime
+    source: str
+    line: int
+    worker: str | None
+    kind: str
+    name: str | None
+    attempt: int | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dupfind.timefmt import iso_us
+
+        return {
+            "ts": iso_us(self.ts), "source": self.source, "line": self.line, "worker": self.worker,
+            "kind": self.kind, "name": self.name, "attempt": self.attempt, "note": self.note,
+        }
+
+
+@dataclass
+class Finding:
+    """A rule's verdict on one action (or one worker/lock for rules about those)."""
+
+    rule: str
+    name: str
+    title: str
+    severity: str
+    identity: str
+    summary: str
+    harmful: bool = False
+    cause: str | None = None
+    confidence: str | None = None
+    cause_detail: str | None = None
+    ids: dict[str, list[str]] = field(default_factory=dict)
+    workers: list[str] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    deployments: list[str] = field(default_factory=list)
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    remediation: list[str] = field(default_factory=list)
+    action_id: int | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.rule, self.identity)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dupfind.timefmt import iso_us
+
+        return {
+            "fingerprint": self.fingerprint,
+            "rule": self.rule,
+            "name": self.name,
+            "title": self.title,
+            "severity": self.severity,
+            "harmful": self.harmful,
+            "summary": self.summary,
+            "cause": self.cause,
+            "cause_title": CAUSE_TITLES.get(self.cause) if self.cause else None,
+            "confidence": self.confidence,
+            "cause_detail": self.cause_detail,
+            "ids": self.ids,
+            "workers": self.workers,
+            "attempts": self.attempts,
+            "deployments": self.deployments,
+            "first_ts": iso_us(self.first_ts),
+            "last_ts": iso_us(self.last_ts),
+            "figures": self.figures,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "remediation": self.remediation,
+        }

@@ -1,0 +1,139 @@
+"""Terminal report of `dupfind analyze`: verdict, findings by rule, worst incidents, causes, fixes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from dupfind.analyze import AnalysisReport
+from dupfind.findings import CAUSE_TITLES, Finding
+from dupfind.render.safe import safe_text
+
+SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
+VERDICT_STYLE = {
+    "harmful_duplicates": ("HARMFUL DUPLICATES FOUND", "bold white on red"),
+    "no_harmful_duplicates": ("NO HARMFUL DUPLICATES", "bold white on green"),
+    "insufficient_evidence": ("INSUFFICIENT EVIDENCE", "bold black on yellow"),
+}
+
+
+def _short_path(path: str) -> str:
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def _inputs_line(report: AnalysisReport) -> Text:
+    totals = report.inputs.totals()
+    summary = report.summary
+    text = Text()
+    text.append(f"{totals['files']} file(s), {totals['records']:,} records")
+    if totals["rejected_total"]:
+        text.append(f", {totals['rejected_total']:,} lines rejected", style="yellow")
+    if summary["first_ts"]:
+        text.append(f", {summary['first_ts']} → {summary['last_ts']}")
+    text.append(f"\n{summary['actions']:,} actions, {summary['executions']:,} executions on {summary['workers']} workers, "
+                f"{summary['side_effect_requests']:,} side-effect requests")
+    return text
+
+
+def _evidence_table(finding: Finding, limit: int = 10) -> Table:
+    table = Table(box=None, padding=(0, 1), pad_edge=False, show_header=False)
+    table.add_column("ts", no_wrap=True, style="dim")
+    table.add_column("where", overflow="fold", style="blue")
+    table.add_column("worker", overflow="fold")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("name", overflow="fold")
+    for ev in finding.evidence[:limit]:
+        name = safe_text(ev.name or "", limit=60)
+        if ev.note:
+            name.append(f"  ← {ev.note}", style="magenta")
+        table.add_row(
+            ev.ts.strftime("%H:%M:%S.%f")[:-3], safe_text(f"{_short_path(ev.source)}:{ev.line}"),
+            safe_text(ev.worker or "-", limit=40), ev.kind, name,
+        )
+    return table
+
+
+def _incident(finding: Finding) -> Panel:
+    parts = Table.grid(padding=(0, 1))
+    parts.add_column(style="bold", no_wrap=True)
+    parts.add_column(overflow="fold")
+    parts.add_row("what", safe_text(finding.summary))
+    if finding.cause:
+        cause = Text(f"{CAUSE_TITLES.get(finding.cause, finding.cause)} ({finding.confidence})", style="bold")
+        if finding.cause_detail:
+            cause.append_text(safe_text(f": {finding.cause_detail}"))
+        parts.add_row("cause", cause)
+    ids = ", ".join(f"{k}={'/'.join(v[:3])}" for k, v in finding.ids.items() if v)
+    parts.add_row("ids", safe_text(ids, limit=300))
+    parts.add_row("workers", safe_text(", ".join(finding.workers) or "-"))
+    if finding.deployments:
+        parts.add_row("deploys", safe_text(", ".join(finding.deployments)))
+    figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items() if v is not None)
+    if figures:
+        parts.add_row("figures", safe_text(figures))
+    parts.add_row("evidence", _evidence_table(finding))
+    title = Text(f"{finding.rule} {finding.name} ", style=SEVERITY_STYLE.get(finding.severity, ""))
+    title.append(f"[{finding.severity}] {finding.fingerprint}", style="dim")
+    return Panel(parts, title=title, title_align="left", box=box.ROUNDED)
+
+
+def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> None:
+    console.print(Text("dupfind analyze", style="bold"))
+    console.print(_inputs_line(report))
+    label, style = VERDICT_STYLE[report.verdict]
+    verdict = Text(f" {label} ", style=style)
+    verdict.append(f"  {report.verdict_reason}")
+    console.print(verdict)
+    for warning in report.warnings:
+        console.print(safe_text(f"warning: {warning}", style="yellow"))
+    if not report.findings:
+        console.print(Text("No findings.", style="green"))
+        return
+
+    counts = Counter(f.rule for f in report.findings)
+    harmful = Counter(f.rule for f in report.findings if f.harmful)
+    by_rule = Table(title="Findings by rule", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    by_rule.add_column("rule", no_wrap=True)
+    by_rule.add_column("name", overflow="fold")
+    by_rule.add_column("severity", no_wrap=True)
+    by_rule.add_column("findings", justify="right")
+    by_rule.add_column("harmful", justify="right")
+    for rule in report.rules:
+        if counts.get(rule.code):
+            severities = Counter(f.severity for f in report.findings if f.rule == rule.code)
+            shown = ", ".join(f"{n} {s}" for s, n in severities.most_common())
+            by_rule.add_row(rule.code, rule.name, Text(shown, style=SEVERITY_STYLE.get(rule.severity, "")),
+                            str(counts[rule.code]), str(harmful.get(rule.code, 0)))
+    console.print(by_rule)
+
+    worst_findings = [f for f in report.findings if f.severity != "info"][:worst]
+    if worst_findings:
+        console.print(Text(f"Worst incidents ({len(worst_findings)} of {sum(1 for f in report.findings if f.severity != 'info')})", style="bold"))
+        for finding in worst_findings:
+            console.print(_incident(finding))
+
+    causes = report.root_causes()
+    if causes:
+        table = Table(title="Root causes of the duplicated side effects", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("cause")
+        table.add_column("duplicates", justify="right")
+        for cause, n in causes.items():
+            table.add_row(CAUSE_TITLES.get(cause, cause), str(n))
+        console.print(table)
+
+    console.print(Text("Remediation checklist", style="bold"))
+    for rule in report.fired_rules():
+        if rule.severity == "info" and not any(f.rule == rule.code and f.severity != "info" for f in report.findings):
+            continue
+        console.print(Text(f"{rule.code} {rule.title}", style="bold"))
+        for step in rule.remediation:
+            console.print(Text(f"  [ ] {step}"))
