@@ -17,6 +17,7 @@ import pytest
 
 from dupfind.synth import FORMATS, PRESETS, list_presets, write_scenario
 from dupfind.synth.handler import TRACEBACK_LINES
+from dupfind.synth.styles import OTHER_EVENTS
 from dupfind.synth.truth import CAUSES, GUARD_OUTCOMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,11 +36,6 @@ EXPECTED_PRIMARY = {
     "db-update-fails": "partial_success_retry",
     "double-publish": "double_publish",
     "provider-timeout-accepted": "partial_success_retry",
-}
-# Event names the simulator writes on purpose that dupfind should read as kind `other`.
-OTHER_EVENTS = {
-    "heartbeat", "healthcheck", "config_loaded", "db_pool_stats", "http_access", "queue_stats", "image_pulled",
-    "rollout_progress", "status_checked", "lease_extended",
 }
 # Fields that are not aliases of a canonical column; none of them carries an id or a lifecycle fact.
 EXTRA_FIELDS = {

@@ -41,8 +41,12 @@ COMMON_EVENTS = {
     "worker_exited": "worker_exited",
 }
 
-# Events that dupfind should classify as `other`: background noise every service writes.
-NOISE_EVENTS = ("heartbeat", "healthcheck", "config_loaded", "db_pool_stats", "http_access", "queue_stats", "image_pulled", "rollout_progress", "status_checked", "lease_extended")
+# Event names written on purpose that dupfind should classify as `other`: background noise,
+# plus two steps the vocabulary has no kind for (a status read, a lease extension).
+OTHER_EVENTS = frozenset({
+    "heartbeat", "healthcheck", "config_loaded", "db_pool_stats", "http_access", "queue_stats", "image_pulled",
+    "rollout_progress", "status_checked", "lease_extended",
+})
 
 
 @dataclass(frozen=True)

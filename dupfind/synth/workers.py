@@ -38,6 +38,8 @@ class Workers:
         p = w.p
         style = w.worker_style
         name = f"worker-{p.service}-{gen.rs_hash}-{w.ids.k8s(5)}"
+        while any(pod.name == name for pod in self.pods):
+            name = f"worker-{p.service}-{gen.rs_hash}-{w.ids.k8s(5)}"  # one log file per pod
         meta = {"deployment": gen.deployment_id, "queue": p.queue, "concurrency": p.concurrency}
         log = w.new_log(f"{name}.log", "worker", name, style, meta)
         pod = Pod(name, gen, log)
