@@ -108,9 +108,24 @@ def _action_expr(config: Config) -> pl.Expr:
     )
 
 
+def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Kind and side-effect type, computed once per distinct (name, exit code, action, provider)."""
+    keys = ["name", "exit_code", "action", "provider"]
+    distinct = frame.select(keys).unique()
+    distinct = distinct.with_columns(kind=_kind_expr(config)).with_columns(__action=_action_expr(config))
+    frame = frame.drop("kind", strict=False)
+    return frame.join(distinct, on=keys, how="left", nulls_equal=True, maintain_order="left").with_columns(
+        action=pl.col("__action")
+    ).drop("__action")
+
+
 def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Normalized:
     """Turn one raw block into canonical rows; rows without a usable time are rejected."""
-    available = {c for c in raw.columns if not c.startswith("_")}
+    # Only fields that carry a value somewhere in this block: most aliases are absent, and a
+    # smaller expression graph is much cheaper on small blocks.
+    candidates_cols = [c for c in raw.columns if not c.startswith("_")]
+    present = raw.select(pl.col(candidates_cols).is_not_null().any()).row(0) if candidates_cols else ()
+    available = {c for c, hit in zip(candidates_cols, present) if hit}
     fields: dict[str, list[str]] = {}
     selections: dict[str, pl.Expr] = {}
     used_exprs: list[pl.Expr] = []
@@ -180,6 +195,6 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
         source=pl.lit(source, dtype=pl.String),
         format=pl.lit(fmt, dtype=pl.String),
     )
-    frame = frame.with_columns(kind=_kind_expr(config)).with_columns(action=_action_expr(config))
+    frame = _classify(frame, config)
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
     return Normalized(table, rejects, fields, int(table["ts_naive"].sum()))
