@@ -94,9 +94,9 @@ _ALL = (
            _p(_TIMEOUT, design="naive"), fixture_jobs=55),
     Preset("provider-timeout-control", "Same timeouts after accept, but the request carries a provider idempotency key: the retry is answered as a replay.",
            _p(_TIMEOUT, design="provider_idem"), fixture_jobs=55),
-    Preset("baseline", "A healthy system: provider errors, timeouts, failed writes, retries, a drained deploy, heartbeat leases, a few lost log lines, zero duplicates.",
+    Preset("baseline", "A healthy system: provider errors, failed writes, retries, slow calls under heartbeat leases, a drained deploy, a few lost log lines, zero duplicates.",
            _p(jobs=120, publish_rate=1.0, design="idem_unique", heartbeat=True, visibility_timeout_s=30.0, slow_rate=0.05, slow_s=(35.0, 50.0),
-              provider_error_rate=0.04, provider_timeout_rate=0.02, provider_timeout_s=60.0, db_update_fail_rate=0.03, deploy_at=(0.5,), deploy_every_s=1800.0,
+              provider_error_rate=0.06, provider_timeout_s=60.0, db_update_fail_rate=0.03, deploy_at=(0.5,), deploy_every_s=1800.0,
               stop_mode="drain", grace_s=60.0, worker_style="snake", producer_styles=("sqs",), drop_rate=0.003), "docker", fixture_jobs=50),
 )
 
