@@ -19,6 +19,8 @@ CONSUMER_KINDS = (
     "retry", "claim", "claim_lost", "dedup_hit", "lock_acquire", "lock_release", "lock_denied",
     "lock_expired",
 )
+# Kinds a prefork pool's main process logs (not the child doing the work).
+MAIN_PROCESS_KINDS = ("receive", "ack")
 # A `start` right after one of these is the same execution, not a new one.
 STARTUP_KINDS = ("receive", "start", "claim", "lock_acquire", "other", "publish")
 
@@ -146,15 +148,26 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     # Use the process id only where it is needed to tell runs apart on one worker.
     needs_pid = (
         base.group_by("action_id", "worker_id")
-        .agg((pl.col("process_id").drop_nulls().n_unique() > 1).alias("use_pid"))
+        .agg((pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls().n_unique() > 1).alias("use_pid"))
     )
     base = base.join(needs_pid, on=["action_id", "worker_id"], how="left").sort(
         "action_id", "worker_id", "ts", "source", "line"
     )
+    # Prefork pools (Celery) log receive and ack from the main process and the work from a
+    # child: a receive belongs to the child that starts next, everything else to the child
+    # that logged last.
+    pair = ["action_id", "worker_id"]
+    work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
+    start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
     base = base.with_columns(
-        pid_filled=pl.when(pl.col("use_pid")).then(
-            pl.col("process_id").forward_fill().backward_fill().over("action_id", "worker_id")
+        pid_filled=pl.when(~pl.col("use_pid")).then(None)
+        .when(pl.col("kind") == "receive").then(
+            pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
         )
+        .when(pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(
+            pl.coalesce(work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair))
+        )
+        .otherwise(pl.coalesce(pl.col("process_id"), work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair)))
     ).with_columns(
         identity=pl.when(pl.col("pid_filled").is_not_null())
         .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
