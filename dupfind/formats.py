@@ -37,7 +37,7 @@ def _is_docker(record: Any) -> bool:
     return isinstance(record, dict) and isinstance(record.get("log"), str) and ("time" in record or "stream" in record)
 
 
-def sniff_format(head: bytes) -> FormatSniff:
+def sniff_format(head: bytes, allow_document: bool = True) -> FormatSniff:
     """Guess the format from the first block; per-line fallbacks handle mixed files."""
     if b"\x00" in head[:8192]:
         return FormatSniff("binary", binary=True)
@@ -45,9 +45,9 @@ def sniff_format(head: bytes) -> FormatSniff:
     lines = _sample_lines(head)
     if not lines:
         return FormatSniff("empty")
-    if stripped.startswith(b"["):
+    if allow_document and stripped.startswith(b"["):
         return FormatSniff("json-document", document=True)
-    if stripped.startswith(b"{"):
+    if allow_document and stripped.startswith(b"{"):
         try:
             first = orjson.loads(lines[0])
         except orjson.JSONDecodeError:

@@ -479,9 +479,11 @@ class Ingestor:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
-            report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
-            report.format = "ndjson"
-            self._read_lines(data, iter(()), FormatSniff("ndjson"), report, source, tables, rejects)
+            sniff = sniff_format(data[: 1 << 20], allow_document=False)
+            report.format = sniff.label
+            if sniff.label in ("ndjson", "json-document") or sniff.label.startswith("mixed"):
+                report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
+            self._read_lines(data, iter(()), sniff, report, source, tables, rejects)
             return
         records, wrapper = unwrap_document(document)
         report.format = f"json-document{f' ({wrapper})' if wrapper else ''}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from rich import box
 from rich.console import Console, Group
 from rich.table import Table
@@ -46,6 +48,25 @@ def totals_to_dict(result: IngestResult) -> dict:
     return totals
 
 
+def common_dir(paths: list[str]) -> str:
+    """The folder all file inputs share (empty when there is one file or none in common)."""
+    files = [p for p in paths if p != "-"]
+    if len(files) < 2:
+        return ""
+    try:
+        return os.path.commonpath([os.path.dirname(p) or "." for p in files])
+    except ValueError:
+        return ""
+
+
+def relative_to(path: str, base: str) -> str:
+    if base and path != "-":
+        rel = os.path.relpath(path, base)
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
 def formats_document(result: IngestResult) -> dict:
     """The machine-readable `formats` report."""
     return {
@@ -55,31 +76,36 @@ def formats_document(result: IngestResult) -> dict:
     }
 
 
-def _span(report: FileReport) -> str:
+def _span(report: FileReport, day: str | None) -> str:
     if report.first_ts is None or report.last_ts is None:
         return "-"
-    first = report.first_ts.strftime("%Y-%m-%d %H:%M:%S")
-    if report.first_ts.date() == report.last_ts.date():
-        return f"{first} → {report.last_ts.strftime('%H:%M:%S')}"
-    return f"{first} →\n{report.last_ts.strftime('%Y-%m-%d %H:%M:%S')}"
+    fmt = "%H:%M:%S" if day and report.first_ts.strftime("%Y-%m-%d") == day == report.last_ts.strftime("%Y-%m-%d") else "%Y-%m-%d %H:%M:%S"
+    return f"{report.first_ts.strftime(fmt)} → {report.last_ts.strftime(fmt)}"
 
 
 def render_formats(result: IngestResult, console: Console) -> None:
     """Terminal view: inputs, rejected lines by reason, then per-file mappings and notes."""
-    summary = Table(title="Inputs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    summary.add_column("file", overflow="fold", ratio=3)
-    summary.add_column("format", overflow="fold", ratio=2)
+    base = common_dir([f.path for f in result.files])
+    title = f"Inputs (under {base}/)" if base else "Inputs"
+    summary = Table(title=safe_text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    days = {r.first_ts.strftime("%Y-%m-%d") for r in result.files if r.first_ts} | {
+        r.last_ts.strftime("%Y-%m-%d") for r in result.files if r.last_ts}
+    day = next(iter(days)) if len(days) == 1 else None
+    if day:
+        summary.title = safe_text(f"{title}, {day}")
+    summary.add_column("file", overflow="fold", min_width=16)
+    summary.add_column("format", overflow="fold", min_width=8)
     for name in ("lines", "records", "blank", "rejected"):
         summary.add_column(name, justify="right", no_wrap=True)
-    summary.add_column("time span (UTC)", overflow="fold", ratio=2)
+    summary.add_column("span (UTC)", no_wrap=True)
     for report in result.files:
         fmt = report.format if report.compression == "none" else f"{report.format}, {report.compression}"
         if report.truncated:
             fmt += ", TRUNCATED"
         rejected = report.rejected_total
         summary.add_row(
-            safe_text(report.path), safe_text(fmt), f"{report.lines:,}", f"{report.records:,}",
-            f"{report.blank:,}", Text(f"{rejected:,}", style="yellow" if rejected else "green"), _span(report),
+            safe_text(relative_to(report.path, base)), safe_text(fmt), f"{report.lines:,}", f"{report.records:,}",
+            f"{report.blank:,}", Text(f"{rejected:,}", style="yellow" if rejected else "green"), _span(report, day),
         )
     totals = result.totals()
     summary.add_section()
