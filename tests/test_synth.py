@@ -260,7 +260,7 @@ def test_lock_release_without_owner_check_shows_in_the_logs(tmp_path):
     scenario(tmp_path, "lock-release-no-owner", jobs=None)
     folder = tmp_path / "lock-release-no-owner-1-ndjson"
     acquired, released = set(), []
-    for path in folder.glob("worker-*.log"):
+    for path in (folder / "logs").glob("worker-*.log"):
         for r in read_records(path, "ndjson")[0]:
             name = event_name(r)
             if name == "lock_acquired":
@@ -272,7 +272,7 @@ def test_lock_release_without_owner_check_shows_in_the_logs(tmp_path):
 
 def test_short_lock_ttl_is_noticed_at_release(tmp_path):
     scenario(tmp_path, "lock-ttl-short", jobs=None)
-    names = [event_name(r) for p in (tmp_path / "lock-ttl-short-1-ndjson").glob("worker-*.log") for r in read_records(p, "ndjson")[0]]
+    names = [event_name(r) for p in (tmp_path / "lock-ttl-short-1-ndjson" / "logs").glob("worker-*.log") for r in read_records(p, "ndjson")[0]]
     assert "lock_expired" in names and "lock_denied" in names
 
 
@@ -291,7 +291,7 @@ def test_logs_carry_skewed_clocks_and_truth_true_times(tmp_path):
     assert max(abs(s) for s in skews.values()) > 100
     starts = {(e["job_id"], e["attempt"]): e["start"] for a in truth["actions"] for e in a["executions"]}
     checked = 0
-    for path in folder.glob("worker-*.log"):
+    for path in (folder / "logs").glob("worker-*.log"):
         for r in read_records(path, "ndjson")[0]:
             if r["event"] == "job_received":
                 true = _dt(starts[(r["job_id"], r["attempt"])])
@@ -304,7 +304,7 @@ def test_logs_carry_skewed_clocks_and_truth_true_times(tmp_path):
 # --- determinism ------------------------------------------------------------------------------
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -363,7 +363,7 @@ def test_rewriting_a_folder_replaces_the_previous_scenario(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     write_scenario("deploy-overlap", tmp_path, jobs=20)
     truth = write_scenario("lock-nonatomic", tmp_path, jobs=20)
-    logs = sorted(p.name for p in tmp_path.glob("*.log"))
+    logs = sorted(p.name for p in (tmp_path / "logs").glob("*.log"))
     assert logs == sorted(f["name"] for f in truth["files"])
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
@@ -377,7 +377,7 @@ def test_every_format_writes_parseable_lines(tmp_path, fmt, preset):
     folder = tmp_path / f"{preset}-1-{fmt}"
     total_records = 0
     for f in truth["files"]:
-        path = folder / f["name"]
+        path = folder / "logs" / f["name"]
         records, text_lines = read_records(path, fmt)
         assert len(records) + text_lines == f["records"]
         assert len(path.read_bytes().splitlines()) == f["lines"]
@@ -386,7 +386,7 @@ def test_every_format_writes_parseable_lines(tmp_path, fmt, preset):
             assert "msg" in r or "message" in r
     assert total_records > 300
     if fmt == "cri" and preset == "deploy-overlap":
-        assert any(" P " in line for p in folder.glob("worker-*.log") for line in p.read_text().splitlines())
+        assert any(" P " in line for p in (folder / "logs").glob("worker-*.log") for line in p.read_text().splitlines())
 
 
 def _vocabulary() -> tuple[dict[str, str], list[tuple[str, re.Pattern]]]:
@@ -402,7 +402,7 @@ def test_event_names_are_in_the_vocabulary_and_noise_stays_other():
     for name in PRESETS:
         folder = FIXTURES / name
         fmt = load_truth(folder)["format"]
-        for path in folder.glob("*.log"):
+        for path in (folder / "logs").glob("*.log"):
             for r in read_records(path, fmt)[0]:
                 event = event_name(r)
                 if event in OTHER_EVENTS:
@@ -427,7 +427,7 @@ def test_field_names_are_known_aliases():
     for name in PRESETS:
         folder = FIXTURES / name
         fmt = load_truth(folder)["format"]
-        for path in folder.glob("*.log"):
+        for path in (folder / "logs").glob("*.log"):
             for r in read_records(path, fmt)[0]:
                 keys = {k.split(".")[0] if k.startswith("config.") else k for k in r if k != "_ts"}
                 unknown = keys - aliases - EXTRA_FIELDS
@@ -438,7 +438,7 @@ def test_job_records_carry_the_correlation_ids():
     folder = FIXTURES / "status-after-side-effect"
     truth = load_truth(folder)
     jobs = {j for a in truth["actions"] for j in a["ids"]["job_id"]}
-    for path in folder.glob("worker-*.log"):
+    for path in (folder / "logs").glob("worker-*.log"):
         for r in read_records(path, "ndjson")[0]:
             if "jobId" in r:
                 assert r["jobId"] in jobs
@@ -496,10 +496,10 @@ def test_fixture_truth_is_consistent_with_its_executions_and_files(preset):
     truth = load_truth(folder)
     assert truth["preset"] == preset and truth["seed"] == 1
     _check_truth(truth)
-    names = sorted(p.name for p in folder.glob("*.log"))
+    names = sorted(p.name for p in (folder / "logs").glob("*.log"))
     assert names == sorted(f["name"] for f in truth["files"])
     for f in truth["files"]:
-        assert len((folder / f["name"]).read_bytes().splitlines()) == f["lines"]
+        assert len((folder / "logs" / f["name"]).read_bytes().splitlines()) == f["lines"]
     assert {f["kind"] for f in truth["files"]} >= {"producer", "worker", "deploy"}
 
 

@@ -52,9 +52,12 @@ def deploy_times(fractions: tuple[float, ...], every_s: float | None, span: floa
     return times
 
 
+LOGS_DIR = "logs"  # logs apart from truth.json, so `dupfind analyze DIR/logs` reads only logs
+
+
 def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None = None, fmt: str = "ndjson",
                    params: Params | None = None) -> dict:
-    """Simulate a preset and write one log file per host plus truth.json into out_dir; return the truth.
+    """Simulate a preset; write one log file per host under out_dir/logs/ and out_dir/truth.json.
 
     `params` replaces the preset's parameters (tests and experiments); the preset name still
     seeds the random stream and labels the truth.
@@ -65,7 +68,8 @@ def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None =
     w = simulate(preset, seed, jobs, params)
     end = w.engine.now + us(2.0)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    logs_dir = out_dir / LOGS_DIR
+    logs_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_scenario(out_dir)
     rng = random.Random(f"dupfind-synth-render:{preset}:{seed}")
     tf = TimeFormatter()
@@ -74,7 +78,7 @@ def write_scenario(preset: str, out_dir: Path, seed: int = 1, jobs: int | None =
     for log in sorted(w.logs, key=lambda lg: lg.name):
         records = log.records + noise_records(log, rng, log.end if log.end is not None else end, params)
         data, stats = render_file(records, log.style, fmt, rng, log.skew_us, w.p.drop_rate, w.p.reorder_rate, tf)
-        (out_dir / log.name).write_bytes(data)
+        (logs_dir / log.name).write_bytes(data)
         log.records = []  # rendered: free the memory before the next file
         files.append({
             "name": log.name, "kind": log.kind, "host": log.host, "style": log.style.name,
@@ -98,7 +102,7 @@ def _remove_previous_scenario(out_dir: Path) -> None:
     for entry in files:
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and name.endswith(".log") and "/" not in name and "\\" not in name:
-            (out_dir / name).unlink(missing_ok=True)
+            (out_dir / LOGS_DIR / name).unlink(missing_ok=True)
 
 
 def truth_bytes(truth: dict) -> bytes:
