@@ -146,9 +146,10 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process)."""
     base = table.filter(pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null())
     # Use the process id only where it is needed to tell runs apart on one worker.
+    work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
     needs_pid = (
         base.group_by("action_id", "worker_id")
-        .agg((pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls().n_unique() > 1).alias("use_pid"))
+        .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
     )
     base = base.join(needs_pid, on=["action_id", "worker_id"], how="left").sort(
         "action_id", "worker_id", "ts", "source", "line"
@@ -159,8 +160,10 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     pair = ["action_id", "worker_id"]
     work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
     start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
+    own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
     base = base.with_columns(
         pid_filled=pl.when(~pl.col("use_pid")).then(None)
+        .when(own_is_work).then(pl.col("process_id"))
         .when(pl.col("kind") == "receive").then(
             pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
         )

@@ -33,8 +33,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("exec_id").alias("other_id"), "action_id", pl.coalesce("entry_ts", "start").alias("other_entry"),
         pl.col("guarded").alias("other_guarded"), pl.col("identity").alias("other_identity"),
     )
+    # A later execution stopped by a guard (claim lost, dedup hit) is the design working: DF106.
     joined = windows.join(others, on="action_id").filter(
-        (pl.col("other_id") != pl.col("exec_id"))
+        (pl.col("other_id") != pl.col("exec_id")) & ~pl.col("other_guarded")
         & (pl.col("other_entry") > pl.col("effect_ts"))
         & (pl.col("open_ended") | (pl.col("other_entry") < pl.col("window_end")))
     )
@@ -45,7 +46,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     for (action_id,), group in joined.group_by("action_id", maintain_order=True):
         hit = group.sort("other_entry").row(0, named=True)
         repeated = hit["other_id"] in sent_again
-        severity = None if repeated else ("low" if hit["other_guarded"] else "medium")
+        severity = None if repeated else "medium"
         if hit["open_ended"]:
             how = "failed" if hit["failed"] else ("never saved the status" if not hit["completed"] else "acked without a status write")
             summary = (
@@ -59,7 +60,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
                 f"status written {window_s:.2f} s after the side effect; {hit['other_identity']} started "
                 f"{(hit['other_entry'] - hit['effect_ts']).total_seconds():.2f} s after the side effect, inside that window"
             )
-        summary += "; it sent again" if repeated else ("; a guard stopped it" if hit["other_guarded"] else "; it did not send (near miss)")
+        summary += "; it sent again" if repeated else "; it did not send this time (near miss)"
         exec_ids = [hit["exec_id"], hit["other_id"]]
         finding = action_finding(ctx, rule, action_id, exec_ids, summary, severity=severity)
         finding.confidence = "certain"

@@ -47,17 +47,17 @@ def _inputs_line(report: AnalysisReport) -> Text:
 def _evidence_table(finding: Finding, limit: int = 10) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_header=False)
     table.add_column("ts", no_wrap=True, style="dim")
-    table.add_column("where", overflow="fold", style="blue")
-    table.add_column("worker", overflow="fold")
     table.add_column("kind", no_wrap=True)
-    table.add_column("name", overflow="fold")
+    table.add_column("event", overflow="fold", ratio=2)
+    table.add_column("worker", overflow="fold", ratio=2)
+    table.add_column("where", overflow="fold", style="blue", ratio=2)
     for ev in finding.evidence[:limit]:
-        name = safe_text(ev.name or "", limit=60)
+        name = safe_text(ev.name or "", limit=48)
         if ev.note:
-            name.append(f"  ← {ev.note}", style="magenta")
+            name.append(f" ← {ev.note}", style="magenta")
         table.add_row(
-            ev.ts.strftime("%H:%M:%S.%f")[:-3], safe_text(f"{_short_path(ev.source)}:{ev.line}"),
-            safe_text(ev.worker or "-", limit=40), ev.kind, name,
+            ev.ts.strftime("%H:%M:%S.%f")[:-3], ev.kind, name, safe_text(ev.worker or "-", limit=40),
+            safe_text(f"{Path(ev.source).name}:{ev.line}"),
         )
     return table
 

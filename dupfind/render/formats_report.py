@@ -95,7 +95,7 @@ def render_formats(result: IngestResult, console: Console) -> None:
         summary.title = safe_text(f"{title}, {day}")
     summary.add_column("file", overflow="fold", min_width=16)
     summary.add_column("format", overflow="fold", min_width=8)
-    for name in ("lines", "records", "blank", "rejected"):
+    for name in ("lines", "records", "rejected"):
         summary.add_column(name, justify="right", no_wrap=True)
     summary.add_column("span (UTC)", no_wrap=True)
     for report in result.files:
@@ -105,13 +105,13 @@ def render_formats(result: IngestResult, console: Console) -> None:
         rejected = report.rejected_total
         summary.add_row(
             safe_text(relative_to(report.path, base)), safe_text(fmt), f"{report.lines:,}", f"{report.records:,}",
-            f"{report.blank:,}", Text(f"{rejected:,}", style="yellow" if rejected else "green"), _span(report, day),
+            Text(f"{rejected:,}", style="yellow" if rejected else "green"), _span(report, day),
         )
     totals = result.totals()
     summary.add_section()
     summary.add_row(
-        Text(f"{totals['files']} file(s)", style="bold"), "", f"{totals['lines']:,}", f"{totals['records']:,}",
-        f"{totals['blank']:,}", Text(f"{totals['rejected_total']:,}", style="bold"), "",
+        Text(f"{totals['files']} file(s)", style="bold"), Text(f"{totals['blank']:,} blank", style="dim"), f"{totals['lines']:,}", f"{totals['records']:,}",
+        Text(f"{totals['rejected_total']:,}", style="bold"), "",
     )
     console.print(summary)
     if totals["rejected_total"]:

@@ -1,0 +1,76 @@
+"""Compare an analysis with an answer key (truth.json from synth or a real-broker recording)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from dupfind.analyze import AnalysisReport, analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+
+LINK = ("job_id", "event_id", "idempotency_key")
+CONFIG = load_config(cwd=Path("/"))
+RULES = load_rules(CONFIG)
+
+
+def _keys(ids: dict) -> frozenset[str]:
+    return frozenset(f"{k}={v}" for k in LINK for v in ids.get(k, []))
+
+
+@dataclass
+class Comparison:
+    """Which truth actions dupfind flagged as harmful duplicates, and where it disagreed."""
+
+    report: AnalysisReport
+    truth: dict
+    missed: list[dict] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)
+    wrong_cause: list[tuple[dict, str]] = field(default_factory=list)
+    flagged: int = 0
+
+    def describe(self) -> str:
+        parts = []
+        for action in self.missed[:5]:
+            parts.append(f"missed {action['ids'].get('job_id')} causes={action.get('causes')}")
+        parts += [f"false alarm: {s}" for s in self.false_alarms[:5]]
+        for action, cause in self.wrong_cause[:5]:
+            parts.append(f"cause for {action['ids'].get('job_id')}: got {cause}, truth {action.get('causes')}")
+        return "; ".join(parts)
+
+
+def analyze_folder(folder: Path) -> tuple[AnalysisReport, dict]:
+    truth = orjson.loads((folder / "truth.json").read_bytes())
+    result = ingest([str(folder / "logs")], CONFIG)
+    return analyze(result, CONFIG, RULES), truth
+
+
+def compare(folder: Path, primary_cause: bool = True) -> Comparison:
+    report, truth = analyze_folder(folder)
+    comparison = Comparison(report, truth)
+    actions = truth["actions"]
+    index = {}
+    for position, action in enumerate(actions):
+        for key in _keys(action["ids"]):
+            index.setdefault(key, position)
+    hit: set[int] = set()
+    for finding in report.findings:
+        if finding.rule != "DF101" or not finding.harmful:
+            continue
+        comparison.flagged += 1
+        positions = {index[k] for k in _keys(finding.ids) if k in index}
+        duplicated = [p for p in positions if actions[p]["duplicated"]]
+        if not duplicated:
+            comparison.false_alarms.append(f"{finding.summary} {finding.ids.get('job_id')}")
+            continue
+        action = actions[duplicated[0]]
+        hit.add(duplicated[0])
+        causes = action.get("causes") or []
+        expected_ok = finding.cause == causes[0] if primary_cause else finding.cause in causes
+        if causes and not expected_ok:
+            comparison.wrong_cause.append((action, finding.cause))
+    comparison.missed = [a for p, a in enumerate(actions) if a["duplicated"] and p not in hit]
+    return comparison
