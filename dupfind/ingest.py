@@ -165,7 +165,7 @@ class LineParser:
             for offset in range(0, rows.height, JSON_SUB_BLOCK):
                 self._parse_json(rows.slice(offset, JSON_SUB_BLOCK), block, fmt)
             return
-        good, bad_lines, bad_reasons, bad_texts = [], [], [], []
+        good, bad_lines, bad_reasons = [], [], []
         for index, text in enumerate(rows["text"].to_list()):
             try:
                 value = orjson.loads(text)

@@ -1,0 +1,121 @@
+"""Shared pieces of the command line: the typer app, common options, loading and output helpers."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from dupfind import __version__
+from dupfind.errors import DupfindError
+
+app = typer.Typer(
+    name="dupfind",
+    help="Find background-job side effects that happened twice (a second email, a double stock "
+    "deduction), by which workers and deploys, and why, from the logs you already have.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class TableOrJson(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class ReportFormat(str, Enum):
+    table = "table"
+    json = "json"
+    ndjson = "ndjson"
+    markdown = "markdown"
+
+
+class Severity(str, Enum):
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"dupfind {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = None,
+) -> None:
+    """dupfind: duplicate side-effect forensics for background jobs."""
+
+
+PathsArg = Annotated[
+    list[str],
+    typer.Argument(help="Log files, directories (read recursively) or - for standard input.", show_default=False),
+]
+ConfigOpt = Annotated[
+    Optional[Path], typer.Option("--config", help="A dupfind.toml with extra field aliases, vocabulary and rule settings (default: ./dupfind.toml if present).")
+]
+RulesOpt = Annotated[Optional[Path], typer.Option("--rules", help="A folder of rule and vocabulary files layered over the shipped rules/.")]
+TzOpt = Annotated[Optional[str], typer.Option("--assume-tz", help="Time zone for timestamps that carry none (default UTC).")]
+SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Only records at or after this time: ISO-8601, or relative like -2h or 30m.")]
+UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Only records at or before this time: ISO-8601, or relative like -10m.")]
+RejectsOpt = Annotated[Optional[Path], typer.Option("--rejects", help="Write every rejected line (source, line, reason, text) to this NDJSON file.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input line was rejected.")]
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, highlight=False)
+
+
+def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict):
+    from dupfind.pipeline import load_inputs
+
+    result = load_inputs(paths, config_file, rules_dir, assume_tz, since, until, stderr=stderr_console())
+    if rejects_file is not None:
+        from dupfind.pipeline import write_rejects
+
+        write_rejects(result, rejects_file)
+    if strict and result.rejects.height:
+        total = result.totals()["rejected_total"]
+        raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
+    return result
+
+
+def write_output(data_writer, output: Path | None) -> None:
+    if output is None:
+        data_writer(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with output.open("wb") as fh:
+            data_writer(fh)
+    except OSError as exc:
+        raise DupfindError(f"cannot write {output}: {exc.strerror or exc}.") from None
+    sys.stderr.write(f"dupfind: report written to {output}\n")
+
+
+def load_with_config(cfg, paths, since, until, rejects_file, strict):
+    from dupfind.pipeline import load_inputs, write_rejects
+
+    result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg)
+    if rejects_file is not None:
+        write_rejects(result, rejects_file)
+    if strict and result.rejects.height:
+        total = result.totals()["rejected_total"]
+        raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
+    return result
