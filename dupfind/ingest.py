@@ -142,14 +142,22 @@ class LineParser:
                     parts = path.split(".")
                     for cut in range(1, len(parts)):
                         paths.add(".".join(parts[:cut]))
-        self.json_schema = {p: pl.String for p in sorted(paths)}
+        self.json_keys = paths
 
     # -- JSON -------------------------------------------------------------------------
     def _read_json(self, texts: pl.Series, schema: dict | None = None) -> pl.DataFrame | None:
-        """Parse JSON lines with polars; None when any line is malformed."""
-        payload = texts.str.join("\n").item()
+        """Parse JSON lines with polars; None when any line is malformed.
+
+        Without a schema, the keys present in these lines (a full inference pass, so a key seen
+        only on the last line still counts) that some field alias uses are read, all as text:
+        reading every alias key would cost several times more.
+        """
+        payload = texts.str.join("\n").item().encode()
         try:
-            frame = pl.read_ndjson(io.BytesIO(payload.encode()), schema=schema or self.json_schema, ignore_errors=True)
+            if schema is None:
+                present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
+                schema = {k: pl.String for k in present if k in self.json_keys} or {"_none": pl.String}
+            frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
         return frame if frame.height == len(texts) else None
@@ -352,6 +360,17 @@ class LineParser:
             self.parse_block(rows, block, envelope=None)
 
 
+def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.DataFrame, str]]:
+    """One frame per format, so sub-blocks split off around a bad line are normalised together."""
+    groups: dict[str, list[pl.DataFrame]] = {}
+    for raw, fmt in raws:
+        groups.setdefault(fmt, []).append(raw)
+    return [
+        (frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed").sort(LINE), fmt)
+        for fmt, frames in groups.items()
+    ]
+
+
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a chunk into numbered text lines; undecodable lines are rejected."""
     try:
@@ -402,7 +421,7 @@ class Ingestor:
     ) -> None:
         report.blank += block.blank
         report.parsed += block.continuation
-        for raw, fmt in block.raws:
+        for raw, fmt in _merge_by_format(block.raws):
             result: Normalized = normalize(raw, self.config, source, fmt)
             tables.append(result.table)
             report.records += result.table.height

@@ -51,27 +51,38 @@ def _path_expr(path: str, available: set[str]) -> pl.Expr | None:
     return options[0] if len(options) == 1 else pl.coalesce(options)
 
 
-def _clean(expr: pl.Expr, column: str) -> pl.Expr:
-    stripped = expr.str.strip_chars()
-    keep_structured = column in STRUCTURED_OK
-    bad = stripped.eq("")
-    if not keep_structured:
-        bad = bad | stripped.str.starts_with("{") | stripped.str.starts_with("[")
-    return pl.when(bad).then(None).otherwise(stripped)
+def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -> pl.DataFrame:
+    """Each alias path's value, computed once (a nested path parses its parent's JSON once).
 
-
-def _coalesce_aliases(
-    raw: pl.DataFrame, column: str, paths: list[str], available: set[str]
-) -> tuple[pl.Expr, list[tuple[str, pl.Expr]]]:
-    exprs = []
-    for path in paths:
-        expr = _path_expr(path, available)
-        if expr is not None:
-            exprs.append((path, _clean(expr.cast(pl.String), column)))
+    Values are stripped; empty strings become null. Structured values (JSON objects or arrays)
+    are kept here and dropped later for columns that want scalars.
+    """
+    exprs: dict[str, pl.Expr] = {}
+    for paths in config.aliases.values():
+        for path in paths:
+            if path in exprs:
+                continue
+            expr = _path_expr(path, available)
+            if expr is not None:
+                value = expr.cast(pl.String).str.strip_chars()
+                exprs[path] = pl.when(value == "").then(None).otherwise(value).alias(path)
     if not exprs:
+        return pl.DataFrame({"_rows": pl.Series([None] * raw.height, dtype=pl.String)})
+    return raw.select(list(exprs.values()))
+
+
+def _resolve_column(values: pl.DataFrame, column: str, paths: list[str]) -> tuple[pl.Expr, list[str]]:
+    """The first non-empty alias value of a canonical column, and the aliases it can come from."""
+    usable = [p for p in paths if p in values.columns]
+    if not usable:
         return pl.lit(None, dtype=pl.String), []
-    value = exprs[0][1] if len(exprs) == 1 else pl.coalesce([e for _, e in exprs])
-    return value, exprs
+    exprs = []
+    for path in usable:
+        expr = pl.col(path)
+        if column not in STRUCTURED_OK:
+            expr = pl.when(expr.str.starts_with("{") | expr.str.starts_with("[")).then(None).otherwise(expr)
+        exprs.append(expr)
+    return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
 
 def _kind_expr(config: Config) -> pl.Expr:
@@ -126,32 +137,40 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
     candidates_cols = [c for c in raw.columns if not c.startswith("_")]
     present = raw.select(pl.col(candidates_cols).is_not_null().any()).row(0) if candidates_cols else ()
     available = {c for c, hit in zip(candidates_cols, present) if hit}
+    values = _materialize_paths(raw, config, available)
     fields: dict[str, list[str]] = {}
     selections: dict[str, pl.Expr] = {}
-    used_exprs: list[pl.Expr] = []
-    used_names: list[tuple[str, str]] = []
-    targets = list(config.aliases)
-    for column in targets:
-        value, exprs = _coalesce_aliases(raw, column, config.aliases[column], available)
-        selections[column] = value
-        for path, expr in exprs:
-            used_exprs.append(expr.is_not_null().any().alias(f"{column}\x00{path}"))
-            used_names.append((column, path))
+    candidates_by_column: dict[str, list[str]] = {}
+    for column, paths in config.aliases.items():
+        selections[column], candidates_by_column[column] = _resolve_column(values, column, paths)
     if PLAIN_MESSAGE in raw.columns:
-        selections["message"] = pl.coalesce(selections.get("message", pl.lit(None)), pl.col(PLAIN_MESSAGE))
-    if used_exprs:
-        flags = raw.select(used_exprs).row(0)
-        for (column, path), hit in zip(used_names, flags):
+        values = values.with_columns(raw[PLAIN_MESSAGE])
+        selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
+    # Which raw field actually fed each column (for `formats`): non-null where earlier aliases were null.
+    flag_exprs, flag_names = [], []
+    for column, usable in candidates_by_column.items():
+        for index, path in enumerate(usable):
+            scalar = pl.col(path) if column in STRUCTURED_OK else pl.col(path).filter(
+                ~(pl.col(path).str.starts_with("{") | pl.col(path).str.starts_with("["))
+            )
+            flag_exprs.append(scalar.is_not_null().any().alias(f"{column}\x00{path}"))
+            flag_names.append((column, path))
+    if flag_exprs:
+        for (column, path), hit in zip(flag_names, values.select(flag_exprs).row(0)):
             if hit:
                 fields.setdefault(column, []).append(path)
 
-    frame = raw.select(
-        pl.col(LINE).cast(pl.Int64).alias("line"),
+    extras = {
+        "__lead": raw[LEADING_TS] if LEADING_TS in raw.columns else pl.Series("__lead", [None] * raw.height, dtype=pl.String),
+        "__fallback": raw[FALLBACK_TS] if FALLBACK_TS in raw.columns else pl.Series("__fallback", [None] * raw.height, dtype=pl.String),
+        "__envstream": raw[ENVELOPE_STREAM] if ENVELOPE_STREAM in raw.columns else pl.Series("__envstream", [None] * raw.height, dtype=pl.String),
+    }
+    # with_columns (not select) so that columns with no alias present broadcast to the height.
+    frame = values.with_columns(
         *[expr.alias(f"__{col}") for col, expr in selections.items()],
-        (pl.col(LEADING_TS) if LEADING_TS in raw.columns else pl.lit(None, dtype=pl.String)).alias("__lead"),
-        (pl.col(FALLBACK_TS) if FALLBACK_TS in raw.columns else pl.lit(None, dtype=pl.String)).alias("__fallback"),
-        (pl.col(ENVELOPE_STREAM) if ENVELOPE_STREAM in raw.columns else pl.lit(None, dtype=pl.String)).alias("__envstream"),
-    ).rename({f"__{col}": col for col in selections})
+    ).select([f"__{col}" for col in selections]).rename({f"__{col}": col for col in selections}).with_columns(
+        line=raw[LINE].cast(pl.Int64), **{name: series.alias(name) for name, series in extras.items()}
+    )
 
     # Timestamps: the record's own field, then a leading timestamp, then the envelope's.
     candidates = ["ts", "__lead", "__fallback"] if "ts" in frame.columns else ["__lead", "__fallback"]
