@@ -21,6 +21,20 @@ EVIDENCE_KINDS = (
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 
 
+class GroupIndex:
+    """Rows of a frame grouped by one key, for O(1) slices per key (no full-table filter)."""
+
+    def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = ()) -> None:
+        self.frame = frame.filter(pl.col(key).is_not_null()).sort(key, *order, maintain_order=True)
+        counts = self.frame.group_by(key, maintain_order=True).len()
+        starts = counts["len"].cum_sum() - counts["len"]
+        self.spans = dict(zip(counts[key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
+
+    def get(self, value) -> pl.DataFrame:
+        span = self.spans.get(value)
+        return self.frame.slice(span[0], span[1]) if span else self.frame.clear()
+
+
 @dataclass
 class AnalysisContext:
     """Everything a detector may need; expensive parts are computed lazily and shared."""
@@ -49,6 +63,32 @@ class AnalysisContext:
     @cached_property
     def action_records(self) -> pl.DataFrame:
         return self.table.filter(pl.col("action_id").is_not_null())
+
+    @cached_property
+    def _records_index(self) -> GroupIndex:
+        return GroupIndex(self.action_records, "action_id", ("ts", "source", "line"))
+
+    @cached_property
+    def _executions_index(self) -> GroupIndex:
+        return GroupIndex(self.executions, "action_id", ("start",))
+
+    @cached_property
+    def _effects_index(self) -> GroupIndex:
+        return GroupIndex(self.side_effects, "action_id", ("ts",))
+
+    @cached_property
+    def _identities(self) -> dict[int, str]:
+        return dict(zip(self.actions["action_id"].to_list(), self.actions["identity"].to_list()))
+
+    def records_of(self, action_id: int) -> pl.DataFrame:
+        """Every record of one action, in time order."""
+        return self._records_index.get(action_id)
+
+    def executions_of(self, action_id: int) -> pl.DataFrame:
+        return self._executions_index.get(action_id)
+
+    def side_effects_of(self, action_id: int) -> pl.DataFrame:
+        return self._effects_index.get(action_id)
 
     @cached_property
     def side_effects(self) -> pl.DataFrame:
@@ -136,30 +176,29 @@ class AnalysisContext:
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
-        records = self.action_records.filter(pl.col("action_id") == action_id)
-        ids: dict[str, list[str]] = {}
-        for column in (*ID_COLUMNS, *self.config.business_keys):
-            if column in records.columns:
-                values = sorted(set(records[column].drop_nulls().to_list()))
-                if values or column in ("job_id", "event_id", "idempotency_key"):
-                    ids[column] = values
-        return ids
+        records = self.records_of(action_id)
+        columns = [c for c in (*ID_COLUMNS, *self.config.business_keys) if c in records.columns]
+        values = records.select([pl.col(c).drop_nulls().unique().sort().implode() for c in columns]).row(0)
+        return {
+            c: v for c, v in zip(columns, (list(x) for x in values))
+            if v or c in ("job_id", "event_id", "idempotency_key")
+        }
 
     def action_identity(self, action_id: int) -> str:
-        row = self.actions.filter(pl.col("action_id") == action_id)
-        return row["identity"][0] if row.height else f"action-{action_id}"
+        return self._identities.get(action_id, f"action-{action_id}")
 
     def evidence(self, rids: list[int], notes: dict[int, str] | None = None, limit: int = 14) -> list[Evidence]:
+        """Records by row id (the correlated table keeps rid == row position)."""
         if not rids:
             return []
-        rows = self.table.filter(pl.col("rid").is_in(rids)).sort("ts", "source", "line").head(limit)
+        rows = self.table[sorted(set(int(r) for r in rids))].sort("ts", "source", "line").head(limit)
         notes = notes or {}
         return [
             Evidence(r["ts"], r["source"], r["line"], r["worker_id"], r["kind"], r["name"], r["attempt"], notes.get(r["rid"]))
             for r in rows.iter_rows(named=True)
         ]
 
-    def key_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
-        """The lifecycle records of some executions, for evidence."""
-        rows = self.table.filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
+    def key_records(self, action_id: int, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
+        """The lifecycle records of some executions of one action, for evidence."""
+        rows = self.records_of(action_id).filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
         return rows["rid"].to_list()

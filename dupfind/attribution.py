@@ -29,8 +29,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
     """Explain why the counted side-effect requests of one action happened more than once."""
     requests = requests.sort("ts")
     exec_ids = [e for e in requests["exec_id"].unique(maintain_order=True).to_list() if e is not None]
-    execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids)).sort("start")
-    records = ctx.action_records.filter(pl.col("action_id") == action_id)
+    execs = ctx.executions_of(action_id).filter(pl.col("exec_id").is_in(exec_ids))
+    records = ctx.records_of(action_id)
     if execs.height < 2:
         notes = {r: "side effect request" for r in requests["rid"].to_list()}
         return Attribution(

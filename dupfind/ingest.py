@@ -16,7 +16,7 @@ from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.lineparse import CRI_LINE, parse_logfmt, parse_plain
 from dupfind.normalize import (
-    ENVELOPE_STREAM, FALLBACK_TS, LINE, PLAIN_MESSAGE, Normalized, normalize,
+    ENVELOPE_STREAM, FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, normalize,
 )
 from dupfind.schema import empty_table
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
@@ -26,6 +26,7 @@ REJECT_REASONS = (
     "line_too_long", "undecodable", "binary_file", "unsupported_compression", "partial_line",
 )
 JSON_SUB_BLOCK = 8192
+NORMALISE_BATCH_ROWS = 500_000
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
 
@@ -167,7 +168,7 @@ class LineParser:
         carried = [c for c in rows.columns if c not in ("line", "text")]
         frame = self._read_json(rows["text"])
         if frame is not None:
-            block.raws.append((pl.concat([rows.select(pl.col("line").alias(LINE), *carried), frame], how="horizontal"), fmt))
+            block.raws.append((pl.concat([rows.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal"), fmt))
             return
         if rows.height > JSON_SUB_BLOCK:
             for offset in range(0, rows.height, JSON_SUB_BLOCK):
@@ -199,7 +200,7 @@ class LineParser:
             if frame is None:  # polars disagrees with orjson on some line: reject the rest
                 block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
                 return
-            block.raws.append((pl.concat([subset.select(pl.col("line").alias(LINE), *carried), frame], how="horizontal"), fmt))
+            block.raws.append((pl.concat([subset.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal"), fmt))
 
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
@@ -228,6 +229,7 @@ class LineParser:
                 unknown_texts.append(text)
                 continue
             record[LINE] = line
+            record[TEXT] = text
             if carried_values is not None:
                 record.update(zip(carried, carried_values[index]))
             target.append(record)
@@ -366,7 +368,7 @@ def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.Data
     for raw, fmt in raws:
         groups.setdefault(fmt, []).append(raw)
     return [
-        (frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed").sort(LINE), fmt)
+        (frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed"), fmt)
         for fmt, frames in groups.items()
     ]
 
@@ -415,34 +417,21 @@ class Ingestor:
         self.keep_reject_text = keep_reject_text
         self.progress = progress
 
-    def _finish_block(
-        self, block: _Block, report: FileReport, source: str, tables: list[pl.DataFrame],
-        rejects: list[pl.DataFrame], lines: pl.DataFrame,
-    ) -> None:
+    def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
+        """Line accounting of a block; its raw records wait for batch normalisation."""
         report.blank += block.blank
         report.parsed += block.continuation
-        for raw, fmt in _merge_by_format(block.raws):
-            result: Normalized = normalize(raw, self.config, source, fmt)
-            tables.append(result.table)
-            report.records += result.table.height
-            report.parsed += result.table.height
-            report.naive_ts += result.naive
-            report.add_fields(result.fields)
-            if result.rejects.height:
-                block.rejects.append(result.rejects.with_columns(text=pl.lit(None, dtype=pl.String)))
+        for raw, fmt in block.raws:
+            read.raws.append((raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt))
         for rej in block.rejects:
             report.add_rejects(rej)
-            if rej["text"].null_count():
-                # Rejected after parsing (e.g. no timestamp): recover the line's original text.
-                rej = rej.join(lines.rename({"text": "_orig"}), on="line", how="left").select(
-                    "line", "reason", pl.coalesce("text", "_orig").alias("text")
-                )
-            rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
+            read.rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
 
-    def read(self, src: Source) -> tuple[list[pl.DataFrame], FileReport, list[pl.DataFrame]]:
+    def read(self, src: Source) -> "_FileRead":
+        """Parse one source: raw records (not yet normalised) and the lines rejected so far."""
         report = FileReport(path=src.path)
-        tables: list[pl.DataFrame] = []
-        rejects: list[pl.DataFrame] = []
+        read = _FileRead(report)
+        rejects = read.rejects
         opened = open_source(src)
         report.compression = opened.compression
         try:
@@ -452,7 +441,7 @@ class Ingestor:
                 report.add_rejects(_reject_frame([1], "unsupported_compression"))
                 rejects.append(_reject_frame([1], "unsupported_compression", [f"<{opened.compression} data>"]).with_columns(source=pl.lit(src.path)))
                 report.notes.append(f"{opened.compression} compression is not supported; decompress the file first")
-                return tables, report, rejects
+                return read
             chunks = iter_chunks(opened.stream)
             first = next(chunks, b"")
             sniff = sniff_format(first)
@@ -465,9 +454,9 @@ class Ingestor:
                 rejects.append(binary.head(1).with_columns(text=pl.lit("<binary data>"), source=pl.lit(src.path)))
                 report.notes.append("binary data (NUL bytes): not a log file")
             elif sniff.document:
-                self._read_document(first + b"".join(chunks), sniff, report, src.path, tables, rejects)
+                self._read_document(first + b"".join(chunks), sniff, report, src.path, read)
             else:
-                self._read_lines(first, chunks, sniff, report, src.path, tables, rejects)
+                self._read_lines(first, chunks, sniff, report, src.path, read)
         finally:
             if opened.truncated:
                 report.truncated = True
@@ -476,9 +465,9 @@ class Ingestor:
                 opened.stream.close()
         if report.lines == 0:
             report.notes.append("empty file")
-        return tables, report, rejects
+        return read
 
-    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, tables, rejects) -> None:
+    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
         next_line = 1
         pending = [first] if first else []
         for chunk in _chain(pending, chunks):
@@ -490,11 +479,11 @@ class Ingestor:
             if undecodable.height:
                 block.rejects.append(undecodable)
             self.parser.parse_envelope(lines, block, sniff.envelope or "")
-            self._finish_block(block, report, source, tables, rejects, lines)
+            self._finish_block(block, report, source, read)
             if self.progress:
                 self.progress(len(chunk))
 
-    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, tables, rejects) -> None:
+    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -502,7 +491,7 @@ class Ingestor:
             report.format = sniff.label
             if sniff.label in ("ndjson", "json-document") or sniff.label.startswith("mixed"):
                 report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
-            self._read_lines(data, iter(()), sniff, report, source, tables, rejects)
+            self._read_lines(data, iter(()), sniff, report, source, read)
             return
         records, wrapper = unwrap_document(document)
         report.format = f"json-document{f' ({wrapper})' if wrapper else ''}"
@@ -520,7 +509,7 @@ class Ingestor:
             block.rejects.append(_reject_frame(bad, "not_a_record"))
         rows = pl.DataFrame({"line": pl.Series(good_lines, dtype=pl.Int64), "text": pl.Series(good_texts, dtype=pl.String)})
         self.parser.parse_block(rows, block, envelope=None)
-        self._finish_block(block, report, source, tables, rejects, rows)
+        self._finish_block(block, report, source, read)
 
 
 def _chain(first: list[bytes], rest) -> Iterable[bytes]:
@@ -528,15 +517,70 @@ def _chain(first: list[bytes], rest) -> Iterable[bytes]:
     yield from rest
 
 
-def _finalize_report(report: FileReport, table: pl.DataFrame) -> None:
-    if table.height:
-        report.first_ts = table["ts"].min()
-        report.last_ts = table["ts"].max()
-        other = table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null())
-        if other.height:
-            counts = other.group_by("name").len().sort(["len", "name"], descending=[True, False])
-            report.unmapped_distinct = counts.height
-            report.unmapped_events = dict(counts.head(UNMAPPED_LIMIT).rows())
+@dataclass
+class _FileRead:
+    """One source parsed: its report, raw record frames (with _source) and rejected lines."""
+
+    report: FileReport
+    raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)
+    rejects: list[pl.DataFrame] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(raw.height for raw, _ in self.raws)
+
+
+class _Normaliser:
+    """Normalises raw frames in batches across files: many small files cost one pass."""
+
+    def __init__(self, config: Config, reports: dict[str, FileReport]) -> None:
+        self.config = config
+        self.reports = reports
+        self.pending: list[tuple[pl.DataFrame, str]] = []
+        self.pending_rows = 0
+        self.tables: list[pl.DataFrame] = []
+        self.rejects: list[pl.DataFrame] = []
+
+    def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:
+        self.pending.extend(raws)
+        self.pending_rows += sum(raw.height for raw, _ in raws)
+        if self.pending_rows >= NORMALISE_BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        for raw, fmt in _merge_by_format(self.pending):
+            result = normalize(raw, self.config, fmt)
+            self.tables.append(result.table)
+            counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
+            for source, records, naive in counts:
+                report = self.reports[source]
+                report.records += records
+                report.parsed += records
+                report.naive_ts += naive
+            for source, fields in result.fields.items():
+                self.reports[source].add_fields(fields)
+            if result.rejects.height:
+                for (source,), rej in result.rejects.group_by("source"):
+                    self.reports[source].add_rejects(rej)
+                self.rejects.append(result.rejects)
+        self.pending = []
+        self.pending_rows = 0
+
+
+def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame) -> None:
+    """Time span and unmapped event names per file, from the whole table in two group-bys."""
+    if table.height == 0:
+        return
+    spans = table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
+    for source, first, last in spans.rows():
+        reports[source].first_ts, reports[source].last_ts = first, last
+    other = table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null())
+    if other.height:
+        counts = other.group_by("source", "name").len().sort(["source", "len", "name"], descending=[False, True, False])
+        for (source,), group in counts.group_by("source", maintain_order=True):
+            report = reports[source]
+            report.unmapped_distinct = group.height
+            report.unmapped_events = dict(group.head(UNMAPPED_LIMIT).select("name", "len").rows())
 
 
 def ingest(
@@ -549,21 +593,23 @@ def ingest(
     """Read every input into one canonical table (sorted by time, then source and line)."""
     sources = expand_inputs(paths)
     ingestor = Ingestor(config, progress=progress)
-    all_tables: list[pl.DataFrame] = []
-    all_rejects: list[pl.DataFrame] = []
-    reports: list[FileReport] = []
+    reports: dict[str, FileReport] = {}
+    normaliser = _Normaliser(config, reports)
+    parse_rejects: list[pl.DataFrame] = []
     for src in sources:
-        tables, report, rejects = ingestor.read(src)
-        table = pl.concat(tables, how="vertical") if tables else empty_table(config.business_keys)
-        _finalize_report(report, table)
-        reports.append(report)
-        all_tables.append(table)
-        all_rejects.extend(rejects)
-    if sum(r.lines for r in reports) == 0:
-        truncated = [r.path for r in reports if r.truncated]
+        read = ingestor.read(src)
+        reports[src.path] = read.report
+        parse_rejects.extend(read.rejects)
+        normaliser.add(read.raws)
+    normaliser.flush()
+    ordered = [reports[src.path] for src in sources]
+    if sum(r.lines for r in ordered) == 0:
+        truncated = [r.path for r in ordered if r.truncated]
         detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
         raise DupfindError(f"the input is empty: no log lines were found{detail}.")
-    table = pl.concat(all_tables, how="vertical") if all_tables else empty_table(config.business_keys)
+    tables = normaliser.tables
+    table = pl.concat(tables, how="vertical") if tables else empty_table(config.business_keys)
+    _finalize_reports(reports, table)
     filtered_out = 0
     if since is not None or until is not None:
         before = table.height
@@ -573,8 +619,9 @@ def ingest(
             table = table.filter(pl.col("ts") <= until)
         filtered_out = before - table.height
     table = table.sort(["ts", "source", "line"], maintain_order=True)
+    all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
     rejects = (
-        pl.concat([r.select("source", "line", "reason", "text") for r in all_rejects], how="vertical")
-        if all_rejects else EMPTY_REJECTS.with_columns(source=pl.lit(None, dtype=pl.String)).select("source", "line", "reason", "text")
+        pl.concat(all_rejects, how="vertical") if all_rejects
+        else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
     )
-    return IngestResult(table, reports, rejects, filtered_out)
+    return IngestResult(table, ordered, rejects, filtered_out)

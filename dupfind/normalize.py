@@ -12,6 +12,8 @@ from dupfind.timeparse import parse_timestamps
 
 # Internal columns a parser may add beside the raw field paths.
 LINE = "_line"
+SOURCE = "_source"
+TEXT = "_text"
 LEADING_TS = "_leading_ts"
 FALLBACK_TS = "_fallback_ts"
 PLAIN_MESSAGE = "_plain_message"
@@ -27,9 +29,8 @@ class Normalized:
     """A block of canonical rows, the lines rejected on the way, and which fields fed what."""
 
     table: pl.DataFrame
-    rejects: pl.DataFrame  # columns: line, reason
-    fields: dict[str, list[str]]  # canonical column -> raw field paths that had values
-    naive: int
+    rejects: pl.DataFrame  # columns: source, line, reason, text
+    fields: dict[str, dict[str, list[str]]]  # source -> canonical column -> raw field paths used
 
 
 def _path_expr(path: str, available: set[str]) -> pl.Expr | None:
@@ -130,7 +131,7 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     ).drop("__action")
 
 
-def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Normalized:
+def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     """Turn one raw block into canonical rows; rows without a usable time are rejected."""
     # Only fields that carry a value somewhere in this block: most aliases are absent, and a
     # smaller expression graph is much cheaper on small blocks.
@@ -138,7 +139,8 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
     present = raw.select(pl.col(candidates_cols).is_not_null().any()).row(0) if candidates_cols else ()
     available = {c for c, hit in zip(candidates_cols, present) if hit}
     values = _materialize_paths(raw, config, available)
-    fields: dict[str, list[str]] = {}
+    values = values.with_columns(raw[SOURCE].alias(SOURCE))
+    fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
     candidates_by_column: dict[str, list[str]] = {}
     for column, paths in config.aliases.items():
@@ -156,9 +158,11 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
             flag_exprs.append(scalar.is_not_null().any().alias(f"{column}\x00{path}"))
             flag_names.append((column, path))
     if flag_exprs:
-        for (column, path), hit in zip(flag_names, values.select(flag_exprs).row(0)):
-            if hit:
-                fields.setdefault(column, []).append(path)
+        for row in values.group_by(SOURCE).agg(flag_exprs).iter_rows():
+            source, hits = row[0], row[1:]
+            for (column, path), hit in zip(flag_names, hits):
+                if hit:
+                    fields.setdefault(source, {}).setdefault(column, []).append(path)
 
     extras = {
         "__lead": raw[LEADING_TS] if LEADING_TS in raw.columns else pl.Series("__lead", [None] * raw.height, dtype=pl.String),
@@ -169,7 +173,9 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
     frame = values.with_columns(
         *[expr.alias(f"__{col}") for col, expr in selections.items()],
     ).select([f"__{col}" for col in selections]).rename({f"__{col}": col for col in selections}).with_columns(
-        line=raw[LINE].cast(pl.Int64), **{name: series.alias(name) for name, series in extras.items()}
+        line=raw[LINE].cast(pl.Int64), __source=raw[SOURCE],
+        __text=raw[TEXT] if TEXT in raw.columns else pl.lit(None, dtype=pl.String),
+        **{name: series.alias(name) for name, series in extras.items()},
     )
 
     # Timestamps: the record's own field, then a leading timestamp, then the envelope's.
@@ -190,7 +196,9 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
         .when(any_text).then(pl.lit("bad_timestamp"))
         .otherwise(pl.lit("no_timestamp"))
     )
-    rejects = frame.filter(pl.col("__reason").is_not_null()).select("line", pl.col("__reason").alias("reason"))
+    rejects = frame.filter(pl.col("__reason").is_not_null()).select(
+        pl.col("__source").alias("source"), "line", pl.col("__reason").alias("reason"), pl.col("__text").alias("text")
+    )
     frame = frame.filter(pl.col("__reason").is_null())
 
     schema = canonical_schema(config.business_keys)
@@ -211,9 +219,9 @@ def normalize(raw: pl.DataFrame, config: Config, source: str, fmt: str) -> Norma
         ts=pl.col("__ts"),
         ts_naive=pl.col("__naive"),
         stream=pl.coalesce(pl.col("stream"), pl.col("__envstream")),
-        source=pl.lit(source, dtype=pl.String),
+        source=pl.col("__source"),
         format=pl.lit(fmt, dtype=pl.String),
     )
     frame = _classify(frame, config)
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
-    return Normalized(table, rejects, fields, int(table["ts_naive"].sum()))
+    return Normalized(table, rejects, fields)

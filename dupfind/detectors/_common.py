@@ -14,8 +14,8 @@ def action_finding(
     identity_suffix: str = "", severity: str | None = None,
 ) -> Finding:
     """A finding about one action, with ids, workers, attempts, deployments and time span."""
-    execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids)).sort("start")
-    records = ctx.action_records.filter(pl.col("action_id") == action_id)
+    execs = ctx.executions_of(action_id).filter(pl.col("exec_id").is_in(exec_ids))
+    records = ctx.records_of(action_id)
     identity = ctx.action_identity(action_id) + (f"#{identity_suffix}" if identity_suffix else "")
     return Finding(
         rule=rule.code,

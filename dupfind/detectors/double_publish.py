@@ -27,7 +27,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     findings: list[Finding] = []
     for row in per_action.sort("action_id").iter_rows(named=True):
         action_id = row["action_id"]
-        exec_ids = ctx.executions.filter(pl.col("action_id") == action_id)["exec_id"].to_list()
+        exec_ids = ctx.executions_of(action_id)["exec_id"].to_list()
         gap = (row["last"] - row["first"]).total_seconds()
         variant = "two event ids sharing one idempotency key" if row["events"] >= 2 else "one event id"
         summary = f"published {max(row['jobs'], row['publishes'])} times ({variant}) {gap:.2f} s apart"
@@ -37,7 +37,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         finding.cause = "double_publish"
         finding.confidence = "certain"
         finding.figures = {"publishes": row["publishes"], "messages": row["jobs"], "event_ids": row["events"], "publish_gap_s": seconds(gap)}
-        finding.evidence = ctx.evidence(row["rid"] + ctx.key_records(exec_ids, ("receive", "side_effect", "dedup_hit", "claim_lost")),
+        finding.evidence = ctx.evidence(row["rid"] + ctx.key_records(action_id, exec_ids, ("receive", "side_effect", "dedup_hit", "claim_lost")),
                                         {r: "publish" for r in row["rid"]})
         findings.append(finding)
     return findings

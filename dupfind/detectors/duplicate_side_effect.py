@@ -18,9 +18,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     duplicates = ctx.effect_counts.filter(pl.col("confidence").is_not_null())
     for row in duplicates.iter_rows(named=True):
         action_id, effect = row["action_id"], row["effect"]
-        requests = ctx.side_effects.filter(
-            (pl.col("action_id") == action_id) & (pl.col("effect") == effect) & pl.col("outcome").is_in(COUNTED)
-        ).sort("ts")
+        requests = ctx.side_effects_of(action_id).filter(
+            (pl.col("effect") == effect) & pl.col("outcome").is_in(COUNTED)
+        )
         harmful = row["confidence"] in ("certain", "likely")
         count = row["success"] + row["uncertain"]
         exec_ids = [e for e in requests["exec_id"].unique(maintain_order=True).to_list() if e is not None]
@@ -46,7 +46,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "duplicate_confidence": row["confidence"],
             **why.figures,
         }
-        rids = list(dict.fromkeys([*why.rids, *requests["rid"].to_list(), *ctx.key_records(exec_ids, ("receive", "start", "commit", "ack", "fail"))]))
+        rids = list(dict.fromkeys([*why.rids, *requests["rid"].to_list(), *ctx.key_records(action_id, exec_ids, ("receive", "start", "commit", "ack", "fail"))]))
         finding.evidence = ctx.evidence(rids, why.notes)
         findings.append(finding)
     if not ctx.has_side_effect_records:
@@ -72,6 +72,6 @@ def _without_side_effect_records(ctx: AnalysisContext, rule: Rule) -> list[Findi
         finding.confidence = "possible"
         finding.figures = {"side_effect": None, "executions": row["runs"], "completed_executions": row["completed"],
                            "duplicate_confidence": "possible"}
-        finding.evidence = ctx.evidence(ctx.key_records(row["exec_id"]))
+        finding.evidence = ctx.evidence(ctx.key_records(row["action_id"], row["exec_id"]))
         findings.append(finding)
     return findings

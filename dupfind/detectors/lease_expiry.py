@@ -61,12 +61,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if timeout is not None:
             finding.figures["timeout_s"] = timeout
             finding.figures["duration_over_timeout"] = round(duration / timeout, 2) if timeout else None
-        expiry_rids = ctx.action_records.filter(
-            (pl.col("action_id") == action_id) & (pl.col("kind") == "lease_expired")
-        )["rid"].to_list()
+        expiry_rids = ctx.records_of(action_id).filter(pl.col("kind") == "lease_expired")["rid"].to_list()
         notes = {r: "lease expired" for r in expiry_rids}
         finding.evidence = ctx.evidence(
-            expiry_rids + ctx.key_records(exec_ids, ("receive", "start", "side_effect", "commit", "ack", "finish")), notes
+            expiry_rids + ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "commit", "ack", "finish")), notes
         )
         findings.append(finding)
     return findings

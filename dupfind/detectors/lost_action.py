@@ -32,7 +32,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     findings: list[Finding] = []
     for row in per_action.sort("action_id").iter_rows(named=True):
         action_id = row["action_id"]
-        exec_ids = ctx.executions.filter(pl.col("action_id") == action_id)["exec_id"].to_list()
+        exec_ids = ctx.executions_of(action_id)["exec_id"].to_list()
         state = "received but never finished" if row["received"] else "published but never received"
         finding = action_finding(ctx, rule, action_id, exec_ids, f"{state}; last record {(end_of_logs - row['last']).total_seconds():.0f} s before the end of the logs")
         finding.figures = {"silence_s": round((end_of_logs - row["last"]).total_seconds(), 1), "grace_s": grace}
