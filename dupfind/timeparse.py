@@ -14,6 +14,7 @@ from dupfind.schema import TS_TYPE
 
 _NUMERIC = r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _HAS_OFFSET = r"(?:[+-]\d{2}(?::?\d{2})?)$"
+_ISO_ZULU = "%Y-%m-%dT%H:%M:%S%.fZ"
 _ISO_AWARE = "%Y-%m-%dT%H:%M:%S%.f%z"
 _ISO_NAIVE = "%Y-%m-%dT%H:%M:%S%.f"
 _ISO_NAIVE_MINUTES = "%Y-%m-%dT%H:%M"
@@ -50,9 +51,22 @@ def _epoch_int_to_us(numbers: pl.Expr) -> pl.Expr:
 def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
     """Parse text timestamps. Returns columns `ts` (UTC, us) and `naive` (no zone was given).
 
-    Unparseable values give null `ts`. Epoch numbers are always UTC and never naive.
+    Unparseable values give null `ts`. Epoch numbers are always UTC and never naive. The common
+    shape (ISO-8601 with `T` and `Z`) is parsed in one pass; only the rest takes the general path.
     """
-    frame = pl.DataFrame({"raw": values.cast(pl.String)})
+    raw = values.cast(pl.String)
+    fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us").dt.replace_time_zone("UTC")
+    rest = (fast.is_null() & raw.is_not_null()).arg_true()
+    if rest.len() == 0:
+        return pl.DataFrame({"ts": fast.cast(TS_TYPE), "naive": pl.Series([False] * raw.len(), dtype=pl.Boolean)})
+    slow = _parse_general(raw.gather(rest), assume_tz)
+    naive = pl.Series("naive", [False] * raw.len(), dtype=pl.Boolean).scatter(rest, slow["naive"])
+    return pl.DataFrame({"ts": fast.cast(TS_TYPE).scatter(rest, slow["ts"]), "naive": naive})
+
+
+def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
+    """Every supported shape: ISO variants with or without zone, epoch numbers, dateutil."""
+    frame = pl.DataFrame({"raw": values})
     cleaned = (
         pl.col("raw").str.strip_chars()
         .str.replace(r"^(\d{4}-\d{2}-\d{2})[ _](\d)", "${1}T${2}")
