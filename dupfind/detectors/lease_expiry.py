@@ -44,11 +44,15 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         evidence_of_expiry = action_id in lease_logged or near
         summary = (
             f"attempt {first['attempt_b'] or '?'} started {gap:.1f} s after attempt {first['attempt_a'] or '?'} "
-            f"while it was still running (overlap {first['overlap_s']:.1f} s)"
+            f"while it was still running (overlap {first['overlap_s']:.2f} s)"
         )
         if timeout is not None:
             summary += f"; visibility timeout {timeout:g} s"
-        finding = action_finding(ctx, rule, action_id, exec_ids, summary)
+        guarded = bool(group["guarded_b"].all())
+        if guarded:
+            summary += "; the redelivery was stopped by a guard"
+        # A guarded redelivery is the design working; the short lease is still worth knowing.
+        finding = action_finding(ctx, rule, action_id, exec_ids, summary, severity="low" if guarded else None)
         finding.cause = "lease_expired"
         finding.confidence = "certain" if evidence_of_expiry and first["overlap"] == "certain" else "likely"
         duration = (first["end_a"] - first["start_a"]).total_seconds()
