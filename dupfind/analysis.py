@@ -9,6 +9,7 @@ import polars as pl
 
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
+from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.findings import Evidence
 from dupfind.schema import ID_COLUMNS
@@ -161,18 +162,16 @@ class AnalysisContext:
         ).sort("ts")
 
     @cached_property
+    def deploys(self) -> DeployModel:
+        """Generations, worker lifetimes, deploy windows, interrupted executions (see deploys.py)."""
+        return build_deploy_model(self.table, self.executions, self.skew_s)
+
+    @cached_property
     def exec_killed(self) -> pl.DataFrame:
-        """Executions cut short: a kill or exit of their worker after they started, before any ack."""
-        ex = self.executions.filter(~pl.col("completed")).select("exec_id", "worker_id", "start", "end")
-        ends = self.worker_events.filter(pl.col("kind").is_in(["worker_killed", "worker_exit"]))
-        if ex.height == 0 or ends.height == 0:
-            return pl.DataFrame(schema={"exec_id": pl.Int64, "kill_ts": self.table.schema["ts"], "kill_rid": pl.UInt32, "kill_kind": pl.String})
-        joined = ex.join(ends.rename({"ts": "kill_ts", "rid": "kill_rid", "kind": "kill_kind"}), on="worker_id").filter(
-            pl.col("kill_ts") >= pl.col("end")
-        )
-        return joined.sort("kill_ts").group_by("exec_id").agg(
-            pl.col("kill_ts").first(), pl.col("kill_rid").first(), pl.col("kill_kind").first()
-        )
+        """Executions cut short: their worker was killed, exited, or vanished after a stop signal
+        while they were in flight (no ack, failure or guard): exec_id, kill_ts, kill_rid, kill_kind,
+        inferred."""
+        return self.deploys.interrupted
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""

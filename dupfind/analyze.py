@@ -11,6 +11,7 @@ import polars as pl
 from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
 from dupfind.correlate import correlate
+from dupfind.deploy_records import refine_object_records
 from dupfind.findings import Finding, severity_rank
 from dupfind.ingest import IngestResult
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
@@ -120,7 +121,8 @@ def analyze(
     max_jobs_per_value: int = 25,
 ) -> AnalysisReport:
     """Run the whole analysis on an ingested table."""
-    correlation = correlate(result.table, config.link_keys, max_jobs_per_value)
+    table = refine_object_records(result.table, config)
+    correlation = correlate(table, config.link_keys, max_jobs_per_value)
     ctx = AnalysisContext(correlation, config, skew_s, timeouts or {})
     findings: list[Finding] = []
     for rule in rules:

@@ -70,17 +70,11 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
             pub_rids + base_rids, notes, {"publishes": float(max(len(published_jobs), publishes.height))},
         )
 
-    # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit.
+    # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
+    # worker went silent after its stop signal): a deploy or crash cause, not a timeout.
     killed = ctx.exec_killed.filter(pl.col("exec_id") == first["exec_id"])
     if killed.height and killed["kill_ts"][0] <= later_entry:
-        kill_rid = int(killed["kill_rid"][0])
-        notes[kill_rid] = "worker killed with this job in flight"
-        return Attribution(
-            "worker_killed", "certain",
-            f"{first['identity']} was {killed['kill_kind'][0].replace('_', ' ')} with the job in flight "
-            f"after the side effect and before the ack; the message came back",
-            [kill_rid, *base_rids], notes,
-        )
+        return _killed(ctx, first, later, killed.row(0, named=True), base_rids, notes)
 
     # 4. Retry after a partial success: side effect done, then the execution failed.
     if first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]:
@@ -92,7 +86,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
             _first_rid(fail) + base_rids, notes,
         )
 
-    # 5. Lease / visibility timeout expiry while the first execution was still running.
+    # How the second execution followed the first (for 5 and 6).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
     queue = ctx.action_queue.get(action_id)
     timeout = ctx.timeout_for(queue)
@@ -102,6 +96,14 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
     figures = {"gap_s": round(gap, 3)}
     if timeout is not None:
         figures["timeout_s"] = timeout
+
+    # 5. Two deploy generations each received the message while both were consuming.
+    if not expiry.height and not near_timeout:
+        overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
+        if overlap is not None:
+            return overlap
+
+    # 6. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry.height or near_timeout:
         evidence = _first_rid(expiry)
         notes.update({r: "lease expired" for r in evidence})
@@ -117,3 +119,62 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
         "no publish, lock, kill, failure or lease expiry explains the second execution",
         base_rids, notes, figures,
     )
+
+
+def _killed(ctx: AnalysisContext, first: dict, later: dict, kill: dict, base_rids: list[int], notes: dict) -> Attribution:
+    """The first execution was in flight when its worker ended: say how, and which deploy did it."""
+    kill_rid = int(kill["kill_rid"])
+    model = ctx.deploys
+    worker = model.workers.filter(pl.col("worker_id") == first["worker_id"])
+    info = worker.row(0, named=True) if worker.height else {}
+    generation = info.get("generation")
+    how = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "gone silent after its stop signal"}.get(
+        kill["kill_kind"], kill["kill_kind"].replace("_", " "))
+    detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" was {how}"
+    figures: dict[str, float] = {}
+    window = model.window_at(kill["kill_ts"])
+    if window:
+        detail += f" during deploy {window['deploy']}"
+        figures["s_after_deploy_start"] = round((kill["kill_ts"] - window["start"]).total_seconds(), 3)
+    stop_ts = info.get("stop_ts")
+    if stop_ts is not None and kill["kill_ts"] >= stop_ts and not kill["inferred"]:
+        figures["s_after_stop_signal"] = round((kill["kill_ts"] - stop_ts).total_seconds(), 3)
+        detail += f", {figures['s_after_stop_signal']:.0f} s after its stop signal"
+    entry = first["receive_ts"] or first["entry_ts"] or first["start"]
+    if stop_ts is not None and entry > stop_ts:
+        figures["taken_after_stop_s"] = round((entry - stop_ts).total_seconds(), 3)
+        detail += f"; it had taken this job {figures['taken_after_stop_s']:.1f} s after the stop signal"
+    detail += (", with the job in flight after the side effect and before the ack; the message came back"
+               + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
+    notes[kill_rid] = "stop signal; nothing logged after it" if kill["inferred"] else "worker ended with this job in flight"
+    rids = [kill_rid, *base_rids]
+    if info.get("stop_rid") is not None and int(info["stop_rid"]) != kill_rid:
+        notes[int(info["stop_rid"])] = "stop signal"
+        rids.insert(0, int(info["stop_rid"]))
+    confidence = "likely" if kill["inferred"] else "certain"
+    return Attribution("worker_killed", confidence, detail, rids, notes, figures)
+
+
+def _generation_overlap(
+    ctx: AnalysisContext, first: dict, later: dict, later_entry, running: bool, base_rids: list[int], notes: dict,
+    figures: dict,
+) -> Attribution | None:
+    """Both generations of a deploy took the message (not a redelivery): a deploy overlap cause."""
+    generations = ctx.deploys.generation_of()
+    gen_a, gen_b = generations.get(first["worker_id"]), generations.get(later["worker_id"])
+    if gen_a is None or gen_b is None or gen_a == gen_b:
+        return None
+    window = ctx.deploys.window_at(later_entry)
+    if window is None:
+        return None
+    rids = list(base_rids)
+    if window["start_rid"] is not None:
+        rids.insert(0, int(window["start_rid"]))
+        notes[int(window["start_rid"])] = f"deploy {window['deploy']} started"
+    figures = {**figures, "s_after_deploy_start": round((later_entry - window["start"]).total_seconds(), 3)}
+    detail = (
+        f"generation {gen_a} ({first['identity']}) and generation {gen_b} ({later['identity']}) both took the "
+        f"message during deploy {window['deploy']}" + (" and ran it at the same time" if running else "")
+        + "; no lease expiry or failure explains a redelivery"
+    )
+    return Attribution("deploy_overlap", "certain" if running else "likely", detail, rids, notes, figures)

@@ -48,6 +48,7 @@ class Config:
     rules: dict[str, Any] = field(default_factory=dict)
     rules_dir: Path | None = None
     sources: tuple[str, ...] = ()
+    subject_kinds: dict[str, dict[str, str]] = field(default_factory=dict)  # object kind -> name -> kind
 
     def digest(self) -> str:
         """A stable hash of the effective configuration (for caches)."""
@@ -55,7 +56,7 @@ class Config:
             "aliases": self.aliases, "kinds": self.kinds, "patterns": self.patterns,
             "action_patterns": self.action_patterns, "link": self.link_keys,
             "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
-            "rules": self.rules,
+            "rules": self.rules, "subjects": self.subject_kinds,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
@@ -96,6 +97,7 @@ class _Builder:
         self.kinds: dict[str, str] = {}
         self.patterns: dict[str, list[str]] = {}
         self.action_patterns: dict[str, list[str]] = {}
+        self.subject_kinds: dict[str, dict[str, str]] = {}
         self.link_keys: list[str] = []
         self.business_keys: list[str] = []
         self.ingest: dict[str, Any] = {}
@@ -161,7 +163,7 @@ class _Builder:
     def _add_vocabulary(self, vocab: Any, origin: str) -> None:
         if not isinstance(vocab, dict):
             raise DupfindError(f"{origin}: [vocabulary] must be a table.")
-        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions"}:
+        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions", "subjects"}:
             raise DupfindError(f"{origin}: unknown key vocabulary.{key}.")
         for kind, names in vocab.get("kinds", {}).items():
             if kind not in KINDS:
@@ -178,6 +180,16 @@ class _Builder:
             where = f"{origin}: vocabulary.side_effect_actions.{action}"
             added = [_check_regex(r, where) for r in _string_list(regexes, where)]
             self.action_patterns[action] = added + self.action_patterns.get(action, [])
+        subjects = vocab.get("subjects", {})
+        if not isinstance(subjects, dict) or not all(isinstance(v, dict) for v in subjects.values()):
+            raise DupfindError(f"{origin}: vocabulary.subjects must hold one table per object kind.")
+        for subject, by_kind in subjects.items():
+            names = self.subject_kinds.setdefault(subject.lower(), {})
+            for kind, values in by_kind.items():
+                if kind not in KINDS:
+                    raise DupfindError(f"{origin}: vocabulary.subjects.{subject}.{kind} is not a canonical kind.")
+                for name in _string_list(values, f"{origin}: vocabulary.subjects.{subject}.{kind}"):
+                    names[normalize_event_name(name)] = kind
 
     def build(self, rules_dir: Path) -> Config:
         tz = self.ingest.get("assume_tz", "UTC")
@@ -200,6 +212,7 @@ class _Builder:
             rules=self.rules,
             rules_dir=rules_dir,
             sources=tuple(self.sources),
+            subject_kinds=self.subject_kinds,
         )
 
 

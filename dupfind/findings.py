@@ -9,10 +9,13 @@ from typing import Any
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 CONFIDENCES = ("certain", "likely", "possible")
-CAUSES = ("double_publish", "worker_killed", "lease_expired", "partial_success_retry", "lock_overlap", "unknown")
+CAUSES = (
+    "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "lock_overlap", "unknown",
+)
 CAUSE_TITLES = {
     "double_publish": "double publish upstream (the queue is innocent)",
     "worker_killed": "worker killed or stopped mid-job",
+    "deploy_overlap": "two deploy generations both took the message",
     "lease_expired": "lease / visibility timeout expired while the job was running",
     "partial_success_retry": "retry after a partial success (side effect done, status not saved)",
     "lock_overlap": "two holders of one lock",

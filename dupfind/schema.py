@@ -19,13 +19,15 @@ ID_COLUMNS = (
 
 # Columns whose alias values are read as numbers after mapping.
 INT_COLUMNS = {"attempt": pl.Int32, "exit_code": pl.Int32}
-FLOAT_COLUMNS = {"duration_ms": pl.Float64, "ttl_s": pl.Float64, "visibility_timeout_s": pl.Float64}
+FLOAT_COLUMNS = {
+    "duration_ms": pl.Float64, "ttl_s": pl.Float64, "visibility_timeout_s": pl.Float64, "grace_period_s": pl.Float64,
+}
 
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
     "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
-    "error", "stream",
+    "error", "stream", "object_kind", "object_name",
 )
 
 # Alias targets that are not columns themselves but feed one.

@@ -37,3 +37,28 @@ def action_finding(
 
 def seconds(value) -> float:
     return round(float(value), 3)
+
+
+def worker_finding(
+    ctx: AnalysisContext, rule: Rule, worker: str, identity: str, summary: str, exec_ids: list[int],
+    severity: str | None = None,
+) -> Finding:
+    """A finding about one worker (or generation) and the executions it concerns."""
+    execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
+    generation = ctx.deploys.generation_of().get(worker)
+    job_ids = sorted({j for ids in execs["job_ids"].to_list() for j in ids})
+    return Finding(
+        rule=rule.code,
+        name=rule.name,
+        title=rule.title,
+        severity=severity or rule.severity,
+        identity=identity,
+        summary=summary,
+        ids={"worker_id": [worker], "job_id": job_ids},
+        workers=[worker],
+        attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}),
+        deployments=[generation] if generation else [],
+        first_ts=execs["start"].min(),
+        last_ts=execs["end"].max(),
+        remediation=list(rule.remediation),
+    )

@@ -6,6 +6,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import action_finding, seconds
+from dupfind.detectors.cross_generation import cross_generation_pairs
 from dupfind.detectors.lease_expiry import redelivery_pairs
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
@@ -14,7 +15,11 @@ from dupfind.rules_registry import Rule, detector
 @detector("concurrent_execution")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     pairs = ctx.pairs.filter((pl.col("overlap") != "none") & (pl.col("identity_a") != pl.col("identity_b")))
-    explained = redelivery_pairs(ctx).select("exec_id_a", "exec_id_b")
+    # Pairs a more specific rule explains: lease expiry (DF103), two deploy generations (DF201).
+    explained = pl.concat([
+        redelivery_pairs(ctx).select("exec_id_a", "exec_id_b"),
+        cross_generation_pairs(ctx).select("exec_id_a", "exec_id_b"),
+    ])
     pairs = pairs.join(explained, on=["exec_id_a", "exec_id_b"], how="anti")
     findings: list[Finding] = []
     for action_id, group in pairs.group_by("action_id", maintain_order=True):

@@ -1,0 +1,334 @@
+"""Deploy generations, worker lifetimes, deploy windows, and the executions a stop or kill cut short."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import polars as pl
+
+LIFECYCLE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
+END_KINDS = ("worker_exit", "worker_killed")
+DEPLOY_KINDS = ("deploy_start", "deploy_finish")
+# Kubernetes pod names: <deployment>-<pod-template-hash>-<5 chars>, both from this alphabet.
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"
+POD_NAME = rf"^((.+)-[{_SAFE}]{{6,10}})-[{_SAFE}]{{5}}$"
+# An execution whose worker vanished after a stop signal counts as cut short only if it was
+# active this close to the signal (an ack line lost hours earlier is not a kill).
+IN_FLIGHT_LOOKBACK_S = 600.0
+# A worker started this long after a deploy's recorded finish is not that deploy's.
+DEPLOY_MATCH_SLACK_S = 60.0
+GENERATION_SOURCES = ("logged", "pod_template_hash", "deploy_window", "unknown")
+
+
+@dataclass
+class DeployModel:
+    """What the deploy records and worker lifecycles say, as tables (see build_deploy_model)."""
+
+    workers: pl.DataFrame  # one row per worker id: generation, start, stop, end, grace
+    generations: pl.DataFrame  # one row per generation: workers, span, deploy records
+    windows: pl.DataFrame  # one row per deploy: start, end, previous generation, overlap
+    interrupted: pl.DataFrame  # executions in flight when their worker was killed or vanished
+    after_stop: pl.DataFrame  # executions a worker took after its stop signal
+
+    @property
+    def has_deploys(self) -> bool:
+        return self.windows.height > 0
+
+    def generation_of(self) -> dict[str, str | None]:
+        return dict(self.workers.select("worker_id", "generation").rows())
+
+    def window_at(self, ts: datetime | None, tail_s: float = 0.0) -> dict | None:
+        """The latest deploy window that started at or before `ts` and ended (plus a tail) after it."""
+        if ts is None or self.windows.height == 0:
+            return None
+        hits = self.windows.filter(
+            (pl.col("start") <= ts) & (pl.col("end") + timedelta(seconds=tail_s) >= ts)
+        ).sort("start")
+        return hits.row(hits.height - 1, named=True) if hits.height else None
+
+
+def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
+    return table.schema["ts"]
+
+
+def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """Per worker: lifetime, last stop signal, end (explicit, or inferred when it went silent)."""
+    records = table.filter(pl.col("worker_id").is_not_null())
+    own_sources = (
+        table.filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
+        .select("worker_id", "source").unique().with_columns(own=pl.lit(True))
+    )
+    records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(pl.col("own").fill_null(False))
+    kind = pl.col("kind")
+    starts = records.filter(kind == "worker_start").group_by("worker_id").agg(
+        start_ts=pl.col("ts").min(), last_start_ts=pl.col("ts").max(),
+    )
+    records = records.join(starts, on="worker_id", how="left")
+    current = pl.col("last_start_ts").is_null() | (pl.col("ts") >= pl.col("last_start_ts"))
+    by_ts = records.sort("ts", "source", "line")
+    stop = kind == "stop_signal"
+    end = kind.is_in(END_KINDS)
+    logged_generation = pl.col("deployment_id").filter(~kind.is_in(DEPLOY_KINDS)).drop_nulls()
+    workers = by_ts.group_by("worker_id").agg(
+        first_ts=pl.col("ts").min(),
+        last_ts=pl.col("ts").max(),
+        start_ts=pl.col("start_ts").first(),
+        stop_ts=pl.col("ts").filter(stop & current).min(),
+        stop_rid=pl.col("rid").filter(stop & current).first(),
+        own_stop_ts=pl.col("ts").filter(stop & current & pl.col("own")).min(),
+        end_ts=pl.col("ts").filter(end & current).min(),
+        end_rid=pl.col("rid").filter(end & current).first(),
+        end_record_kind=pl.col("kind").filter(end & current).first(),
+        exit_code=pl.col("exit_code").filter(end & current).drop_nulls().first(),
+        grace_logged_s=pl.col("grace_period_s").filter(stop).max(),
+        logged=logged_generation.mode().sort().first(),
+        records=pl.len(),
+    )
+    entries = executions.group_by("worker_id").agg(
+        executions=pl.len(), last_entry_ts=pl.coalesce("entry_ts", "start").max(), last_exec_end=pl.col("end").max(),
+    )
+    workers = workers.join(entries, on="worker_id", how="left").with_columns(pl.col("executions").fill_null(0))
+    # A producer or the deploy pipeline's own host is not a consumer: keep hosts that ran jobs
+    # or have a lifecycle (started, stopped, exited).
+    lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique()
+    workers = workers.filter((pl.col("executions") > 0) | pl.col("worker_id").is_in(lifecycle["worker_id"].implode()))
+    gone = pl.col("end_ts").is_null() & pl.col("stop_ts").is_not_null()
+    return workers.with_columns(
+        start_inferred=pl.col("start_ts").is_null(),
+        start_ts=pl.coalesce("start_ts", "first_ts"),
+        end_kind=pl.when(pl.col("end_record_kind") == "worker_killed").then(pl.lit("killed"))
+        .when(pl.col("end_record_kind") == "worker_exit").then(pl.lit("exited"))
+        .when(gone).then(pl.lit("gone"))
+        .otherwise(pl.lit("running")),
+        end_ts=pl.when(gone).then(pl.max_horizontal("last_ts", "stop_ts")).otherwise(pl.col("end_ts")),
+        end_rid=pl.when(gone).then(pl.col("stop_rid")).otherwise(pl.col("end_rid")),
+    ).with_columns(
+        grace_s=pl.coalesce(
+            "grace_logged_s",
+            pl.when(pl.col("end_kind") == "killed").then((pl.col("end_ts") - pl.col("stop_ts")).dt.total_microseconds() / 1e6),
+        ),
+        grace_source=pl.when(pl.col("grace_logged_s").is_not_null()).then(pl.lit("logged"))
+        .when((pl.col("end_kind") == "killed") & pl.col("stop_ts").is_not_null()).then(pl.lit("observed")),
+    ).drop("end_record_kind")
+
+
+def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Generation per worker: logged, else shared pod-template hash, else the deploy that started it."""
+    workers = workers.with_columns(
+        replica_set=pl.col("worker_id").str.extract(POD_NAME, 1),
+        service=pl.col("worker_id").str.extract(POD_NAME, 2),
+    )
+    peers = workers.filter(pl.col("replica_set").is_not_null()).group_by("replica_set").agg(
+        peer_logged=pl.col("logged").drop_nulls().mode().sort().first()
+    )
+    workers = workers.join(peers, on="replica_set", how="left")
+    deploys = _deploy_records(table)
+    if deploys.height:
+        started = deploys.filter(pl.col("deploy_start").is_not_null()).sort("deploy_start")
+        by_time = workers.sort("start_ts").join_asof(
+            started.select("deployment_id", "deploy_start", "deploy_finish"),
+            left_on="start_ts", right_on="deploy_start", strategy="backward",
+        )
+        late = pl.col("deploy_finish").is_not_null() & (
+            pl.col("start_ts") > pl.col("deploy_finish") + timedelta(seconds=DEPLOY_MATCH_SLACK_S)
+        )
+        by_time = by_time.select("worker_id", pl.when(late).then(None).otherwise(pl.col("deployment_id")).alias("deploy_guess"))
+        workers = workers.join(by_time, on="worker_id", how="left")
+    else:
+        workers = workers.with_columns(deploy_guess=pl.lit(None, dtype=pl.String))
+    source = (
+        pl.when(pl.col("logged").is_not_null()).then(pl.lit("logged"))
+        .when(pl.col("peer_logged").is_not_null() | pl.col("replica_set").is_not_null()).then(pl.lit("pod_template_hash"))
+        .when(pl.col("deploy_guess").is_not_null()).then(pl.lit("deploy_window"))
+        .otherwise(pl.lit("unknown"))
+    )
+    return workers.with_columns(
+        generation=pl.coalesce("logged", "peer_logged", "replica_set", "deploy_guess"),
+        generation_source=source,
+    ).with_columns(generation_inferred=pl.col("generation_source") != "logged").drop("peer_logged", "deploy_guess")
+
+
+def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
+    """Per deployment id named by a deploy record: first start and last finish, with their records."""
+    records = table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null()).sort("ts")
+    if records.height == 0:
+        ts = _ts_dtype(table)
+        return pl.DataFrame(schema={"deployment_id": pl.String, "deploy_start": ts, "deploy_start_rid": pl.UInt32,
+                                    "deploy_finish": ts, "deploy_finish_rid": pl.UInt32})
+    start = pl.col("kind") == "deploy_start"
+    finish = pl.col("kind") == "deploy_finish"
+    return records.group_by("deployment_id").agg(
+        deploy_start=pl.col("ts").filter(start).min(),
+        deploy_start_rid=pl.col("rid").filter(start).first(),
+        deploy_finish=pl.col("ts").filter(finish).max(),
+        deploy_finish_rid=pl.col("rid").filter(finish).last(),
+    )
+
+
+def _generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    known = workers.filter(pl.col("generation").is_not_null())
+    per_gen = known.group_by("generation").agg(
+        workers=pl.col("worker_id").sort(),
+        first_start=pl.col("start_ts").min(),
+        last_start=pl.col("start_ts").max(),
+        last_end=pl.coalesce("end_ts", "last_ts").max(),
+        running=(pl.col("end_kind") == "running").sum(),
+        service=pl.col("service").drop_nulls().mode().sort().first(),
+        source=pl.col("generation_source").mode().sort().first(),
+    )
+    deploys = _deploy_records(table).rename({"deployment_id": "generation"})
+    gens = per_gen.join(deploys, on="generation", how="full", coalesce=True)
+    return gens.with_columns(
+        workers=pl.col("workers").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        source=pl.col("source").fill_null("deploy_record"),
+        began=pl.min_horizontal("deploy_start", "first_start"),
+    ).sort("began", "generation")
+
+
+def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) -> pl.DataFrame:
+    """Executions whose entry came after their worker's stop signal (and no restart since)."""
+    life = table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null()).select(
+        "worker_id", "source", pl.col("ts").alias("life_ts"), pl.col("kind").alias("life_kind"), pl.col("rid").alias("life_rid"),
+    ).sort("life_ts")
+    entries = executions.select(
+        "exec_id", "action_id", "worker_id", "identity", "attempt",
+        pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"), pl.col("first_source").alias("source"),
+    ).sort("entry")
+    schema = {"exec_id": pl.Int64, "worker_id": pl.String, "entry": _ts_dtype(table), "stop_ts": _ts_dtype(table),
+              "stop_rid": pl.UInt32, "after_s": pl.Float64, "same_clock": pl.Boolean}
+    if life.filter(pl.col("life_kind") == "stop_signal").height == 0 or entries.height == 0:
+        return pl.DataFrame(schema=schema)
+    own = entries.join_asof(life, left_on="entry", right_on="life_ts", by=["worker_id", "source"], strategy="backward",
+                         check_sortedness=False)
+    any_src = entries.join_asof(life.drop("source"), left_on="entry", right_on="life_ts", by="worker_id", strategy="backward",
+                                  check_sortedness=False)
+    own = own.filter(pl.col("life_kind") == "stop_signal").select(
+        "exec_id", pl.col("life_ts").alias("own_ts"), pl.col("life_rid").alias("own_rid")
+    )
+    gap = (pl.col("entry") - pl.col("life_ts")).dt.total_microseconds() / 1e6
+    any_src = any_src.filter((pl.col("life_kind") == "stop_signal") & (gap >= skew_s)).select(
+        "exec_id", pl.col("life_ts").alias("any_ts"), pl.col("life_rid").alias("any_rid")
+    )
+    matched = entries.join(own, on="exec_id", how="left").join(any_src, on="exec_id", how="left").filter(
+        pl.col("own_ts").is_not_null() | pl.col("any_ts").is_not_null()
+    )
+    return matched.select(
+        "exec_id", "action_id", "worker_id", "identity", "attempt", "entry",
+        stop_ts=pl.coalesce("own_ts", "any_ts"),
+        stop_rid=pl.coalesce("own_rid", "any_rid"),
+        same_clock=pl.col("own_ts").is_not_null(),
+    ).with_columns(after_s=(pl.col("entry") - pl.col("stop_ts")).dt.total_microseconds() / 1e6).sort("entry")
+
+
+def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.DataFrame) -> pl.DataFrame:
+    """Executions without ack, failure or guard that were running when their worker ended.
+
+    An explicit kill or exit of the worker after the execution's last record ends it; a worker
+    that got a stop signal and then went silent (a Kubernetes Killing event, no exit logged)
+    ends it too, inferred, when the execution was active near the signal.
+    """
+    ts_type = _ts_dtype(table)
+    schema = {"exec_id": pl.Int64, "worker_id": pl.String, "kill_ts": ts_type, "kill_rid": pl.UInt32,
+              "kill_kind": pl.String, "inferred": pl.Boolean}
+    open_execs = executions.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded")).select(
+        "exec_id", "worker_id", "start", "end"
+    ).sort("end")
+    if open_execs.height == 0:
+        return pl.DataFrame(schema=schema)
+    ends = table.filter(pl.col("kind").is_in(END_KINDS) & pl.col("worker_id").is_not_null()).select(
+        "worker_id", pl.col("ts").alias("kill_ts"), pl.col("rid").alias("kill_rid"), pl.col("kind").alias("kill_kind")
+    ).sort("kill_ts")
+    explicit = open_execs.join_asof(ends, left_on="end", right_on="kill_ts", by="worker_id", strategy="forward",
+                                   check_sortedness=False).filter(
+        pl.col("kill_ts").is_not_null()
+    ).select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
+    gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")
+    inferred = (
+        open_execs.join(explicit.select("exec_id"), on="exec_id", how="anti")
+        .join(gone, on="worker_id")
+        .filter(
+            (pl.col("end") >= pl.col("stop_ts") - timedelta(seconds=IN_FLIGHT_LOOKBACK_S))
+            & (pl.col("start") <= pl.col("end_ts"))
+        )
+        .select("exec_id", "worker_id", pl.col("end_ts").alias("kill_ts"), pl.col("end_rid").alias("kill_rid"),
+                kill_kind=pl.lit("worker_gone"), inferred=pl.lit(True))
+    )
+    return pl.concat([explicit, inferred], how="vertical_relaxed").cast(schema).sort("kill_ts", "exec_id")
+
+
+def _windows(generations: pl.DataFrame, workers: pl.DataFrame, after_stop: pl.DataFrame,
+             interrupted: pl.DataFrame, table_end: datetime | None) -> pl.DataFrame:
+    """One deploy window per generation that replaced another or has a deploy record.
+
+    From the deploy start (or the new generation's first worker start) to the deploy finish (or
+    the last old-generation worker's end); the overlap is while both generations consumed: from
+    the first new worker start to the moment the last old worker stopped taking work.
+    """
+    took = after_stop.group_by("worker_id").agg(after_stop=pl.len(), last_after_stop=pl.col("entry").max())
+    consume = workers.join(took, on="worker_id", how="left").with_columns(
+        pl.col("after_stop").fill_null(0),
+        consume_end=pl.coalesce(
+            pl.max_horizontal("stop_ts", "last_after_stop"), "end_ts", pl.lit(table_end, dtype=workers.schema["last_ts"])
+        ),
+    )
+    killed = interrupted.group_by("worker_id").agg(interrupted=pl.len())
+    consume = consume.join(killed, on="worker_id", how="left").with_columns(pl.col("interrupted").fill_null(0))
+    by_worker = {row["worker_id"]: row for row in consume.iter_rows(named=True)}
+    rows = []
+    previous_by_service: dict[str | None, dict] = {}
+    for gen in generations.iter_rows(named=True):
+        previous = previous_by_service.get(gen["service"])
+        previous_by_service[gen["service"]] = gen
+        if previous is None and gen["deploy_start"] is None:
+            continue
+        new_start = gen["first_start"]
+        start = min(t for t in (gen["deploy_start"], new_start) if t is not None)
+        old = [by_worker[w] for w in (previous["workers"] if previous else []) if w in by_worker]
+        old_ends = [w["end_ts"] for w in old if w["end_ts"] is not None and w["end_ts"] >= start]
+        end_candidates = [t for t in (gen["deploy_finish"], gen["last_start"], *old_ends) if t is not None]
+        end = max(end_candidates) if end_candidates else start
+        consume_end = max((w["consume_end"] for w in old if w["consume_end"] is not None), default=None)
+        overlap_s = 0.0
+        if new_start is not None and consume_end is not None and consume_end > new_start:
+            overlap_s = (consume_end - new_start).total_seconds()
+        rows.append({
+            "deploy": gen["generation"],
+            "previous": previous["generation"] if previous else None,
+            "service": gen["service"],
+            "start": start,
+            "end": end,
+            "from_records": gen["deploy_start"] is not None,
+            "start_rid": gen["deploy_start_rid"],
+            "finish_rid": gen["deploy_finish_rid"],
+            "new_workers": len(gen["workers"]),
+            "old_workers": len(old),
+            "overlap_start": new_start if overlap_s > 0 else None,
+            "overlap_end": consume_end if overlap_s > 0 else None,
+            "overlap_s": round(overlap_s, 3),
+            "old_stopped": sum(1 for w in old if w["stop_ts"] is not None),
+            "old_killed": sum(1 for w in old if w["end_kind"] in ("killed", "gone") and w["interrupted"]),
+            "work_after_stop": sum(w["after_stop"] for w in old),
+            "interrupted": sum(w["interrupted"] for w in old),
+            "grace_s": max((w["grace_s"] for w in old if w["grace_s"] is not None), default=None),
+        })
+    ts_type = workers.schema["last_ts"]
+    schema = {
+        "deploy": pl.String, "previous": pl.String, "service": pl.String, "start": ts_type, "end": ts_type,
+        "from_records": pl.Boolean, "start_rid": pl.UInt32, "finish_rid": pl.UInt32, "new_workers": pl.Int64,
+        "old_workers": pl.Int64, "overlap_start": ts_type, "overlap_end": ts_type, "overlap_s": pl.Float64,
+        "old_stopped": pl.Int64, "old_killed": pl.Int64, "work_after_stop": pl.Int64, "interrupted": pl.Int64,
+        "grace_s": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("start")
+
+
+def build_deploy_model(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float = 0.5) -> DeployModel:
+    """Workers, generations, deploy windows, interrupted executions and work taken after a stop."""
+    workers = _assign_generations(_worker_table(table, executions), table)
+    after_stop = _after_stop(table, executions, skew_s)
+    interrupted = _interrupted(table, executions, workers)
+    generations = _generations(workers, table)
+    table_end = table["ts"].max() if table.height else None
+    windows = _windows(generations, workers, after_stop, interrupted, table_end)
+    return DeployModel(workers, generations, windows, interrupted, after_stop)

@@ -1,0 +1,57 @@
+"""DF203: a worker killed, exited or gone with executions in flight (they will be delivered again)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.detectors._common import seconds, worker_finding
+from dupfind.effects import COUNTED
+from dupfind.findings import Finding
+from dupfind.rules_registry import Rule, detector
+from dupfind.timefmt import iso, iso_us
+
+KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent after its stop signal"}
+
+
+@detector("killed_in_flight")
+def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
+    model = ctx.deploys
+    if model.interrupted.height == 0:
+        return []
+    effects_done = set(ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED))["exec_id"].drop_nulls().to_list())
+    stops = dict(model.workers.select("worker_id", "stop_ts").rows())
+    exit_codes = dict(model.workers.select("worker_id", "exit_code").rows())
+    findings: list[Finding] = []
+    for (worker, kill_rid), group in model.interrupted.group_by("worker_id", "kill_rid", maintain_order=True):
+        row = group.row(0, named=True)
+        exec_ids = group["exec_id"].to_list()
+        done = [e for e in exec_ids if e in effects_done]
+        stop_ts = stops.get(worker)
+        how = KILL_WORDS.get(row["kill_kind"], row["kill_kind"])
+        code = exit_codes.get(worker)
+        summary = (
+            f"{how} at {iso(row['kill_ts'])}" + (f" (exit code {code})" if code is not None and not row["inferred"] else "")
+            + (f", {(row['kill_ts'] - stop_ts).total_seconds():.0f} s after its stop signal" if stop_ts and row["kill_ts"] >= stop_ts else "")
+            + f", with {len(exec_ids)} execution(s) started and not acked: the queue will deliver them again"
+            + (f"; {len(done)} had already requested the side effect" if done else "; none had requested the side effect yet")
+        )
+        severity = None if done else rule.param("no_side_effect_severity", "low")
+        identity = f"worker={worker}|end={iso_us(row['kill_ts'])}"
+        finding = worker_finding(ctx, rule, worker, identity, summary, exec_ids, severity=severity)
+        finding.confidence = "likely" if row["inferred"] else "certain"
+        finding.last_ts = row["kill_ts"]
+        window = model.window_at(row["kill_ts"])
+        finding.figures = {
+            "in_flight": len(exec_ids),
+            "side_effect_done": len(done),
+            "end": row["kill_kind"],
+            "end_inferred": bool(row["inferred"]),
+            "s_after_stop_signal": seconds((row["kill_ts"] - stop_ts).total_seconds()) if stop_ts else None,
+            "deploy": window["deploy"] if window else None,
+        }
+        notes = {int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"}
+        rids = [int(kill_rid), *ctx.key_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result"))]
+        finding.evidence = ctx.evidence(rids, notes)
+        findings.append(finding)
+    return findings
