@@ -128,9 +128,9 @@ def _killed(ctx: AnalysisContext, first: dict, later: dict, kill: dict, base_rid
     worker = model.workers.filter(pl.col("worker_id") == first["worker_id"])
     info = worker.row(0, named=True) if worker.height else {}
     generation = info.get("generation")
-    how = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "gone silent after its stop signal"}.get(
-        kill["kill_kind"], kill["kill_kind"].replace("_", " "))
-    detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" was {how}"
+    how = {"worker_killed": "was killed", "worker_exit": "exited",
+           "worker_gone": "went silent after its stop signal (no exit was logged)"}.get(kill["kill_kind"], kill["kill_kind"])
+    detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" {how}"
     figures: dict[str, float] = {}
     window = model.window_at(kill["kill_ts"])
     if window:

@@ -11,7 +11,7 @@ from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 from dupfind.timefmt import iso, iso_us
 
-KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent after its stop signal"}
+KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)"}
 
 
 @detector("killed_in_flight")

@@ -28,7 +28,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         summary = (
             f"took {group.height} job(s) after its stop signal at {iso(first['stop_ts'])} (by {clock}), "
             f"the last {last['after_s']:.1f} s after it"
-            + (f"; {len(cut)} of them were cut short when it ended" if cut else "")
+            + (f"; {len(cut)} of them {'was' if len(cut) == 1 else 'were'} cut short when it ended" if cut else "")
             + (f"; {len(repeated)} of their actions had a side effect repeated" if repeated else "")
         )
         finding = worker_finding(ctx, rule, worker, f"worker={worker}|stop={iso_us(first['stop_ts'])}", summary, exec_ids)
