@@ -201,3 +201,8 @@ class AnalysisContext:
         """The lifecycle records of some executions of one action, for evidence."""
         rows = self.records_of(action_id).filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
         return rows["rid"].to_list()
+
+    def execution_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
+        """The lifecycle records of executions of any actions (a worker's jobs), for evidence."""
+        rows = self.action_records.filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
+        return rows["rid"].to_list()

@@ -54,7 +54,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "deploy": window["deploy"] if window else None,
             "s_after_deploy_start": seconds((worst["start_b"] - window["start"]).total_seconds()) if window else None,
         }
-        rids = ctx.key_records(exec_ids, ("receive", "start", "side_effect", "ack", "finish", "fail"))
+        rids = ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "ack", "finish", "fail"))
         notes = {}
         if window and window["start_rid"] is not None:
             rids = [window["start_rid"], *rids]

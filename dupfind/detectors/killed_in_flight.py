@@ -51,7 +51,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "deploy": window["deploy"] if window else None,
         }
         notes = {int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"}
-        rids = [int(kill_rid), *ctx.key_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result"))]
+        rids = [int(kill_rid), *ctx.execution_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result"))]
         finding.evidence = ctx.evidence(rids, notes)
         findings.append(finding)
     return findings
