@@ -17,6 +17,14 @@ from conftest import FIXTURES
 CASES = sorted(p for p in (FIXTURES / "scenarios").iterdir() if (p / "expected.json").is_file())
 
 
+def _case_id(case: Path) -> str:
+    """The folder name plus the rules it exercises, so `pytest -k DF103` selects a rule's cases."""
+    expected = json.loads((case / "expected.json").read_text())
+    fire = sorted({w["rule"] for w in expected.get("must_fire", [])})
+    quiet = sorted(set(expected.get("must_not_fire", [])))
+    return f"{case.name}[fires:{'+'.join(fire) or 'none'}][quiet:{'+'.join(quiet) or 'none'}]"
+
+
 def _run(case: Path):
     expected = json.loads((case / "expected.json").read_text())
     config = load_config(cwd=Path("/"))
@@ -35,7 +43,7 @@ def _matches(finding, want: dict) -> bool:
     return True
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_scenario(case: Path):
     expected, report = _run(case)
     assert report.verdict == expected["verdict"], report.verdict_reason
