@@ -46,7 +46,9 @@ def worker_finding(
     """A finding about one worker (or generation) and the executions it concerns."""
     execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
     generation = ctx.deploys.generation_of().get(worker)
-    job_ids = sorted({j for ids in execs["job_ids"].to_list() for j in ids})
+    records = ctx.action_records.filter(pl.col("exec_id").is_in(exec_ids))
+    # The JSON contract: ids always carries job_id, event_id and idempotency_key.
+    ids = {key: sorted(records[key].drop_nulls().unique().to_list()) for key in ("job_id", "event_id", "idempotency_key")}
     return Finding(
         rule=rule.code,
         name=rule.name,
@@ -54,7 +56,7 @@ def worker_finding(
         severity=severity or rule.severity,
         identity=identity,
         summary=summary,
-        ids={"worker_id": [worker], "job_id": job_ids},
+        ids={"worker_id": [worker], **ids},
         workers=[worker],
         attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}),
         deployments=[generation] if generation else [],
