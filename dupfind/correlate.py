@@ -17,7 +17,7 @@ TERMINAL_KINDS = ("ack", "finish", "fail", "worker_killed", "retry", "lease_expi
 CONSUMER_KINDS = (
     "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish", "fail",
     "retry", "claim", "claim_lost", "dedup_hit", "lock_acquire", "lock_release", "lock_denied",
-    "lock_expired",
+    "lock_expired", "lease_extended",
 )
 # Kinds a prefork pool's main process logs (not the child doing the work).
 MAIN_PROCESS_KINDS = ("receive", "ack")

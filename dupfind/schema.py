@@ -4,7 +4,7 @@ import polars as pl
 
 KINDS = (
     "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack",
-    "finish", "fail", "retry", "lease_expired", "claim", "claim_lost", "dedup_hit",
+    "finish", "fail", "retry", "lease_expired", "lease_extended", "claim", "claim_lost", "dedup_hit",
     "lock_acquire", "lock_release", "lock_denied", "lock_expired", "deploy_start",
     "deploy_finish", "worker_start", "stop_signal", "worker_exit", "worker_killed", "other",
 )

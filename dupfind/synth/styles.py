@@ -42,10 +42,10 @@ COMMON_EVENTS = {
 }
 
 # Event names written on purpose that dupfind should classify as `other`: background noise,
-# plus two steps the vocabulary has no kind for (a status read, a lease extension).
+# plus a step the vocabulary has no kind for (a status read).
 OTHER_EVENTS = frozenset({
     "heartbeat", "healthcheck", "config_loaded", "db_pool_stats", "http_access", "queue_stats", "image_pulled",
-    "rollout_progress", "status_checked", "lease_extended",
+    "rollout_progress", "status_checked",
 })
 
 
