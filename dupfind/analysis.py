@@ -12,6 +12,7 @@ from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.findings import Evidence
+from dupfind.locks import lock_holds
 from dupfind.schema import ID_COLUMNS
 
 EVIDENCE_KINDS = (
@@ -153,6 +154,11 @@ class AnalysisContext:
             .when(pl.col("cross_host") & (pl.col("overlap_s") < self.skew_s)).then(pl.lit("possible"))
             .otherwise(pl.lit("certain"))
         )
+
+    @cached_property
+    def lock_holds(self) -> pl.DataFrame:
+        """One row per lock acquisition with its release, TTL end and guarded execution (see locks.py)."""
+        return lock_holds(self.table, self.executions)
 
     @cached_property
     def worker_events(self) -> pl.DataFrame:

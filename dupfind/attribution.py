@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
+from dupfind.locks import concurrent_holds, orphan_releases
 
 
 @dataclass
@@ -23,6 +25,28 @@ class Attribution:
 
 def _first_rid(frame: pl.DataFrame) -> list[int]:
     return frame["rid"].head(1).to_list()
+
+
+def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str | None:
+    """Why both executions held one lock at once (hold = acquire until release or end of the run), or None."""
+    holds = ctx.lock_holds.filter(pl.col("exec_id").is_in([first_exec, later_exec]))
+    pairs = concurrent_holds(holds, "acquire_ts", "believed_end")
+    if pairs.height == 0:
+        return None
+    pairs = pairs.filter(pl.col("exec_id_a") != pl.col("exec_id_b"))
+    if pairs.height == 0:
+        return None
+    pair = pairs.sort("overlap_s", descending=True).row(0, named=True)
+    key = pair["key"]
+    if pair["ttl_end_a"] is not None and pair["acquire_ts_b"] >= pair["ttl_end_a"]:
+        return (f"lock {key!r} expired after its {pair['ttl_s_a']:g} s TTL while the first execution still ran; "
+                f"the second took it and both held it for {pair['overlap_s']:.1f} s")
+    orphans = orphan_releases(ctx.table).filter((pl.col("key") == key) & pl.col("ts").is_between(
+        pair["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), pair["acquire_ts_b"]))
+    if orphans.height:
+        return (f"a worker that did not hold lock {key!r} released it; the second execution then acquired it "
+                f"while the first still held it ({pair['overlap_s']:.1f} s together)")
+    return f"both executions held lock {key!r} at once for {pair['overlap_s']:.1f} s: the lock did not exclude the second"
 
 
 def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> Attribution:
@@ -46,14 +70,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
     notes = {first_req["rid"]: "first side effect", later_req["rid"]: "repeated side effect"}
     later_entry = later["entry_ts"] or later["start"]
 
-    # 1. Lock overlap: both executions held the same lock.
-    shared_locks = set(first["locks"]) & set(later["locks"])
-    if shared_locks:
+    # 1. Lock overlap: both executions held one lock key during intersecting intervals.
+    overlap = _lock_overlap(ctx, first["exec_id"], later["exec_id"])
+    if overlap is not None:
         locks = records.filter(pl.col("kind").is_in(["lock_acquire", "lock_expired", "lock_release"]) & pl.col("exec_id").is_in(exec_ids))
         notes.update({r: "lock" for r in locks["rid"].to_list()})
         return Attribution(
-            "lock_overlap", "certain",
-            f"both executions acquired lock {sorted(shared_locks)[0]!r}: the lock did not exclude the second",
+            "lock_overlap", "certain", overlap,
             locks["rid"].head(6).to_list() + base_rids, notes,
         )
 
