@@ -12,7 +12,7 @@ from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.findings import Evidence
-from dupfind.locks import lock_holds
+from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.schema import ID_COLUMNS
 
 EVIDENCE_KINDS = (
@@ -156,9 +156,19 @@ class AnalysisContext:
         )
 
     @cached_property
+    def lock_events(self) -> pl.DataFrame:
+        """Lock acquire/release/expiry records with the holder they speak for (see locks.py)."""
+        return lock_events(self.table)
+
+    @cached_property
     def lock_holds(self) -> pl.DataFrame:
-        """One row per lock acquisition with its release, TTL end and guarded execution (see locks.py)."""
-        return lock_holds(self.table, self.executions)
+        """One row per lock acquisition with its release, TTL end and guarded execution."""
+        return lock_holds(self.lock_events, self.executions)
+
+    @cached_property
+    def orphan_lock_releases(self) -> pl.DataFrame:
+        """Lock releases that end no hold of their holder."""
+        return orphan_releases(self.lock_events)
 
     @cached_property
     def worker_events(self) -> pl.DataFrame:

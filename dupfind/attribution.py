@@ -8,7 +8,7 @@ from datetime import timedelta
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
-from dupfind.locks import concurrent_holds, orphan_releases
+from dupfind.locks import concurrent_holds
 
 
 @dataclass
@@ -41,7 +41,7 @@ def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str
     if pair["ttl_end_a"] is not None and pair["acquire_ts_b"] >= pair["ttl_end_a"]:
         return (f"lock {key!r} expired after its {pair['ttl_s_a']:g} s TTL while the first execution still ran; "
                 f"the second took it and both held it for {pair['overlap_s']:.1f} s")
-    orphans = orphan_releases(ctx.table).filter((pl.col("key") == key) & pl.col("ts").is_between(
+    orphans = ctx.orphan_lock_releases.filter((pl.col("key") == key) & pl.col("ts").is_between(
         pair["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), pair["acquire_ts_b"]))
     if orphans.height:
         return (f"a worker that did not hold lock {key!r} released it; the second execution then acquired it "

@@ -18,8 +18,8 @@ def _holder() -> pl.Expr:
 
 
 def lock_events(table: pl.DataFrame) -> pl.DataFrame:
-    """Acquire, release and expiry records of lock keys, with the holder they speak for."""
-    kinds = ["lock_acquire", *LOCK_END_KINDS]
+    """Acquire, release, expiry and denial records of lock keys, with the holder they speak for."""
+    kinds = ["lock_acquire", "lock_denied", *LOCK_END_KINDS]
     return (
         table.filter(pl.col("kind").is_in(kinds) & pl.col("lock_key").is_not_null())
         .select("rid", "ts", "kind", pl.col("lock_key").alias("key"), _holder().alias("holder"), "worker_id",
@@ -31,14 +31,13 @@ def lock_events(table: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def lock_holds(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+def lock_holds(events: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """One row per acquisition.
 
     `believed_end`: when the holder stopped acting as the holder (its release, else the end of
     the execution that took the lock). `store_end`: when the lock store stopped holding it for
     that holder (release, TTL, or a logged expiry, whichever came first).
     """
-    events = lock_events(table)
     acquires = events.filter(pl.col("kind") == "lock_acquire")
     ends = events.filter((pl.col("hold") > 0) & pl.col("first_of_kind") & pl.col("kind").is_in(LOCK_END_KINDS))
     releases = ends.filter(pl.col("kind") == "lock_release").select(
@@ -62,12 +61,11 @@ def lock_holds(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     ).sort("key", "acquire_ts", "holder")
 
 
-def orphan_releases(table: pl.DataFrame) -> pl.DataFrame:
+def orphan_releases(events: pl.DataFrame) -> pl.DataFrame:
     """Releases that end no hold of their holder: it never took the lock, or released it twice."""
-    events = lock_events(table)
     return events.filter(
         (pl.col("kind") == "lock_release") & ((pl.col("hold") == 0) | ~pl.col("first_of_kind"))
-    ).select("rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id")
+    ).select("rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id").sort("ts")
 
 
 def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:

@@ -10,7 +10,7 @@ from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import action_finding, seconds
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
-from dupfind.locks import concurrent_holds, orphan_releases, seconds_after
+from dupfind.locks import concurrent_holds, seconds_after
 from dupfind.rules_registry import Rule, detector
 
 
@@ -29,17 +29,14 @@ def _lock_finding(ctx: AnalysisContext, rule: Rule, action_id: int | None, exec_
 
 
 def _lock_records(ctx: AnalysisContext, key: str, exec_ids: list[int]) -> list[int]:
-    rows = ctx.table.filter(
-        (pl.col("lock_key") == key) & pl.col("kind").is_in(["lock_acquire", "lock_release", "lock_expired", "lock_denied"])
-        & pl.col("exec_id").is_in(exec_ids)
-    )
+    rows = ctx.lock_events.filter((pl.col("key") == key) & pl.col("exec_id").is_in(exec_ids))
     return rows["rid"].to_list()
 
 
 def _span(finding: Finding, ctx: AnalysisContext, rids: list[int]) -> None:
     """The time span of a finding that is not tied to an action: its evidence records."""
     if finding.first_ts is None:
-        times = ctx.table.filter(pl.col("rid").is_in(rids))["ts"]
+        times = ctx.table[sorted(set(rids))]["ts"]
         finding.first_ts, finding.last_ts = times.min(), times.max()
 
 
@@ -65,7 +62,7 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     pairs = pairs.filter(pl.col("certain") | near_start)
     if pairs.height == 0:
         return []
-    orphans = orphan_releases(ctx.table)
+    orphans = ctx.orphan_lock_releases
     senders = _effect_execs(ctx)
     findings: list[Finding] = []
     for (key,), group in pairs.sort("acquire_ts_b").group_by("key", maintain_order=True):
@@ -109,7 +106,8 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
 @detector("lock_release_not_holder")
 def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     holds = ctx.lock_holds
-    orphans = orphan_releases(ctx.table).with_columns(late=pl.lit(False))
+    orphans = ctx.orphan_lock_releases.select(
+        "rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id", late=pl.lit(False))
     # A holder releasing after its own TTL ran out deletes whatever the key holds now.
     late = holds.filter(pl.col("release_ts").is_not_null() & (pl.col("release_ts") > pl.col("ttl_end"))).select(
         pl.col("release_rid").alias("rid"), pl.col("release_ts").alias("ts"), "key", "holder", "worker_id", "exec_id",
@@ -201,8 +199,9 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             notes[row["expired_rid"]] = "lock expired"
         if row["taker_rid"] is not None:
             notes[row["taker_rid"]] = "taken by another holder after the TTL"
-        rids = [row["acquire_rid"], *_lock_records(ctx, row["key"], exec_ids),
-                *ctx.key_records([row["exec_id"]], ("start", "side_effect", "commit", "finish", "ack"))]
+        rids = [row["acquire_rid"], *_lock_records(ctx, row["key"], exec_ids)]
+        if row["action_id"] is not None:
+            rids += ctx.key_records(row["action_id"], [row["exec_id"]], ("start", "side_effect", "commit", "finish", "ack"))
         finding.evidence = ctx.evidence(list(dict.fromkeys(r for r in rids if r is not None)), notes)
         _span(finding, ctx, rids)
         findings.append(finding)
