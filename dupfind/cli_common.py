@@ -72,6 +72,9 @@ SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Only records a
 UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Only records at or before this time: ISO-8601, or relative like -10m.")]
 RejectsOpt = Annotated[Optional[Path], typer.Option("--rejects", help="Write every rejected line (source, line, reason, text) to this NDJSON file.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input line was rejected.")]
+NoCacheOpt = Annotated[bool, typer.Option(
+    "--no-cache", help="Parse every file again instead of reusing the cached table (DUPFIND_CACHE_DIR, default ~/.cache/dupfind)."
+)]
 
 
 def stdout_console() -> Console:
@@ -82,10 +85,10 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False)
 
 
-def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict):
+def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict, use_cache=True):
     from dupfind.pipeline import load_inputs
 
-    result = load_inputs(paths, config_file, rules_dir, assume_tz, since, until, stderr=stderr_console())
+    result = load_inputs(paths, config_file, rules_dir, assume_tz, since, until, stderr=stderr_console(), use_cache=use_cache)
     if rejects_file is not None:
         from dupfind.pipeline import write_rejects
 
@@ -109,10 +112,10 @@ def write_output(data_writer, output: Path | None) -> None:
     sys.stderr.write(f"dupfind: report written to {output}\n")
 
 
-def load_with_config(cfg, paths, since, until, rejects_file, strict):
+def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=True):
     from dupfind.pipeline import load_inputs, write_rejects
 
-    result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg)
+    result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg, use_cache=use_cache)
     if rejects_file is not None:
         write_rejects(result, rejects_file)
     if strict and result.rejects.height:

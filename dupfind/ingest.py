@@ -589,27 +589,51 @@ def ingest(
     since: datetime | None = None,
     until: datetime | None = None,
     progress: Callable[[int], None] | None = None,
+    cache=None,
 ) -> IngestResult:
-    """Read every input into one canonical table (sorted by time, then source and line)."""
+    """Read every input into one canonical table (sorted by time, then source and line).
+
+    `cache` (a dupfind.cache.TableCache) serves unchanged files and stores freshly parsed ones.
+    """
     sources = expand_inputs(paths)
     ingestor = Ingestor(config, progress=progress)
     reports: dict[str, FileReport] = {}
     normaliser = _Normaliser(config, reports)
     parse_rejects: list[pl.DataFrame] = []
+    cached_tables: list[pl.DataFrame] = []
+    to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     for src in sources:
+        key = cache.key(src.file) if cache is not None and src.file is not None else None
+        hit = cache.load(key, src.path) if key is not None else None
+        if hit is not None:
+            reports[src.path], table, rejects = hit
+            cached_tables.append(table)
+            parse_rejects.append(rejects)
+            if progress and src.file is not None:
+                progress(src.file.stat().st_size)
+            continue
         read = ingestor.read(src)
         reports[src.path] = read.report
         parse_rejects.extend(read.rejects)
         normaliser.add(read.raws)
+        if key is not None:
+            to_store[src.path] = key
     normaliser.flush()
     ordered = [reports[src.path] for src in sources]
     if sum(r.lines for r in ordered) == 0:
         truncated = [r.path for r in ordered if r.truncated]
         detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
         raise DupfindError(f"the input is empty: no log lines were found{detail}.")
-    tables = normaliser.tables
-    table = pl.concat(tables, how="vertical") if tables else empty_table(config.business_keys)
-    _finalize_reports(reports, table)
+    fresh = pl.concat(normaliser.tables, how="vertical") if normaliser.tables else empty_table(config.business_keys)
+    _finalize_reports(reports, fresh)
+    all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
+    rejects = (
+        pl.concat(all_rejects, how="vertical") if all_rejects
+        else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
+    )
+    if to_store:
+        _store_in_cache(cache, to_store, reports, fresh, rejects)
+    table = pl.concat([*cached_tables, fresh], how="vertical") if cached_tables else fresh
     filtered_out = 0
     if since is not None or until is not None:
         before = table.height
@@ -619,9 +643,16 @@ def ingest(
             table = table.filter(pl.col("ts") <= until)
         filtered_out = before - table.height
     table = table.sort(["ts", "source", "line"], maintain_order=True)
-    all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
-    rejects = (
-        pl.concat(all_rejects, how="vertical") if all_rejects
-        else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
-    )
     return IngestResult(table, ordered, rejects, filtered_out)
+
+
+def _store_in_cache(cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, rejects: pl.DataFrame) -> None:
+    """Write each freshly parsed file's rows, rejects and report as one cache entry."""
+    tables = table.partition_by("source", as_dict=True) if table.height else {}
+    rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
+    for source, key in keys.items():
+        cache.store(
+            key, reports[source],
+            tables.get((source,), table.clear()),
+            rejected.get((source,), rejects.clear()),
+        )

@@ -9,6 +9,7 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
+from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
@@ -43,18 +44,20 @@ def load_inputs(
     until: str | None = None,
     stderr: Console | None = None,
     config: Config | None = None,
+    use_cache: bool = True,
 ) -> IngestResult:
     """Load the configuration and read every input into the canonical table."""
     config = config or load_config(config_file, rules_dir, assume_tz)
+    cache = TableCache(default_cache_dir(), config.digest()) if use_cache else None
     since_ts = parse_time_bound(since, "--since", assume_tz=config.assume_tz) if since else None
     until_ts = parse_time_bound(until, "--until", assume_tz=config.assume_tz) if until else None
     if since_ts and until_ts and since_ts > until_ts:
         raise DupfindError("--since is later than --until, so no record could match.")
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since_ts, until_ts)
+        return ingest(paths, config, since_ts, until_ts, cache=cache)
     with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance)
+        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache)
 
 
 def write_rejects(result: IngestResult, target: Path) -> None:

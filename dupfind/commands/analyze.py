@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from dupfind.cli_common import (
+    NoCacheOpt,
     ConfigOpt, PathsArg, RejectsOpt, ReportFormat, RulesOpt, Severity, SinceOpt, StrictOpt,
     TzOpt, UntilOpt, app, load_with_config, write_output,
 )
@@ -46,6 +47,7 @@ def analyze(
     until: UntilOpt = None,
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Find side effects executed more than once (which actions, workers, attempts, deploys),
     name the root cause with the log lines that prove it, and list the fixes."""
@@ -59,7 +61,7 @@ def analyze(
         raise DupfindError("--skew must be zero or more seconds.")
     cfg = load_config(config, rules, assume_tz)
     rule_list = load_rules(cfg, rules, tuple(disable or ()))
-    result = load_with_config(cfg, paths, since, until, rejects, strict)
+    result = load_with_config(cfg, paths, since, until, rejects, strict, use_cache=not no_cache)
     report = run_analysis(result, cfg, rule_list, skew, _parse_timeouts(timeout or []), max_jobs_per_value)
     options = RenderOptions(worst=worst, color=output is None and sys.stdout.isatty(), command=["dupfind", *sys.argv[1:]])
     write_output(lambda out: RENDERERS[output_format.value](report, out, options), output)

@@ -9,6 +9,7 @@ import orjson
 import typer
 
 from dupfind.cli_common import (
+    NoCacheOpt,
     ConfigOpt, PathsArg, RejectsOpt, RulesOpt, SinceOpt, StrictOpt,
     TableOrJson, TzOpt, UntilOpt, app, load_paths, stdout_console,
 )
@@ -25,13 +26,14 @@ def formats(
     until: UntilOpt = None,
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Show what each file was read as: format, compression, lines parsed and rejected (with
     reasons and an example file:line), time span, which raw fields fed each canonical column,
     and the event names that no vocabulary entry maps (so you know what to add)."""
     from dupfind.render.formats_report import formats_document, render_formats
 
-    result = load_paths(paths, config, rules, assume_tz, since, until, rejects, strict)
+    result = load_paths(paths, config, rules, assume_tz, since, until, rejects, strict, use_cache=not no_cache)
     if output_format == TableOrJson.json:
         sys.stdout.buffer.write(orjson.dumps(formats_document(result), option=orjson.OPT_INDENT_2) + b"\n")
     else:
