@@ -26,7 +26,7 @@ REJECT_REASONS = (
     "line_too_long", "undecodable", "binary_file", "unsupported_compression", "partial_line",
 )
 JSON_SUB_BLOCK = 8192
-NORMALISE_BATCH_ROWS = 500_000
+NORMALISE_BATCH_ROWS = 250_000
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
 
@@ -411,25 +411,32 @@ def _line_count(chunk: bytes) -> int:
 class Ingestor:
     """Reads sources one by one into canonical tables with full line accounting."""
 
-    def __init__(self, config: Config, keep_reject_text: bool = True, progress: Callable[[int], None] | None = None):
+    def __init__(
+        self, config: Config, progress: Callable[[int], None] | None = None,
+        sink: Callable[[list[tuple[pl.DataFrame, str]]], None] | None = None,
+    ):
         self.config = config
         self.parser = LineParser(config)
-        self.keep_reject_text = keep_reject_text
         self.progress = progress
+        # Raw records go to the sink block by block, so memory stays bounded on big files.
+        self.sink = sink
 
     def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
         """Line accounting of a block; its raw records wait for batch normalisation."""
         report.blank += block.blank
         report.parsed += block.continuation
-        for raw, fmt in block.raws:
-            read.raws.append((raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt))
+        raws = [(raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt) for raw, fmt in block.raws]
+        if self.sink is not None:
+            self.sink(raws)
+        else:
+            read.raws.extend(raws)
         for rej in block.rejects:
             report.add_rejects(rej)
             read.rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
 
-    def read(self, src: Source) -> "_FileRead":
+    def read(self, src: Source, report: FileReport | None = None) -> "_FileRead":
         """Parse one source: raw records (not yet normalised) and the lines rejected so far."""
-        report = FileReport(path=src.path)
+        report = report or FileReport(path=src.path)
         read = _FileRead(report)
         rejects = read.rejects
         opened = open_source(src)
@@ -596,9 +603,9 @@ def ingest(
     `cache` (a dupfind.cache.TableCache) serves unchanged files and stores freshly parsed ones.
     """
     sources = expand_inputs(paths)
-    ingestor = Ingestor(config, progress=progress)
     reports: dict[str, FileReport] = {}
     normaliser = _Normaliser(config, reports)
+    ingestor = Ingestor(config, progress=progress, sink=normaliser.add)
     parse_rejects: list[pl.DataFrame] = []
     cached_tables: list[pl.DataFrame] = []
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
@@ -612,10 +619,9 @@ def ingest(
             if progress and src.file is not None:
                 progress(src.file.stat().st_size)
             continue
-        read = ingestor.read(src)
-        reports[src.path] = read.report
+        reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
+        read = ingestor.read(src, reports[src.path])
         parse_rejects.extend(read.rejects)
-        normaliser.add(read.raws)
         if key is not None:
             to_store[src.path] = key
     normaliser.flush()
