@@ -11,6 +11,7 @@ import polars as pl
 from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
 from dupfind.correlate import correlate
+from dupfind.deploy_concentration import deploy_summary
 from dupfind.deploy_records import refine_object_records
 from dupfind.findings import Finding, severity_rank
 from dupfind.ingest import IngestResult
@@ -86,6 +87,7 @@ def _summary(ctx: AnalysisContext, result: IngestResult, findings: list[Finding]
         "duplicated_side_effects": sum(int(f.figures.get("side_effects", 0)) - 1 for f in harmful),
         "duplicates_by_side_effect": dict(Counter(str(f.figures.get("side_effect")) for f in harmful).most_common()),
         "timeouts_s": ctx.known_timeouts,
+        "deploys": deploy_summary(ctx),
     }
 
 

@@ -86,6 +86,35 @@ def _incident(finding: Finding) -> Panel:
     return Panel(parts, title=title, title_align="left", box=box.ROUNDED)
 
 
+def _deploy_section(report: AnalysisReport, console: Console) -> None:
+    """Deploy windows and how duplicates concentrate in them (only when a deploy was found)."""
+    deploys = report.summary.get("deploys") or {}
+    windows = [w for w in deploys.get("windows", []) if w["previous"] or w["duplicates"]]
+    if not windows:
+        return
+    table = Table(title="Deploy windows", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name, justify in (("deploy", "left"), ("window (UTC)", "left"), ("overlap", "right"), ("after stop", "right"),
+                          ("cut short", "right"), ("duplicates", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for w in windows:
+        span = f"{w['start'][11:19]} → {w['end'][11:19]}"
+        label = safe_text(w["deploy"] + (f" (from {w['previous']})" if w["previous"] else ""))
+        table.add_row(label, span, f"{w['overlap_s']:.0f} s", str(w["work_after_stop"]), str(w["interrupted"]),
+                      str(w["duplicates"]))
+    console.print(table)
+    concentration = deploys.get("concentration") or {}
+    if concentration.get("headline"):
+        console.print(safe_text(concentration["headline"], style="bold"))
+    dups = concentration.get("duplicates") or {}
+    if dups.get("total"):
+        rate = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+        console.print(Text(
+            f"duplicates per minute: {rate(dups['per_minute_inside'])} inside deploy windows "
+            f"({dups['inside']} in {dups['inside_minutes']:.1f} min, {deploys['tail_s']:.0f} s redelivery tail included), "
+            f"{rate(dups['per_minute_outside'])} outside ({dups['outside']} in {dups['outside_minutes']:.1f} min)"
+        ))
+
+
 def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> None:
     console.print(Text("dupfind analyze", style="bold"))
     console.print(_inputs_line(report))
@@ -129,6 +158,8 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> No
         for cause, n in causes.items():
             table.add_row(CAUSE_TITLES.get(cause, cause), str(n))
         console.print(table)
+
+    _deploy_section(report, console)
 
     console.print(Text("Remediation checklist", style="bold"))
     for rule in report.fired_rules():

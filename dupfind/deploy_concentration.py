@@ -1,0 +1,147 @@
+"""How duplicates and redeliveries concentrate around deploys: counts and rates inside vs outside windows."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from dupfind.timefmt import iso
+
+if TYPE_CHECKING:
+    from dupfind.analysis import AnalysisContext
+
+# Messages cut short by a deploy come back one visibility timeout later: a deploy's effect
+# reaches past its window by this tail (at least 3 minutes, 1.5 timeouts when known, 15 at most).
+MIN_TAIL_S = 180.0
+MAX_TAIL_S = 900.0
+
+
+def redelivery_tail_s(ctx: "AnalysisContext") -> float:
+    timeouts = [t for t in ctx.known_timeouts.values() if t]
+    longest = max(timeouts, default=0.0)
+    return min(MAX_TAIL_S, max(MIN_TAIL_S, 1.5 * longest))
+
+
+def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
+    """When each extra side effect of a certain or likely duplicate was requested."""
+    harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
+    if harmful.height == 0:
+        return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
+    requests = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).join(harmful, on=["action_id", "effect"])
+    extra = requests.sort("ts").with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
+    return extra["ts"].sort()
+
+
+def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
+    """When each execution after an action's first one started (a redelivery, retry or repeat)."""
+    ex = ctx.executions
+    if ex.height == 0:
+        return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
+    entry = pl.coalesce("receive_ts", "entry_ts", "start")
+    later = ex.with_columns(entry=entry).sort("entry").with_columns(n=pl.int_range(pl.len()).over("action_id")).filter(pl.col("n") > 0)
+    return later["entry"].sort()
+
+
+def _assign(times: pl.Series, rows: list[dict], spans: list[tuple[datetime, datetime]]) -> dict[str, list[datetime]]:
+    """Each time belongs to the latest window started before it, if that window's span (plus tail) holds it."""
+    if not rows or times.len() == 0:
+        return {}
+    windows = pl.DataFrame({
+        "deploy": [r["deploy"] for r in rows],
+        "w_start": pl.Series([s for s, _ in spans], dtype=times.dtype),
+        "w_reach": pl.Series([e for _, e in spans], dtype=times.dtype),
+    }).sort("w_start")
+    joined = pl.DataFrame({"ts": times}).sort("ts").join_asof(windows, left_on="ts", right_on="w_start", strategy="backward")
+    joined = joined.filter(pl.col("deploy").is_not_null() & (pl.col("ts") <= pl.col("w_reach")))
+    return {deploy: group["ts"].to_list() for (deploy,), group in joined.group_by("deploy")}
+
+
+def _union_seconds(intervals: list[tuple[datetime, datetime]]) -> float:
+    total, current = 0.0, None
+    for start, end in sorted(intervals):
+        if current is None or start > current[1]:
+            if current:
+                total += (current[1] - current[0]).total_seconds()
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    if current:
+        total += (current[1] - current[0]).total_seconds()
+    return total
+
+
+def _rates(times: pl.Series, spans: list[tuple[datetime, datetime]], first: datetime, last: datetime) -> dict[str, Any]:
+    inside = 0
+    if times.len() and spans:
+        inside_mask = pl.any_horizontal([times.is_between(start, end) for start, end in spans])
+        inside = int(pl.select(inside_mask.alias("x"))["x"].sum())
+    clipped = [(max(s, first), min(e, last)) for s, e in spans if min(e, last) > max(s, first)]
+    inside_min = _union_seconds(clipped) / 60.0
+    outside_min = max(0.0, (last - first).total_seconds() / 60.0 - inside_min)
+    outside = times.len() - inside
+    return {
+        "total": times.len(),
+        "inside": inside,
+        "outside": outside,
+        "inside_minutes": round(inside_min, 2),
+        "outside_minutes": round(outside_min, 2),
+        "per_minute_inside": round(inside / inside_min, 3) if inside_min > 0 else None,
+        "per_minute_outside": round(outside / outside_min, 3) if outside_min > 0 else None,
+    }
+
+
+def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
+    """Generations, deploy windows with their duplicates, and the inside-vs-outside concentration."""
+    model = ctx.deploys
+    tail = redelivery_tail_s(ctx)
+    dups, redeliveries = duplicate_times(ctx), redelivery_times(ctx)
+    windows: list[dict[str, Any]] = []
+    rows = model.windows.sort("start").to_dicts()
+    spans = [(row["start"], row["end"] + timedelta(seconds=tail)) for row in rows]
+    assigned = _assign(dups, rows, spans)
+    assigned_redeliveries = _assign(redeliveries, rows, spans)
+    for row in rows:
+        mine = assigned.get(row["deploy"], [])
+        within = math.ceil((max(mine) - row["start"]).total_seconds() / 60.0) if mine else None
+        windows.append({
+            "deploy": row["deploy"], "previous": row["previous"], "start": iso(row["start"]), "end": iso(row["end"]),
+            "from_records": row["from_records"], "overlap_s": row["overlap_s"],
+            "overlap_start": iso(row["overlap_start"]), "overlap_end": iso(row["overlap_end"]),
+            "old_workers": row["old_workers"], "new_workers": row["new_workers"], "old_stopped": row["old_stopped"],
+            "old_killed": row["old_killed"], "work_after_stop": row["work_after_stop"], "interrupted": row["interrupted"],
+            "grace_s": row["grace_s"], "duplicates": len(mine), "minutes_to_last_duplicate": within,
+            "redeliveries": len(assigned_redeliveries.get(row["deploy"], [])),
+        })
+    first, last = ctx.table["ts"].min(), ctx.table["ts"].max()
+    concentration = None
+    if ctx.table.height:
+        concentration = {
+            "duplicates": _rates(dups, spans, first, last),
+            "redeliveries": _rates(redeliveries, spans, first, last),
+            "headline": headline(windows, dups.len()),
+        }
+    generations = [
+        {
+            "generation": g["generation"], "workers": len(g["workers"]), "source": g["source"],
+            "inferred": g["source"] not in ("logged", "deploy_record"),
+            "first_start": iso(g["first_start"]), "last_end": iso(g["last_end"]),
+            "deploy_start": iso(g["deploy_start"]), "deploy_finish": iso(g["deploy_finish"]),
+        }
+        for g in model.generations.head(50).to_dicts()
+    ]
+    return {"tail_s": tail, "generations": generations, "windows": windows, "concentration": concentration}
+
+
+def headline(windows: list[dict[str, Any]], total: int) -> str | None:
+    """'N of M duplicates happened within K minutes of deploy X', for the window holding the most."""
+    best = max((w for w in windows if w["duplicates"]), key=lambda w: w["duplicates"], default=None)
+    if best is None or not total:
+        return None
+    minutes = best["minutes_to_last_duplicate"] or 1
+    return (
+        f"{best['duplicates']} of {total} duplicated side effect(s) happened within {minutes} minute(s) "
+        f"of deploy {best['deploy']} (started {best['start']})"
+    )
