@@ -231,8 +231,13 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
     ts_type = _ts_dtype(table)
     schema = {"exec_id": pl.Int64, "worker_id": pl.String, "kill_ts": ts_type, "kill_rid": pl.UInt32,
               "kill_kind": pl.String, "inferred": pl.Boolean}
-    open_execs = executions.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded")).select(
-        "exec_id", "worker_id", "start", "end"
+    # A run the same worker took up again for the same action (a prefork receive split from its
+    # child's run, a retry) was not what the worker held when it ended.
+    resumed = executions.sort("action_id", "worker_id", "start").with_columns(
+        next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
+    )
+    open_execs = resumed.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded")).select(
+        "exec_id", "worker_id", "start", "end", "next_start"
     ).sort("end")
     if open_execs.height == 0:
         return pl.DataFrame(schema=schema)
@@ -241,7 +246,7 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
     ).sort("kill_ts")
     explicit = open_execs.join_asof(ends, left_on="end", right_on="kill_ts", by="worker_id", strategy="forward",
                                    check_sortedness=False).filter(
-        pl.col("kill_ts").is_not_null()
+        pl.col("kill_ts").is_not_null() & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
     ).select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
     gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")
     inferred = (
@@ -250,6 +255,7 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
         .filter(
             (pl.col("end") >= pl.col("stop_ts") - timedelta(seconds=IN_FLIGHT_LOOKBACK_S))
             & (pl.col("start") <= pl.col("end_ts"))
+            & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("end_ts")))
         )
         .select("exec_id", "worker_id", pl.col("end_ts").alias("kill_ts"), pl.col("end_rid").alias("kill_rid"),
                 kill_kind=pl.lit("worker_gone"), inferred=pl.lit(True))

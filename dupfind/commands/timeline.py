@@ -1,0 +1,75 @@
+"""`dupfind timeline`: deploy windows, worker lifetimes and executions on one time axis."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dupfind.cli_common import (
+    ConfigOpt, PathsArg, RejectsOpt, RulesOpt, SinceOpt, StrictOpt, TableOrJson, TzOpt, UntilOpt, app,
+    load_with_config, write_output,
+)
+from dupfind.errors import DupfindError
+
+
+@app.command()
+def timeline(
+    paths: PathsArg,
+    deploy: Annotated[Optional[str], typer.Option("--deploy", help="Show this deploy (deployment id, version, release or ReplicaSet).")] = None,
+    around: Annotated[Optional[str], typer.Option("--around", help="Show the window centred on this time (ISO-8601).")] = None,
+    window: Annotated[str, typer.Option("--window", help="Width of --around's window, and of the busiest-duplicates window (e.g. 10m, 90s).")] = "10m",
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write one self-contained, offline HTML file with a zoomable timeline.")] = None,
+    output_format: Annotated[TableOrJson, typer.Option("--format", "-f", help="table (terminal) or json (the timeline data).")] = TableOrJson.table,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Worker rows before quieter workers of a generation are aggregated into one row.")] = 40,
+    width: Annotated[Optional[int], typer.Option("--width", help="Terminal width to draw for (default: the terminal's, or 100).")] = None,
+    skew: Annotated[float, typer.Option("--skew", help="Clock-skew tolerance in seconds between hosts.")] = 0.5,
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    assume_tz: TzOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    rejects: RejectsOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Deploy-window report: generations and their workers' lifetimes, stop signals and kills,
+    executions as bars with duplicated actions marked, and duplicates inside vs outside deploys.
+    By default one view per deploy found (or the busiest duplicate period when no deploy is logged)."""
+    import io
+
+    import orjson
+    from rich.console import Console
+
+    from dupfind.analyze import analyze as run_analysis
+    from dupfind.config import load_config
+    from dupfind.render.timeline_html import render_html
+    from dupfind.render.timeline_text import render_timeline
+    from dupfind.rules_registry import load_rules
+    from dupfind.timeline import parse_duration, select_windows, timeline_document
+    from dupfind.timeparse import parse_time_bound
+
+    if deploy is not None and around is not None:
+        raise DupfindError("--deploy and --around choose the window in two ways: give one of them.")
+    if max_rows < 4:
+        raise DupfindError("--max-rows must be at least 4.")
+    if skew < 0:
+        raise DupfindError("--skew must be zero or more seconds.")
+    width_s = parse_duration(window, "--window")
+    cfg = load_config(config, rules, assume_tz)
+    around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
+    result = load_with_config(cfg, paths, since, until, rejects, strict)
+    report = run_analysis(result, cfg, load_rules(cfg, rules), skew)
+    document = timeline_document(report, select_windows(report, deploy, around_ts, width_s))
+    if html is not None:
+        write_output(lambda out: out.write(render_html(document).encode()), html)
+    if output_format == TableOrJson.json:
+        write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), None)
+        return
+    color = sys.stdout.isatty()
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width or (None if sys.stdout.isatty() else 100), force_terminal=color,
+                      color_system="auto" if color else None, highlight=False, soft_wrap=False)
+    render_timeline(document, console, max_rows)
+    write_output(lambda out: out.write(buffer.getvalue().encode()), None)

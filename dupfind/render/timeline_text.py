@@ -1,0 +1,184 @@
+"""Terminal timeline: one row per worker grouped by generation, executions as bars, stops and kills marked."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Console
+from rich.text import Text
+
+from dupfind.render.safe import safe_str, safe_text
+
+LEGEND = (
+    ("·", "dim", "alive"), ("━", "green", "executing"), ("█", "bold red", "duplicated action"),
+    ("▒", "magenta", "cut short"), ("S", "bold yellow", "stop signal"), ("K", "bold red", "killed"),
+    ("E", "cyan", "exited"), ("?", "bold red", "went silent"), ("═", "blue", "deploy window"),
+    ("▓", "bold blue", "generations overlap"),
+)
+DENSITY = " ░▒▓█"
+END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
+
+
+def _parse(ts: str | None) -> datetime | None:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
+
+
+class _Scale:
+    def __init__(self, start: str, end: str, width: int) -> None:
+        self.start, self.end, self.width = _parse(start), _parse(end), width
+        self.span = max((self.end - self.start).total_seconds(), 1e-6)
+
+    def col(self, ts: str | None, clip: bool = True) -> int | None:
+        t = _parse(ts)
+        if t is None:
+            return None
+        c = int((t - self.start).total_seconds() / self.span * self.width)
+        if not clip and (c < 0 or c >= self.width):
+            return None
+        return min(self.width - 1, max(0, c))
+
+
+def _cells(width: int) -> list[tuple[str, str]]:
+    return [(" ", "")] * width
+
+
+def _paint(cells: list[tuple[str, str]], a: int | None, b: int | None, glyph: str, style: str) -> None:
+    if a is None or b is None:
+        return
+    for c in range(a, b + 1):
+        cells[c] = (glyph, style)
+
+
+def _exec_glyph(e: dict) -> tuple[str, str]:
+    if e["duplicate"]:
+        return "█", "bold red"
+    if e["state"] == "interrupted":
+        return "▒", "magenta"
+    return "━", "green"
+
+
+def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
+    cells = _cells(scale.width)
+    _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
+    for e in sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted"):
+        _paint(cells, scale.col(e["start"]), scale.col(e["end"]), *_exec_glyph(e))
+    stop = scale.col(w["stop"], clip=False)
+    if stop is not None:
+        cells[stop] = ("S", "bold yellow")
+    if w["end_kind"] in END_MARK:
+        end = scale.col(w["end"], clip=False)
+        if end is not None:
+            cells[end] = END_MARK[w["end_kind"]]
+    return cells
+
+
+def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]]:
+    """Several workers in one row: density of busy workers per column, plus stop and kill marks."""
+    busy = [0] * scale.width
+    for w in workers:
+        for e in w["executions"]:
+            a, b = scale.col(e["start"]), scale.col(e["end"])
+            for c in range(a, b + 1):
+                busy[c] += 1
+    cells = [(DENSITY[min(len(DENSITY) - 1, -(-n * (len(DENSITY) - 1) // len(workers)))] if n else " ", "green")
+             for n in busy]
+    for w in workers:
+        stop = scale.col(w["stop"], clip=False)
+        if stop is not None:
+            cells[stop] = ("S", "bold yellow")
+        if w["end_kind"] in END_MARK:
+            end = scale.col(w["end"], clip=False)
+            if end is not None:
+                cells[end] = END_MARK[w["end_kind"]]
+    return cells
+
+
+def _row(label: str, cells: list[tuple[str, str]], label_width: int, label_style: str = "") -> Text:
+    text = Text(safe_str(label).ljust(label_width)[:label_width] + " ", style=label_style)
+    for glyph, style in cells:
+        text.append(glyph, style=style)
+    return text
+
+
+def _label(worker: str, width: int) -> str:
+    worker = safe_str(worker)
+    return worker if len(worker) <= width else "…" + worker[-(width - 1):]
+
+
+def _axis(scale: _Scale, label_width: int) -> list[Text]:
+    ticks = max(2, scale.width // 16)
+    line = [" "] * scale.width
+    marks = Text(" " * (label_width + 1))
+    labels = [" "] * (scale.width + 8)
+    for i in range(ticks + 1):
+        c = min(scale.width - 1, round(i * (scale.width - 1) / ticks))
+        line[c] = "┬"
+        t = scale.start + (scale.end - scale.start) * (c / max(1, scale.width - 1))
+        stamp = t.strftime("%H:%M:%S")
+        pos = max(0, min(c - 4, scale.width - len(stamp)))
+        if all(ch == " " for ch in labels[max(0, pos - 1):pos + len(stamp) + 1]):
+            labels[pos:pos + len(stamp)] = list(stamp)
+    marks.append("".join(line), style="dim")
+    return [Text(" " * (label_width + 1) + "".join(labels[:scale.width]).rstrip(), style="dim"), marks]
+
+
+def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
+    width = max(40, console.width)
+    label_width = min(26, max(12, width // 4))
+    bar = width - label_width - 1
+    scale = _Scale(data["start"], data["end"], bar)
+    console.print(Text(f"dupfind timeline: {safe_str(data['title'])}", style="bold"))
+    console.print(Text(f"{data['start']} → {data['end']} (UTC), one column ≈ {scale.span / bar:.1f} s", style="dim"))
+    for line in _axis(scale, label_width):
+        console.print(line)
+    deploy = data["deploy"]
+    if deploy:
+        cells = _cells(bar)
+        _paint(cells, scale.col(deploy["start"]), scale.col(deploy["end"]), "═", "blue")
+        if data["overlap"]:
+            _paint(cells, scale.col(data["overlap"]["start"]), scale.col(data["overlap"]["end"]), "▓", "bold blue")
+        console.print(_row(f"deploy {deploy['deploy']}", cells, label_width, "bold blue"))
+    generations = data["generations"]
+    total = sum(len(g["workers"]) for g in generations)
+    budget = max(2, max_rows // max(1, len(generations)))
+    for gen in generations:
+        how = "" if not gen["inferred"] else f", inferred from {gen['source'].replace('_', ' ')}"
+        name = gen["generation"] or "unknown generation"
+        console.print(safe_text(f"{name} ({len(gen['workers'])} workers{how})", style="bold"))
+        workers = gen["workers"]
+        if total <= max_rows:
+            shown, rest = workers, []
+        else:
+            notable = sorted(workers, key=lambda w: (-(w["flags"]["duplicate"] + w["flags"]["interrupted"]
+                                                       + w["flags"]["after_stop"]), w["worker"]))
+            shown, rest = notable[:budget - 1], notable[budget - 1:]
+            shown = sorted(shown, key=lambda w: workers.index(w))
+        for w in shown:
+            console.print(_row(_label(w["worker"], label_width), _worker_cells(w, scale), label_width))
+        if rest:
+            console.print(_row(f"+{len(rest)} more workers", _aggregate_cells(rest, scale), label_width, "italic"))
+    legend = Text("legend: ", style="dim")
+    for glyph, style, meaning in LEGEND:
+        legend.append(glyph, style=style)
+        legend.append(f" {meaning}  ", style="dim")
+    console.print(legend)
+    _summary(data, console)
+
+
+def _summary(data: dict, console: Console) -> None:
+    s = data["summary"]
+    parts = [f"{s['generations']} generation(s), {s['workers']} worker(s), {s['executions']} execution(s)"]
+    if s["overlap_s"]:
+        parts.append(f"generations consumed together for {s['overlap_s']:.0f} s")
+    parts.append(f"{s['taken_after_stop']} taken after a stop signal, {s['interrupted']} cut short")
+    parts.append(f"duplicated side effects: {s['duplicates_in_window']} in this window, {s['duplicates_outside_window']} outside")
+    console.print(safe_text("; ".join(parts)))
+    if s.get("concentration"):
+        console.print(safe_text(s["concentration"], style="bold"))
+
+
+def render_timeline(document: dict, console: Console, max_rows: int = 40) -> None:
+    for i, window in enumerate(document["windows"]):
+        if i:
+            console.print()
+        render_window(window, console, max_rows)

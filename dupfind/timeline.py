@@ -1,0 +1,169 @@
+"""Timeline data: the workers, generations, stop signals, kills and executions of one time window."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from dupfind.analyze import AnalysisReport
+from dupfind.deploy_concentration import duplicate_times, redelivery_tail_s
+from dupfind.errors import DupfindError
+from dupfind.timefmt import iso
+
+SCHEMA = "dupfind.timeline/1"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
+_UNIT_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}
+
+
+def parse_duration(text: str, option: str) -> float:
+    """`10m`, `90s`, `1.5h`, or plain seconds."""
+    match = _DURATION.match(text or "")
+    if not match or float(match.group(1)) <= 0:
+        raise DupfindError(f"{option} {text!r} is not a duration: use seconds or a unit, e.g. 90s, 10m, 1h.")
+    return float(match.group(1)) * _UNIT_S[(match.group(2) or "s").lower()]
+
+
+@dataclass
+class Window:
+    """One time window to draw, and why it was chosen."""
+
+    start: datetime
+    end: datetime
+    title: str
+    reason: str
+    deploy: dict | None = None
+
+
+def select_windows(report: AnalysisReport, deploy: str | None, around: datetime | None, width_s: float) -> list[Window]:
+    """--deploy ID, or --around TIME (width centred on it), or each deploy, or the busiest duplicate period."""
+    ctx = report.context
+    table = ctx.table
+    if table.height == 0:
+        raise DupfindError("no records were read, so there is no timeline to draw.")
+    first, last = table["ts"].min(), table["ts"].max()
+    tail = timedelta(seconds=redelivery_tail_s(ctx))
+    windows = report.summary["deploys"]["windows"]
+    model = ctx.deploys.windows
+    if around is not None:
+        half = timedelta(seconds=width_s / 2)
+        return [Window(around - half, around + half, f"around {iso(around)}", "--around")]
+
+    def for_deploy(row: dict) -> Window:
+        summary = next(w for w in windows if w["deploy"] == row["deploy"])
+        span = row["end"] - row["start"]
+        pad = max(timedelta(seconds=20), span / 10)
+        title = f"deploy {row['deploy']}" + (f" (replacing {row['previous']})" if row["previous"] else "")
+        return Window(row["start"] - pad, min(row["end"] + tail, max(last, row["end"])), title, "deploy", summary)
+
+    rows = model.sort("start").to_dicts()
+    if deploy is not None:
+        chosen = [r for r in rows if r["deploy"] == deploy]
+        if not chosen:
+            known = ", ".join(r["deploy"] for r in rows) or "none"
+            raise DupfindError(f"--deploy {deploy!r} was not found in these logs (deploys found: {known}).")
+        return [for_deploy(chosen[0])]
+    replacing = [r for r in rows if r["previous"] is not None] or rows
+    if replacing:
+        return [for_deploy(r) for r in replacing]
+    dups = duplicate_times(ctx)
+    if dups.len():
+        span = timedelta(seconds=width_s)
+        values = dups.to_list()
+        counts = (dups.search_sorted(dups + span, side="right") - pl.Series(range(len(values)))).to_list()
+        best = max(range(len(values)), key=lambda i: (counts[i], -i))
+        start = values[best] - timedelta(seconds=min(60.0, width_s / 10))
+        return [Window(start, start + span, f"busiest duplicate period ({counts[best]} duplicates)", "busiest")]
+    return [Window(first, last, "whole log (no deploy and no duplicate found)", "whole")]
+
+
+def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
+    records = ctx.action_records.filter(pl.col("action_id").is_in(action_ids))
+    keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in records.columns]
+    grouped = records.group_by("action_id").agg([pl.col(k).drop_nulls().unique().sort().head(4) for k in keys])
+    return {row["action_id"]: {k: row[k] for k in keys if row[k]} for row in grouped.to_dicts()}
+
+
+def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
+    """Everything one window's timeline shows, as plain data (times as ISO strings)."""
+    ctx = report.context
+    model = ctx.deploys
+    start, end = window.start, window.end
+    ex = ctx.executions.filter((pl.col("start") <= end) & (pl.col("end") >= start))
+    duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list()
+    counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
+    first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
+    repeat_execs = set(
+        counted.join(first_effects, on=["action_id", "effect"]).filter(
+            pl.col("action_id").is_in(duplicated) & (pl.col("exec_id") != pl.col("first_exec"))
+        )["exec_id"].drop_nulls().to_list()
+    )
+    effect_at = dict(counted.group_by("exec_id").agg(pl.col("ts").min()).drop_nulls("exec_id").rows())
+    interrupted = dict(model.interrupted.select("exec_id", "kill_kind").rows())
+    after_stop = set(model.after_stop["exec_id"].to_list())
+    ids = _ids(ctx, ex["action_id"].unique().to_list())
+    executions = []
+    for row in ex.sort("start").iter_rows(named=True):
+        state = ("interrupted" if row["exec_id"] in interrupted else "completed" if row["completed"]
+                 else "failed" if row["failed"] else "guarded" if row["guarded"] else "open")
+        executions.append({
+            "id": row["exec_id"], "action": ctx.action_identity(row["action_id"]), "ids": ids.get(row["action_id"], {}),
+            "worker": row["worker_id"], "process": row["identity"], "attempt": row["attempt"],
+            "start": iso(row["start"]), "end": iso(row["end"]), "state": state,
+            "duplicate": row["action_id"] in duplicated, "repeat": row["exec_id"] in repeat_execs,
+            "after_stop": row["exec_id"] in after_stop, "side_effect_at": iso(effect_at.get(row["exec_id"])),
+            "where": f"{row['first_source']}:{row['first_line']}",
+        })
+    by_worker: dict[str, list[dict]] = {}
+    for e in executions:
+        by_worker.setdefault(e["worker"], []).append(e)
+    workers = model.workers.filter(
+        pl.col("worker_id").is_in(list(by_worker))
+        | ((pl.col("start_ts") <= end) & (pl.coalesce("end_ts", "last_ts") >= start) & pl.col("stop_ts").is_not_null())
+        | (pl.col("start_ts").is_between(start, end))
+    ).sort("start_ts", "worker_id")
+    generations: dict[str | None, dict] = {}
+    sources = dict(model.generations.select("generation", "source").rows())
+    for w in workers.iter_rows(named=True):
+        gen = generations.setdefault(w["generation"], {
+            "generation": w["generation"], "source": sources.get(w["generation"], w["generation_source"]),
+            "inferred": bool(w["generation_inferred"]), "workers": [],
+        })
+        mine = by_worker.get(w["worker_id"], [])
+        gen["workers"].append({
+            "worker": w["worker_id"], "start": iso(w["start_ts"]), "start_inferred": bool(w["start_inferred"]),
+            "end": iso(w["end_ts"]) if w["end_kind"] != "running" else None, "end_kind": w["end_kind"],
+            "last_seen": iso(w["last_ts"]), "stop": iso(w["stop_ts"]), "grace_s": w["grace_s"],
+            "executions": mine,
+            "flags": {
+                "after_stop": sum(e["after_stop"] for e in mine), "interrupted": sum(e["state"] == "interrupted" for e in mine),
+                "duplicate": sum(e["duplicate"] for e in mine),
+            },
+        })
+    dups = duplicate_times(ctx)
+    inside = int(dups.is_between(start, end).sum()) if dups.len() else 0
+    deploy = window.deploy
+    overlap = None
+    if deploy and deploy.get("overlap_s"):
+        overlap = {"start": deploy["overlap_start"], "end": deploy["overlap_end"], "seconds": deploy["overlap_s"]}
+    return {
+        "title": window.title, "reason": window.reason, "start": iso(start), "end": iso(end),
+        "deploy": deploy, "overlap": overlap,
+        "generations": list(generations.values()),
+        "summary": {
+            "generations": len(generations), "workers": workers.height, "executions": len(executions),
+            "overlap_s": deploy["overlap_s"] if deploy else None,
+            "interrupted": sum(e["state"] == "interrupted" for e in executions),
+            "taken_after_stop": sum(e["after_stop"] for e in executions),
+            "duplicates_in_window": inside, "duplicates_total": dups.len(),
+            "duplicates_outside_window": dups.len() - inside,
+            "concentration": (report.summary["deploys"].get("concentration") or {}).get("headline"),
+        },
+    }
+
+
+def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
+    return {"schema": SCHEMA, "verdict": report.verdict, "windows": [build_timeline(report, w) for w in windows]}

@@ -1,0 +1,146 @@
+"""Deploy forensics against answer keys: generations, work after SIGTERM, executions cut short, concentration."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+from dupfind.synth import write_scenario
+
+from conftest import FIXTURES
+from truth_compare import CONFIG, RULES, analyze_folder
+
+DEPLOY_PRESETS = ("deploy-overlap", "deploy-drain-control")
+
+
+def _ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _truth_killed(truth: dict) -> set[tuple[str, str]]:
+    return {(e["job_id"], e["worker"]) for a in truth["actions"] for e in a["executions"] if e["outcome"] == "killed"}
+
+
+def _truth_after_sigterm(truth: dict) -> set[tuple[str, str]]:
+    sigterm = {w["worker"]: _ts(w["sigterm"]) for w in truth["workers"] if w["sigterm"]}
+    return {
+        (e["job_id"], e["worker"]) for a in truth["actions"] for e in a["executions"]
+        if e["worker"] in sigterm and _ts(e["start"]) > sigterm[e["worker"]]
+    }
+
+
+def _exec_keys(report, exec_ids: list[int]) -> set[tuple[str, str]]:
+    ex = report.context.executions.filter(pl.col("exec_id").is_in(exec_ids))
+    return {(jobs[0], worker) for jobs, worker in ex.select("job_ids", "worker_id").rows()}
+
+
+def _check_against_truth(report, truth: dict) -> None:
+    model = report.context.deploys
+    assert _exec_keys(report, model.interrupted["exec_id"].to_list()) == _truth_killed(truth)
+    assert _exec_keys(report, model.after_stop["exec_id"].to_list()) == _truth_after_sigterm(truth)
+    generations = dict(model.workers.select("worker_id", "generation").rows())
+    for worker in truth["workers"]:
+        assert generations[worker["worker"]] == worker["deployment"]
+    replaced = {d["deployment_id"]: d["previous"] for d in truth["deployments"] if d["previous"]}
+    windows = {w["deploy"]: w["previous"] for w in model.windows.to_dicts() if w["previous"]}
+    assert windows == replaced
+    killed_workers = {w["worker"] for w in truth["workers"] if w["end"] == "killed"}
+    df203 = {f.workers[0] for f in report.findings if f.rule == "DF203"}
+    assert df203 == {w for w in killed_workers if any(k[1] == w for k in _truth_killed(truth))}
+    df202 = {f.workers[0] for f in report.findings if f.rule == "DF202"}
+    assert df202 == {k[1] for k in _truth_after_sigterm(truth)}
+
+
+@pytest.mark.parametrize("preset", DEPLOY_PRESETS)
+def test_deploy_fixture_agrees_with_truth(preset: str):
+    report, truth = analyze_folder(FIXTURES / "synth" / preset)
+    _check_against_truth(report, truth)
+
+
+@pytest.mark.parametrize("preset", DEPLOY_PRESETS)
+def test_deploy_presets_over_seeds(preset: str, tmp_path):
+    """Kills and work after SIGTERM found exactly, whatever the seed; the drain control takes none."""
+    for seed in range(2, 8):
+        folder = tmp_path / str(seed)
+        truth = write_scenario(preset, folder, seed=seed, jobs=30)
+        report, _ = analyze_folder(folder)
+        _check_against_truth(report, truth)
+        if preset == "deploy-drain-control":
+            assert not [f for f in report.findings if f.rule in ("DF201", "DF202")]
+
+
+def test_overlap_concentration_names_the_deploy():
+    report, truth = analyze_folder(FIXTURES / "synth" / "deploy-overlap")
+    deploys = report.summary["deploys"]
+    window = next(w for w in deploys["windows"] if w["deploy"] == "v4.24.5")
+    duplicates = truth["counters"]["extra_side_effects"]
+    assert window["duplicates"] == duplicates and window["previous"] == "v4.24.4"
+    assert window["overlap_s"] > 30 and window["work_after_stop"] > 0 and window["interrupted"] == len(_truth_killed(truth))
+    concentration = deploys["concentration"]
+    assert concentration["duplicates"]["inside"] == duplicates and concentration["duplicates"]["outside"] == 0
+    assert concentration["headline"].startswith(f"{duplicates} of {duplicates} duplicated side effect(s) happened within")
+    assert "deploy v4.24.5" in concentration["headline"]
+
+
+def test_drained_deploy_has_overlap_but_no_interruption():
+    report, _ = analyze_folder(FIXTURES / "synth" / "deploy-drain-control")
+    window = next(w for w in report.summary["deploys"]["windows"] if w["previous"])
+    assert window["overlap_s"] > 0
+    assert window["interrupted"] == 0 and window["work_after_stop"] == 0 and window["duplicates"] == 0
+    assert report.summary["deploys"]["concentration"]["headline"] is None
+
+
+@pytest.mark.parametrize("folder", ["baseline", "visibility-timeout-control", "double-publish-control"])
+def test_benign_baselines_raise_no_deploy_finding(folder: str):
+    report, _ = analyze_folder(FIXTURES / "synth" / folder)
+    assert not [f.summary for f in report.findings if f.rule.startswith("DF2")]
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file()))
+def test_real_recordings_raise_no_deploy_finding(folder: str):
+    report, _ = analyze_folder(FIXTURES / "real" / folder)
+    assert not [f.summary for f in report.findings if f.rule in ("DF201", "DF202", "DF204")]
+
+
+def _k8s_report(name: str):
+    config = load_config(cwd=Path("/"))
+    return analyze(ingest([str(FIXTURES / "scenarios" / name / "logs")], config), config, load_rules(config))
+
+
+def test_kubectl_events_become_lifecycle_records():
+    report = _k8s_report("k8s-sigterm-keep-polling")
+    events = report.context.table.filter(pl.col("source").str.ends_with("kubectl-events.json"))
+    kinds = dict(events.group_by("name").agg(pl.col("kind").unique()).rows())
+    assert kinds["Started"] == ["worker_start"] and kinds["Killing"] == ["stop_signal"]
+    assert kinds["Pulled"] == ["other"] and sorted(kinds["ScalingReplicaSet"]) == ["deploy_start", "other"]
+    ups = events.filter(pl.col("kind") == "deploy_start")
+    assert set(ups["deployment_id"].to_list()) == {"notifier-6c8b5d9f7"}
+    pods = events.filter(pl.col("object_kind") == "Pod")
+    assert pods["worker_id"].to_list() == pods["object_name"].to_list()
+    assert events.filter(pl.col("object_kind") != "Pod")["worker_id"].null_count() == events.filter(pl.col("object_kind") != "Pod").height
+
+
+def test_generations_inferred_from_pod_template_hash():
+    model = _k8s_report("k8s-sigterm-keep-polling").context.deploys
+    workers = model.workers.filter(pl.col("executions") > 0)
+    assert set(workers["generation_source"].to_list()) == {"pod_template_hash"}
+    assert all(w.startswith(g + "-") for w, g in workers.select("worker_id", "generation").rows())
+    window = model.windows.row(0, named=True)
+    assert (window["deploy"], window["previous"]) == ("notifier-6c8b5d9f7", "notifier-7d9f8c6b5")
+    # No exit is logged: the old pods' ends are inferred from the silence after Killing.
+    old = model.workers.filter(pl.col("generation") == "notifier-7d9f8c6b5")
+    assert set(old["end_kind"].to_list()) == {"gone"}
+    assert model.interrupted["inferred"].all()
+
+
+def test_logged_generation_wins_over_deploy_timing():
+    report, _ = analyze_folder(FIXTURES / "synth" / "deploy-overlap")
+    sources = set(report.context.deploys.workers["generation_source"].to_list())
+    assert sources == {"logged"}

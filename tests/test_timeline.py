@@ -1,0 +1,227 @@
+"""`dupfind timeline`: window selection, the 80-column and 200-worker terminal views, JSON, offline HTML."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+OVERLAP = FIXTURES / "synth" / "deploy-overlap" / "logs"
+K8S = FIXTURES / "scenarios" / "k8s-sigterm-keep-polling" / "logs"
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+def _json(*args: str) -> dict:
+    proc = run_cli("timeline", *args, "--format", "json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    return orjson.loads(proc.stdout)
+
+
+def _executions(window: dict) -> list[dict]:
+    return [e for g in window["generations"] for w in g["workers"] for e in w["executions"]]
+
+
+def test_default_is_each_deploy_that_replaced_a_generation():
+    doc = _json(str(OVERLAP))
+    assert doc["schema"] == "dupfind.timeline/1"
+    assert [w["deploy"]["deploy"] for w in doc["windows"]] == ["v4.24.5"]
+    window = doc["windows"][0]
+    assert [g["generation"] for g in window["generations"]] == ["v4.24.4", "v4.24.5"]
+    old = window["generations"][0]["workers"]
+    assert {w["end_kind"] for w in old} == {"killed"} and all(w["stop"] for w in old)
+    execs = _executions(window)
+    cut = [e for e in execs if e["state"] == "interrupted"]
+    assert len(cut) == 4 and all(e["duplicate"] for e in cut)
+    repeats = [e for e in execs if e["repeat"]]
+    assert len(repeats) == 4 and {e["worker"] for e in repeats} <= {w["worker"] for w in window["generations"][1]["workers"]}
+    for e in execs:
+        source, _, line = e["where"].rpartition(":")
+        assert Path(source).is_file() and int(line) >= 1
+        assert e["ids"]["job_id"]
+    assert window["summary"]["duplicates_in_window"] == 4 and window["summary"]["duplicates_outside_window"] == 0
+    assert window["overlap"]["seconds"] > 30
+
+
+def test_deploy_and_around_select_windows():
+    doc = _json(str(OVERLAP), "--deploy", "v4.24.4")
+    assert doc["windows"][0]["deploy"]["previous"] is None
+    doc = _json(str(OVERLAP), "--around", "2026-07-21T10:01:30Z", "--window", "60s")
+    window = doc["windows"][0]
+    assert (window["start"], window["end"]) == ("2026-07-21T10:01:00.000Z", "2026-07-21T10:02:00.000Z")
+    for e in _executions(window):
+        assert e["start"] <= window["end"] and e["end"] >= window["start"]
+
+
+def test_without_deploys_the_busiest_duplicate_period_is_shown(tmp_path):
+    source = FIXTURES / "synth" / "visibility-timeout" / "logs"
+    for path in source.iterdir():
+        if path.name != "deploy.log":
+            shutil.copy(path, tmp_path / path.name)
+    truth = orjson.loads((source.parent / "truth.json").read_bytes())
+    doc = _json(str(tmp_path), "--window", "2m")
+    (window,) = doc["windows"]
+    assert window["reason"] == "busiest" and window["deploy"] is None
+    start, end = (datetime.fromisoformat(window[k].replace("Z", "+00:00")) for k in ("start", "end"))
+    assert end - start == timedelta(minutes=2)
+    repeated = [datetime.fromisoformat(e["at"].replace("Z", "+00:00")) for a in truth["actions"] if a["duplicated"]
+                for e in a["side_effects"][1:]]
+    inside = sum(start <= t <= end for t in repeated)
+    # No other 2-minute window starting at a duplicate holds more of them (clock skew: 1 s slack).
+    best = max(sum(t <= u <= t + timedelta(minutes=2) for u in repeated) for t in repeated)
+    assert inside >= best - 1 and window["summary"]["duplicates_in_window"] >= best - 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--deploy", "v9"], "--deploy 'v9' was not found"),
+    (["--around", "yesterday-ish"], "--around"),
+    (["--window", "ten minutes", "--around", "2026-07-21T10:00:00Z"], "--window"),
+    (["--deploy", "v4.24.5", "--around", "2026-07-21T10:00:00Z"], "give one of them"),
+])
+def test_bad_options_are_one_line_errors(args, message):
+    proc = run_cli("timeline", str(OVERLAP), *args)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert proc.stdout == b""
+
+
+def test_terminal_view_fits_80_columns():
+    proc = run_cli("timeline", str(K8S), "--width", "80")
+    assert proc.returncode == 0, proc.stderr.decode()
+    text = proc.stdout.decode()
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert "\x1b" not in text
+    rows = [line for line in lines if line.startswith("…")]
+    assert len(rows) == 4
+    old = [r for r in rows if "7d9f8c6b5" in r]
+    assert all("S" in r[21:] and "?" in r[21:] for r in old), old
+    assert "inferred from pod template hash" in text
+    assert "3 of 3 duplicated side effect(s) happened within" in text
+
+
+def _many_workers(folder: Path, workers: int = 200) -> None:
+    """Two generations of 100 pods each; every old pod drains, a few take one job after SIGTERM."""
+    folder.mkdir()
+    t0 = datetime(2026, 3, 2, 14, 0, tzinfo=timezone.utc)
+    ts = lambda s: (t0 + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    deploy = [{"ts": ts(300), "event": "deploy_started", "deployment_id": "v2"}]
+    half = workers // 2
+    for i in range(workers):
+        gen, pod = ("v1", f"worker-v1-{i:03d}") if i < half else ("v2", f"worker-v2-{i:03d}")
+        start = 0 if gen == "v1" else 300 + (i - half) * 1.5
+        lines = [{"ts": ts(start), "event": "worker_started", "worker_id": pod, "deployment_id": gen}]
+        stop = 305 + i * 1.5 if gen == "v1" else None
+        for j in range(6):
+            begin = start + 20 + j * 97 + (i % 7)
+            if stop is not None and begin > stop - 10:
+                break
+            job = f"job-{i}-{j}"
+            base = {"worker_id": pod, "deployment_id": gen, "job_id": job, "attempt": 1}
+            lines += [{"ts": ts(begin), "event": "job_received", **base},
+                      {"ts": ts(begin + 4), "event": "email_sent", **base},
+                      {"ts": ts(begin + 9), "event": "job_acked", **base}]
+        if stop is not None and i % 25 == 0:
+            base = {"worker_id": pod, "deployment_id": gen, "job_id": f"job-{i}-late", "attempt": 1}
+            lines += [{"ts": ts(stop + 2), "event": "job_received", **base},
+                      {"ts": ts(stop + 4), "event": "email_sent", **base},
+                      {"ts": ts(stop + 6), "event": "job_acked", **base}]
+        if stop is not None:
+            lines.append({"ts": ts(stop), "event": "sigterm_received", "worker_id": pod, "deployment_id": gen})
+            lines.append({"ts": ts(stop + 12), "event": "worker_exited", "worker_id": pod, "deployment_id": gen})
+        (folder / f"{pod}.log").write_text("".join(json.dumps(x) + "\n" for x in sorted(lines, key=lambda x: x["ts"])))
+    (folder / "deploy.log").write_text("".join(json.dumps(x) + "\n" for x in deploy))
+
+
+def test_two_hundred_workers_are_aggregated(tmp_path):
+    _many_workers(tmp_path / "logs")
+    proc = run_cli("timeline", str(tmp_path / "logs"), "--width", "80", "--max-rows", "20")
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert len(lines) < 40
+    assert sum("more workers" in line for line in lines) == 2
+    # The workers that took a job after SIGTERM are the ones kept as rows of their own.
+    doc = _json(str(tmp_path / "logs"))
+    took = {w["worker"] for g in doc["windows"][0]["generations"] for w in g["workers"] if w["flags"]["after_stop"]}
+    assert took and all(any(w[-3:] in line for line in lines) for w in took)
+
+
+class _Collect(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.scripts, self._in_script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts.append(data)
+
+
+def _render_html(tmp_path, logs: Path) -> tuple[str, dict]:
+    out = tmp_path / "timeline.html"
+    proc = run_cli("timeline", str(logs), "--html", str(out), "--format", "json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    return out.read_text(), orjson.loads(proc.stdout)
+
+
+def test_html_is_self_contained_and_carries_the_execution_details(tmp_path):
+    page, doc = _render_html(tmp_path, K8S)
+    parser = _Collect()
+    parser.feed(page)
+    for tag, attrs in parser.tags:
+        assert not any(str(v).startswith(("http:", "https:", "//")) for k, v in attrs.items() if k in ("src", "href")), (tag, attrs)
+    assert tag != "link" and "@import" not in page and "url(" not in page
+    data = next(t for t, a in parser.tags if t == "script" and a.get("id") == "timeline-data")
+    embedded = json.loads(parser.scripts[0])
+    assert data == "script" and embedded == doc
+    execs = _executions(embedded["windows"][0])
+    killed = [e for e in execs if e["state"] == "interrupted"]
+    assert killed and all(e["where"].startswith(str(K8S)) for e in killed)
+    assert "hover or click a bar" in page and "zoom in" in page
+
+
+def test_html_neutralises_hostile_log_text(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    evil = "w</script><script>alert(1)</script>"
+    rows = [
+        {"ts": "2026-03-02T14:00:00Z", "event": "worker_started", "worker_id": evil, "deployment_id": "v1<b>"},
+        {"ts": "2026-03-02T14:00:01Z", "event": "job_received", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
+        {"ts": "2026-03-02T14:00:02Z", "event": "email_sent", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
+        {"ts": "2026-03-02T14:00:03Z", "event": "job_acked", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
+    ]
+    (logs / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page, doc = _render_html(tmp_path, logs)
+    assert "<script>alert(1)" not in page and "<img src=x" not in page and "<b>" not in page
+    assert len(re.findall(r"<script", page)) == 2
+    assert doc["windows"][0]["generations"][0]["workers"][0]["worker"] == evil
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package chromium)")
+def test_html_draws_every_execution_in_headless_chromium(tmp_path):
+    page, doc = _render_html(tmp_path, OVERLAP)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    url = (tmp_path / "timeline.html").as_uri()
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", url], capture_output=True, timeout=120).stdout.decode()
+    bars = re.findall(r'<rect [^>]*data-exec="(\d+)"', dom)
+    assert sorted(map(int, bars)) == sorted(e["id"] for e in _executions(doc["windows"][0]))
+    assert dom.count('class="exec dup') == sum(e["duplicate"] for e in _executions(doc["windows"][0]))
+    shot = tmp_path / "shot.png"
+    subprocess.run([CHROMIUM, *flags, "--window-size=1200,900", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 10_000
