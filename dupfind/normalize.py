@@ -65,7 +65,10 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -
                 continue
             expr = _path_expr(path, available)
             if expr is not None:
-                value = expr.cast(pl.String).str.strip_chars()
+                value = expr.cast(pl.String)
+                # Strip only values that need it: stripping everything would copy every string.
+                padded = value.str.contains(r"^\s|\s$")
+                value = pl.when(padded).then(value.str.strip_chars()).otherwise(value)
                 exprs[path] = pl.when(value == "").then(None).otherwise(value).alias(path)
     if not exprs:
         return pl.DataFrame({"_rows": pl.Series([None] * raw.height, dtype=pl.String)})
@@ -125,10 +128,9 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     keys = ["name", "exit_code", "action", "provider"]
     distinct = frame.select(keys).unique()
     distinct = distinct.with_columns(kind=_kind_expr(config)).with_columns(__action=_action_expr(config))
-    frame = frame.drop("kind", strict=False)
-    return frame.join(distinct, on=keys, how="left", nulls_equal=True, maintain_order="left").with_columns(
-        action=pl.col("__action")
-    ).drop("__action")
+    # Join only the key columns, then attach the two results: joining the whole frame would copy it.
+    looked_up = frame.select(keys).join(distinct, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
 
 
 def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
