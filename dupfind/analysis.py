@@ -218,7 +218,16 @@ class AnalysisContext:
         rows = self.records_of(action_id).filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
         return rows["rid"].to_list()
 
+    @cached_property
+    def _exec_records_index(self) -> GroupIndex:
+        return GroupIndex(self.action_records.filter(pl.col("kind").is_in(list(EVIDENCE_KINDS))), "exec_id", ("ts",))
+
     def execution_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
         """The lifecycle records of executions of any actions (a worker's jobs), for evidence."""
-        rows = self.action_records.filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
-        return rows["rid"].to_list()
+        rids: list[int] = []
+        wanted = set(kinds)
+        for exec_id in exec_ids:
+            rows = self._exec_records_index.get(exec_id)
+            if rows.height:
+                rids.extend(r for r, k in zip(rows["rid"].to_list(), rows["kind"].to_list()) if k in wanted)
+        return rids
