@@ -220,14 +220,15 @@ class AnalysisContext:
 
     @cached_property
     def _exec_records_index(self) -> GroupIndex:
-        return GroupIndex(self.action_records.filter(pl.col("kind").is_in(list(EVIDENCE_KINDS))), "exec_id", ("ts",))
+        return GroupIndex(self.action_records, "exec_id", ("ts", "source", "line"))
+
+    def records_of_executions(self, exec_ids: list[int]) -> pl.DataFrame:
+        """Every record of some executions (of any actions), without scanning the whole table."""
+        parts = [self._exec_records_index.get(e) for e in dict.fromkeys(exec_ids)]
+        parts = [p for p in parts if p.height]
+        return pl.concat(parts) if parts else self._exec_records_index.frame.clear()
 
     def execution_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
         """The lifecycle records of executions of any actions (a worker's jobs), for evidence."""
-        rids: list[int] = []
-        wanted = set(kinds)
-        for exec_id in exec_ids:
-            rows = self._exec_records_index.get(exec_id)
-            if rows.height:
-                rids.extend(r for r, k in zip(rows["rid"].to_list(), rows["kind"].to_list()) if k in wanted)
-        return rids
+        rows = self.records_of_executions(exec_ids)
+        return rows.filter(pl.col("kind").is_in(list(kinds)))["rid"].to_list()

@@ -46,7 +46,7 @@ def worker_finding(
     """A finding about one worker (or generation) and the executions it concerns."""
     execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
     generation = ctx.deploys.generation_of().get(worker)
-    records = ctx.action_records.filter(pl.col("exec_id").is_in(exec_ids))
+    records = ctx.records_of_executions(exec_ids)
     # The JSON contract: ids always carries job_id, event_id and idempotency_key.
     ids = {key: sorted(records[key].drop_nulls().unique().to_list()) for key in ("job_id", "event_id", "idempotency_key")}
     return Finding(

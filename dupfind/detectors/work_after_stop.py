@@ -43,7 +43,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "stop_from_own_log": bool(first["same_clock"]),
             "deploy": window["deploy"] if window else None,
         }
-        entries = ctx.table.filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(["receive", "start"]))
+        entries = ctx.records_of_executions(exec_ids).filter(pl.col("kind").is_in(["receive", "start"]))
         entry_rids = entries.sort("ts").unique("exec_id", keep="first", maintain_order=True)["rid"].to_list()
         notes = {int(stop_rid): "stop signal"} | {r: "taken after the stop signal" for r in entry_rids}
         finding.evidence = ctx.evidence([int(stop_rid), *entry_rids], notes)
