@@ -144,15 +144,19 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
     )
 
 
-def _killed(ctx: AnalysisContext, first: dict, later: dict, kill: dict, base_rids: list[int], notes: dict) -> Attribution:
+def _killed(
+    ctx: AnalysisContext, first: dict, later: dict, kill: dict, base_rids: list[int], notes: dict,
+) -> Attribution:
     """The first execution was in flight when its worker ended: say how, and which deploy did it."""
     kill_rid = int(kill["kill_rid"])
     model = ctx.deploys
     worker = model.workers.filter(pl.col("worker_id") == first["worker_id"])
     info = worker.row(0, named=True) if worker.height else {}
     generation = info.get("generation")
-    how = {"worker_killed": "was killed", "worker_exit": "exited",
-           "worker_gone": "went silent after its stop signal (no exit was logged)"}.get(kill["kill_kind"], kill["kill_kind"])
+    how = {
+        "worker_killed": "was killed", "worker_exit": "exited",
+        "worker_gone": "went silent after its stop signal (no exit was logged)",
+    }.get(kill["kill_kind"], kill["kill_kind"])
     detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" {how}"
     figures: dict[str, float] = {}
     window = model.window_at(kill["kill_ts"])
@@ -169,7 +173,9 @@ def _killed(ctx: AnalysisContext, first: dict, later: dict, kill: dict, base_rid
         detail += f"; it had taken this job {figures['taken_after_stop_s']:.1f} s after the stop signal"
     detail += (", with the job in flight after the side effect and before the ack; the message came back"
                + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
-    notes[kill_rid] = "stop signal; nothing logged after it" if kill["inferred"] else "worker ended with this job in flight"
+    notes[kill_rid] = (
+        "stop signal; nothing logged after it" if kill["inferred"] else "worker ended with this job in flight"
+    )
     rids = [kill_rid, *base_rids]
     if info.get("stop_rid") is not None and int(info["stop_rid"]) != kill_rid:
         notes[int(info["stop_rid"])] = "stop signal"

@@ -30,8 +30,12 @@ def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
     harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
     if harmful.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
-    requests = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).join(harmful, on=["action_id", "effect"])
-    extra = requests.sort("ts").with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
+    requests = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).join(
+        harmful, on=["action_id", "effect"]
+    )
+    extra = (
+        requests.sort("ts").with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
+    )
     return extra["ts"].sort()
 
 
@@ -41,7 +45,12 @@ def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
     if ex.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
-    later = ex.with_columns(entry=entry).sort("entry").with_columns(n=pl.int_range(pl.len()).over("action_id")).filter(pl.col("n") > 0)
+    later = (
+        ex.with_columns(entry=entry)
+        .sort("entry")
+        .with_columns(n=pl.int_range(pl.len()).over("action_id"))
+        .filter(pl.col("n") > 0)
+    )
     return later["entry"].sort()
 
 
@@ -49,12 +58,16 @@ def _assign(times: pl.Series, rows: list[dict], spans: list[tuple[datetime, date
     """Each time belongs to the latest window started before it, if that window's span (plus tail) holds it."""
     if not rows or times.len() == 0:
         return {}
-    windows = pl.DataFrame({
-        "deploy": [r["deploy"] for r in rows],
-        "w_start": pl.Series([s for s, _ in spans], dtype=times.dtype),
-        "w_reach": pl.Series([e for _, e in spans], dtype=times.dtype),
-    }).sort("w_start")
-    joined = pl.DataFrame({"ts": times}).sort("ts").join_asof(windows, left_on="ts", right_on="w_start", strategy="backward")
+    windows = pl.DataFrame(
+        {
+            "deploy": [r["deploy"] for r in rows],
+            "w_start": pl.Series([s for s, _ in spans], dtype=times.dtype),
+            "w_reach": pl.Series([e for _, e in spans], dtype=times.dtype),
+        }
+    ).sort("w_start")
+    joined = (
+        pl.DataFrame({"ts": times}).sort("ts").join_asof(windows, left_on="ts", right_on="w_start", strategy="backward")
+    )
     joined = joined.filter(pl.col("deploy").is_not_null() & (pl.col("ts") <= pl.col("w_reach")))
     return {deploy: group["ts"].to_list() for (deploy,), group in joined.group_by("deploy")}
 
@@ -106,15 +119,28 @@ def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
     for row in rows:
         mine = assigned.get(row["deploy"], [])
         within = math.ceil((max(mine) - row["start"]).total_seconds() / 60.0) if mine else None
-        windows.append({
-            "deploy": row["deploy"], "previous": row["previous"], "start": iso(row["start"]), "end": iso(row["end"]),
-            "from_records": row["from_records"], "overlap_s": row["overlap_s"],
-            "overlap_start": iso(row["overlap_start"]), "overlap_end": iso(row["overlap_end"]),
-            "old_workers": row["old_workers"], "new_workers": row["new_workers"], "old_stopped": row["old_stopped"],
-            "old_killed": row["old_killed"], "work_after_stop": row["work_after_stop"], "interrupted": row["interrupted"],
-            "grace_s": row["grace_s"], "duplicates": len(mine), "minutes_to_last_duplicate": within,
-            "redeliveries": len(assigned_redeliveries.get(row["deploy"], [])),
-        })
+        windows.append(
+            {
+                "deploy": row["deploy"],
+                "previous": row["previous"],
+                "start": iso(row["start"]),
+                "end": iso(row["end"]),
+                "from_records": row["from_records"],
+                "overlap_s": row["overlap_s"],
+                "overlap_start": iso(row["overlap_start"]),
+                "overlap_end": iso(row["overlap_end"]),
+                "old_workers": row["old_workers"],
+                "new_workers": row["new_workers"],
+                "old_stopped": row["old_stopped"],
+                "old_killed": row["old_killed"],
+                "work_after_stop": row["work_after_stop"],
+                "interrupted": row["interrupted"],
+                "grace_s": row["grace_s"],
+                "duplicates": len(mine),
+                "minutes_to_last_duplicate": within,
+                "redeliveries": len(assigned_redeliveries.get(row["deploy"], [])),
+            }
+        )
     first, last = ctx.table["ts"].min(), ctx.table["ts"].max()
     concentration = None
     if ctx.table.height:
@@ -125,10 +151,14 @@ def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
         }
     generations = [
         {
-            "generation": g["generation"], "workers": len(g["workers"]), "source": g["source"],
+            "generation": g["generation"],
+            "workers": len(g["workers"]),
+            "source": g["source"],
             "inferred": g["source"] not in ("logged", "deploy_record"),
-            "first_start": iso(g["first_start"]), "last_end": iso(g["last_end"]),
-            "deploy_start": iso(g["deploy_start"]), "deploy_finish": iso(g["deploy_finish"]),
+            "first_start": iso(g["first_start"]),
+            "last_end": iso(g["last_end"]),
+            "deploy_start": iso(g["deploy_start"]),
+            "deploy_finish": iso(g["deploy_finish"]),
         }
         for g in model.generations.head(50).to_dicts()
     ]

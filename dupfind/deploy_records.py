@@ -19,12 +19,10 @@ def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
     """
     if "object_kind" not in table.columns or table["object_kind"].null_count() == table.height:
         return table
-    rows = [
-        (subject, name, kind)
-        for subject, names in config.subject_kinds.items()
-        for name, kind in names.items()
-    ]
-    vocabulary = pl.DataFrame(rows, schema={"__subject": pl.String, "__folded": pl.String, "__kind": pl.String}, orient="row")
+    rows = [(subject, name, kind) for subject, names in config.subject_kinds.items() for name, kind in names.items()]
+    vocabulary = pl.DataFrame(
+        rows, schema={"__subject": pl.String, "__folded": pl.String, "__kind": pl.String}, orient="row"
+    )
     subject = pl.col("object_kind").str.to_lowercase()
     folded = pl.col("name").str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
     scaled = pl.col("message").str.extract_groups(_SCALED)
@@ -38,9 +36,13 @@ def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
     scale_down = pl.col("__scale").struct.field("1").str.to_lowercase() == "down"
     rollout = pl.col("__kind") == "deploy_start"
     return table.with_columns(
-        kind=pl.when(rollout & scale_down).then(pl.lit("other"))
+        kind=pl.when(rollout & scale_down)
+        .then(pl.lit("other"))
         .otherwise(pl.coalesce(pl.col("__kind"), pl.col("kind"))),
-        worker_id=pl.when(is_pod).then(pl.coalesce(pl.col("worker_id"), pl.col("object_name"))).otherwise(pl.col("worker_id")),
-        deployment_id=pl.when(rollout & scale_up).then(pl.coalesce(pl.col("deployment_id"), pl.col("__scale").struct.field("2")))
+        worker_id=pl.when(is_pod)
+        .then(pl.coalesce(pl.col("worker_id"), pl.col("object_name")))
+        .otherwise(pl.col("worker_id")),
+        deployment_id=pl.when(rollout & scale_up)
+        .then(pl.coalesce(pl.col("deployment_id"), pl.col("__scale").struct.field("2")))
         .otherwise(pl.col("deployment_id")),
     ).drop("__subject", "__folded", "__kind", "__scale")

@@ -42,9 +42,9 @@ class DeployModel:
         """The latest deploy window that started at or before `ts` and ended (plus a tail) after it."""
         if ts is None or self.windows.height == 0:
             return None
-        hits = self.windows.filter(
-            (pl.col("start") <= ts) & (pl.col("end") + timedelta(seconds=tail_s) >= ts)
-        ).sort("start")
+        hits = self.windows.filter((pl.col("start") <= ts) & (pl.col("end") + timedelta(seconds=tail_s) >= ts)).sort(
+            "start"
+        )
         return hits.row(hits.height - 1, named=True) if hits.height else None
 
 
@@ -57,12 +57,21 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
     records = table.filter(pl.col("worker_id").is_not_null())
     own_sources = (
         table.filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
-        .select("worker_id", "source").unique().with_columns(own=pl.lit(True))
+        .select("worker_id", "source")
+        .unique()
+        .with_columns(own=pl.lit(True))
     )
-    records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(pl.col("own").fill_null(False))
+    records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(
+        pl.col("own").fill_null(False)
+    )
     kind = pl.col("kind")
-    starts = records.filter(kind == "worker_start").group_by("worker_id").agg(
-        start_ts=pl.col("ts").min(), last_start_ts=pl.col("ts").max(),
+    starts = (
+        records.filter(kind == "worker_start")
+        .group_by("worker_id")
+        .agg(
+            start_ts=pl.col("ts").min(),
+            last_start_ts=pl.col("ts").max(),
+        )
     )
     records = records.join(starts, on="worker_id", how="left")
     current = pl.col("last_start_ts").is_null() | (pl.col("ts") >= pl.col("last_start_ts"))
@@ -86,7 +95,9 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
         records=pl.len(),
     )
     entries = executions.group_by("worker_id").agg(
-        executions=pl.len(), last_entry_ts=pl.coalesce("entry_ts", "start").max(), last_exec_end=pl.col("end").max(),
+        executions=pl.len(),
+        last_entry_ts=pl.coalesce("entry_ts", "start").max(),
+        last_exec_end=pl.col("end").max(),
     )
     workers = workers.join(entries, on="worker_id", how="left").with_columns(pl.col("executions").fill_null(0))
     # A producer or the deploy pipeline's own host is not a consumer: keep hosts that ran jobs
@@ -94,23 +105,34 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
     lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique()
     workers = workers.filter((pl.col("executions") > 0) | pl.col("worker_id").is_in(lifecycle["worker_id"].implode()))
     gone = pl.col("end_ts").is_null() & pl.col("stop_ts").is_not_null()
-    return workers.with_columns(
-        start_inferred=pl.col("start_ts").is_null(),
-        start_ts=pl.coalesce("start_ts", "first_ts"),
-        end_kind=pl.when(pl.col("end_record_kind") == "worker_killed").then(pl.lit("killed"))
-        .when(pl.col("end_record_kind") == "worker_exit").then(pl.lit("exited"))
-        .when(gone).then(pl.lit("gone"))
-        .otherwise(pl.lit("running")),
-        end_ts=pl.when(gone).then(pl.max_horizontal("last_ts", "stop_ts")).otherwise(pl.col("end_ts")),
-        end_rid=pl.when(gone).then(pl.col("stop_rid")).otherwise(pl.col("end_rid")),
-    ).with_columns(
-        grace_s=pl.coalesce(
-            "grace_logged_s",
-            pl.when(pl.col("end_kind") == "killed").then((pl.col("end_ts") - pl.col("stop_ts")).dt.total_microseconds() / 1e6),
-        ),
-        grace_source=pl.when(pl.col("grace_logged_s").is_not_null()).then(pl.lit("logged"))
-        .when((pl.col("end_kind") == "killed") & pl.col("stop_ts").is_not_null()).then(pl.lit("observed")),
-    ).drop("end_record_kind")
+    return (
+        workers.with_columns(
+            start_inferred=pl.col("start_ts").is_null(),
+            start_ts=pl.coalesce("start_ts", "first_ts"),
+            end_kind=pl.when(pl.col("end_record_kind") == "worker_killed")
+            .then(pl.lit("killed"))
+            .when(pl.col("end_record_kind") == "worker_exit")
+            .then(pl.lit("exited"))
+            .when(gone)
+            .then(pl.lit("gone"))
+            .otherwise(pl.lit("running")),
+            end_ts=pl.when(gone).then(pl.max_horizontal("last_ts", "stop_ts")).otherwise(pl.col("end_ts")),
+            end_rid=pl.when(gone).then(pl.col("stop_rid")).otherwise(pl.col("end_rid")),
+        )
+        .with_columns(
+            grace_s=pl.coalesce(
+                "grace_logged_s",
+                pl.when(pl.col("end_kind") == "killed").then(
+                    (pl.col("end_ts") - pl.col("stop_ts")).dt.total_microseconds() / 1e6
+                ),
+            ),
+            grace_source=pl.when(pl.col("grace_logged_s").is_not_null())
+            .then(pl.lit("logged"))
+            .when((pl.col("end_kind") == "killed") & pl.col("stop_ts").is_not_null())
+            .then(pl.lit("observed")),
+        )
+        .drop("end_record_kind")
+    )
 
 
 def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
@@ -119,8 +141,10 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
         replica_set=pl.col("worker_id").str.extract(POD_NAME, 1),
         service=pl.col("worker_id").str.extract(POD_NAME, 2),
     )
-    peers = workers.filter(pl.col("replica_set").is_not_null()).group_by("replica_set").agg(
-        peer_logged=pl.col("logged").drop_nulls().mode().sort().first()
+    peers = (
+        workers.filter(pl.col("replica_set").is_not_null())
+        .group_by("replica_set")
+        .agg(peer_logged=pl.col("logged").drop_nulls().mode().sort().first())
     )
     workers = workers.join(peers, on="replica_set", how="left")
     deploys = _deploy_records(table)
@@ -128,25 +152,36 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
         started = deploys.filter(pl.col("deploy_start").is_not_null()).sort("deploy_start")
         by_time = workers.sort("start_ts").join_asof(
             started.select("deployment_id", "deploy_start", "deploy_finish"),
-            left_on="start_ts", right_on="deploy_start", strategy="backward",
+            left_on="start_ts",
+            right_on="deploy_start",
+            strategy="backward",
         )
         late = pl.col("deploy_finish").is_not_null() & (
             pl.col("start_ts") > pl.col("deploy_finish") + timedelta(seconds=DEPLOY_MATCH_SLACK_S)
         )
-        by_time = by_time.select("worker_id", pl.when(late).then(None).otherwise(pl.col("deployment_id")).alias("deploy_guess"))
+        by_time = by_time.select(
+            "worker_id", pl.when(late).then(None).otherwise(pl.col("deployment_id")).alias("deploy_guess")
+        )
         workers = workers.join(by_time, on="worker_id", how="left")
     else:
         workers = workers.with_columns(deploy_guess=pl.lit(None, dtype=pl.String))
     source = (
-        pl.when(pl.col("logged").is_not_null()).then(pl.lit("logged"))
-        .when(pl.col("peer_logged").is_not_null() | pl.col("replica_set").is_not_null()).then(pl.lit("pod_template_hash"))
-        .when(pl.col("deploy_guess").is_not_null()).then(pl.lit("deploy_window"))
+        pl.when(pl.col("logged").is_not_null())
+        .then(pl.lit("logged"))
+        .when(pl.col("peer_logged").is_not_null() | pl.col("replica_set").is_not_null())
+        .then(pl.lit("pod_template_hash"))
+        .when(pl.col("deploy_guess").is_not_null())
+        .then(pl.lit("deploy_window"))
         .otherwise(pl.lit("unknown"))
     )
-    return workers.with_columns(
-        generation=pl.coalesce("logged", "peer_logged", "replica_set", "deploy_guess"),
-        generation_source=source,
-    ).with_columns(generation_inferred=pl.col("generation_source") != "logged").drop("peer_logged", "deploy_guess")
+    return (
+        workers.with_columns(
+            generation=pl.coalesce("logged", "peer_logged", "replica_set", "deploy_guess"),
+            generation_source=source,
+        )
+        .with_columns(generation_inferred=pl.col("generation_source") != "logged")
+        .drop("peer_logged", "deploy_guess")
+    )
 
 
 def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
@@ -154,8 +189,15 @@ def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
     records = table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null()).sort("ts")
     if records.height == 0:
         ts = _ts_dtype(table)
-        return pl.DataFrame(schema={"deployment_id": pl.String, "deploy_start": ts, "deploy_start_rid": pl.UInt32,
-                                    "deploy_finish": ts, "deploy_finish_rid": pl.UInt32})
+        return pl.DataFrame(
+            schema={
+                "deployment_id": pl.String,
+                "deploy_start": ts,
+                "deploy_start_rid": pl.UInt32,
+                "deploy_finish": ts,
+                "deploy_finish_rid": pl.UInt32,
+            }
+        )
     start = pl.col("kind") == "deploy_start"
     finish = pl.col("kind") == "deploy_finish"
     return records.group_by("deployment_id").agg(
@@ -188,21 +230,53 @@ def _generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
 
 def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) -> pl.DataFrame:
     """Executions whose entry came after their worker's stop signal (and no restart since)."""
-    life = table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null()).select(
-        "worker_id", "source", pl.col("ts").alias("life_ts"), pl.col("kind").alias("life_kind"), pl.col("rid").alias("life_rid"),
-    ).sort("life_ts")
+    life = (
+        table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null())
+        .select(
+            "worker_id",
+            "source",
+            pl.col("ts").alias("life_ts"),
+            pl.col("kind").alias("life_kind"),
+            pl.col("rid").alias("life_rid"),
+        )
+        .sort("life_ts")
+    )
     entries = executions.select(
-        "exec_id", "action_id", "worker_id", "identity", "attempt",
-        pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"), pl.col("first_source").alias("source"),
+        "exec_id",
+        "action_id",
+        "worker_id",
+        "identity",
+        "attempt",
+        pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"),
+        pl.col("first_source").alias("source"),
     ).sort("entry")
-    schema = {"exec_id": pl.Int64, "worker_id": pl.String, "entry": _ts_dtype(table), "stop_ts": _ts_dtype(table),
-              "stop_rid": pl.UInt32, "after_s": pl.Float64, "same_clock": pl.Boolean}
+    schema = {
+        "exec_id": pl.Int64,
+        "worker_id": pl.String,
+        "entry": _ts_dtype(table),
+        "stop_ts": _ts_dtype(table),
+        "stop_rid": pl.UInt32,
+        "after_s": pl.Float64,
+        "same_clock": pl.Boolean,
+    }
     if life.filter(pl.col("life_kind") == "stop_signal").height == 0 or entries.height == 0:
         return pl.DataFrame(schema=schema)
-    own = entries.join_asof(life, left_on="entry", right_on="life_ts", by=["worker_id", "source"], strategy="backward",
-                         check_sortedness=False)
-    any_src = entries.join_asof(life.drop("source"), left_on="entry", right_on="life_ts", by="worker_id", strategy="backward",
-                                  check_sortedness=False)
+    own = entries.join_asof(
+        life,
+        left_on="entry",
+        right_on="life_ts",
+        by=["worker_id", "source"],
+        strategy="backward",
+        check_sortedness=False,
+    )
+    any_src = entries.join_asof(
+        life.drop("source"),
+        left_on="entry",
+        right_on="life_ts",
+        by="worker_id",
+        strategy="backward",
+        check_sortedness=False,
+    )
     own = own.filter(pl.col("life_kind") == "stop_signal").select(
         "exec_id", pl.col("life_ts").alias("own_ts"), pl.col("life_rid").alias("own_rid")
     )
@@ -210,15 +284,26 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     any_src = any_src.filter((pl.col("life_kind") == "stop_signal") & (gap >= skew_s)).select(
         "exec_id", pl.col("life_ts").alias("any_ts"), pl.col("life_rid").alias("any_rid")
     )
-    matched = entries.join(own, on="exec_id", how="left").join(any_src, on="exec_id", how="left").filter(
-        pl.col("own_ts").is_not_null() | pl.col("any_ts").is_not_null()
+    matched = (
+        entries.join(own, on="exec_id", how="left")
+        .join(any_src, on="exec_id", how="left")
+        .filter(pl.col("own_ts").is_not_null() | pl.col("any_ts").is_not_null())
     )
-    return matched.select(
-        "exec_id", "action_id", "worker_id", "identity", "attempt", "entry",
-        stop_ts=pl.coalesce("own_ts", "any_ts"),
-        stop_rid=pl.coalesce("own_rid", "any_rid"),
-        same_clock=pl.col("own_ts").is_not_null(),
-    ).with_columns(after_s=(pl.col("entry") - pl.col("stop_ts")).dt.total_microseconds() / 1e6).sort("entry")
+    return (
+        matched.select(
+            "exec_id",
+            "action_id",
+            "worker_id",
+            "identity",
+            "attempt",
+            "entry",
+            stop_ts=pl.coalesce("own_ts", "any_ts"),
+            stop_rid=pl.coalesce("own_rid", "any_rid"),
+            same_clock=pl.col("own_ts").is_not_null(),
+        )
+        .with_columns(after_s=(pl.col("entry") - pl.col("stop_ts")).dt.total_microseconds() / 1e6)
+        .sort("entry")
+    )
 
 
 def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.DataFrame) -> pl.DataFrame:
@@ -229,25 +314,46 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
     ends it too, inferred, when the execution was active near the signal.
     """
     ts_type = _ts_dtype(table)
-    schema = {"exec_id": pl.Int64, "worker_id": pl.String, "kill_ts": ts_type, "kill_rid": pl.UInt32,
-              "kill_kind": pl.String, "inferred": pl.Boolean}
+    schema = {
+        "exec_id": pl.Int64,
+        "worker_id": pl.String,
+        "kill_ts": ts_type,
+        "kill_rid": pl.UInt32,
+        "kill_kind": pl.String,
+        "inferred": pl.Boolean,
+    }
     # A run the same worker took up again for the same action (a prefork receive split from its
     # child's run, a retry) was not what the worker held when it ended.
     resumed = executions.sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
     )
-    open_execs = resumed.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded")).select(
-        "exec_id", "worker_id", "start", "end", "next_start"
-    ).sort("end")
+    open_execs = (
+        resumed.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded"))
+        .select("exec_id", "worker_id", "start", "end", "next_start")
+        .sort("end")
+    )
     if open_execs.height == 0:
         return pl.DataFrame(schema=schema)
-    ends = table.filter(pl.col("kind").is_in(END_KINDS) & pl.col("worker_id").is_not_null()).select(
-        "worker_id", pl.col("ts").alias("kill_ts"), pl.col("rid").alias("kill_rid"), pl.col("kind").alias("kill_kind")
-    ).sort("kill_ts")
-    explicit = open_execs.join_asof(ends, left_on="end", right_on="kill_ts", by="worker_id", strategy="forward",
-                                   check_sortedness=False).filter(
-        pl.col("kill_ts").is_not_null() & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
-    ).select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
+    ends = (
+        table.filter(pl.col("kind").is_in(END_KINDS) & pl.col("worker_id").is_not_null())
+        .select(
+            "worker_id",
+            pl.col("ts").alias("kill_ts"),
+            pl.col("rid").alias("kill_rid"),
+            pl.col("kind").alias("kill_kind"),
+        )
+        .sort("kill_ts")
+    )
+    explicit = (
+        open_execs.join_asof(
+            ends, left_on="end", right_on="kill_ts", by="worker_id", strategy="forward", check_sortedness=False
+        )
+        .filter(
+            pl.col("kill_ts").is_not_null()
+            & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
+        )
+        .select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
+    )
     gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")
     inferred = (
         open_execs.join(explicit.select("exec_id"), on="exec_id", how="anti")
@@ -257,14 +363,25 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
             & (pl.col("start") <= pl.col("end_ts"))
             & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("end_ts")))
         )
-        .select("exec_id", "worker_id", pl.col("end_ts").alias("kill_ts"), pl.col("end_rid").alias("kill_rid"),
-                kill_kind=pl.lit("worker_gone"), inferred=pl.lit(True))
+        .select(
+            "exec_id",
+            "worker_id",
+            pl.col("end_ts").alias("kill_ts"),
+            pl.col("end_rid").alias("kill_rid"),
+            kill_kind=pl.lit("worker_gone"),
+            inferred=pl.lit(True),
+        )
     )
     return pl.concat([explicit, inferred], how="vertical_relaxed").cast(schema).sort("kill_ts", "exec_id")
 
 
-def _windows(generations: pl.DataFrame, workers: pl.DataFrame, after_stop: pl.DataFrame,
-             interrupted: pl.DataFrame, table_end: datetime | None) -> pl.DataFrame:
+def _windows(
+    generations: pl.DataFrame,
+    workers: pl.DataFrame,
+    after_stop: pl.DataFrame,
+    interrupted: pl.DataFrame,
+    table_end: datetime | None,
+) -> pl.DataFrame:
     """One deploy window per generation that replaced another or has a deploy record.
 
     From the deploy start (or the new generation's first worker start) to the deploy finish (or
@@ -275,7 +392,9 @@ def _windows(generations: pl.DataFrame, workers: pl.DataFrame, after_stop: pl.Da
     consume = workers.join(took, on="worker_id", how="left").with_columns(
         pl.col("after_stop").fill_null(0),
         consume_end=pl.coalesce(
-            pl.max_horizontal("stop_ts", "last_after_stop"), "end_ts", pl.lit(table_end, dtype=workers.schema["last_ts"])
+            pl.max_horizontal("stop_ts", "last_after_stop"),
+            "end_ts",
+            pl.lit(table_end, dtype=workers.schema["last_ts"]),
         ),
     )
     killed = interrupted.group_by("worker_id").agg(interrupted=pl.len())
@@ -298,32 +417,47 @@ def _windows(generations: pl.DataFrame, workers: pl.DataFrame, after_stop: pl.Da
         overlap_s = 0.0
         if new_start is not None and consume_end is not None and consume_end > new_start:
             overlap_s = (consume_end - new_start).total_seconds()
-        rows.append({
-            "deploy": gen["generation"],
-            "previous": previous["generation"] if previous else None,
-            "service": gen["service"],
-            "start": start,
-            "end": end,
-            "from_records": gen["deploy_start"] is not None,
-            "start_rid": gen["deploy_start_rid"],
-            "finish_rid": gen["deploy_finish_rid"],
-            "new_workers": len(gen["workers"]),
-            "old_workers": len(old),
-            "overlap_start": new_start if overlap_s > 0 else None,
-            "overlap_end": consume_end if overlap_s > 0 else None,
-            "overlap_s": round(overlap_s, 3),
-            "old_stopped": sum(1 for w in old if w["stop_ts"] is not None),
-            "old_killed": sum(1 for w in old if w["end_kind"] in ("killed", "gone") and w["interrupted"]),
-            "work_after_stop": sum(w["after_stop"] for w in old),
-            "interrupted": sum(w["interrupted"] for w in old),
-            "grace_s": max((w["grace_s"] for w in old if w["grace_s"] is not None), default=None),
-        })
+        rows.append(
+            {
+                "deploy": gen["generation"],
+                "previous": previous["generation"] if previous else None,
+                "service": gen["service"],
+                "start": start,
+                "end": end,
+                "from_records": gen["deploy_start"] is not None,
+                "start_rid": gen["deploy_start_rid"],
+                "finish_rid": gen["deploy_finish_rid"],
+                "new_workers": len(gen["workers"]),
+                "old_workers": len(old),
+                "overlap_start": new_start if overlap_s > 0 else None,
+                "overlap_end": consume_end if overlap_s > 0 else None,
+                "overlap_s": round(overlap_s, 3),
+                "old_stopped": sum(1 for w in old if w["stop_ts"] is not None),
+                "old_killed": sum(1 for w in old if w["end_kind"] in ("killed", "gone") and w["interrupted"]),
+                "work_after_stop": sum(w["after_stop"] for w in old),
+                "interrupted": sum(w["interrupted"] for w in old),
+                "grace_s": max((w["grace_s"] for w in old if w["grace_s"] is not None), default=None),
+            }
+        )
     ts_type = workers.schema["last_ts"]
     schema = {
-        "deploy": pl.String, "previous": pl.String, "service": pl.String, "start": ts_type, "end": ts_type,
-        "from_records": pl.Boolean, "start_rid": pl.UInt32, "finish_rid": pl.UInt32, "new_workers": pl.Int64,
-        "old_workers": pl.Int64, "overlap_start": ts_type, "overlap_end": ts_type, "overlap_s": pl.Float64,
-        "old_stopped": pl.Int64, "old_killed": pl.Int64, "work_after_stop": pl.Int64, "interrupted": pl.Int64,
+        "deploy": pl.String,
+        "previous": pl.String,
+        "service": pl.String,
+        "start": ts_type,
+        "end": ts_type,
+        "from_records": pl.Boolean,
+        "start_rid": pl.UInt32,
+        "finish_rid": pl.UInt32,
+        "new_workers": pl.Int64,
+        "old_workers": pl.Int64,
+        "overlap_start": ts_type,
+        "overlap_end": ts_type,
+        "overlap_s": pl.Float64,
+        "old_stopped": pl.Int64,
+        "old_killed": pl.Int64,
+        "work_after_stop": pl.Int64,
+        "interrupted": pl.Int64,
         "grace_s": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort("start")

@@ -97,9 +97,10 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
     counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
     first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
     repeat_execs = set(
-        counted.join(first_effects, on=["action_id", "effect"]).filter(
-            pl.col("action_id").is_in(duplicated) & (pl.col("exec_id") != pl.col("first_exec"))
-        )["exec_id"].drop_nulls().to_list()
+        counted.join(first_effects, on=["action_id", "effect"])
+        .filter(pl.col("action_id").is_in(duplicated) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
+        .drop_nulls()
+        .to_list()
     )
     effect_at = dict(counted.group_by("exec_id").agg(pl.col("ts").min()).drop_nulls("exec_id").rows())
     interrupted = dict(model.interrupted.select("exec_id", "kill_kind").rows())
@@ -107,16 +108,35 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
     ids = _ids(ctx, ex["action_id"].unique().to_list())
     executions = []
     for row in ex.sort("start").iter_rows(named=True):
-        state = ("interrupted" if row["exec_id"] in interrupted else "completed" if row["completed"]
-                 else "failed" if row["failed"] else "guarded" if row["guarded"] else "open")
-        executions.append({
-            "id": row["exec_id"], "action": ctx.action_identity(row["action_id"]), "ids": ids.get(row["action_id"], {}),
-            "worker": row["worker_id"], "process": row["identity"], "attempt": row["attempt"],
-            "start": iso(row["start"]), "end": iso(row["end"]), "state": state,
-            "duplicate": row["action_id"] in duplicated, "repeat": row["exec_id"] in repeat_execs,
-            "after_stop": row["exec_id"] in after_stop, "side_effect_at": iso(effect_at.get(row["exec_id"])),
-            "where": f"{row['first_source']}:{row['first_line']}",
-        })
+        state = (
+            "interrupted"
+            if row["exec_id"] in interrupted
+            else "completed"
+            if row["completed"]
+            else "failed"
+            if row["failed"]
+            else "guarded"
+            if row["guarded"]
+            else "open"
+        )
+        executions.append(
+            {
+                "id": row["exec_id"],
+                "action": ctx.action_identity(row["action_id"]),
+                "ids": ids.get(row["action_id"], {}),
+                "worker": row["worker_id"],
+                "process": row["identity"],
+                "attempt": row["attempt"],
+                "start": iso(row["start"]),
+                "end": iso(row["end"]),
+                "state": state,
+                "duplicate": row["action_id"] in duplicated,
+                "repeat": row["exec_id"] in repeat_execs,
+                "after_stop": row["exec_id"] in after_stop,
+                "side_effect_at": iso(effect_at.get(row["exec_id"])),
+                "where": f"{row['first_source']}:{row['first_line']}",
+            }
+        )
     by_worker: dict[str, list[dict]] = {}
     for e in executions:
         by_worker.setdefault(e["worker"], []).append(e)
@@ -128,21 +148,34 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
     generations: dict[str | None, dict] = {}
     sources = dict(model.generations.select("generation", "source").rows())
     for w in workers.iter_rows(named=True):
-        gen = generations.setdefault(w["generation"], {
-            "generation": w["generation"], "source": sources.get(w["generation"], w["generation_source"]),
-            "inferred": bool(w["generation_inferred"]), "workers": [],
-        })
-        mine = by_worker.get(w["worker_id"], [])
-        gen["workers"].append({
-            "worker": w["worker_id"], "start": iso(w["start_ts"]), "start_inferred": bool(w["start_inferred"]),
-            "end": iso(w["end_ts"]) if w["end_kind"] != "running" else None, "end_kind": w["end_kind"],
-            "last_seen": iso(w["last_ts"]), "stop": iso(w["stop_ts"]), "grace_s": w["grace_s"],
-            "executions": mine,
-            "flags": {
-                "after_stop": sum(e["after_stop"] for e in mine), "interrupted": sum(e["state"] == "interrupted" for e in mine),
-                "duplicate": sum(e["duplicate"] for e in mine),
+        gen = generations.setdefault(
+            w["generation"],
+            {
+                "generation": w["generation"],
+                "source": sources.get(w["generation"], w["generation_source"]),
+                "inferred": bool(w["generation_inferred"]),
+                "workers": [],
             },
-        })
+        )
+        mine = by_worker.get(w["worker_id"], [])
+        gen["workers"].append(
+            {
+                "worker": w["worker_id"],
+                "start": iso(w["start_ts"]),
+                "start_inferred": bool(w["start_inferred"]),
+                "end": iso(w["end_ts"]) if w["end_kind"] != "running" else None,
+                "end_kind": w["end_kind"],
+                "last_seen": iso(w["last_ts"]),
+                "stop": iso(w["stop_ts"]),
+                "grace_s": w["grace_s"],
+                "executions": mine,
+                "flags": {
+                    "after_stop": sum(e["after_stop"] for e in mine),
+                    "interrupted": sum(e["state"] == "interrupted" for e in mine),
+                    "duplicate": sum(e["duplicate"] for e in mine),
+                },
+            }
+        )
     dups = duplicate_times(ctx)
     inside = int(dups.is_between(start, end).sum()) if dups.len() else 0
     deploy = window.deploy
@@ -150,15 +183,22 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
     if deploy and deploy.get("overlap_s"):
         overlap = {"start": deploy["overlap_start"], "end": deploy["overlap_end"], "seconds": deploy["overlap_s"]}
     return {
-        "title": window.title, "reason": window.reason, "start": iso(start), "end": iso(end),
-        "deploy": deploy, "overlap": overlap,
+        "title": window.title,
+        "reason": window.reason,
+        "start": iso(start),
+        "end": iso(end),
+        "deploy": deploy,
+        "overlap": overlap,
         "generations": list(generations.values()),
         "summary": {
-            "generations": len(generations), "workers": workers.height, "executions": len(executions),
+            "generations": len(generations),
+            "workers": workers.height,
+            "executions": len(executions),
             "overlap_s": deploy["overlap_s"] if deploy else None,
             "interrupted": sum(e["state"] == "interrupted" for e in executions),
             "taken_after_stop": sum(e["after_stop"] for e in executions),
-            "duplicates_in_window": inside, "duplicates_total": dups.len(),
+            "duplicates_in_window": inside,
+            "duplicates_total": dups.len(),
             "duplicates_outside_window": dups.len() - inside,
             "concentration": (report.summary["deploys"].get("concentration") or {}).get("headline"),
         },

@@ -31,7 +31,9 @@ def _truth_killed(truth: dict) -> set[tuple[str, str]]:
 def _truth_after_sigterm(truth: dict) -> set[tuple[str, str]]:
     sigterm = {w["worker"]: _ts(w["sigterm"]) for w in truth["workers"] if w["sigterm"]}
     return {
-        (e["job_id"], e["worker"]) for a in truth["actions"] for e in a["executions"]
+        (e["job_id"], e["worker"])
+        for a in truth["actions"]
+        for e in a["executions"]
         if e["worker"] in sigterm and _ts(e["start"]) > sigterm[e["worker"]]
     }
 
@@ -82,10 +84,16 @@ def test_overlap_concentration_names_the_deploy():
     window = next(w for w in deploys["windows"] if w["deploy"] == "v4.24.5")
     duplicates = truth["counters"]["extra_side_effects"]
     assert window["duplicates"] == duplicates and window["previous"] == "v4.24.4"
-    assert window["overlap_s"] > 30 and window["work_after_stop"] > 0 and window["interrupted"] == len(_truth_killed(truth))
+    assert (
+        window["overlap_s"] > 30
+        and window["work_after_stop"] > 0
+        and window["interrupted"] == len(_truth_killed(truth))
+    )
     concentration = deploys["concentration"]
     assert concentration["duplicates"]["inside"] == duplicates and concentration["duplicates"]["outside"] == 0
-    assert concentration["headline"].startswith(f"{duplicates} of {duplicates} duplicated side effect(s) happened within")
+    assert concentration["headline"].startswith(
+        f"{duplicates} of {duplicates} duplicated side effect(s) happened within"
+    )
     assert "deploy v4.24.5" in concentration["headline"]
 
 
@@ -103,7 +111,9 @@ def test_benign_baselines_raise_no_deploy_finding(folder: str):
     assert not [f.summary for f in report.findings if f.rule.startswith("DF2")]
 
 
-@pytest.mark.parametrize("folder", sorted(p.name for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file()))
+@pytest.mark.parametrize(
+    "folder", sorted(p.name for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file())
+)
 def test_real_recordings_raise_no_deploy_finding(folder: str):
     report, _ = analyze_folder(FIXTURES / "real" / folder)
     assert not [f.summary for f in report.findings if f.rule in ("DF201", "DF202", "DF204")]
@@ -124,7 +134,10 @@ def test_kubectl_events_become_lifecycle_records():
     assert set(ups["deployment_id"].to_list()) == {"notifier-6c8b5d9f7"}
     pods = events.filter(pl.col("object_kind") == "Pod")
     assert pods["worker_id"].to_list() == pods["object_name"].to_list()
-    assert events.filter(pl.col("object_kind") != "Pod")["worker_id"].null_count() == events.filter(pl.col("object_kind") != "Pod").height
+    assert (
+        events.filter(pl.col("object_kind") != "Pod")["worker_id"].null_count()
+        == events.filter(pl.col("object_kind") != "Pod").height
+    )
 
 
 def test_generations_inferred_from_pod_template_hash():

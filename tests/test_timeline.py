@@ -42,7 +42,9 @@ def test_default_is_each_deploy_that_replaced_a_generation():
     cut = [e for e in execs if e["state"] == "interrupted"]
     assert len(cut) == 4 and all(e["duplicate"] for e in cut)
     repeats = [e for e in execs if e["repeat"]]
-    assert len(repeats) == 4 and {e["worker"] for e in repeats} <= {w["worker"] for w in window["generations"][1]["workers"]}
+    assert len(repeats) == 4 and {e["worker"] for e in repeats} <= {
+        w["worker"] for w in window["generations"][1]["workers"]
+    }
     for e in execs:
         source, _, line = e["where"].rpartition(":")
         assert Path(source).is_file() and int(line) >= 1
@@ -72,20 +74,27 @@ def test_without_deploys_the_busiest_duplicate_period_is_shown(tmp_path):
     assert window["reason"] == "busiest" and window["deploy"] is None
     start, end = (datetime.fromisoformat(window[k].replace("Z", "+00:00")) for k in ("start", "end"))
     assert end - start == timedelta(minutes=2)
-    repeated = [datetime.fromisoformat(e["at"].replace("Z", "+00:00")) for a in truth["actions"] if a["duplicated"]
-                for e in a["side_effects"][1:]]
+    repeated = [
+        datetime.fromisoformat(e["at"].replace("Z", "+00:00"))
+        for a in truth["actions"]
+        if a["duplicated"]
+        for e in a["side_effects"][1:]
+    ]
     inside = sum(start <= t <= end for t in repeated)
     # No other 2-minute window starting at a duplicate holds more of them (clock skew: 1 s slack).
     best = max(sum(t <= u <= t + timedelta(minutes=2) for u in repeated) for t in repeated)
     assert inside >= best - 1 and window["summary"]["duplicates_in_window"] >= best - 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--deploy", "v9"], "--deploy 'v9' was not found"),
-    (["--around", "yesterday-ish"], "--around"),
-    (["--window", "ten minutes", "--around", "2026-07-21T10:00:00Z"], "--window"),
-    (["--deploy", "v4.24.5", "--around", "2026-07-21T10:00:00Z"], "give one of them"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--deploy", "v9"], "--deploy 'v9' was not found"),
+        (["--around", "yesterday-ish"], "--around"),
+        (["--window", "ten minutes", "--around", "2026-07-21T10:00:00Z"], "--window"),
+        (["--deploy", "v4.24.5", "--around", "2026-07-21T10:00:00Z"], "give one of them"),
+    ],
+)
 def test_bad_options_are_one_line_errors(args, message):
     proc = run_cli("timeline", str(OVERLAP), *args)
     assert proc.returncode == 2
@@ -127,14 +136,18 @@ def _many_workers(folder: Path, workers: int = 200) -> None:
                 break
             job = f"job-{i}-{j}"
             base = {"worker_id": pod, "deployment_id": gen, "job_id": job, "attempt": 1}
-            lines += [{"ts": ts(begin), "event": "job_received", **base},
-                      {"ts": ts(begin + 4), "event": "email_sent", **base},
-                      {"ts": ts(begin + 9), "event": "job_acked", **base}]
+            lines += [
+                {"ts": ts(begin), "event": "job_received", **base},
+                {"ts": ts(begin + 4), "event": "email_sent", **base},
+                {"ts": ts(begin + 9), "event": "job_acked", **base},
+            ]
         if stop is not None and i % 25 == 0:
             base = {"worker_id": pod, "deployment_id": gen, "job_id": f"job-{i}-late", "attempt": 1}
-            lines += [{"ts": ts(stop + 2), "event": "job_received", **base},
-                      {"ts": ts(stop + 4), "event": "email_sent", **base},
-                      {"ts": ts(stop + 6), "event": "job_acked", **base}]
+            lines += [
+                {"ts": ts(stop + 2), "event": "job_received", **base},
+                {"ts": ts(stop + 4), "event": "email_sent", **base},
+                {"ts": ts(stop + 6), "event": "job_acked", **base},
+            ]
         if stop is not None:
             lines.append({"ts": ts(stop), "event": "sigterm_received", "worker_id": pod, "deployment_id": gen})
             lines.append({"ts": ts(stop + 12), "event": "worker_exited", "worker_id": pod, "deployment_id": gen})
@@ -185,7 +198,9 @@ def test_html_is_self_contained_and_carries_the_execution_details(tmp_path):
     parser = _Collect()
     parser.feed(page)
     for tag, attrs in parser.tags:
-        assert not any(str(v).startswith(("http:", "https:", "//")) for k, v in attrs.items() if k in ("src", "href")), (tag, attrs)
+        assert not any(
+            str(v).startswith(("http:", "https:", "//")) for k, v in attrs.items() if k in ("src", "href")
+        ), (tag, attrs)
     assert tag != "link" and "@import" not in page and "url(" not in page
     data = next(t for t, a in parser.tags if t == "script" and a.get("id") == "timeline-data")
     embedded = json.loads(parser.scripts[0])
@@ -202,9 +217,24 @@ def test_html_neutralises_hostile_log_text(tmp_path):
     evil = "w</script><script>alert(1)</script>"
     rows = [
         {"ts": "2026-03-02T14:00:00Z", "event": "worker_started", "worker_id": evil, "deployment_id": "v1<b>"},
-        {"ts": "2026-03-02T14:00:01Z", "event": "job_received", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
-        {"ts": "2026-03-02T14:00:02Z", "event": "email_sent", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
-        {"ts": "2026-03-02T14:00:03Z", "event": "job_acked", "worker_id": evil, "job_id": "j-1<img src=x onerror=alert(2)>"},
+        {
+            "ts": "2026-03-02T14:00:01Z",
+            "event": "job_received",
+            "worker_id": evil,
+            "job_id": "j-1<img src=x onerror=alert(2)>",
+        },
+        {
+            "ts": "2026-03-02T14:00:02Z",
+            "event": "email_sent",
+            "worker_id": evil,
+            "job_id": "j-1<img src=x onerror=alert(2)>",
+        },
+        {
+            "ts": "2026-03-02T14:00:03Z",
+            "event": "job_acked",
+            "worker_id": evil,
+            "job_id": "j-1<img src=x onerror=alert(2)>",
+        },
     ]
     (logs / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
     page, doc = _render_html(tmp_path, logs)
@@ -223,5 +253,7 @@ def test_html_draws_every_execution_in_headless_chromium(tmp_path):
     assert sorted(map(int, bars)) == sorted(e["id"] for e in _executions(doc["windows"][0]))
     assert dom.count('class="exec dup') == sum(e["duplicate"] for e in _executions(doc["windows"][0]))
     shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *flags, "--window-size=1200,900", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    subprocess.run(
+        [CHROMIUM, *flags, "--window-size=1200,900", f"--screenshot={shot}", url], capture_output=True, timeout=120
+    )
     assert shot.is_file() and shot.stat().st_size > 10_000

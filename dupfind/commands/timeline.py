@@ -9,8 +9,18 @@ from typing import Annotated, Optional
 import typer
 
 from dupfind.cli_common import (
-    ConfigOpt, PathsArg, RejectsOpt, RulesOpt, SinceOpt, StrictOpt, TableOrJson, TzOpt, UntilOpt, app,
-    load_with_config, write_output,
+    ConfigOpt,
+    PathsArg,
+    RejectsOpt,
+    RulesOpt,
+    SinceOpt,
+    StrictOpt,
+    TableOrJson,
+    TzOpt,
+    UntilOpt,
+    app,
+    load_with_config,
+    write_output,
 )
 from dupfind.errors import DupfindError
 
@@ -18,13 +28,35 @@ from dupfind.errors import DupfindError
 @app.command()
 def timeline(
     paths: PathsArg,
-    deploy: Annotated[Optional[str], typer.Option("--deploy", help="Show this deploy (deployment id, version, release or ReplicaSet).")] = None,
-    around: Annotated[Optional[str], typer.Option("--around", help="Show the window centred on this time (ISO-8601).")] = None,
-    window: Annotated[str, typer.Option("--window", help="Width of --around's window, and of the busiest-duplicates window (e.g. 10m, 90s).")] = "10m",
-    html: Annotated[Optional[Path], typer.Option("--html", help="Also write one self-contained, offline HTML file with a zoomable timeline.")] = None,
-    output_format: Annotated[TableOrJson, typer.Option("--format", "-f", help="table (terminal) or json (the timeline data).")] = TableOrJson.table,
-    max_rows: Annotated[int, typer.Option("--max-rows", help="Worker rows before quieter workers of a generation are aggregated into one row.")] = 40,
-    width: Annotated[Optional[int], typer.Option("--width", help="Terminal width to draw for (default: the terminal's, or 100).")] = None,
+    deploy: Annotated[
+        Optional[str],
+        typer.Option("--deploy", help="Show this deploy (deployment id, version, release or ReplicaSet)."),
+    ] = None,
+    around: Annotated[
+        Optional[str], typer.Option("--around", help="Show the window centred on this time (ISO-8601).")
+    ] = None,
+    window: Annotated[
+        str,
+        typer.Option(
+            "--window", help="Width of --around's window, and of the busiest-duplicates window (e.g. 10m, 90s)."
+        ),
+    ] = "10m",
+    html: Annotated[
+        Optional[Path],
+        typer.Option("--html", help="Also write one self-contained, offline HTML file with a zoomable timeline."),
+    ] = None,
+    output_format: Annotated[
+        TableOrJson, typer.Option("--format", "-f", help="table (terminal) or json (the timeline data).")
+    ] = TableOrJson.table,
+    max_rows: Annotated[
+        int,
+        typer.Option(
+            "--max-rows", help="Worker rows before quieter workers of a generation are aggregated into one row."
+        ),
+    ] = 40,
+    width: Annotated[
+        Optional[int], typer.Option("--width", help="Terminal width to draw for (default: the terminal's, or 100).")
+    ] = None,
     skew: Annotated[float, typer.Option("--skew", help="Clock-skew tolerance in seconds between hosts.")] = 0.5,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
@@ -69,7 +101,13 @@ def timeline(
         return
     color = sys.stdout.isatty()
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or (None if sys.stdout.isatty() else 100), force_terminal=color,
-                      color_system="auto" if color else None, highlight=False, soft_wrap=False)
+    console = Console(
+        file=buffer,
+        width=width or (None if sys.stdout.isatty() else 100),
+        force_terminal=color,
+        color_system="auto" if color else None,
+        highlight=False,
+        soft_wrap=False,
+    )
     render_timeline(document, console, max_rows)
     write_output(lambda out: out.write(buffer.getvalue().encode()), None)

@@ -1,4 +1,4 @@
-"""Helpers shared by detectors: a finding pre-filled from an action and its executions."""
+"""Helpers shared by detectors: a finding pre-filled from an action (or a worker) and its executions."""
 
 from __future__ import annotations
 
@@ -17,21 +17,22 @@ def action_finding(
     execs = ctx.executions_of(action_id).filter(pl.col("exec_id").is_in(exec_ids))
     records = ctx.records_of(action_id)
     identity = ctx.action_identity(action_id) + (f"#{identity_suffix}" if identity_suffix else "")
-    return Finding(
-        rule=rule.code,
-        name=rule.name,
-        title=rule.title,
-        severity=severity or rule.severity,
-        identity=identity,
-        summary=summary,
+    return _finding(
+        rule, identity, summary, severity, execs,
         ids=ctx.action_ids(action_id),
         workers=list(dict.fromkeys(execs["identity"].to_list())),
-        attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}),
         deployments=list(dict.fromkeys(d for d in execs["deployment_id"].to_list() if d is not None)),
         first_ts=records["ts"].min(),
         last_ts=records["ts"].max(),
-        remediation=list(rule.remediation),
         action_id=action_id,
+    )
+
+
+def _finding(rule: Rule, identity: str, summary: str, severity: str | None, execs: pl.DataFrame, **fields) -> Finding:
+    return Finding(
+        rule=rule.code, name=rule.name, title=rule.title, severity=severity or rule.severity,
+        identity=identity, summary=summary, remediation=list(rule.remediation),
+        attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}), **fields,
     )
 
 
@@ -48,19 +49,12 @@ def worker_finding(
     generation = ctx.deploys.generation_of().get(worker)
     records = ctx.records_of_executions(exec_ids)
     # The JSON contract: ids always carries job_id, event_id and idempotency_key.
-    ids = {key: sorted(records[key].drop_nulls().unique().to_list()) for key in ("job_id", "event_id", "idempotency_key")}
-    return Finding(
-        rule=rule.code,
-        name=rule.name,
-        title=rule.title,
-        severity=severity or rule.severity,
-        identity=identity,
-        summary=summary,
+    ids = {k: sorted(records[k].drop_nulls().unique().to_list()) for k in ("job_id", "event_id", "idempotency_key")}
+    return _finding(
+        rule, identity, summary, severity, execs,
         ids={"worker_id": [worker], **ids},
         workers=[worker],
-        attempts=sorted({a for a in execs["attempt"].to_list() if a is not None}),
         deployments=[generation] if generation else [],
         first_ts=execs["start"].min(),
         last_ts=execs["end"].max(),
-        remediation=list(rule.remediation),
     )

@@ -15,14 +15,23 @@ def cross_generation_pairs(ctx: AnalysisContext) -> pl.DataFrame:
     """Overlapping execution pairs on two known generations that no lease expiry explains."""
     pairs = ctx.pairs
     if pairs.height == 0:
-        return pairs.with_columns(generation_a=pl.lit(None, dtype=pl.String), generation_b=pl.lit(None, dtype=pl.String))
+        return pairs.with_columns(
+            generation_a=pl.lit(None, dtype=pl.String), generation_b=pl.lit(None, dtype=pl.String)
+        )
     generations = ctx.deploys.workers.select("worker_id", "generation")
     pairs = (
         pairs.filter(pl.col("overlap") != "none")
-        .join(generations.rename({"worker_id": "worker_id_a", "generation": "generation_a"}), on="worker_id_a", how="left")
-        .join(generations.rename({"worker_id": "worker_id_b", "generation": "generation_b"}), on="worker_id_b", how="left")
-        .filter(pl.col("generation_a").is_not_null() & pl.col("generation_b").is_not_null()
-                & (pl.col("generation_a") != pl.col("generation_b")))
+        .join(
+            generations.rename({"worker_id": "worker_id_a", "generation": "generation_a"}), on="worker_id_a", how="left"
+        )
+        .join(
+            generations.rename({"worker_id": "worker_id_b", "generation": "generation_b"}), on="worker_id_b", how="left"
+        )
+        .filter(
+            pl.col("generation_a").is_not_null()
+            & pl.col("generation_b").is_not_null()
+            & (pl.col("generation_a") != pl.col("generation_b"))
+        )
     )
     explained = redelivery_pairs(ctx).select("exec_id_a", "exec_id_b")
     return pairs.join(explained, on=["exec_id_a", "exec_id_b"], how="anti")
@@ -44,8 +53,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             + ("" if certain else " (within the clock-skew tolerance: possible)")
             + ("; a guard stopped one of them" if guarded else "")
         )
-        finding = action_finding(ctx, rule, action_id, exec_ids, summary,
-                                 severity=rule.param("guarded_severity", "low") if guarded else None)
+        finding = action_finding(
+            ctx, rule, action_id, exec_ids, summary, severity=rule.param("guarded_severity", "low") if guarded else None
+        )
         finding.confidence = "certain" if certain else "possible"
         finding.figures = {
             "overlap_s": seconds(worst["overlap_s"]),

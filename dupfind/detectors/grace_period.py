@@ -14,14 +14,25 @@ from dupfind.rules_registry import Rule, detector
 
 def completed_durations(ctx: AnalysisContext) -> pl.DataFrame:
     """p95 duration (s) of completed executions per job type ('' for any)."""
-    job_types = ctx.action_records.filter(pl.col("job_type").is_not_null()).group_by("action_id").agg(pl.col("job_type").first())
-    done = ctx.executions.filter(pl.col("completed")).join(job_types, on="action_id", how="left").with_columns(
-        duration_s=(pl.coalesce("done_ts", "end") - pl.col("start")).dt.total_microseconds() / 1e6,
-        job_type=pl.col("job_type").fill_null(""),
+    job_types = (
+        ctx.action_records.filter(pl.col("job_type").is_not_null())
+        .group_by("action_id")
+        .agg(pl.col("job_type").first())
+    )
+    done = (
+        ctx.executions.filter(pl.col("completed"))
+        .join(job_types, on="action_id", how="left")
+        .with_columns(
+            duration_s=(pl.coalesce("done_ts", "end") - pl.col("start")).dt.total_microseconds() / 1e6,
+            job_type=pl.col("job_type").fill_null(""),
+        )
     )
     per_type = done.group_by("job_type").agg(p95_s=pl.col("duration_s").quantile(0.95), completed=pl.len())
-    overall = done.select(pl.lit("", dtype=pl.String).alias("job_type"), pl.col("duration_s").quantile(0.95).alias("p95_s"),
-                          pl.len().cast(per_type.schema["completed"]).alias("completed"))
+    overall = done.select(
+        pl.lit("", dtype=pl.String).alias("job_type"),
+        pl.col("duration_s").quantile(0.95).alias("p95_s"),
+        pl.len().cast(per_type.schema["completed"]).alias("completed"),
+    )
     return pl.concat([per_type.filter(pl.col("job_type") != ""), overall])
 
 
@@ -38,12 +49,20 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         return []
     p95 = completed_durations(ctx)
     overall = p95.filter(pl.col("job_type") == "")["p95_s"].first()
-    job_types = ctx.action_records.filter(pl.col("job_type").is_not_null()).group_by("action_id").agg(pl.col("job_type").first())
-    cut = cut.join(job_types, on="action_id", how="left").join(p95, on="job_type", how="left").with_columns(
-        p95_s=pl.coalesce("p95_s", pl.lit(overall, dtype=pl.Float64)),
-        ran_s=(pl.col("kill_ts") - pl.col("start")).dt.total_microseconds() / 1e6,
-        lead_s=(pl.col("stop_ts") - pl.col("start")).dt.total_microseconds() / 1e6,
-        silent_s=(pl.col("last_ts") - pl.col("stop_ts")).dt.total_microseconds() / 1e6,
+    job_types = (
+        ctx.action_records.filter(pl.col("job_type").is_not_null())
+        .group_by("action_id")
+        .agg(pl.col("job_type").first())
+    )
+    cut = (
+        cut.join(job_types, on="action_id", how="left")
+        .join(p95, on="job_type", how="left")
+        .with_columns(
+            p95_s=pl.coalesce("p95_s", pl.lit(overall, dtype=pl.Float64)),
+            ran_s=(pl.col("kill_ts") - pl.col("start")).dt.total_microseconds() / 1e6,
+            lead_s=(pl.col("stop_ts") - pl.col("start")).dt.total_microseconds() / 1e6,
+            silent_s=(pl.col("last_ts") - pl.col("stop_ts")).dt.total_microseconds() / 1e6,
+        )
     )
     margin = float(rule.param("margin", 1.25))
     findings: list[Finding] = []
@@ -59,8 +78,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             needed = max(needed, float(typical) - float(group["lead_s"].min()))
         suggested = math.ceil(max(needed, float(typical or 0.0)) * margin)
         workers_cut = sorted(set(group["worker_id"].to_list()))
-        shown = f"{grace:g} s ({source})" if grace is not None else (
-            f"not logged (the workers went silent within {group['silent_s'].max():.0f} s of the stop signal)"
+        shown = (
+            f"{grace:g} s ({source})"
+            if grace is not None
+            else (f"not logged (the workers went silent within {group['silent_s'].max():.0f} s of the stop signal)")
         )
         summary = (
             f"grace period {shown} cut short {group.height} execution(s) that had started before the stop signal "

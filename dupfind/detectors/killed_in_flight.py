@@ -31,10 +31,19 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         how = KILL_WORDS.get(row["kill_kind"], row["kill_kind"])
         code = exit_codes.get(worker)
         summary = (
-            f"{how} at {iso(row['kill_ts'])}" + (f" (exit code {code})" if code is not None and not row["inferred"] else "")
-            + (f", {(row['kill_ts'] - stop_ts).total_seconds():.0f} s after its stop signal" if stop_ts and row["kill_ts"] >= stop_ts else "")
+            f"{how} at {iso(row['kill_ts'])}"
+            + (f" (exit code {code})" if code is not None and not row["inferred"] else "")
+            + (
+                f", {(row['kill_ts'] - stop_ts).total_seconds():.0f} s after its stop signal"
+                if stop_ts and row["kill_ts"] >= stop_ts
+                else ""
+            )
             + f", with {len(exec_ids)} execution(s) started and not acked: the queue will deliver them again"
-            + (f"; {len(done)} had already requested the side effect" if done else "; none had requested the side effect yet")
+            + (
+                f"; {len(done)} had already requested the side effect"
+                if done
+                else "; none had requested the side effect yet"
+            )
         )
         severity = None if done else rule.param("no_side_effect_severity", "low")
         identity = f"worker={worker}|end={iso_us(row['kill_ts'])}"
@@ -50,8 +59,13 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "s_after_stop_signal": seconds((row["kill_ts"] - stop_ts).total_seconds()) if stop_ts else None,
             "deploy": window["deploy"] if window else None,
         }
-        notes = {int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"}
-        rids = [int(kill_rid), *ctx.execution_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result"))]
+        notes = {
+            int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"
+        }
+        rids = [
+            int(kill_rid),
+            *ctx.execution_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result")),
+        ]
         finding.evidence = ctx.evidence(rids, notes)
         findings.append(finding)
     return findings

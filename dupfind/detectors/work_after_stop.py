@@ -31,7 +31,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             + (f"; {len(cut)} of them {'was' if len(cut) == 1 else 'were'} cut short when it ended" if cut else "")
             + (f"; {len(repeated)} of their actions had a side effect repeated" if repeated else "")
         )
-        finding = worker_finding(ctx, rule, worker, f"worker={worker}|stop={iso_us(first['stop_ts'])}", summary, exec_ids)
+        finding = worker_finding(
+            ctx, rule, worker, f"worker={worker}|stop={iso_us(first['stop_ts'])}", summary, exec_ids
+        )
         finding.confidence = "certain"
         finding.first_ts = first["stop_ts"]
         finding.figures = {

@@ -10,9 +10,15 @@ from rich.text import Text
 from dupfind.render.safe import safe_str, safe_text
 
 LEGEND = (
-    ("·", "dim", "alive"), ("━", "green", "executing"), ("█", "bold red", "duplicated action"),
-    ("▒", "magenta", "cut short"), ("S", "bold yellow", "stop signal"), ("K", "bold red", "killed"),
-    ("E", "cyan", "exited"), ("?", "bold red", "went silent"), ("═", "blue", "deploy window"),
+    ("·", "dim", "alive"),
+    ("━", "green", "executing"),
+    ("█", "bold red", "duplicated action"),
+    ("▒", "magenta", "cut short"),
+    ("S", "bold yellow", "stop signal"),
+    ("K", "bold red", "killed"),
+    ("E", "cyan", "exited"),
+    ("?", "bold red", "went silent"),
+    ("═", "blue", "deploy window"),
     ("▓", "bold blue", "generations overlap"),
 )
 DENSITY = " ░▒▓█"
@@ -62,6 +68,11 @@ def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
     _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
     for e in sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted"):
         _paint(cells, scale.col(e["start"]), scale.col(e["end"]), *_exec_glyph(e))
+    _mark_stop_and_end(cells, w, scale)
+    return cells
+
+
+def _mark_stop_and_end(cells: list[tuple[str, str]], w: dict, scale: _Scale) -> None:
     stop = scale.col(w["stop"], clip=False)
     if stop is not None:
         cells[stop] = ("S", "bold yellow")
@@ -69,7 +80,6 @@ def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
         end = scale.col(w["end"], clip=False)
         if end is not None:
             cells[end] = END_MARK[w["end_kind"]]
-    return cells
 
 
 def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]]:
@@ -80,16 +90,12 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
             a, b = scale.col(e["start"]), scale.col(e["end"])
             for c in range(a, b + 1):
                 busy[c] += 1
-    cells = [(DENSITY[min(len(DENSITY) - 1, -(-n * (len(DENSITY) - 1) // len(workers)))] if n else " ", "green")
-             for n in busy]
+    cells = [
+        (DENSITY[min(len(DENSITY) - 1, -(-n * (len(DENSITY) - 1) // len(workers)))] if n else " ", "green")
+        for n in busy
+    ]
     for w in workers:
-        stop = scale.col(w["stop"], clip=False)
-        if stop is not None:
-            cells[stop] = ("S", "bold yellow")
-        if w["end_kind"] in END_MARK:
-            end = scale.col(w["end"], clip=False)
-            if end is not None:
-                cells[end] = END_MARK[w["end_kind"]]
+        _mark_stop_and_end(cells, w, scale)
     return cells
 
 
@@ -102,7 +108,7 @@ def _row(label: str, cells: list[tuple[str, str]], label_width: int, label_style
 
 def _label(worker: str, width: int) -> str:
     worker = safe_str(worker)
-    return worker if len(worker) <= width else "…" + worker[-(width - 1):]
+    return worker if len(worker) <= width else "…" + worker[-(width - 1) :]
 
 
 def _axis(scale: _Scale, label_width: int) -> list[Text]:
@@ -116,10 +122,10 @@ def _axis(scale: _Scale, label_width: int) -> list[Text]:
         t = scale.start + (scale.end - scale.start) * (c / max(1, scale.width - 1))
         stamp = t.strftime("%H:%M:%S")
         pos = max(0, min(c - 4, scale.width - len(stamp)))
-        if all(ch == " " for ch in labels[max(0, pos - 1):pos + len(stamp) + 1]):
-            labels[pos:pos + len(stamp)] = list(stamp)
+        if all(ch == " " for ch in labels[max(0, pos - 1) : pos + len(stamp) + 1]):
+            labels[pos : pos + len(stamp)] = list(stamp)
     marks.append("".join(line), style="dim")
-    return [Text(" " * (label_width + 1) + "".join(labels[:scale.width]).rstrip(), style="dim"), marks]
+    return [Text(" " * (label_width + 1) + "".join(labels[: scale.width]).rstrip(), style="dim"), marks]
 
 
 def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
@@ -149,9 +155,14 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
         if total <= max_rows:
             shown, rest = workers, []
         else:
-            notable = sorted(workers, key=lambda w: (-(w["flags"]["duplicate"] + w["flags"]["interrupted"]
-                                                       + w["flags"]["after_stop"]), w["worker"]))
-            shown, rest = notable[:budget - 1], notable[budget - 1:]
+            notable = sorted(
+                workers,
+                key=lambda w: (
+                    -(w["flags"]["duplicate"] + w["flags"]["interrupted"] + w["flags"]["after_stop"]),
+                    w["worker"],
+                ),
+            )
+            shown, rest = notable[: budget - 1], notable[budget - 1 :]
             shown = sorted(shown, key=lambda w: workers.index(w))
         for w in shown:
             console.print(_row(_label(w["worker"], label_width), _worker_cells(w, scale), label_width))
@@ -171,7 +182,9 @@ def _summary(data: dict, console: Console) -> None:
     if s["overlap_s"]:
         parts.append(f"generations consumed together for {s['overlap_s']:.0f} s")
     parts.append(f"{s['taken_after_stop']} taken after a stop signal, {s['interrupted']} cut short")
-    parts.append(f"duplicated side effects: {s['duplicates_in_window']} in this window, {s['duplicates_outside_window']} outside")
+    parts.append(
+        f"duplicated side effects: {s['duplicates_in_window']} in this window, {s['duplicates_outside_window']} outside"
+    )
     console.print(safe_text("; ".join(parts)))
     if s.get("concentration"):
         console.print(safe_text(s["concentration"], style="bold"))
