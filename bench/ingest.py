@@ -34,7 +34,12 @@ from pathlib import Path
 
 import orjson
 
-CHILD_MARK = "@@BENCH@@ "
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import dupfind_revision as _dupfind_revision
+from _measure import emit, run
+from _measure import fmt_rate as _fmt_rate
+from _measure import rss_hwm_mb as _rss_hwm_mb
+
 START = datetime(2026, 7, 21, 8, 0, 0, tzinfo=timezone.utc)
 START_US = int(START.timestamp() * 1_000_000)
 MIDNIGHT = START.replace(hour=0)
@@ -279,25 +284,6 @@ def _duck_source(path: str) -> str:
     return f"read_json('{quoted}', format='newline_delimited', ignore_errors=true, columns={{{cols}}})"
 
 
-def _rss_hwm_mb() -> float:
-    """This process's peak RSS so far, in MB (MiB, as ps and top count it).
-
-    VmHWM belongs to the process's own address space, which execve creates afresh, so it is
-    exact per run. ru_maxrss is not: Linux carries the parent's RSS at fork/vfork time over
-    into the child's ru_maxrss across exec, so a child of a fat parent would report the parent.
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child(kind: str, path: str, profile: int) -> None:
     """Do one measured run and print its result as one marked JSON line on stdout."""
     result: dict = {"kind": kind}
@@ -354,8 +340,7 @@ def child(kind: str, path: str, profile: int) -> None:
             result["groups"] = row[0]
         result["threads"] = con.execute("SELECT current_setting('threads')").fetchone()[0]
     result["rss_peak_mb"] = _rss_hwm_mb()
-    sys.stdout.write(CHILD_MARK + orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
-    sys.stdout.flush()
+    emit(result)
 
 
 def run_child(kind: str, path: Path, cwd: Path, timeout: float, profile: int = 0) -> dict:
@@ -363,31 +348,18 @@ def run_child(kind: str, path: Path, cwd: Path, timeout: float, profile: int = 0
     cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, "--file", str(path)]
     if profile:
         cmd += ["--profile", str(profile)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        err += f"\nkilled after the --timeout of {timeout:.0f} s".encode()
-    wall = time.perf_counter() - t0
-    res: dict = {"kind": kind, "proc_seconds": wall, "exit": proc.returncode}
-    for line in out.decode(errors="replace").splitlines():
-        if line.startswith(CHILD_MARK):
-            res.update(orjson.loads(line[len(CHILD_MARK):]))
+    res = run(cmd, cwd=cwd, timeout=timeout)
+    stderr = res.pop("stderr").strip()
+    res.pop("stdout")
+    res["kind"] = kind
     if "seconds" not in res:
-        res["error"] = err.decode(errors="replace").strip()[-6000:] or f"exit status {proc.returncode}"
+        res.setdefault("error", stderr[-6000:] or f"exit status {res['exit']}")
     return res
 
 
 # ------------------------------------------------------------------------------------------
 # Driver
 # ------------------------------------------------------------------------------------------
-
-
-def _fmt_rate(x: float) -> str:
-    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -426,24 +398,6 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(out_dir, ignore_errors=True)
         else:
             print(f"\nkept {path}")
-
-
-def _dupfind_revision() -> str:
-    """Which dupfind is measured: the checkout's commit, and whether dupfind/ has local edits."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("dupfind")  # locates the package without importing polars
-    if spec is None or not spec.origin:
-        return "dupfind: not importable"
-    pkg = Path(spec.origin).parent
-    try:
-        head = subprocess.run(["git", "-C", str(pkg), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(pkg), "status", "--porcelain", "--", "."],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return f"dupfind at {pkg} (not a git checkout)"
-    return f"dupfind {head}{' + uncommitted edits in dupfind/' if dirty else ''} ({pkg})"
 
 
 def _bench(args, path: Path, out_dir: Path) -> int:
