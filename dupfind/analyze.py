@@ -35,6 +35,7 @@ class AnalysisReport:
     summary: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     context: AnalysisContext | None = None
+    baseline: dict[str, Any] | None = None  # set when findings known from an earlier run were left out
 
     @property
     def harmful(self) -> list[Finding]:
@@ -63,6 +64,7 @@ class AnalysisReport:
                 for r in self.rules
             ],
             "warnings": self.warnings,
+            **({"baseline": self.baseline} if self.baseline is not None else {}),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -138,3 +140,11 @@ def analyze(
     ]
     verdict, reason = _verdict(ctx, findings)
     return AnalysisReport(result, findings, rules, verdict, reason, _summary(ctx, result, findings), warnings, ctx)
+
+
+def with_findings(report: AnalysisReport, findings: list[Finding]) -> AnalysisReport:
+    """The same analysis reporting only `findings`: summary and verdict recomputed from them."""
+    ctx = report.context
+    verdict, reason = _verdict(ctx, findings)
+    return AnalysisReport(report.inputs, findings, report.rules, verdict, reason,
+                          _summary(ctx, report.inputs, findings), report.warnings, ctx, report.baseline)

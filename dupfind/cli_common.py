@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from enum import Enum
 from pathlib import Path
@@ -33,6 +34,12 @@ class ReportFormat(str, Enum):
     table = "table"
     json = "json"
     ndjson = "ndjson"
+    markdown = "markdown"
+
+
+class TraceFormat(str, Enum):
+    table = "table"
+    json = "json"
     markdown = "markdown"
 
 
@@ -75,6 +82,25 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input
 NoCacheOpt = Annotated[bool, typer.Option(
     "--no-cache", help="Parse every file again instead of reusing the cached table (DUPFIND_CACHE_DIR, default ~/.cache/dupfind)."
 )]
+OutputOpt = Annotated[
+    Optional[Path], typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
+]
+RedactOpt = Annotated[Optional[bool], typer.Option(
+    "--redact/--no-redact", show_default=False,
+    help="Mask e-mail addresses, phone numbers, tokens and keys, IP addresses and card numbers in the output "
+         "(correlation ids are kept). Default: on for markdown, off otherwise.",
+)]
+# Options of the analysis itself, shared by every command that runs it.
+DisableOpt = Annotated[
+    Optional[list[str]], typer.Option("--disable", help="Disable a rule by code or name (repeatable).")
+]
+SkewOpt = Annotated[float, typer.Option(
+    "--skew", help="Clock-skew tolerance in seconds between hosts: shorter overlaps are only 'possible'.")]
+TimeoutOpt = Annotated[Optional[list[str]], typer.Option(
+    "--timeout", help="Known visibility timeout: QUEUE=SECONDS, or SECONDS for all queues (repeatable).")]
+MaxJobsOpt = Annotated[int, typer.Option(
+    "--max-jobs-per-value",
+    help="An id value shared by more jobs than this stops linking (it is a tenant id or a placeholder).")]
 
 
 def stdout_console() -> Console:
@@ -122,3 +148,41 @@ def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=T
         total = result.totals()["rejected_total"]
         raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
     return result
+
+
+def parse_timeouts(values: list[str]) -> dict[str, float]:
+    """--timeout values (QUEUE=SECONDS or SECONDS) as queue -> seconds ('' = every queue)."""
+    timeouts: dict[str, float] = {}
+    for value in values:
+        queue, sep, seconds = value.rpartition("=")
+        if not sep:
+            queue, seconds = "", value
+        try:
+            timeouts[queue] = float(seconds.rstrip("s"))
+        except ValueError:
+            raise DupfindError(f"--timeout {value!r} is not QUEUE=SECONDS (or SECONDS for every queue).") from None
+    return timeouts
+
+
+def report_width(output: Path | None) -> int:
+    """Terminal reports: as wide as the terminal (or $COLUMNS) on stdout, 120 columns in a file."""
+    return shutil.get_terminal_size((100, 24)).columns if output is None else 120
+
+
+def make_redactor(redact: bool | None, fmt: str, table, business_keys=()):
+    """The redactor for this output (None: show values as logged); on by default for Markdown."""
+    if not (redact if redact is not None else fmt == "markdown"):
+        return None
+    from dupfind.redact import Redactor
+
+    return Redactor.for_table(table, business_keys)
+
+
+def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> None:
+    """Render a report to stdout or --output, then say on stderr what redaction masked."""
+    from dupfind.render.registry import render
+
+    write_output(lambda out: render(renderers, fmt, report, out, options), output)
+    summary = options.redactor.summary() if options.redactor is not None else None
+    if summary:
+        sys.stderr.write(f"dupfind: {summary}\n")

@@ -5,20 +5,21 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import orjson
 import typer
 
 from dupfind.cli_common import (
-    NoCacheOpt,
-    ConfigOpt, PathsArg, RejectsOpt, RulesOpt, SinceOpt, StrictOpt,
-    TableOrJson, TzOpt, UntilOpt, app, load_paths, stdout_console,
+    ConfigOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, StrictOpt, TableOrJson, TzOpt,
+    UntilOpt, app, emit, load_paths, make_redactor, report_width,
 )
 
 
 @app.command()
 def formats(
     paths: PathsArg,
-    output_format: Annotated[TableOrJson, typer.Option("--format", "-f", help="table for people, json for tools.")] = TableOrJson.table,
+    output_format: Annotated[TableOrJson, typer.Option(
+        "--format", "-f", help="table for people, json for tools.")] = TableOrJson.table,
+    output: OutputOpt = None,
+    redact: RedactOpt = None,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     assume_tz: TzOpt = None,
@@ -31,10 +32,11 @@ def formats(
     """Show what each file was read as: format, compression, lines parsed and rejected (with
     reasons and an example file:line), time span, which raw fields fed each canonical column,
     and the event names that no vocabulary entry maps (so you know what to add)."""
-    from dupfind.render.formats_report import formats_document, render_formats
+    from dupfind.render.registry import FORMATS_RENDERERS, RenderOptions
 
     result = load_paths(paths, config, rules, assume_tz, since, until, rejects, strict, use_cache=not no_cache)
-    if output_format == TableOrJson.json:
-        sys.stdout.buffer.write(orjson.dumps(formats_document(result), option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        render_formats(result, stdout_console())
+    options = RenderOptions(
+        width=report_width(output), color=output is None and sys.stdout.isatty(),
+        redactor=make_redactor(redact, output_format.value, result.table),
+    )
+    emit(FORMATS_RENDERERS, output_format.value, result, options, output)

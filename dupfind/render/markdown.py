@@ -2,118 +2,172 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections import Counter
 
+from dupfind import __version__
 from dupfind.analyze import AnalysisReport
 from dupfind.findings import CAUSE_TITLES, Finding
+from dupfind.render.md_text import code, md, table
 from dupfind.render.safe import safe_str
+from dupfind.render.trace_view import clock, trace_markdown_block
+from dupfind.trace import build_trace
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def md(value: object, limit: int | None = 200) -> str:
-    """Inline text from logs: control characters escaped, Markdown/HTML specials backslashed."""
-    return _MD_SPECIAL.sub(r"\\\1", safe_str(value, limit))
-
-
-def code(value: object, limit: int | None = 120) -> str:
-    """An inline code span that a backtick in the value cannot break."""
-    text = safe_str(value, limit).replace("`", "'")
-    return f"`{text}`" if text else "` `"
-
-
-def _evidence_block(finding: Finding, limit: int = 12) -> list[str]:
-    rows = ["| time (UTC) | where | worker | kind | event | note |", "| --- | --- | --- | --- | --- | --- |"]
-    for ev in finding.evidence[:limit]:
-        rows.append(
-            f"| {ev.ts.strftime('%H:%M:%S.%f')[:-3]} | {code(f'{ev.source}:{ev.line}')} | {md(ev.worker or '-', 60)} "
-            f"| {ev.kind} | {md(ev.name or '', 60)} | {md(ev.note or '', 80)} |"
-        )
-    return rows
+ENTITY_KEYS = ("order_id", "user_id", "notification_id", "delivery_id", "tenant_id")
+ENTITIES_LISTED = 10
+EXCERPT_ROWS = 8
+TRACE_ROWS = 40
 
 
 def _title(report: AnalysisReport) -> str:
+    s = report.summary
     if report.verdict == "harmful_duplicates":
-        by_effect = report.summary["duplicates_by_side_effect"]
-        effects = ", ".join(f"{n} {e}" for e, n in by_effect.items())
+        effects = ", ".join(f"{n} {e}" for e, n in s["duplicates_by_side_effect"].items())
         causes = report.root_causes()
         cause = CAUSE_TITLES.get(next(iter(causes)), "unknown") if causes else "unknown"
-        return f"Duplicated side effects: {effects} ({report.summary['duplicated_actions']} actions), main cause: {cause}"
+        return f"Duplicated side effects: {effects} ({s['duplicated_actions']} actions); main cause: {cause}"
     if report.verdict == "insufficient_evidence":
         return "Possible duplicated side effects: the logs cannot settle it"
+    if report.baseline is not None:
+        return "No new duplicated side effects since the baseline"
     return "No duplicated side effects found"
 
 
-def render_markdown(report: AnalysisReport, command: list[str] | None = None) -> str:
-    s = report.summary
-    totals = report.inputs.totals()
-    lines = [f"# {md(_title(report), None)}", ""]
-    lines += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
-    lines += ["## Impact", ""]
-    lines += [
-        f"- Time span: {s['first_ts']} to {s['last_ts']} (UTC)",
-        f"- Actions: {s['actions']:,}; executions: {s['executions']:,}; side-effect requests: {s['side_effect_requests']:,}",
-        f"- Actions with a duplicated side effect: **{s['duplicated_actions']}** "
-        f"({s['duplicated_side_effects']} extra side effects)",
-    ]
-    for effect, n in s["duplicates_by_side_effect"].items():
-        lines.append(f"  - {md(effect)}: {n} action(s)")
-    entities = Counter()
-    for f in report.harmful:
-        for key in ("order_id", "user_id", "notification_id"):
-            entities[key] += len(f.ids.get(key, []))
-    if any(entities.values()):
-        lines.append("- Affected entities: " + ", ".join(f"{n} {k}" for k, n in entities.items() if n))
-    lines.append(f"- Inputs: {totals['files']} file(s), {totals['records']:,} records, {totals['rejected_total']:,} rejected lines")
-    lines.append("")
-
-    causes = report.root_causes()
-    if causes:
-        lines += ["## Root cause", "", "| cause | duplicated actions |", "| --- | --- |"]
-        for cause, n in causes.items():
-            lines.append(f"| {CAUSE_TITLES.get(cause, cause)} | {n} |")
-        lines.append("")
-    worst = next((f for f in report.findings if f.harmful), None) or next(
+def _worst(report: AnalysisReport) -> Finding | None:
+    return next((f for f in report.findings if f.harmful), None) or next(
         (f for f in report.findings if f.severity != "info"), None
     )
-    if worst is not None:
-        lines += [f"## Worst incident: {worst.rule} {md(worst.name)}", ""]
-        lines.append(f"- What: {md(worst.summary, None)}")
-        if worst.cause:
-            detail = f": {md(worst.cause_detail, None)}" if worst.cause_detail else ""
-            lines.append(f"- Cause: **{CAUSE_TITLES.get(worst.cause, worst.cause)}** ({worst.confidence}){detail}")
-        ids = "; ".join(f"{k}: {', '.join(code(v) for v in vals[:4])}" for k, vals in worst.ids.items() if vals)
-        lines.append(f"- Ids: {ids}")
-        lines.append(f"- Workers: {', '.join(code(w) for w in worst.workers) or '-'}")
-        if worst.deployments:
-            lines.append(f"- Deployments: {', '.join(code(d) for d in worst.deployments)}")
-        lines.append(f"- Fingerprint: `{worst.fingerprint}`")
-        lines += ["", "Evidence:", ""] + _evidence_block(worst) + [""]
 
+
+def _impact(report: AnalysisReport) -> list[str]:
+    s = report.summary
+    totals = report.inputs.totals()
+    lines = ["## Impact", ""]
+    harmful = report.harmful
+    if harmful:
+        by_type = ", ".join(f"{md(e)}: {n} action(s)" for e, n in s["duplicates_by_side_effect"].items())
+        lines.append(f"- Duplicated side effects: **{s['duplicated_side_effects']} extra** over "
+                     f"**{s['duplicated_actions']} action(s)** ({by_type})")
+        business = (*ENTITY_KEYS, *(report.context.config.business_keys if report.context else ()))
+        for key in dict.fromkeys(business):
+            values = sorted({v for f in harmful for v in f.ids.get(key, [])})
+            if values:
+                listed = ", ".join(code(v, 60) for v in values[:ENTITIES_LISTED])
+                more = f" and {len(values) - ENTITIES_LISTED} more" if len(values) > ENTITIES_LISTED else ""
+                lines.append(f"- Affected {md(key)}: {len(values)} ({listed}{more})")
+        first = min(f.first_ts for f in harmful if f.first_ts)
+        last = max(f.last_ts for f in harmful if f.last_ts)
+        lines.append(f"- Duplicated actions between {first.strftime('%Y-%m-%d')} {clock(first)} and "
+                     f"{last.strftime('%Y-%m-%d')} {clock(last)} UTC")
+        workers = sorted({w for f in harmful for w in f.workers})
+        deployments = sorted({d for f in harmful for d in f.deployments})
+        lines.append(f"- Workers involved: {len(workers)}" + (
+            f"; deployments: {', '.join(code(d, 40) for d in deployments[:8])}" if deployments else ""))
+    else:
+        lines.append("- Duplicated side effects: none")
+    lines.append(f"- Logs: {totals['files']} file(s), {totals['records']:,} records, "
+                 f"{totals['rejected_total']:,} rejected lines, {s['first_ts']} to {s['last_ts']}; "
+                 f"{s['actions']:,} actions, {s['executions']:,} executions, {s['side_effect_requests']:,} side-effect requests")
+    if report.baseline is not None:
+        b = report.baseline
+        files = ", ".join(code(p) for p in b["files"])
+        lines.append(f"- Baseline: {b['left_out']} finding(s) already known from {files} left out; {b['new']} new")
+    return lines + [""]
+
+
+def _evidence_excerpt(finding: Finding) -> list[str]:
+    """The few records that prove the cause: those the attribution annotated, else the first ones."""
+    rows = [e for e in finding.evidence if e.note] or finding.evidence
+    cells = [
+        [clock(e.ts), code(f"{e.source}:{e.line}", 160, cell=True), code(e.worker, 60, cell=True), md(e.kind),
+         code(e.name, 60, cell=True), md(e.note or "", 120)]
+        for e in rows[:EXCERPT_ROWS]
+    ]
+    return table(["time (UTC)", "where", "worker", "kind", "event", "what it shows"], cells)
+
+
+def _root_cause(report: AnalysisReport, worst: Finding | None) -> list[str]:
+    causes = report.root_causes()
+    if not causes and worst is None:
+        return []
+    lines = ["## Root cause", ""]
+    if causes:
+        main = next(iter(causes))
+        total = sum(causes.values())
+        lines.append(f"**{md(CAUSE_TITLES.get(main, main))}** in {causes[main]} of {total} duplicated action(s).")
+        example = next((f for f in report.harmful if (f.cause or "unknown") == main), None)
+        if example is not None and example.cause_detail:
+            detail = md(example.cause_detail, None)
+            lines += ["", f"In {code(example.fingerprint)}: {detail} ({md(example.confidence)})."]
+        if len(causes) > 1:
+            rows = [[md(CAUSE_TITLES.get(c, c)), str(n)] for c, n in causes.items()]
+            lines += [""] + table(["cause", "duplicated actions"], rows)
+    else:
+        example = worst
+        lines.append(md(worst.summary, None))
+    if example is not None and example.evidence:
+        lines += ["", "Evidence:", ""] + _evidence_excerpt(example)
+    return lines + [""]
+
+
+def _worst_trace(report: AnalysisReport, worst: Finding | None) -> list[str]:
+    if worst is None or worst.action_id is None or report.context is None:
+        return []
+    trace = build_trace(report.context, worst.action_id, [f"finding {worst.fingerprint}"])
+    trace.finding = worst
+    lines = ["## Worst incident", ""]
+    if worst.cause:
+        lines += [f"Cause: **{md(CAUSE_TITLES.get(worst.cause, worst.cause))}** ({md(worst.confidence)})", ""]
+    return lines + trace_markdown_block(trace, TRACE_ROWS, heading="###") + [""]
+
+
+def _findings_by_rule(report: AnalysisReport) -> list[str]:
     counts = Counter(f.rule for f in report.findings)
-    if counts:
-        lines += ["## Findings by rule", "", "| rule | name | findings | harmful |", "| --- | --- | --- | --- |"]
-        harmful = Counter(f.rule for f in report.harmful)
-        for rule in report.rules:
-            if counts.get(rule.code):
-                lines.append(f"| {rule.code} | {rule.name} | {counts[rule.code]} | {harmful.get(rule.code, 0)} |")
-        lines.append("")
+    if not counts:
+        return []
+    harmful = Counter(f.rule for f in report.harmful)
+    rows = [[r.code, md(r.name), md(r.title, 120), str(counts[r.code]), str(harmful.get(r.code, 0))]
+            for r in report.rules if counts.get(r.code)]
+    return ["## Findings by rule", ""] + table(["rule", "name", "what", "findings", "harmful"], rows) + [""]
 
+
+def _remediation(report: AnalysisReport) -> list[str]:
     fired = [r for r in report.fired_rules() if any(f.rule == r.code and f.severity != "info" for f in report.findings)]
-    if fired:
-        lines += ["## Remediation checklist", ""]
-        for rule in fired:
-            for step in rule.remediation:
-                lines.append(f"- [ ] {md(step, None)} ({rule.code})")
-        lines.append("")
+    if not fired:
+        return []
+    lines = ["## Remediation checklist", ""]
+    for rule in fired:
+        for step in rule.remediation:
+            lines.append(f"- [ ] {md(step, None)} ({rule.code})")
+    return lines + [""]
 
-    lines += ["## How to reproduce", ""]
-    shown = " ".join(shlex.quote(a) for a in (command or ["dupfind", "analyze", "LOGS..."]))
-    lines += ["```sh", shown.replace("```", "'''"), "```"]
+
+def _shell(args: list[str]) -> str:
+    return " ".join(shlex.quote(safe_str(a)) for a in args).replace("```", "'''")
+
+
+def _reproduce(report: AnalysisReport, worst: Finding | None, command: list[str], paths: list[str]) -> list[str]:
+    inputs = paths or sorted({f.path for f in report.inputs.files}) or ["LOGS..."]
+    lines = ["## How to reproduce", "", "```sh", _shell(command or ["dupfind", "analyze", *inputs])]
     if worst is not None:
-        lines += ["", f"Trace the worst incident: `dupfind trace {safe_str(next(iter(v for v in worst.ids.values() if v), ['?'])[0]).replace('`', chr(39))} LOGS...`"]
+        lines.append(_shell(["dupfind", "trace", "--finding", worst.fingerprint, *inputs]))
+    lines += ["```", ""]
+    return lines
+
+
+def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
+                    redacted: bool = False) -> str:
+    worst = _worst(report)
+    lines = [f"# {md(_title(report), None)}", ""]
+    lines += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
+    lines += _impact(report)
+    lines += _root_cause(report, worst)
+    lines += _worst_trace(report, worst)
+    lines += _remediation(report)
+    lines += _findings_by_rule(report)
+    lines += _reproduce(report, worst, command or [], paths or [])
     if report.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {md(w, None)}" for w in report.warnings]
+        lines += ["## Warnings", ""] + [f"- {md(w, None)}" for w in report.warnings] + [""]
+    note = "; personal data and secrets in log values are masked (`--no-redact` keeps them)" if redacted else ""
+    lines.append(f"*Written by dupfind {__version__}{note}.*")
     return "\n".join(lines) + "\n"

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from rich.text import Text
+
+# The redaction in force while a report is rendered (see dupfind.redact); None: show as logged.
+_REDACT: ContextVar[Callable[[str], str] | None] = ContextVar("dupfind_redact", default=None)
+
+
+@contextmanager
+def redacting(redact: Callable[[str], str] | None) -> Iterator[None]:
+    """Every safe_str/safe_text inside the block also masks personal data with `redact`."""
+    token = _REDACT.set(redact)
+    try:
+        yield
+    finally:
+        _REDACT.reset(token)
 
 # C0 and C1 control characters (ESC, BEL, CSI, ...), DEL, and Unicode bidi overrides.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -21,8 +37,11 @@ def _escape_char(match: re.Match) -> str:
 
 
 def safe_str(value: object, limit: int | None = None) -> str:
-    """Printable text: control characters shown as \\xNN escapes, optionally shortened."""
+    """Printable text: control characters shown as \\xNN escapes, optionally shortened (and redacted)."""
     text = "" if value is None else str(value)
+    redact = _REDACT.get()
+    if redact is not None:
+        text = redact(text)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return _UNSAFE.sub(_escape_char, text)

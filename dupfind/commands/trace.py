@@ -1,0 +1,99 @@
+"""`dupfind trace`: one action's story across every file, in time order, annotated."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dupfind.cli_common import (
+    ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt, StrictOpt,
+    TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, emit, load_with_config, make_redactor, parse_timeouts,
+    report_width,
+)
+from dupfind.errors import DupfindError
+
+
+def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) -> tuple[list[str], list[str]]:
+    """`trace ID PATH...`, or `trace --id ID [--id ID2] PATH...` / `trace --finding FP PATH...`."""
+    if ids or finding:
+        if not args:
+            raise DupfindError("give at least one PATH to read (log files, folders, or - for standard input).")
+        return ids, args
+    if len(args) < 2:
+        raise DupfindError("give the id to trace and at least one PATH: dupfind trace ID PATH... (or --id ID PATH...).")
+    first = args[0]
+    if first == "-" or Path(first).exists():
+        raise DupfindError(
+            f"{first!r} is a file or folder, not an id: give the id first (dupfind trace ID PATH...) or use --id ID."
+        )
+    return [first], args[1:]
+
+
+@app.command()
+def trace(
+    args: Annotated[list[str], typer.Argument(metavar="[ID] PATH...", show_default=False, help=(
+        "The id to trace, then log files, folders or - (with --id or --finding, every argument is a path)."))],
+    ids: Annotated[Optional[list[str]], typer.Option("--id", help=(
+        "An id to trace (repeatable): job id, event id, idempotency key, notification/order id, request id, "
+        "provider message id; COLUMN=VALUE searches one column only."))] = None,
+    finding: Annotated[Optional[str], typer.Option("--finding", help=(
+        "Trace the action of this finding fingerprint (or a unique prefix of it) from `dupfind analyze`; "
+        "the analysis is re-run with the options given here."))] = None,
+    output_format: Annotated[TraceFormat, typer.Option(
+        "--format", "-f", help="table (terminal), json, or markdown (for a ticket).")] = TraceFormat.table,
+    output: OutputOpt = None,
+    redact: RedactOpt = None,
+    max_actions: Annotated[int, typer.Option(
+        "--max-actions", help="Trace at most this many actions (an id such as a user id may belong to many).")] = 20,
+    max_records: Annotated[int, typer.Option(
+        "--max-records", help="Show at most this many records of one action.")] = 1000,
+    disable: DisableOpt = None,
+    skew: SkewOpt = 0.5,
+    timeout: TimeoutOpt = None,
+    max_jobs_per_value: MaxJobsOpt = 25,
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    assume_tz: TzOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    rejects: RejectsOpt = None,
+    strict: StrictOpt = False,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Print every record of the action(s) an id belongs to, from all files in time order: time,
+    delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
+    story turns (a redelivery while the first attempt ran, a second provider request, a kill)."""
+    from dupfind.render.registry import TRACE_RENDERERS, RenderOptions
+    from dupfind.trace import correlation_context, trace_finding, trace_ids
+
+    if ids and finding:
+        raise DupfindError("give either ids (--id or the first argument) or --finding, not both.")
+    if max_actions < 1 or max_records < 1:
+        raise DupfindError("--max-actions and --max-records must be at least 1.")
+    queries, paths = split_ids_and_paths(args, [i for i in ids or [] if i.strip()], finding)
+    if finding:
+        from dupfind.commands.analyze import run_analysis
+
+        analysis, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
+                                     since, until, rejects, strict, use_cache=not no_cache)
+        report = trace_finding(analysis.context, analysis.findings, finding, max_records)
+    else:
+        from dupfind.config import load_config
+
+        if skew < 0:
+            raise DupfindError("--skew must be zero or more seconds.")
+        timeouts = parse_timeouts(timeout or [])
+        cfg = load_config(config, rules, assume_tz)
+        result = load_with_config(cfg, paths, since, until, rejects, strict, use_cache=not no_cache)
+        ctx = correlation_context(result.table, cfg, skew, timeouts, max_jobs_per_value)
+        report = trace_ids(ctx, queries, max_actions, max_records)
+    for query in report.not_found:
+        sys.stderr.write(f"dupfind: no record carries {query!r}\n")
+    options = RenderOptions(
+        width=report_width(output), color=output is None and sys.stdout.isatty(),
+        redactor=make_redactor(redact, output_format.value, report.context.table, cfg.business_keys),
+    )
+    emit(TRACE_RENDERERS, output_format.value, report, options, output)

@@ -1,0 +1,332 @@
+"""`trace`: every record of the actions an id belongs to, in time order, with the story's turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.config import Config
+from dupfind.correlate import correlate
+from dupfind.effects import COUNTED
+from dupfind.errors import DupfindError
+from dupfind.findings import Finding
+from dupfind.schema import ID_COLUMNS
+from dupfind.timefmt import iso_us
+from dupfind.trace_notes import annotate
+
+# Ids that belong to one action only; a record carrying one of the action's values but no
+# link key (an HTTP access line with the request id, a provider webhook) is part of its story.
+PER_ACTION_IDS = ("request_id", "provider_message_id")
+# Fields shown beside each record when set, in this order (ids are added when they vary).
+DETAIL_FIELDS = (
+    "status", "result", "error", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
+    "duration_ms", "visibility_timeout_s", "message",
+)
+DEPLOY_KINDS = ("deploy_start", "deploy_finish")
+STOP_LOOKBACK = timedelta(minutes=10)
+
+
+@dataclass
+class ActionTrace:
+    """One action's records in time order, with annotations and a summary of its runs."""
+
+    action_id: int | None
+    identity: str
+    matched: list[str]
+    ids: dict[str, list[str]]
+    records: pl.DataFrame
+    notes: dict[int, list[str]]
+    executions: list[dict[str, Any]]
+    side_effects: list[dict[str, Any]]
+    detail_columns: list[str]
+    total_records: int
+    finding: Finding | None = None
+
+    @property
+    def first_ts(self) -> datetime | None:
+        return self.records["ts"].min() if self.records.height else None
+
+    @property
+    def last_ts(self) -> datetime | None:
+        return self.records["ts"].max() if self.records.height else None
+
+    @property
+    def files(self) -> list[str]:
+        return sorted(set(self.records["source"].to_list()))
+
+    def details(self, row: dict[str, Any]) -> list[tuple[str, str]]:
+        """The record's key fields worth showing: (column, value) pairs."""
+        shown = []
+        for column in self.detail_columns:
+            value = row.get(column)
+            if value is None or value == "" or (column == "message" and value == row.get("name")):
+                continue
+            shown.append((column, f"{value:g}" if isinstance(value, float) else str(value)))
+        return shown
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_ts
+        records = []
+        for row in self.records.iter_rows(named=True):
+            records.append({
+                "ts": iso_us(row["ts"]),
+                "delta_s": round((row["ts"] - first).total_seconds(), 6),
+                "source": row["source"],
+                "line": row["line"],
+                "worker": row["worker_id"],
+                "deployment": row["deployment_id"],
+                "attempt": row["attempt_shown"],
+                "execution": row["exec_label"],
+                "kind": row["kind"],
+                "name": row["name"],
+                "fields": dict(self.details(row)),
+                "notes": self.notes.get(row["rid"], []),
+            })
+        return {
+            "identity": self.identity,
+            "matched": self.matched,
+            "ids": self.ids,
+            "first_ts": iso_us(first),
+            "last_ts": iso_us(self.last_ts),
+            "duration_s": round((self.last_ts - first).total_seconds(), 6) if first else None,
+            "files": self.files,
+            "records_total": self.total_records,
+            "records_shown": self.records.height,
+            "executions": [{**e, "start": iso_us(e["start"]), "end": iso_us(e["end"])} for e in self.executions],
+            "side_effects": self.side_effects,
+            "finding": None if self.finding is None else {
+                "fingerprint": self.finding.fingerprint, "rule": self.finding.rule, "name": self.finding.name,
+                "severity": self.finding.severity, "summary": self.finding.summary, "cause": self.finding.cause,
+            },
+            "records": records,
+        }
+
+
+@dataclass
+class TraceReport:
+    """What `dupfind trace` shows: one trace per action found, and the ids that found nothing."""
+
+    queries: list[str]
+    traces: list[ActionTrace]
+    not_found: list[str] = field(default_factory=list)
+    omitted_actions: int = 0
+    finding: str | None = None
+    context: AnalysisContext | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "1.0",
+            "queries": self.queries,
+            "finding": self.finding,
+            "not_found": self.not_found,
+            "actions": len(self.traces) + self.omitted_actions,
+            "omitted_actions": self.omitted_actions,
+            "traces": [t.to_dict() for t in self.traces],
+        }
+
+
+def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5,
+                        timeouts: dict[str, float] | None = None, max_jobs_per_value: int = 25) -> AnalysisContext:
+    """Correlate a canonical table (no rules run): enough to trace any id."""
+    return AnalysisContext(correlate(table, config.link_keys, max_jobs_per_value), config, skew_s, timeouts or {})
+
+
+def _id_columns(ctx: AnalysisContext) -> list[str]:
+    wanted = (*ID_COLUMNS, *ctx.config.link_keys, *ctx.config.business_keys)
+    return [c for c in dict.fromkeys(wanted) if c in ctx.table.columns]
+
+
+def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
+    """`order_id=ord_1` searches one column; anything else is a value searched in every id column."""
+    column, sep, value = query.partition("=")
+    if sep and column.strip() in columns and value.strip():
+        return column.strip(), value.strip()
+    return None, query.strip()
+
+
+def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame, list[str]]:
+    """Records carrying any queried id: (rid, action_id, query, match) rows, and the queries that found nothing."""
+    columns = _id_columns(ctx)
+    hits = []
+    for query in queries:
+        column, value = _parse_query(query, columns)
+        for col in ([column] if column else columns):
+            found = ctx.table.filter(pl.col(col) == value).select(
+                "rid", "action_id", pl.lit(query).alias("query"), pl.lit(f"{col}={value}").alias("match")
+            )
+            if found.height:
+                hits.append(found)
+    frame = pl.concat(hits) if hits else pl.DataFrame(
+        schema={"rid": pl.UInt32, "action_id": pl.Int64, "query": pl.String, "match": pl.String}
+    )
+    found_queries = set(frame["query"].to_list())
+    return frame, [q for q in queries if q not in found_queries]
+
+
+def _exec_labels(execs: pl.DataFrame) -> dict[int, str]:
+    """`attempt N` when each run logged a distinct attempt number, otherwise `run K` in start order."""
+    attempts = execs["attempt"].to_list()
+    distinct = None not in attempts and len(set(attempts)) == len(attempts)
+    return {
+        e: (f"attempt {a}" if distinct else f"run {k}")
+        for k, (e, a) in enumerate(zip(execs["exec_id"].to_list(), attempts), start=1)
+    }
+
+
+def _execution_summary(ctx: AnalysisContext, execs: pl.DataFrame, labels: dict[int, str]) -> list[dict[str, Any]]:
+    killed = set(ctx.exec_killed["exec_id"].to_list()) & set(labels)
+    effects = ctx.side_effects.filter(pl.col("exec_id").is_in(list(labels))) if ctx.side_effects.height else None
+    summary = []
+    for row in execs.iter_rows(named=True):
+        if row["exec_id"] in killed:
+            outcome = "worker killed"
+        elif row["guarded"]:
+            outcome = "stopped by a guard"
+        elif row["failed"] and not row["completed"]:
+            outcome = "failed"
+        elif row["completed"]:
+            outcome = "completed"
+        else:
+            outcome = "no ack"
+        requests = 0 if effects is None else effects.filter(
+            (pl.col("exec_id") == row["exec_id"]) & pl.col("outcome").is_in(COUNTED)
+        ).height
+        summary.append({
+            "label": labels[row["exec_id"]], "worker": row["identity"], "deployment": row["deployment_id"],
+            "attempt": row["attempt"], "start": row["start"], "end": row["end"], "outcome": outcome,
+            "side_effect_requests": requests, "job_ids": row["job_ids"],
+        })
+    return summary
+
+
+def _side_effect_summary(ctx: AnalysisContext, action_id: int | None) -> list[dict[str, Any]]:
+    if action_id is None or ctx.effect_counts.height == 0:
+        return []
+    rows = ctx.effect_counts.filter(pl.col("action_id") == action_id)
+    return [
+        {"effect": r["effect"], "requests": r["requests"], "succeeded": r["success"], "uncertain": r["uncertain"],
+         "replayed": r["replayed"], "rejected": r["rejected"], "duplicate": r["confidence"]}
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, execs: pl.DataFrame) -> list[int]:
+    """Records outside the action that belong to its story: per-action ids without a link key,
+    its workers' stop signals and kills while it ran, and deploys during it."""
+    table = ctx.table
+    rids: list[int] = []
+    unlinked = table.filter(pl.col("action_id").is_null())
+    for column in PER_ACTION_IDS:
+        if column in table.columns:
+            values = records[column].drop_nulls().unique()
+            if values.len():
+                rids += unlinked.filter(pl.col(column).is_in(values.implode()))["rid"].to_list()
+    if execs.height:
+        kills = ctx.exec_killed.filter(pl.col("exec_id").is_in(execs["exec_id"].implode()))
+        rids += [int(r) for r in kills["kill_rid"].to_list()]
+        windows = execs.select("worker_id", (pl.col("start") - STOP_LOOKBACK).alias("from"), pl.col("end").alias("to"))
+        stops = ctx.worker_events.filter(pl.col("kind") == "stop_signal").join(windows, on="worker_id").filter(
+            pl.col("ts").is_between(pl.col("from"), pl.col("to"))
+        )
+        rids += stops["rid"].unique().to_list()
+    first, last = records["ts"].min(), records["ts"].max()
+    rids += table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("ts").is_between(first, last))["rid"].to_list()
+    return rids
+
+
+def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] | None = None,
+                extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
+    """The trace of one action (or, with action_id None, of records no action holds)."""
+    table = ctx.table
+    own = table.filter(pl.col("action_id") == action_id) if action_id is not None else table.clear()
+    execs = ctx.executions.filter(pl.col("action_id") == action_id).sort("start", "exec_id") if action_id is not None \
+        else ctx.executions.clear()
+    rids = set(extra_rids or [])
+    if own.height:
+        rids |= set(_related_rids(ctx, action_id, own, execs))
+    records = pl.concat([own, table.filter(pl.col("rid").is_in(sorted(rids)) & pl.col("action_id").is_null())]) \
+        if rids else own
+    records = records.unique("rid").sort("ts", "source", "line")
+    total = records.height
+    if total > max_records:
+        records = records.head(max_records)
+    labels = _exec_labels(execs)
+    exec_attempts = dict(zip(execs["exec_id"].to_list(), execs["attempt"].to_list()))
+    records = records.with_columns(
+        exec_label=pl.col("exec_id").replace_strict(labels, default=None, return_dtype=pl.String),
+        attempt_shown=pl.coalesce(
+            "attempt", pl.col("exec_id").replace_strict(exec_attempts, default=None, return_dtype=pl.Int32)
+        ),
+    )
+    ids = ctx.action_ids(action_id) if action_id is not None else {}
+    varying = [c for c in _id_columns(ctx) if records[c].drop_nulls().n_unique() > 1]
+    detail_columns = [*varying, *(c for c in DETAIL_FIELDS if c in records.columns)]
+    if "provider_message_id" in records.columns and "provider_message_id" not in varying:
+        detail_columns.insert(len(varying), "provider_message_id")
+    return ActionTrace(
+        action_id=action_id,
+        identity=ctx.action_identity(action_id) if action_id is not None else "records outside any action",
+        matched=matched or [],
+        ids={k: v for k, v in ids.items() if v},
+        records=records,
+        notes=annotate(ctx, action_id, records, execs, labels) if action_id is not None else {},
+        executions=_execution_summary(ctx, execs, labels),
+        side_effects=_side_effect_summary(ctx, action_id),
+        detail_columns=detail_columns,
+        total_records=total,
+    )
+
+
+def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, max_records: int = 1000) -> TraceReport:
+    """Traces of every action any of the ids belongs to (records without an action traced together)."""
+    hits, not_found = find_records(ctx, queries)
+    if hits.height == 0:
+        listed = ", ".join(repr(q) for q in queries)
+        raise DupfindError(
+            f"no record carries {listed} in any id column ({', '.join(_id_columns(ctx))}); "
+            "check the value, or map the field that holds it with [aliases] in dupfind.toml."
+        )
+    linked = hits.filter(pl.col("action_id").is_not_null())
+    per_action = linked.group_by("action_id").agg(pl.col("match").unique().sort(), pl.col("rid").min().alias("first"))
+    per_action = per_action.join(
+        ctx.table.select("rid", "ts"), left_on="first", right_on="rid"
+    ).sort("ts", "action_id")
+    traces = [
+        build_trace(ctx, row["action_id"], row["match"], max_records=max_records)
+        for row in per_action.head(max_actions).iter_rows(named=True)
+    ]
+    loose = hits.filter(pl.col("action_id").is_null())
+    covered = set().union(*(set(t.records["rid"].to_list()) for t in traces)) if traces else set()
+    loose = loose.filter(~pl.col("rid").is_in(list(covered)))
+    if loose.height:
+        matched = sorted(set(loose["match"].to_list()))
+        traces.append(build_trace(ctx, None, matched, loose["rid"].to_list(), max_records))
+    return TraceReport(queries, traces, not_found, max(0, per_action.height - max_actions), context=ctx)
+
+
+def trace_finding(ctx: AnalysisContext, findings: list[Finding], fingerprint: str,
+                  max_records: int = 1000) -> TraceReport:
+    """The trace of the action behind one finding, chosen by its fingerprint (or a unique prefix of it)."""
+    wanted = fingerprint.strip().lower()
+    if len(wanted) < 6:
+        raise DupfindError(f"--finding {fingerprint!r} is too short: give at least 6 characters of the fingerprint.")
+    matches = [f for f in findings if f.fingerprint.startswith(wanted)]
+    if not matches:
+        raise DupfindError(
+            f"no finding has the fingerprint {fingerprint!r} in these logs ({len(findings)} finding(s)); "
+            "run `dupfind analyze` with the same inputs and options to list them."
+        )
+    if len({f.fingerprint for f in matches}) > 1:
+        raise DupfindError(f"--finding {fingerprint!r} matches {len(matches)} findings: give more characters.")
+    finding = matches[0]
+    if finding.action_id is None:
+        raise DupfindError(
+            f"finding {finding.fingerprint} ({finding.rule}) is not about one action, so it has no trace."
+        )
+    trace = build_trace(ctx, finding.action_id, [f"finding {finding.fingerprint}"], max_records=max_records)
+    trace.finding = finding
+    return TraceReport([], [trace], finding=finding.fingerprint, context=ctx)
