@@ -21,7 +21,15 @@ PROTECTED_COLUMNS = (
 # remembered as protected, so the set stays small on big inputs.
 _MAYBE_SENSITIVE = r"@|\d[\d ().-]{5,}\d|\d\.\d|::|:[0-9A-Fa-f]{1,4}:|eyJ|(?i:bearer|basic|_live_|_test_)|AKIA|ASIA"
 
-_LUHN_PREFIXES = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[0689]|6)")
+# Issuer prefixes by card length: a Luhn-valid number is card-like only with a prefix that cards of
+# its length really have (epoch milliseconds and snowflake ids start with 1 and stay readable).
+_CARD_PREFIXES = {
+    13: re.compile(r"4"),
+    14: re.compile(r"3(?:0[0-5]|[689])"),
+    15: re.compile(r"3[47]"),
+    16: re.compile(r"4|5[1-5]|2(?:22[1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)|6(?:011|4[4-9]|5|2)|35(?:2[89]|[3-8])"),
+}
+_LONG_CARD_PREFIX = re.compile(r"4|5[06-9]|6|35|62")  # 17 to 19 digits: Visa, Maestro, Discover, JCB, UnionPay
 _TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
 
 
@@ -37,7 +45,9 @@ def _luhn_ok(digits: str) -> bool:
 
 def _card(text: str) -> bool:
     digits = re.sub(r"[ -]", "", text)
-    return 13 <= len(digits) <= 19 and bool(_LUHN_PREFIXES.match(digits)) and _luhn_ok(digits)
+    if not 13 <= len(digits) <= 19:
+        return False
+    return bool(_CARD_PREFIXES.get(len(digits), _LONG_CARD_PREFIX).match(digits)) and _luhn_ok(digits)
 
 
 def _phone(text: str) -> bool:

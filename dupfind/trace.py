@@ -242,9 +242,8 @@ def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] 
                 extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
     """The trace of one action (or, with action_id None, of records no action holds)."""
     table = ctx.table
-    own = table.filter(pl.col("action_id") == action_id) if action_id is not None else table.clear()
-    execs = ctx.executions.filter(pl.col("action_id") == action_id).sort("start", "exec_id") if action_id is not None \
-        else ctx.executions.clear()
+    own = ctx.records_of(action_id) if action_id is not None else table.clear()
+    execs = (ctx.executions_of(action_id) if action_id is not None else ctx.executions.clear()).sort("start", "exec_id")
     rids = set(extra_rids or [])
     if own.height:
         rids |= set(_related_rids(ctx, action_id, own, execs))

@@ -101,7 +101,7 @@ def _side_effects(story: _Story) -> None:
     effects = story.ctx.side_effects
     if effects.height == 0:
         return
-    requests = effects.filter(pl.col("action_id") == story.action_id).sort("ts", "source", "line")
+    requests = story.ctx.side_effects_of(story.action_id).sort("ts", "source", "line")
     commits = story.of_kind("commit")
     repeated = len(story.execs) > 1 or requests.filter(pl.col("outcome").is_in(COUNTED)).height > 1
     keys = [k for k in story.records["idempotency_key"].drop_nulls().unique().to_list()] \
@@ -117,10 +117,12 @@ def _side_effects(story: _Story) -> None:
                 key = row.get("idempotency_key") or (keys[0] if len(keys) == 1 else None)
                 if n == 1 and counted > 1:
                     story.note(row["rid"], f"first {effect} request")
-                elif n > 1 and key:
-                    story.note(row["rid"], f"{ordinal(n)} provider request for the same idempotency key ({key})")
                 elif n > 1:
-                    story.note(row["rid"], f"{ordinal(n)} {effect} request for the same action")
+                    text = (f"{ordinal(n)} provider request for the same idempotency key ({key})" if key
+                            else f"{ordinal(n)} {effect} request for the same action")
+                    if row["provider_protected"]:
+                        text += ", sent with the provider's idempotency key (done at most once)"
+                    story.note(row["rid"], text)
                 if row["outcome"] == "uncertain":
                     story.note(answer, "no clear provider answer (timeout or none logged): it may have been done")
             elif row["outcome"] == "replay":
@@ -194,7 +196,7 @@ def _failures(story: _Story) -> None:
     effects = story.ctx.side_effects
     if effects.height == 0:
         return
-    done = effects.filter((pl.col("action_id") == story.action_id) & (pl.col("outcome") == "success"))
+    done = story.ctx.side_effects_of(story.action_id).filter(pl.col("outcome") == "success")
     for row in story.of_kind("fail").unique("exec_id", keep="first").iter_rows(named=True):
         before = done.filter((pl.col("exec_id") == row["exec_id"]) & (pl.col("ts") <= row["ts"]))
         if row["exec_id"] is not None and before.height:

@@ -34,12 +34,12 @@ def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) ->
 
 @app.command()
 def trace(
-    args: Annotated[list[str], typer.Argument(metavar="[ID] PATH...", show_default=False, help=(
-        "The id to trace, then log files, folders or - (with --id or --finding, every argument is a path)."))],
-    ids: Annotated[Optional[list[str]], typer.Option("--id", help=(
+    args: Annotated[Optional[list[str]], typer.Argument(metavar="[ID] PATH...", show_default=False, help=(
+        "The id to trace, then log files, folders or - (with --id or --finding, every argument is a path)."))] = None,
+    ids: Annotated[Optional[list[str]], typer.Option("--id", metavar="ID", help=(
         "An id to trace (repeatable): job id, event id, idempotency key, notification/order id, request id, "
         "provider message id; COLUMN=VALUE searches one column only."))] = None,
-    finding: Annotated[Optional[str], typer.Option("--finding", help=(
+    finding: Annotated[Optional[str], typer.Option("--finding", metavar="FINGERPRINT", help=(
         "Trace the action of this finding fingerprint (or a unique prefix of it) from `dupfind analyze`; "
         "the analysis is re-run with the options given here."))] = None,
     output_format: Annotated[TraceFormat, typer.Option(
@@ -73,7 +73,7 @@ def trace(
         raise DupfindError("give either ids (--id or the first argument) or --finding, not both.")
     if max_actions < 1 or max_records < 1:
         raise DupfindError("--max-actions and --max-records must be at least 1.")
-    queries, paths = split_ids_and_paths(args, [i for i in ids or [] if i.strip()], finding)
+    queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
     if finding:
         from dupfind.commands.analyze import run_analysis
 

@@ -85,16 +85,24 @@ def _header(trace: ActionTrace) -> Table:
 
 
 def short_names(names: list[str]) -> dict[str, str]:
-    """Worker names without the prefix they all share (cut at a separator), so columns stay narrow."""
+    """Worker names without what they all share (a pod prefix, a domain suffix), so columns stay narrow."""
     distinct = sorted(set(n for n in names if n))
     if len(distinct) < 2:
         return {n: n for n in distinct}
-    prefix = distinct[0]
+    prefix, suffix = distinct[0], distinct[0]
     for name in distinct[1:]:
         while not name.startswith(prefix):
             prefix = prefix[:-1]
-    cut = max(prefix.rfind(sep) for sep in "-._@/") + 1
-    return {n: ("…" + n[cut:]) if cut > 3 else n for n in distinct}
+        while not name.endswith(suffix):
+            suffix = suffix[1:]
+    head = max(prefix.rfind(sep) for sep in "-._@/") + 1
+    tail = suffix.find(".") if "." in suffix else len(suffix)
+    tail = len(suffix) - tail
+    short = {}
+    for name in distinct:
+        middle = name[head if head > 3 else 0: len(name) - tail if tail > 3 else len(name)]
+        short[name] = ("…" if head > 3 else "") + middle if middle else name
+    return short
 
 
 def _cell(text: Text | str, width: int, right: bool = False, last: bool = False) -> Text:
