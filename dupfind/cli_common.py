@@ -164,6 +164,19 @@ def parse_timeouts(values: list[str]) -> dict[str, float]:
     return timeouts
 
 
+def command_line() -> list[str]:
+    """This invocation as `dupfind ...` without --output: the command that reproduces the report."""
+    args, skip = ["dupfind"], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("--output", "-o"):
+            skip = True
+        elif not arg.startswith("--output=") and not (arg.startswith("-o") and len(arg) > 2):
+            args.append(arg)
+    return args
+
+
 def report_width(output: Path | None) -> int:
     """Terminal reports: as wide as the terminal (or $COLUMNS) on stdout, 120 columns in a file."""
     return shutil.get_terminal_size((100, 24)).columns if output is None else 120

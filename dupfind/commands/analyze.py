@@ -10,7 +10,8 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, ReportFormat,
-    RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, emit, load_with_config,
+    RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, command_line, emit,
+    load_with_config,
     make_redactor, parse_timeouts,
 )
 from dupfind.errors import DupfindError
@@ -79,7 +80,7 @@ def analyze(
 
         report = apply_baseline(report, baseline)
     options = RenderOptions(
-        worst=worst, color=output is None and sys.stdout.isatty(), command=["dupfind", *sys.argv[1:]], paths=paths,
+        worst=worst, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
         redactor=make_redactor(redact, output_format.value, report.context.table if report.context else None,
                                cfg.business_keys),
     )
