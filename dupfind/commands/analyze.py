@@ -11,8 +11,7 @@ import typer
 from dupfind.cli_common import (
     ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, ReportFormat,
     RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, command_line, emit,
-    load_with_config,
-    make_redactor, parse_timeouts,
+    load_with_config, make_redactor, parse_timeouts,
 )
 from dupfind.errors import DupfindError
 
