@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from dupfind.errors import DupfindError
+from dupfind.presets import Preset, load_presets
 from dupfind.schema import KINDS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
@@ -49,6 +50,8 @@ class Config:
     rules_dir: Path | None = None
     sources: tuple[str, ...] = ()
     subject_kinds: dict[str, dict[str, str]] = field(default_factory=dict)  # object kind -> name -> kind
+    presets: tuple[Preset, ...] = ()  # rules/presets/*.toml: export and log shapes recognised without configuration
+    value_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value (per format)
 
     def digest(self) -> str:
         """A stable hash of the effective configuration (for caches)."""
@@ -57,6 +60,7 @@ class Config:
             "action_patterns": self.action_patterns, "link": self.link_keys,
             "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
             "rules": self.rules, "subjects": self.subject_kinds,
+            "presets": [p.origin for p in self.presets], "values": self.value_maps,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
@@ -191,7 +195,7 @@ class _Builder:
                 for name in _string_list(values, f"{origin}: vocabulary.subjects.{subject}.{kind}"):
                     names[normalize_event_name(name)] = kind
 
-    def build(self, rules_dir: Path) -> Config:
+    def build(self, rules_dir: Path, presets: tuple[Preset, ...] = ()) -> Config:
         tz = self.ingest.get("assume_tz", "UTC")
         try:
             ZoneInfo(tz)
@@ -213,6 +217,7 @@ class _Builder:
             rules_dir=rules_dir,
             sources=tuple(self.sources),
             subject_kinds=self.subject_kinds,
+            presets=presets,
         )
 
 
@@ -242,4 +247,5 @@ def load_config(
         builder.add_layer(_read_toml(config_file), str(config_file), user=True)
     if assume_tz is not None:
         builder.ingest["assume_tz"] = assume_tz
-    return builder.build(rules_dir or base)
+    presets = load_presets([base] if rules_dir is None else [base, rules_dir], alias_targets(tuple(builder.business_keys)))
+    return builder.build(rules_dir or base, presets)

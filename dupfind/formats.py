@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from dupfind.lineparse import CRI_LINE, parse_logfmt, parse_plain
+from dupfind.lineparse import parse_logfmt, parse_plain
+from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_LINES = 50
@@ -20,9 +22,10 @@ class FormatSniff:
     """What a file looks like: a label for humans, and how to read it."""
 
     label: str
-    envelope: str | None = None  # "docker" | "cri"
+    envelope: str | None = None  # the envelope preset (docker, cri, gcp-logging...)
     document: bool = False
     binary: bool = False
+    line_documents: bool = False  # every line is a JSON document of several records (OTLP file exporter)
 
 
 def _sample_lines(head: bytes) -> list[str]:
@@ -33,11 +36,11 @@ def _sample_lines(head: bytes) -> list[str]:
     return [line for line in lines if line][:SAMPLE_LINES]
 
 
-def _is_docker(record: Any) -> bool:
-    return isinstance(record, dict) and isinstance(record.get("log"), str) and ("time" in record or "stream" in record)
+def _majority(count: int, total: int) -> bool:
+    return total > 0 and count * 2 > total
 
 
-def sniff_format(head: bytes, allow_document: bool = True) -> FormatSniff:
+def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset, ...] = ()) -> FormatSniff:
     """Guess the format from the first block; per-line fallbacks handle mixed files."""
     if b"\x00" in head[:8192]:
         return FormatSniff("binary", binary=True)
@@ -55,8 +58,11 @@ def sniff_format(head: bytes, allow_document: bool = True) -> FormatSniff:
         if first is None:
             # A pretty-printed JSON document (or a broken first line: the reader falls back).
             return FormatSniff("json-document", document=True)
-        if len(lines) == 1 and unwrap_document(first)[1]:
+        if len(lines) == 1 and unwrap_document(first, presets)[1]:
             return FormatSniff("json-document", document=True)
+        found = find_document_preset(presets, first)
+        if found is not None:
+            return FormatSniff(f"{found[0].label} (json documents, one a line)", document=True, line_documents=True)
     decoded = []
     for line in lines:
         if line.startswith("{"):
@@ -64,18 +70,36 @@ def sniff_format(head: bytes, allow_document: bool = True) -> FormatSniff:
                 decoded.append(orjson.loads(line))
             except orjson.JSONDecodeError:
                 decoded.append(None)
-    if decoded and sum(_is_docker(r) for r in decoded) * 2 > len(decoded):
-        return FormatSniff("docker-json", envelope="docker")
-    if sum(bool(CRI_LINE.match(line)) for line in lines) * 2 > len(lines):
-        return FormatSniff("cri", envelope="cri")
+    for preset in presets:
+        if preset.kind == "json" and preset.is_envelope and _majority(sum(preset.matches(r) for r in decoded), len(decoded)):
+            return FormatSniff(preset.label, envelope=preset.name)
+    clean = [re.sub(ANSI_ESCAPE, "", line) for line in lines]
+    for preset in presets:
+        if preset.kind == "text" and preset.is_envelope:
+            pattern = re.compile(preset.line)  # type: ignore[arg-type]
+            if _majority(sum(bool(pattern.search(line)) for line in clean), len(lines)):
+                return FormatSniff(preset.label, envelope=preset.name)
+    for preset in presets:
+        if preset.is_record_shape and _majority(sum(preset.matches(r) for r in decoded), len(lines)):
+            return FormatSniff(preset.label)
+    grammar_hits = 0
+    grammar_label = None
+    for preset in presets:
+        if preset.is_grammar:
+            pattern = re.compile(preset.line)  # type: ignore[arg-type]
+            hits = sum(bool(pattern.search(line)) for line in clean)
+            if hits > grammar_hits:
+                grammar_hits, grammar_label = hits, preset.label
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}
-    for line in lines:
+    for line in clean:
         if line.startswith("{"):
             continue
         if parse_logfmt(line) is not None:
             votes["logfmt"] += 1
         elif parse_plain(line) is not None:
             votes["text"] += 1
+    if grammar_label and _majority(grammar_hits, len(lines)):
+        return FormatSniff(grammar_label)
     label = max(votes, key=lambda k: votes[k])
     if votes[label] == 0:
         label = "unknown"
@@ -91,8 +115,17 @@ def _hits(document: dict) -> list | None:
     return None
 
 
-def unwrap_document(document: Any) -> tuple[list, str]:
-    """The records of a JSON document and the wrapper they sat in ('' for a bare array)."""
+def unwrap_document(document: Any, presets: tuple[Preset, ...] = ()) -> tuple[list, str, Preset | None]:
+    """The records of a JSON document, the wrapper they sat in ('' for a bare array), and the
+    export preset that recognised them (None: a generic wrapper)."""
+    found = find_document_preset(presets, document)
+    if found is not None:
+        return found[1], found[2], found[0]
+    records, wrapper = _generic_records(document)
+    return records, wrapper, None
+
+
+def _generic_records(document: Any) -> tuple[list, str]:
     if isinstance(document, list):
         return document, ""
     if isinstance(document, dict):

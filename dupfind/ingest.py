@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Any, Callable, Iterable
 
 import orjson
 import polars as pl
 
 from dupfind.config import Config
+from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
-from dupfind.lineparse import CRI_LINE, parse_logfmt, parse_plain
-from dupfind.normalize import (
-    ENVELOPE_STREAM, FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, normalize,
-)
+from dupfind.grammar import continuation_lines, parse_grammar_lines
+from dupfind.lineparse import parse_logfmt, parse_plain
+from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
+from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
 from dupfind.schema import empty_table
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
@@ -128,6 +131,8 @@ class _Block:
     rejects: list[pl.DataFrame] = field(default_factory=list)
     blank: int = 0
     continuation: int = 0  # physical lines merged into a record started on an earlier line
+    context_lines: int = 0  # lines that only carried context for the file (a startup banner)
+    context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
 
 
 class LineParser:
@@ -135,14 +140,18 @@ class LineParser:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.presets = {p.name: p for p in config.presets}
+        self.grammars = [p for p in config.presets if p.is_grammar]
+        self.record_shapes = [p for p in config.presets if p.is_record_shape]
         paths: set[str] = set()
-        for aliases in config.aliases.values():
-            for path in aliases:
-                paths.add(path)
-                if "." in path:
-                    parts = path.split(".")
-                    for cut in range(1, len(parts)):
-                        paths.add(".".join(parts[:cut]))
+        wanted = [a for aliases in config.aliases.values() for a in aliases]
+        wanted += [k for p in self.record_shapes for k in p.key_paths()]
+        for path in wanted:
+            paths.add(path)
+            if "." in path:
+                parts = path.split(".")
+                for cut in range(1, len(parts)):
+                    paths.add(".".join(parts[:cut]))
         self.json_keys = paths
 
     # -- JSON -------------------------------------------------------------------------
@@ -163,12 +172,29 @@ class LineParser:
             return None
         return frame if frame.height == len(texts) else None
 
+    def _add_json(self, rows: pl.DataFrame, frame: pl.DataFrame, block: _Block, fmt: str) -> None:
+        """Append parsed JSON rows; rows in a known record layout (Laravel, pino...) get its format."""
+        carried = [c for c in rows.columns if c not in ("line", "text")]
+        raw = pl.concat([rows.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal")
+        base = fmt.removesuffix("ndjson")
+        for shape in self.record_shapes:
+            if not all(k in frame.columns for k in (*shape.detect_all, *shape.detect_text)):
+                continue
+            conditions = [pl.col(k).is_not_null() for k in (*shape.detect_all, *shape.detect_text)]
+            if shape.detect_any:
+                conditions.append(pl.any_horizontal([pl.col(k).is_not_null() for k in shape.detect_any if k in frame.columns] or [pl.lit(False)]))
+            fits = raw.select(pl.all_horizontal(conditions)).to_series()
+            if fits.any():
+                block.raws.append((raw.filter(fits), base + shape.name))
+                raw = raw.filter(~fits)
+        if raw.height:
+            block.raws.append((raw, fmt))
+
     def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str) -> None:
         """rows: line, text (+ carried envelope columns). Bad lines cost their sub-block only."""
-        carried = [c for c in rows.columns if c not in ("line", "text")]
         frame = self._read_json(rows["text"])
         if frame is not None:
-            block.raws.append((pl.concat([rows.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal"), fmt))
+            self._add_json(rows, frame, block, fmt)
             return
         if rows.height > JSON_SUB_BLOCK:
             for offset in range(0, rows.height, JSON_SUB_BLOCK):
@@ -200,19 +226,29 @@ class LineParser:
             if frame is None:  # polars disagrees with orjson on some line: reject the rest
                 block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
                 return
-            block.raws.append((pl.concat([subset.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal"), fmt))
+            self._add_json(subset, frame, block, fmt)
 
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
-        carried = [c for c in rows.columns if c not in ("line", "text")]
+        """Framework grammars (vectorised) first, then logfmt and plain text line by line."""
+        rows = rows.with_columns(clean=pl.col("text").str.replace_all(ANSI_ESCAPE, ""))
+        grammar = parse_grammar_lines(rows, self.grammars)
+        block.context_lines += grammar.context_lines
+        for key, value in grammar.context.items():
+            block.context.setdefault(key, value)
+        record_lines = [frame[LINE] for frame, _ in grammar.raws]
+        for frame, preset in grammar.raws:
+            block.raws.append((frame, fmt_prefix + preset.name))
+        rows = grammar.rest
+        carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
-        unknown_lines: list[int] = []
-        unknown_texts: list[str] = []
+        unknown: list[int] = []
         carried_values = rows.select(carried).rows() if carried else None
         has_envelope_time = FALLBACK_TS in carried
         not_records: list[int] = []
-        for index, (line, text) in enumerate(zip(rows["line"].to_list(), rows["text"].to_list())):
+        lines, texts = rows["line"].to_list(), rows["text"].to_list()
+        for index, (line, text) in enumerate(zip(lines, rows["clean"].to_list())):
             if text.lstrip().startswith("[") and _is_json(text):
                 not_records.append(index)
                 continue
@@ -225,11 +261,10 @@ class LineParser:
                     # Free text inside a Docker/CRI envelope: the envelope gives the time.
                     record = {PLAIN_MESSAGE: text.strip()}
             if record is None:
-                unknown_lines.append(line)
-                unknown_texts.append(text)
+                unknown.append(index)
                 continue
             record[LINE] = line
-            record[TEXT] = text
+            record[TEXT] = texts[index]
             if carried_values is not None:
                 record.update(zip(carried, carried_values[index]))
             target.append(record)
@@ -238,8 +273,15 @@ class LineParser:
                 frame = pl.from_dicts(records, infer_schema_length=None)
                 frame = frame.with_columns(pl.exclude(LINE).cast(pl.String))
                 block.raws.append((frame, fmt_prefix + fmt))
-        if unknown_lines:
-            block.rejects.append(_reject_frame(unknown_lines, "unknown_format", unknown_texts))
+                record_lines.append(frame[LINE])
+        if unknown and grammar.continuing is not None:
+            candidates = rows["line"].gather(unknown)
+            joined = continuation_lines(pl.concat([rows["line"], *record_lines]), pl.concat(record_lines), candidates, grammar.continuing)
+            if joined.len():
+                block.continuation += joined.len()
+                unknown = [i for i, line in zip(unknown, candidates.to_list()) if line not in set(joined.to_list())]
+        if unknown:
+            block.rejects.append(_reject_frame(rows["line"].gather(unknown).to_list(), "unknown_format", rows["text"].gather(unknown).to_list()))
         if not_records:
             block.rejects.append(pl.DataFrame({
                 "line": rows["line"].gather(not_records),
@@ -248,55 +290,21 @@ class LineParser:
             }))
 
     # -- envelopes --------------------------------------------------------------------
-    def _unwrap_docker(self, rows: pl.DataFrame, block: _Block) -> None:
-        env_schema = {"log": pl.String, "stream": pl.String, "time": pl.String}
-        env = self._read_json(rows["text"], env_schema)
-        if env is None:
-            # Some line is not a JSON envelope: decode each one on its own.
-            decoded = []
-            for text in rows["text"].to_list():
-                try:
-                    value = orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    value = None
-                if not isinstance(value, dict) or not isinstance(value.get("log"), str):
-                    decoded.append({"log": None, "stream": None, "time": None})
-                else:
-                    decoded.append({k: None if value.get(k) is None else str(value.get(k)) for k in env_schema})
-            env = pl.DataFrame(decoded, schema=env_schema)
-        is_wrapped = env["log"].is_not_null()
-        loose = rows.filter(~is_wrapped)
+    def _unwrap(self, rows: pl.DataFrame, block: _Block, preset: Preset) -> None:
+        """Lines wrapped by an envelope preset: the inner line is parsed like any other line."""
+        if preset.kind == "json":
+            inner, loose = unwrap_json_lines(preset, rows, self._read_json)
+        else:
+            inner, loose = unwrap_text_lines(preset, rows)
         if loose.height:
             self.parse_block(loose, block, envelope=None)
-        wrapped = pl.concat([rows.select("line"), env], how="horizontal").filter(is_wrapped)
-        inner = self._join_partials(
-            wrapped.select(
-                "line",
-                pl.col("log").alias("text"),
-                pl.col("time").alias(FALLBACK_TS),
-                pl.col("stream").alias(ENVELOPE_STREAM),
-            ),
-            partial=~pl.col("text").str.ends_with("\n"),
-            block=block,
-        )
-        inner = inner.with_columns(pl.col("text").str.strip_suffix("\n"))
-        self.parse_block(inner, block, envelope="docker")
-
-    def _unwrap_cri(self, rows: pl.DataFrame, block: _Block) -> None:
-        parts = rows.with_columns(pl.col("text").str.extract_groups(CRI_LINE.pattern).alias("cri")).unnest("cri")
-        matched = parts.filter(pl.col("tag").is_not_null())
-        other = parts.filter(pl.col("tag").is_null()).select("line", "text")
-        if other.height:
-            self.parse_block(other, block, envelope=None)
-        inner = self._join_partials(
-            matched.select(
-                "line", pl.col("body").alias("text"), pl.col("ts").alias(FALLBACK_TS),
-                pl.col("stream").alias(ENVELOPE_STREAM), pl.col("tag"),
-            ),
-            partial=pl.col("tag") == "P",
-            block=block,
-        ).drop("tag", strict=False)
-        self.parse_block(inner, block, envelope="cri")
+        partial = partial_flag(preset)
+        if partial is not None:
+            inner = self._join_partials(inner, partial, block)
+        if preset.join_partial == "missing_newline":
+            inner = inner.with_columns(pl.col("text").str.strip_suffix("\n"))
+        inner = inner.drop([c for c in inner.columns if c not in ("line", "text") and not c.startswith(("_", "envelope."))])
+        self.parse_block(inner, block, envelope=preset.name)
 
     def _join_partials(self, rows: pl.DataFrame, partial: pl.Expr, block: _Block) -> pl.DataFrame:
         """Join partial lines (CRI `P`, Docker lines without newline) into the next full one."""
@@ -354,10 +362,9 @@ class LineParser:
             self._parse_text(text_rows, block, prefix)
 
     def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str) -> None:
-        if envelope == "docker":
-            self._unwrap_docker(rows, block)
-        elif envelope == "cri":
-            self._unwrap_cri(rows, block)
+        preset = self.presets.get(envelope)
+        if preset is not None and preset.is_envelope:
+            self._unwrap(rows, block, preset)
         else:
             self.parse_block(rows, block, envelope=None)
 
@@ -424,8 +431,9 @@ class Ingestor:
     def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
         """Line accounting of a block; its raw records wait for batch normalisation."""
         report.blank += block.blank
-        report.parsed += block.continuation
-        raws = [(raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt) for raw, fmt in block.raws]
+        report.parsed += block.continuation + block.context_lines
+        raws = self._with_file_context(block, read, source)
+        raws = [(raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt) for raw, fmt in raws]
         if self.sink is not None:
             self.sink(raws)
         else:
@@ -451,7 +459,7 @@ class Ingestor:
                 return read
             chunks = iter_chunks(opened.stream)
             first = next(chunks, b"")
-            sniff = sniff_format(first)
+            sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label
             if sniff.binary:
                 total = _line_count(first) + sum(_line_count(c) for c in chunks)
@@ -460,6 +468,8 @@ class Ingestor:
                 report.add_rejects(binary)
                 rejects.append(binary.head(1).with_columns(text=pl.lit("<binary data>"), source=pl.lit(src.path)))
                 report.notes.append("binary data (NUL bytes): not a log file")
+            elif sniff.line_documents:
+                self._read_line_documents(first, chunks, report, src.path, read)
             elif sniff.document:
                 self._read_document(first + b"".join(chunks), sniff, report, src.path, read)
             else:
@@ -494,29 +504,99 @@ class Ingestor:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
-            sniff = sniff_format(data[: 1 << 20], allow_document=False)
+            sniff = sniff_format(data[: 1 << 20], allow_document=False, presets=self.config.presets)
             report.format = sniff.label
             if sniff.label in ("ndjson", "json-document") or sniff.label.startswith("mixed"):
                 report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
             self._read_lines(data, iter(()), sniff, report, source, read)
             return
-        records, wrapper = unwrap_document(document)
-        report.format = f"json-document{f' ({wrapper})' if wrapper else ''}"
+        records, wrapper, preset = unwrap_document(document, self.config.presets)
+        label = preset.label if preset else "json-document"
+        report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
         report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
         report.lines = len(records)
-        good_lines, good_texts, bad = [], [], []
-        for index, record in enumerate(records, start=1):
-            if isinstance(record, dict):
-                good_lines.append(index)
-                good_texts.append(orjson.dumps(record).decode())
-            else:
-                bad.append(index)
         block = _Block()
+        self._parse_records(list(enumerate(records, start=1)), preset, block)
+        self._finish_block(block, report, source, read)
+
+    def _parse_records(self, records: list[tuple[int, Any]], preset: Preset | None, block: _Block) -> None:
+        """Records of JSON documents (position, value); an export preset unwraps each one."""
+        good: list[tuple[int, Any]] = []
+        bad = []
+        for position, record in records:
+            unwrapped = unwrap_record(preset, record) if preset is not None else (
+                orjson.dumps(record).decode() if isinstance(record, dict) else None
+            )
+            if unwrapped is None:
+                bad.append(position)
+            else:
+                good.append((position, unwrapped))
         if bad:
             block.rejects.append(_reject_frame(bad, "not_a_record"))
-        rows = pl.DataFrame({"line": pl.Series(good_lines, dtype=pl.Int64), "text": pl.Series(good_texts, dtype=pl.String)})
+        if preset is not None:
+            self.parser.parse_block(unwrapped_frame(good), block, envelope=preset.name)
+            return
+        rows = pl.DataFrame({
+            "line": pl.Series([p for p, _ in good], dtype=pl.Int64), "text": pl.Series([t for _, t in good], dtype=pl.String),
+        })
         self.parser.parse_block(rows, block, envelope=None)
-        self._finish_block(block, report, source, read)
+
+    def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: "_FileRead") -> None:
+        """A JSON document on every line (an OTLP file exporter's batches): records are numbered
+        across the file; a line that is not a document counts as one rejected position."""
+        report.notes.append("line numbers of JSON documents are record positions (1 = first record of the file)")
+        position = 0
+        labels: set[str] = set()
+        for chunk in _chain([first] if first else [], chunks):
+            block = _Block()
+            items: dict[str | None, list[tuple[int, Any]]] = {}
+            presets: dict[str | None, Preset | None] = {}
+            for raw in chunk.split(b"\n"):
+                if not raw.strip():
+                    continue
+                try:
+                    document = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    position += 1
+                    block.rejects.append(_reject_frame([position], "invalid_json", [raw[:REJECT_TEXT_LIMIT].decode("utf-8", "replace")]))
+                    continue
+                records, _, preset = unwrap_document(document, self.config.presets)
+                key = preset.name if preset else None
+                presets[key] = preset
+                labels.add(preset.label if preset else "json-document")
+                for record in records:
+                    position += 1
+                    items.setdefault(key, []).append((position, record))
+            for key, found in items.items():
+                self._parse_records(found, presets[key], block)
+            self._finish_block(block, report, source, read)
+        report.lines = position
+        report.format = f"{' + '.join(sorted(labels)) or 'json-document'} (json documents, one a line)"
+
+    def _with_file_context(self, block: _Block, read: "_FileRead", path: str) -> list[tuple[pl.DataFrame, str]]:
+        """Values that hold for the whole file (a Celery node name from its banner or `ready.` line)
+        reach the file's records as `file.<column>` fallbacks, from the block where they appear on;
+        a framework log without one names its worker after the file."""
+        context = read.context
+        for key, value in block.context.items():
+            context.setdefault(key, value)
+        for raw, _ in block.raws:
+            for column in (c for c in raw.columns if c.startswith(CONTEXT_PREFIX)):
+                found = raw[column].drop_nulls()
+                if found.len():
+                    context.setdefault(column.removeprefix(CONTEXT_PREFIX), found[0])
+        values = dict(context)
+        if "worker_id" not in values:
+            formats = {part for _, fmt in block.raws for part in fmt.split("+")}
+            for preset in self.config.presets:
+                match = re.search(preset.file_worker, path) if preset.file_worker and preset.name in formats else None
+                if match and match.groupdict().get("worker_id"):
+                    values["worker_id"] = match.group("worker_id")
+                    break
+        if not values:
+            return block.raws
+        extra = [pl.lit(v, dtype=pl.String).alias(FILE_PREFIX + k) for k, v in values.items()]
+        return [(raw.with_columns(extra), fmt) for raw, fmt in block.raws]
 
 
 def _chain(first: list[bytes], rest) -> Iterable[bytes]:
@@ -531,6 +611,7 @@ class _FileRead:
     report: FileReport
     raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)
     rejects: list[pl.DataFrame] = field(default_factory=list)
+    context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
 
     @property
     def rows(self) -> int:
@@ -556,7 +637,7 @@ class _Normaliser:
 
     def flush(self) -> None:
         for raw, fmt in _merge_by_format(self.pending):
-            result = normalize(raw, self.config, fmt)
+            result = normalize(raw, config_for_format(self.config, fmt), fmt)
             self.tables.append(result.table)
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
             for source, records, naive in counts:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
 from dupfind.config import Config
+from dupfind.presets import ENVELOPE_PREFIX, FILE_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.timeparse import parse_timestamps
 
@@ -17,7 +18,6 @@ TEXT = "_text"
 LEADING_TS = "_leading_ts"
 FALLBACK_TS = "_fallback_ts"
 PLAIN_MESSAGE = "_plain_message"
-ENVELOPE_STREAM = "_stream"
 
 # Columns that keep structured (JSON object/array) values as text; all others drop them.
 STRUCTURED_OK = {"message", "error", "result"}
@@ -33,7 +33,7 @@ class Normalized:
     fields: dict[str, dict[str, list[str]]]  # source -> canonical column -> raw field paths used
 
 
-def _path_expr(path: str, available: set[str]) -> pl.Expr | None:
+def path_expr(path: str, available: set[str]) -> pl.Expr | None:
     """The value at a raw field path: a literal (dotted) key, or nested inside a parent."""
     options: list[pl.Expr] = []
     if path in available:
@@ -52,6 +52,39 @@ def _path_expr(path: str, available: set[str]) -> pl.Expr | None:
     return options[0] if len(options) == 1 else pl.coalesce(options)
 
 
+_FORMAT_CONFIGS: dict[tuple[int, str], Config] = {}
+
+
+def config_for_format(config: Config, fmt: str) -> Config:
+    """The aliases in force for one format: a preset's own paths first, its envelope's values last.
+
+    `fmt` names the layers a record came through (`cri+celery`, `gcp-logging+ndjson`); each layer
+    that is a preset adds what it knows about where the canonical columns are.
+    """
+    key = (id(config), fmt)
+    cached = _FORMAT_CONFIGS.get(key)
+    if cached is not None and cached.digest() == config.digest():
+        return cached
+    by_name = {p.name: p for p in config.presets}
+    layers = [by_name[part] for part in fmt.split("+") if part in by_name]
+    aliases = {column: list(paths) for column, paths in config.aliases.items()}
+    values: dict[str, dict[str, str]] = {c: dict(m) for c, m in config.value_maps.items()}
+    context_columns = {"worker_id"} | {c for p in config.presets for r in p.rules + p.context_lines for c in r.context}
+    for preset in layers:
+        for column, paths in preset.prefer.items():
+            aliases[column] = [*paths, *(a for a in aliases.get(column, []) if a not in paths)]
+        for column, paths in preset.fields.items():
+            if column != "ts":
+                aliases[column] = [*aliases.get(column, []), *(ENVELOPE_PREFIX + p for p in paths)]
+        for column, mapping in preset.values.items():
+            values.setdefault(column, {}).update(mapping)
+    for column in context_columns:
+        aliases[column] = [*aliases.get(column, []), FILE_PREFIX + column]
+    derived = replace(config, aliases=aliases, value_maps=values)
+    _FORMAT_CONFIGS[key] = derived
+    return derived
+
+
 def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -> pl.DataFrame:
     """Each alias path's value, computed once (a nested path parses its parent's JSON once).
 
@@ -63,7 +96,7 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -
         for path in paths:
             if path in exprs:
                 continue
-            expr = _path_expr(path, available)
+            expr = path_expr(path, available)
             if expr is not None:
                 value = expr.cast(pl.String)
                 # Strip only values that need it: stripping everything would copy every string.
@@ -169,7 +202,6 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     extras = {
         "__lead": raw[LEADING_TS] if LEADING_TS in raw.columns else pl.Series("__lead", [None] * raw.height, dtype=pl.String),
         "__fallback": raw[FALLBACK_TS] if FALLBACK_TS in raw.columns else pl.Series("__fallback", [None] * raw.height, dtype=pl.String),
-        "__envstream": raw[ENVELOPE_STREAM] if ENVELOPE_STREAM in raw.columns else pl.Series("__envstream", [None] * raw.height, dtype=pl.String),
     }
     # with_columns (not select) so that columns with no alias present broadcast to the height.
     frame = values.with_columns(
@@ -204,6 +236,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = frame.filter(pl.col("__reason").is_null())
 
     schema = canonical_schema(config.business_keys)
+    mapped = {c: pl.col(c).replace(m) for c, m in config.value_maps.items() if c in frame.columns}
+    if mapped:
+        frame = frame.with_columns(**mapped)
     numeric = {
         **{c: pl.col(c).cast(pl.Float64, strict=False).cast(t, strict=False) for c, t in INT_COLUMNS.items() if c in frame.columns},
         **{c: pl.col(c).cast(t, strict=False) for c, t in FLOAT_COLUMNS.items() if c in frame.columns},
@@ -220,7 +255,6 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = frame.with_columns(
         ts=pl.col("__ts"),
         ts_naive=pl.col("__naive"),
-        stream=pl.coalesce(pl.col("stream"), pl.col("__envstream")),
         source=pl.col("__source"),
         format=pl.lit(fmt, dtype=pl.String),
     )

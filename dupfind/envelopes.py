@@ -1,0 +1,138 @@
+"""Envelopes: export records and container lines that wrap the real record, unwrapped by their preset."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import orjson
+import polars as pl
+
+from dupfind.normalize import FALLBACK_TS, path_expr
+from dupfind.presets import ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped
+
+_NAIVE_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$"
+# Prometheus label sets as logcli prints them: {app="notifier", pod="w-1"} -> JSON.
+_LABEL_KEY = r'([A-Za-z_][A-Za-z0-9_]*)="'
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
+
+
+def _time_expr(preset: Preset, expr: pl.Expr) -> pl.Expr:
+    if preset.timezone != "UTC":
+        return expr
+    stripped = expr.str.strip_chars()
+    return pl.when(stripped.str.contains(_NAIVE_TIME)).then(stripped + "Z").otherwise(expr)
+
+
+def _envelope_columns(preset: Preset, frame: pl.DataFrame) -> list[pl.Expr]:
+    """Fallback time and one `envelope.<path>` column per envelope path the preset maps."""
+    available = set(frame.columns)
+    exprs: list[pl.Expr] = []
+    times = [e for e in (path_expr(p, available) for p in preset.fields.get("ts", ())) if e is not None]
+    if times:
+        exprs.append(_time_expr(preset, pl.coalesce(times) if len(times) > 1 else times[0]).alias(FALLBACK_TS))
+    for column, paths in preset.fields.items():
+        if column == "ts":
+            continue
+        for path in paths:
+            expr = path_expr(path, available)
+            if expr is not None:
+                exprs.append(expr.cast(pl.String).alias(ENVELOPE_PREFIX + path))
+    return exprs
+
+
+def _decode_each(texts: list[str], keys: list[str]) -> pl.DataFrame:
+    """Per-line decoding when polars refused the block (a malformed line somewhere in it)."""
+    rows = []
+    for text in texts:
+        try:
+            value: Any = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            rows.append({k: None for k in keys})
+            continue
+        row = {}
+        for key in keys:
+            item = value.get(key)
+            row[key] = item if isinstance(item, str) or item is None else orjson.dumps(item).decode()
+        rows.append(row)
+    return pl.DataFrame(rows, schema={k: pl.String for k in keys})
+
+
+def unwrap_json_lines(
+    preset: Preset, rows: pl.DataFrame, read_json: Callable[[pl.Series, dict], Any],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """NDJSON lines that are envelopes: (inner rows with envelope columns, lines that are not envelopes)."""
+    keys = sorted({k for p in (*preset.inner, *(q for ps in preset.fields.values() for q in ps)) for k in _prefixes(p)})
+    env = read_json(rows["text"], {k: pl.String for k in keys})
+    if env is None:
+        env = _decode_each(rows["text"].to_list(), keys)
+    available = set(env.columns)
+    inner_exprs = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
+    inner = pl.coalesce(inner_exprs) if inner_exprs else pl.lit(None, dtype=pl.String)
+    values = env.select(inner.cast(pl.String).alias("__inner"), *_envelope_columns(preset, env))
+    wrapped = values["__inner"].is_not_null()
+    if preset.inner_json_only:
+        wrapped = wrapped & values["__inner"].str.strip_chars_start().str.starts_with("{")
+    loose = rows.filter(~wrapped).select("line", "text")
+    inner_rows = pl.concat([rows.select("line"), values], how="horizontal").filter(wrapped).rename({"__inner": "text"})
+    return inner_rows, loose
+
+
+def unwrap_text_lines(preset: Preset, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Text lines in an envelope (CRI, logcli): (inner rows with envelope columns, other lines)."""
+    clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
+    rows = rows.with_columns(__clean=clean)
+    is_envelope = pl.col("__clean").str.contains(preset.line)
+    other = rows.filter(~is_envelope).select("line", "text")
+    matched = rows.filter(is_envelope)
+    groups = matched.select(pl.col("__clean").str.extract_groups(preset.line)).unnest("__clean")
+    if "labels" in groups.columns:
+        groups = groups.with_columns(
+            pl.col("labels").str.replace_all(_LABEL_KEY, '"${1}":"').str.replace_all(r'",\s+"', '","')
+        )
+    if "ts" in groups.columns:
+        groups = groups.rename({"ts": "__ts"})
+        fields = {**preset.fields, "ts": ("__ts",)}
+        preset_view = Preset(**{**preset.__dict__, "fields": fields})
+    else:
+        preset_view = preset
+    extra = groups.select(*_envelope_columns(preset_view, groups))
+    keep = [c for c in groups.columns if c in ("inner", _partial_group(preset))]
+    inner_rows = pl.concat([matched.select("line"), groups.select(keep), extra], how="horizontal").rename({"inner": "text"})
+    inner_rows = inner_rows.with_columns(pl.col("text").fill_null(""))
+    return inner_rows, other
+
+
+def _partial_group(preset: Preset) -> str | None:
+    if preset.join_partial and "=" in preset.join_partial:
+        return preset.join_partial.split("=", 1)[0]
+    return None
+
+
+def partial_flag(preset: Preset) -> pl.Expr | None:
+    """Which inner rows are the first parts of a longer line (joined with what follows)."""
+    if preset.join_partial == "missing_newline":
+        return ~pl.col("text").str.ends_with("\n")
+    group = _partial_group(preset)
+    if group is not None:
+        return pl.col(group) == preset.join_partial.split("=", 1)[1]
+    return None
+
+
+def unwrapped_frame(items: list[tuple[int, Unwrapped]]) -> pl.DataFrame:
+    """Rows (line, text, fallback time, envelope columns) from records unwrapped in Python."""
+    columns = sorted({k for _, u in items for k in u.envelope})
+    data: dict[str, list] = {"line": [], "text": [], FALLBACK_TS: [], **{c: [] for c in columns}}
+    for line, unwrapped in items:
+        data["line"].append(line)
+        data["text"].append(unwrapped.text)
+        data[FALLBACK_TS].append(unwrapped.fallback_ts)
+        for column in columns:
+            data[column].append(unwrapped.envelope.get(column))
+    schema = {"line": pl.Int64, **{c: pl.String for c in data if c != "line"}}
+    return pl.DataFrame(data, schema=schema)

@@ -1,0 +1,104 @@
+"""Queue frameworks' own text lines (Celery, RQ, Dramatiq, Sidekiq): regex grammars from rules/presets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from dupfind.normalize import LINE, TEXT
+from dupfind.presets import CONTEXT_PREFIX, Preset
+
+EVENT = "event"
+
+
+@dataclass
+class GrammarResult:
+    """What the grammars made of a block of text lines."""
+
+    raws: list[tuple[pl.DataFrame, Preset]] = field(default_factory=list)  # record rows per grammar
+    context_lines: int = 0  # lines that only carried context (a startup banner)
+    context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
+    continuing: pl.Series | None = None  # line numbers of records that take continuation lines
+    rest: pl.DataFrame | None = None  # rows no grammar claimed: line, text, clean (+ carried)
+
+
+def _refine(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
+    """Apply the grammar's message rules: the first that matches names the event and adds fields."""
+    message = pl.col("message") if "message" in frame.columns else pl.col("clean")
+    frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(EVENT), pl.lit(False).alias("__done"))
+    for rule in preset.rules:
+        hit = ~pl.col("__done") & message.str.contains(rule.pattern)
+        groups = list(rule.regex.groupindex)
+        updates = {}
+        if groups:
+            extracted = message.str.extract_groups(rule.pattern)
+            for name in groups:
+                value = extracted.struct.field(name)
+                current = pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
+                updates[name] = pl.when(hit).then(pl.coalesce(value, current)).otherwise(current)
+                if name in rule.context:
+                    ctx = CONTEXT_PREFIX + name
+                    previous = pl.col(ctx) if ctx in frame.columns else pl.lit(None, dtype=pl.String)
+                    updates[ctx] = pl.when(hit).then(value).otherwise(previous)
+        if rule.event is not None:
+            updates[EVENT] = pl.when(hit).then(pl.lit(rule.event)).otherwise(pl.col(EVENT))
+        updates["__done"] = pl.col("__done") | hit
+        frame = frame.with_columns(**updates)
+    return frame.drop("__done")
+
+
+def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[str, str]:
+    values: dict[str, str] = {}
+    for rule in rules:
+        for name in rule.context:
+            found = frame.select(pl.col(column).str.extract(rule.pattern, rule.regex.groupindex[name])).drop_nulls()
+            if found.height and name not in values:
+                values[name] = found.item(0, 0)
+    return values
+
+
+def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset]) -> GrammarResult:
+    """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows."""
+    result = GrammarResult(rest=rows)
+    continuing: list[pl.Series] = []
+    rest = rows
+    for preset in grammars:
+        if rest.height == 0:
+            break
+        if preset.context_lines:
+            is_context = pl.any_horizontal([pl.col("clean").str.contains(r.pattern) for r in preset.context_lines])
+            context = rest.filter(is_context)
+            if context.height:
+                result.context_lines += context.height
+                for key, value in _context_values(context, preset.context_lines).items():
+                    result.context.setdefault(key, value)
+                rest = rest.filter(~is_context)
+        is_record = pl.col("clean").str.contains(preset.line)
+        claimed = rest.filter(is_record)
+        if claimed.height == 0:
+            continue
+        rest = rest.filter(~is_record)
+        groups = claimed.select(pl.col("clean").str.extract_groups(preset.line)).unnest("clean")
+        carried = [c for c in claimed.columns if c not in ("line", "text", "clean")]
+        frame = pl.concat(
+            [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
+            how="horizontal",
+        )
+        frame = _refine(frame, preset).drop("clean")
+        result.raws.append((frame, preset))
+        if preset.continuation:
+            continuing.append(frame[LINE])
+    result.rest = rest
+    result.continuing = pl.concat(continuing) if continuing else None
+    return result
+
+
+def continuation_lines(all_lines: pl.Series, records: pl.Series, candidates: pl.Series, continuing: pl.Series) -> pl.Series:
+    """Candidate lines (unparseable) that directly follow, possibly after other candidates, a record
+    whose format writes multi-line records (a traceback after a Celery error line)."""
+    frame = pl.DataFrame({"line": all_lines}).with_columns(
+        owner=pl.when(pl.col("line").is_in(continuing.implode())).then(pl.lit(True))
+        .when(pl.col("line").is_in(records.implode())).then(pl.lit(False))
+    ).sort("line").with_columns(pl.col("owner").forward_fill())
+    return frame.filter(pl.col("line").is_in(candidates.implode()) & pl.col("owner").fill_null(False))["line"]

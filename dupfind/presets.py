@@ -1,0 +1,420 @@
+"""Presets: data in rules/presets/*.toml that recognise an export or log shape and say how to read it."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dupfind.errors import DupfindError
+
+# Terminal escape sequences (colours in Sidekiq/RQ text logs): stripped before parsing.
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+ENVELOPE_PREFIX = "envelope."  # raw columns holding envelope values (fallbacks for the inner record)
+FILE_PREFIX = "file."  # raw columns holding a value found once for the whole file (a worker's node name)
+CONTEXT_PREFIX = "_context."  # raw columns of grammar lines whose value becomes the file's value
+_KINDS = ("json", "text")
+
+
+@dataclass(frozen=True)
+class GrammarRule:
+    """One kind of line a framework writes: a regex and the event name it stands for."""
+
+    pattern: str
+    event: str | None
+    context: tuple[str, ...] = ()  # captured columns that hold for the whole file
+    regex: re.Pattern = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to recognise one shape of log record or export, and where its parts are."""
+
+    name: str
+    title: str
+    kind: str  # "json" or "text"
+    origin: str
+    detect_all: tuple[str, ...] = ()
+    detect_any: tuple[str, ...] = ()
+    detect_text: tuple[str, ...] = ()  # paths whose value must be a string (Docker's `log`, not ECS's object)
+    label: str = ""  # what `formats` calls a file of this shape (default: the name)
+    records: tuple[str, ...] = ()  # JSON documents: paths to the records, `[]` marks a list
+    record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
+    inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
+    inner_json_only: bool = False  # only unwrap inner text that is a JSON object
+    join_partial: str | None = None  # "missing_newline" or "GROUP=VALUE"
+    kv_lists: tuple[str, ...] = ()  # [{key, value: {stringValue: ...}}] lists turned into objects
+    tag_lists: tuple[str, ...] = ()  # ["key:value", ...] lists turned into objects
+    lift: tuple[str, ...] = ()  # objects whose keys become fields of the record
+    fields: dict[str, tuple[str, ...]] = field(default_factory=dict)  # column -> envelope paths (fallbacks)
+    prefer: dict[str, tuple[str, ...]] = field(default_factory=dict)  # column -> record paths tried first
+    values: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value
+    timezone: str | None = None  # the zone of the envelope's zone-less times
+    line: str | None = None  # text: the regex of a record line (group `inner`: an envelope)
+    rules: tuple[GrammarRule, ...] = ()  # text: refinements of a record line's message
+    context_lines: tuple[GrammarRule, ...] = ()  # text: lines that only carry context (a banner)
+    continuation: bool = False  # text: unparseable lines after a record belong to it (tracebacks)
+    file_worker: str | None = None  # text: regex on the file name giving the worker when nothing else does
+
+    @property
+    def is_envelope(self) -> bool:
+        return bool(self.inner) or (self.line is not None and "(?P<inner>" in self.line)
+
+    @property
+    def is_grammar(self) -> bool:
+        return self.kind == "text" and not self.is_envelope
+
+    @property
+    def is_record_shape(self) -> bool:
+        """A JSON record layout (Laravel, Sidekiq JSON, pino...): no envelope, no document paths."""
+        return self.kind == "json" and not self.inner and not self.records
+
+    def matches(self, record: Any) -> bool:
+        if not isinstance(record, dict):
+            return False
+        if self.detect_all and any(get_path(record, p) is None for p in self.detect_all):
+            return False
+        if any(not isinstance(get_path(record, p), str) for p in self.detect_text):
+            return False
+        return not self.detect_any or any(get_path(record, p) is not None for p in self.detect_any)
+
+    def key_paths(self) -> set[str]:
+        """Every record path this preset reads (for the JSON reader's key selection)."""
+        paths = set(self.detect_all) | set(self.detect_any) | set(self.detect_text)
+        for group in (self.prefer, self.fields):
+            for values in group.values():
+                paths.update(values)
+        return paths
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at a dotted path: a literal dotted key or nested objects (ECS uses both)."""
+    if not isinstance(obj, dict):
+        return None
+    if path in obj:
+        return obj[path]
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        if head in obj:
+            found = get_path(obj[head], ".".join(parts[cut:]))
+            if found is not None:
+                return found
+    return None
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise DupfindError(f"{where} must be a string or a list of strings.")
+
+
+def _regex(pattern: Any, where: str) -> re.Pattern:
+    if not isinstance(pattern, str):
+        raise DupfindError(f"{where} must be a regular expression (a string).")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise DupfindError(f"{where} has an invalid regular expression {pattern!r}: {exc}.") from None
+
+
+def _rules(items: Any, where: str) -> tuple[GrammarRule, ...]:
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise DupfindError(f"{where} must be an array of tables ([[{where.rsplit('.', 1)[-1]}]]).")
+    rules = []
+    for index, item in enumerate(items):
+        at = f"{where}[{index}]"
+        regex = _regex(item.get("match"), f"{at}.match")
+        event = item.get("event")
+        if event is not None and not isinstance(event, str):
+            raise DupfindError(f"{at}.event must be a string.")
+        context = _strings(item.get("context", []), f"{at}.context")
+        rules.append(GrammarRule(regex.pattern, event, context, regex))
+    return tuple(rules)
+
+
+def _column_map(table: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(table, dict):
+        raise DupfindError(f"{where} must be a table of column = [paths].")
+    return {column: _strings(paths, f"{where}.{column}") for column, paths in table.items()}
+
+
+def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset:
+    """A preset from its TOML table; a bad one is a one-line error naming the file and key."""
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        raise DupfindError(f"{origin}: name must be lower-case letters, digits and dashes.")
+    kind = data.get("kind", "json")
+    if kind not in _KINDS:
+        raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
+    known = {
+        "name", "title", "label", "kind", "detect", "records", "record_pairs", "inner", "inner_json_only", "join_partial",
+        "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
+        "file_worker",
+    }
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise DupfindError(f"{origin}: unknown key {unknown[0]!r}.")
+    detect = data.get("detect", {})
+    lists = data.get("lists", {})
+    fields = _column_map(data.get("fields", {}), f"{origin}: fields")
+    prefer = _column_map(data.get("prefer", {}), f"{origin}: prefer")
+    for column in (*fields, *prefer):
+        if column not in columns:
+            raise DupfindError(f"{origin}: {column!r} is not a canonical column.")
+    values = data.get("values", {})
+    if not isinstance(values, dict) or not all(isinstance(v, dict) for v in values.values()):
+        raise DupfindError(f"{origin}: values must hold one table per column.")
+    line = data.get("line")
+    if line is not None:
+        line = _regex(line, f"{origin}: line").pattern
+    file_worker = data.get("file_worker")
+    if file_worker is not None:
+        file_worker = _regex(file_worker, f"{origin}: file_worker").pattern
+    pairs = data.get("record_pairs")
+    if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
+        raise DupfindError(f"{origin}: record_pairs must name the key and the value field, e.g. [\"field\", \"value\"].")
+    preset = Preset(
+        name=name,
+        title=str(data.get("title", name)),
+        label=str(data.get("label", name)),
+        kind=kind,
+        origin=origin,
+        detect_all=_strings(detect.get("all", []), f"{origin}: detect.all"),
+        detect_any=_strings(detect.get("any", []), f"{origin}: detect.any"),
+        detect_text=_strings(detect.get("text", []), f"{origin}: detect.text"),
+        records=_strings(data.get("records", []), f"{origin}: records"),
+        record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
+        inner=_strings(data.get("inner", []), f"{origin}: inner"),
+        inner_json_only=bool(data.get("inner_json_only", False)),
+        join_partial=data.get("join_partial"),
+        kv_lists=_strings(lists.get("kv", []), f"{origin}: lists.kv"),
+        tag_lists=_strings(lists.get("tags", []), f"{origin}: lists.tags"),
+        lift=_strings(lists.get("lift", []), f"{origin}: lists.lift"),
+        fields=fields,
+        prefer=prefer,
+        values={col: {str(k): str(v) for k, v in table.items()} for col, table in values.items()},
+        timezone=data.get("timezone"),
+        line=line,
+        rules=_rules(data.get("rules", []), f"{origin}: rules"),
+        context_lines=_rules(data.get("context_lines", []), f"{origin}: context_lines"),
+        continuation=bool(data.get("continuation", False)),
+        file_worker=file_worker,
+    )
+    if kind == "text" and preset.line is None:
+        raise DupfindError(f"{origin}: a text preset needs a line regex.")
+    if kind == "json" and not (preset.detect_all or preset.detect_any or preset.detect_text):
+        raise DupfindError(f"{origin}: a JSON preset needs detect.all or detect.any.")
+    return preset
+
+
+def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ...]:
+    """Presets from each folder's presets/*.toml; a later folder's preset replaces one of the same name."""
+    found: dict[str, Preset] = {}
+    for directory in directories:
+        folder = directory / "presets"
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
+            preset = parse_preset(data, str(path), columns)
+            found[preset.name] = preset
+    # Most specific first: a shape that needs more keys wins over one that needs fewer.
+    return tuple(sorted(found.values(), key=lambda p: (-len(p.key_paths()), p.name)))
+
+
+# -- turning one JSON record of an export into (inner text, envelope values) -------------------
+def _any_value(value: Any) -> Any:
+    """An OpenTelemetry AnyValue ({"stringValue": "x"}, {"intValue": "3"}, ...) as a plain value."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, inner), = value.items()
+        if key == "kvlistValue" and isinstance(inner, dict):
+            return _kv_object(inner.get("values", []))
+        if key == "arrayValue" and isinstance(inner, dict):
+            return [_any_value(v) for v in inner.get("values", [])]
+        if key.endswith("Value"):
+            return inner
+    return value
+
+
+def _kv_object(items: Any) -> Any:
+    if not isinstance(items, list):
+        return items
+    out = {}
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
+            out[item["key"]] = _any_value(item.get("value"))
+    return out
+
+
+def _tag_object(items: Any) -> Any:
+    if not isinstance(items, list):
+        return items
+    out: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, str):
+            key, sep, value = item.partition(":")
+            if sep and key not in out:
+                out[key] = value
+    return out
+
+
+def _set_path(record: dict, path: str, value: Any) -> None:
+    """Replace the value at a path found by get_path (literal dotted keys or nested objects)."""
+    if path in record:
+        record[path] = value
+        return
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        child = record.get(head)
+        if isinstance(child, dict):
+            child = dict(child)
+            record[head] = child
+            _set_path(child, ".".join(parts[cut:]), value)
+            return
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    return orjson.dumps(value).decode()
+
+
+_NAIVE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$")
+
+
+def envelope_time(preset: Preset, value: str | None) -> str | None:
+    """The envelope's time text; a zone-less time gets the preset's zone (Logs Insights writes UTC)."""
+    if value is not None and preset.timezone == "UTC" and _NAIVE_TIME.match(value.strip()):
+        return value.strip() + "Z"
+    return value
+
+
+@dataclass
+class Unwrapped:
+    """One export record taken apart: the text to parse as a line, and the envelope's values."""
+
+    text: str
+    fallback_ts: str | None
+    envelope: dict[str, str]  # envelope.<path> -> value
+
+
+def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
+    """Apply a preset to one record of a JSON document (Python: documents are read whole anyway)."""
+    if preset.record_pairs and isinstance(record, list):
+        key, value = preset.record_pairs
+        record = {p.get(key): p.get(value) for p in record if isinstance(p, dict) and isinstance(p.get(key), str)}
+    if not isinstance(record, dict):
+        return None
+    record = dict(record)
+    for path in preset.kv_lists:
+        found = get_path(record, path)
+        if isinstance(found, list):
+            _set_path(record, path, _kv_object(found))
+    for path in preset.tag_lists:
+        found = get_path(record, path)
+        if isinstance(found, list):
+            _set_path(record, path, _tag_object(found))
+    inner: Any = None
+    for path in preset.inner:
+        inner = _any_value(get_path(record, path))
+        if inner is not None:
+            break
+    if preset.inner_json_only and not (isinstance(inner, dict) or (isinstance(inner, str) and inner.lstrip().startswith("{"))):
+        inner = None
+    lifted: dict = {}
+    for path in preset.lift:
+        found = get_path(record, path)
+        if isinstance(found, dict):
+            lifted.update(found)
+    if lifted:
+        body = inner
+        if isinstance(body, str):
+            try:
+                body = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                body = {"message": body}
+        if isinstance(body, dict):
+            lifted.update(body)
+        text = orjson.dumps(lifted).decode()
+    elif isinstance(inner, str):
+        text = inner
+    elif inner is not None:
+        text = orjson.dumps(inner).decode()
+    else:
+        text = orjson.dumps(record).decode()
+    envelope: dict[str, str] = {}
+    fallback_ts = None
+    for column, paths in preset.fields.items():
+        for path in paths:
+            value = _text(get_path(record, path))
+            if value is None or value == "":
+                continue
+            if column == "ts":
+                fallback_ts = fallback_ts or envelope_time(preset, value)
+            else:
+                envelope[ENVELOPE_PREFIX + path] = value
+    return Unwrapped(text, fallback_ts, envelope)
+
+
+def _walk(node: Any, segments: list[str], context: dict) -> list[tuple[Any, dict]] | None:
+    """Follow `a[].b[].c` through a document; ancestors' other keys travel with each record."""
+    head, rest = segments[0], segments[1:]
+    target = get_path(node, head) if head else node
+    if not rest:
+        return [(target, context)] if target is not None else None
+    if not isinstance(target, list):
+        return None
+    out: list[tuple[Any, dict]] = []
+    next_key = rest[0].split(".")[0] if rest[0] else ""
+    for element in target:
+        if len(rest) > 1 and isinstance(element, dict):
+            inherited = {**context, **{k: v for k, v in element.items() if k != next_key}}
+            found = _walk(element, rest, inherited)
+        else:
+            found = _walk(element, rest, context) if rest[0] else [(element, context)]
+        out.extend(found or [])
+    return out
+
+
+def document_records(preset: Preset, document: Any) -> tuple[list, str] | None:
+    """The records of a document in this preset's shape, and the path they were found at."""
+    for path in preset.records:
+        segments = [s.lstrip(".") for s in path.split("[]")]
+        found = _walk(document, segments, {})
+        if not found:
+            continue
+        records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in found]
+        sample = next((r for r in records if isinstance(r, (dict, list))), None)
+        if preset.record_pairs and isinstance(sample, list):
+            key, value = preset.record_pairs
+            sample = {p.get(key): p.get(value) for p in sample if isinstance(p, dict) and isinstance(p.get(key), str)}
+        if sample is not None and preset.matches(sample):
+            return records, path
+    return None
+
+
+def find_document_preset(presets: tuple[Preset, ...], document: Any) -> tuple[Preset, list, str] | None:
+    """The first preset whose record paths lead to records it recognises."""
+    for preset in presets:
+        if preset.records:
+            found = document_records(preset, document)
+            if found is not None:
+                return preset, found[0], found[1]
+    return None
