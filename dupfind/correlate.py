@@ -142,9 +142,43 @@ def build_actions(
     return table, actions.drop("label"), warnings
 
 
+def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
+    """Records of one action on one worker that come in several formats describe the same runs.
+
+    A queue framework's own log (Celery's `received` / `succeeded` lines) and the application's
+    log of one worker tell the same runs twice, with different precision and process names
+    (`ForkPoolWorker-2` against the OS pid 10258). A format whose lifecycle kinds the richest
+    format of the pair already logs adds nothing and is left out of the runs. Formats that
+    complement each other are both kept; only the richest one's process ids then tell runs apart,
+    the others' records join the run they fall into by time.
+    """
+    pair = ["action_id", "worker_id"]
+    if base.select(pl.col("format").n_unique()).item() < 2:
+        return base
+    per_format = base.group_by(*pair, "format").agg(pl.col("kind").unique().alias("kinds"), pl.len().alias("n"))
+    mixed = per_format.group_by(pair).len().filter(pl.col("len") > 1).select(pair)
+    if mixed.height == 0:
+        return base
+    per_format = per_format.join(mixed, on=pair).with_columns(breadth=pl.col("kinds").list.len())
+    richest = (
+        per_format.sort([*pair, "breadth", "n", "format"], descending=[False, False, True, True, False])
+        .group_by(pair, maintain_order=True).first()
+        .select(*pair, pl.col("format").alias("__richest"), pl.col("kinds").alias("__kinds"))
+    )
+    verdict = per_format.join(richest, on=pair).with_columns(
+        __redundant=(pl.col("format") != pl.col("__richest"))
+        & (pl.col("kinds").list.set_difference(pl.col("__kinds")).list.len() == 0)
+    ).select(*pair, "format", "__richest", "__redundant")
+    base = base.join(verdict, on=[*pair, "format"], how="left", maintain_order="left")
+    base = base.filter(~pl.col("__redundant").fill_null(False))
+    keep_pid = pl.col("__richest").is_null() | (pl.col("format") == pl.col("__richest"))
+    return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant")
+
+
 def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process)."""
     base = table.filter(pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null())
+    base = _one_account_of_runs(base)
     # Use the process id only where it is needed to tell runs apart on one worker.
     work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
     needs_pid = (
