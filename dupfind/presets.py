@@ -43,6 +43,7 @@ class Preset:
     detect_text: tuple[str, ...] = ()  # paths whose value must be a string (Docker's `log`, not ECS's object)
     label: str = ""  # what `formats` calls a file of this shape (default: the name)
     records: tuple[str, ...] = ()  # JSON documents: paths to the records, `[]` marks a list
+    lines: bool = True  # also one record a line (NDJSON); a document-only export sets false
     record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
     inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
     inner_json_only: bool = False  # only unwrap inner text that is a JSON object
@@ -154,7 +155,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     if kind not in _KINDS:
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
-        "name", "title", "label", "kind", "detect", "records", "record_pairs", "inner", "inner_json_only", "join_partial",
+        "name", "title", "label", "kind", "detect", "records", "lines", "record_pairs", "inner", "inner_json_only", "join_partial",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker",
     }
@@ -190,6 +191,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         detect_any=_strings(detect.get("any", []), f"{origin}: detect.any"),
         detect_text=_strings(detect.get("text", []), f"{origin}: detect.text"),
         records=_strings(data.get("records", []), f"{origin}: records"),
+        lines=bool(data.get("lines", not data.get("records"))),
         record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
