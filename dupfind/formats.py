@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ class FormatSniff:
     document: bool = False
     binary: bool = False
     line_documents: bool = False  # every line is a JSON document of several records (OTLP file exporter)
+    csv_preset: str | None = None  # a CSV table whose header names an export preset's fields
 
 
 def _sample_lines(head: bytes) -> list[str]:
@@ -38,6 +40,21 @@ def _sample_lines(head: bytes) -> list[str]:
 
 def _majority(count: int, total: int) -> bool:
     return total > 0 and count * 2 > total
+
+
+def _csv_preset(header: str, presets: tuple[Preset, ...]) -> Preset | None:
+    """The export preset whose fields a CSV header names (Logs Insights: @timestamp,@message,...)."""
+    if "," not in header or header.startswith(("{", "[")):
+        return None
+    try:
+        names = next(csv.reader([header]))
+    except csv.Error:
+        return None
+    row = {name.strip(): "" for name in names}
+    for preset in presets:
+        if preset.csv and preset.matches(row):
+            return preset
+    return None
 
 
 def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset, ...] = ()) -> FormatSniff:
@@ -63,6 +80,9 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         found = find_document_preset(presets, first)
         if found is not None:
             return FormatSniff(f"{found[0].label} (json documents, one a line)", document=True, line_documents=True)
+    csv_preset = _csv_preset(lines[0], presets)
+    if csv_preset is not None:
+        return FormatSniff(f"{csv_preset.label} (csv)", csv_preset=csv_preset.name)
     decoded = []
     for line in lines:
         if line.startswith("{"):
@@ -86,8 +106,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     grammar_label = None
     for preset in presets:
         if preset.is_grammar:
-            pattern = re.compile(preset.line)  # type: ignore[arg-type]
-            hits = sum(bool(pattern.search(line)) for line in clean)
+            patterns = [re.compile(preset.line), *(r.regex for r in preset.context_lines)]  # type: ignore[arg-type]
+            hits = sum(any(p.search(line) for p in patterns) for line in clean)
             if hits > grammar_hits:
                 grammar_hits, grammar_label = hits, preset.label
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 from collections import Counter
@@ -18,7 +19,7 @@ from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines
 from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
-from dupfind.lineparse import parse_logfmt, parse_plain
+from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
 from dupfind.schema import empty_table
@@ -236,10 +237,23 @@ class LineParser:
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
-        record_lines = [frame[LINE] for frame, _ in grammar.raws]
         for frame, preset in grammar.raws:
             block.raws.append((frame, fmt_prefix + preset.name))
         rows = grammar.rest
+        layers = [self.presets.get(name) for name in fmt_prefix.split("+") if name]
+        joinable = all(layer is not None and layer.one_source for layer in layers)
+        if grammar.continuing is not None and rows.height and joinable:
+            # Lines that do not start like a record, after a record of a format that writes multi-line
+            # records (a traceback after a Celery error line), belong to that record.
+            starts = rows.select(pl.col("clean").str.contains(LEADING_TS.pattern)).to_series()
+            record_lines = pl.concat([*(f[LINE] for f, _ in grammar.raws), rows["line"].filter(starts)])
+            joined = continuation_lines(
+                pl.concat([record_lines, rows["line"].filter(~starts)]), record_lines,
+                rows["line"].filter(~starts), grammar.continuing,
+            )
+            if joined.len():
+                block.continuation += joined.len()
+                rows = rows.filter(~pl.col("line").is_in(joined.implode()))
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
@@ -273,13 +287,6 @@ class LineParser:
                 frame = pl.from_dicts(records, infer_schema_length=None)
                 frame = frame.with_columns(pl.exclude(LINE).cast(pl.String))
                 block.raws.append((frame, fmt_prefix + fmt))
-                record_lines.append(frame[LINE])
-        if unknown and grammar.continuing is not None:
-            candidates = rows["line"].gather(unknown)
-            joined = continuation_lines(pl.concat([rows["line"], *record_lines]), pl.concat(record_lines), candidates, grammar.continuing)
-            if joined.len():
-                block.continuation += joined.len()
-                unknown = [i for i, line in zip(unknown, candidates.to_list()) if line not in set(joined.to_list())]
         if unknown:
             block.rejects.append(_reject_frame(rows["line"].gather(unknown).to_list(), "unknown_format", rows["text"].gather(unknown).to_list()))
         if not_records:
@@ -468,6 +475,8 @@ class Ingestor:
                 report.add_rejects(binary)
                 rejects.append(binary.head(1).with_columns(text=pl.lit("<binary data>"), source=pl.lit(src.path)))
                 report.notes.append("binary data (NUL bytes): not a log file")
+            elif sniff.csv_preset:
+                self._read_csv(first + b"".join(chunks), self.parser.presets[sniff.csv_preset], report, src.path, read)
             elif sniff.line_documents:
                 self._read_line_documents(first, chunks, report, src.path, read)
             elif sniff.document:
@@ -541,6 +550,35 @@ class Ingestor:
         })
         self.parser.parse_block(rows, block, envelope=None)
 
+    def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: "_FileRead") -> None:
+        """A CSV export (Logs Insights' download): the header is line 1, each row a record of an
+        export preset; a quoted value spread over several lines makes one record of them."""
+        text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+        report.lines = _line_count(data)
+        block = _Block()
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header: list[str] | None = None
+        items: list[tuple[int, Any]] = []
+        bad_lines, bad_texts = [], []
+        end = 0
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            block.continuation += end - start
+            if not any(cell.strip() for cell in row):
+                block.blank += 1
+            elif header is None:
+                header = row
+                block.context_lines += 1
+            elif len(row) != len(header):
+                bad_lines.append(start)
+                bad_texts.append(",".join(row)[:REJECT_TEXT_LIMIT])
+            else:
+                items.append((start, dict(zip(header, row))))
+        if bad_lines:
+            block.rejects.append(_reject_frame(bad_lines, "unknown_format", bad_texts))
+        self._parse_records(items, preset, block)
+        self._finish_block(block, report, source, read)
+
     def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: "_FileRead") -> None:
         """A JSON document on every line (an OTLP file exporter's batches): records are numbered
         across the file; a line that is not a document counts as one rejected position."""
@@ -587,7 +625,8 @@ class Ingestor:
                     context.setdefault(column.removeprefix(CONTEXT_PREFIX), found[0])
         values = dict(context)
         if "worker_id" not in values:
-            formats = {part for _, fmt in block.raws for part in fmt.split("+")}
+            # Only a framework's own log file is named after its worker; an export is not.
+            formats = {fmt for _, fmt in block.raws}
             for preset in self.config.presets:
                 match = re.search(preset.file_worker, path) if preset.file_worker and preset.name in formats else None
                 if match and match.groupdict().get("worker_id"):

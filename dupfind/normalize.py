@@ -70,6 +70,9 @@ def config_for_format(config: Config, fmt: str) -> Config:
     aliases = {column: list(paths) for column, paths in config.aliases.items()}
     values: dict[str, dict[str, str]] = {c: dict(m) for c, m in config.value_maps.items()}
     context_columns = {"worker_id"} | {c for p in config.presets for r in p.rules + p.context_lines for c in r.context}
+    # A framework's own word for the whole file (its node name) comes before the envelope's host.
+    for column in context_columns:
+        aliases[column] = [*aliases.get(column, []), FILE_PREFIX + column]
     for preset in layers:
         for column, paths in preset.prefer.items():
             aliases[column] = [*paths, *(a for a in aliases.get(column, []) if a not in paths)]
@@ -78,8 +81,6 @@ def config_for_format(config: Config, fmt: str) -> Config:
                 aliases[column] = [*aliases.get(column, []), *(ENVELOPE_PREFIX + p for p in paths)]
         for column, mapping in preset.values.items():
             values.setdefault(column, {}).update(mapping)
-    for column in context_columns:
-        aliases[column] = [*aliases.get(column, []), FILE_PREFIX + column]
     derived = replace(config, aliases=aliases, value_maps=values)
     _FORMAT_CONFIGS[key] = derived
     return derived
@@ -224,6 +225,14 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         [pl.when(pl.col(f"t{i}").is_not_null()).then(pl.col(f"n{i}")) for i in range(len(candidates))]
     )
     chosen = parsed.select(__ts=first_ts, __naive=first_naive.fill_null(False))
+    if FALLBACK_TS in raw.columns:
+        # A record's own time without a zone (Celery's local time) yields to its envelope's zoned time.
+        env = len(candidates) - 1
+        envelope_wins = pl.col("__naive") & pl.col(f"t{env}").is_not_null() & ~pl.col(f"n{env}")
+        chosen = pl.concat([chosen, parsed.select(f"t{env}", f"n{env}")], how="horizontal").select(
+            __ts=pl.when(envelope_wins).then(pl.col(f"t{env}")).otherwise(pl.col("__ts")),
+            __naive=pl.when(envelope_wins).then(False).otherwise(pl.col("__naive")),
+        )
     any_text = pl.any_horizontal([pl.col(c).is_not_null() for c in candidates])
     frame = pl.concat([frame, chosen], how="horizontal").with_columns(
         __reason=pl.when(pl.col("__ts").is_not_null()).then(None)

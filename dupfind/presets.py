@@ -44,10 +44,13 @@ class Preset:
     label: str = ""  # what `formats` calls a file of this shape (default: the name)
     records: tuple[str, ...] = ()  # JSON documents: paths to the records, `[]` marks a list
     lines: bool = True  # also one record a line (NDJSON); a document-only export sets false
+    csv: bool = False  # also exported as a CSV table whose header names the fields
     record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
     inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
     inner_json_only: bool = False  # only unwrap inner text that is a JSON object
     join_partial: str | None = None  # "missing_newline" or "GROUP=VALUE"
+    one_source: bool = False  # an envelope file holds one process's lines (a container log), so
+    # multi-line records (tracebacks) can be joined; an export interleaves many sources
     kv_lists: tuple[str, ...] = ()  # [{key, value: {stringValue: ...}}] lists turned into objects
     tag_lists: tuple[str, ...] = ()  # ["key:value", ...] lists turned into objects
     lift: tuple[str, ...] = ()  # objects whose keys become fields of the record
@@ -155,7 +158,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     if kind not in _KINDS:
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
-        "name", "title", "label", "kind", "detect", "records", "lines", "record_pairs", "inner", "inner_json_only", "join_partial",
+        "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner", "inner_json_only", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker",
     }
@@ -192,10 +195,12 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         detect_text=_strings(detect.get("text", []), f"{origin}: detect.text"),
         records=_strings(data.get("records", []), f"{origin}: records"),
         lines=bool(data.get("lines", not data.get("records"))),
+        csv=bool(data.get("csv", False)),
         record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
         join_partial=data.get("join_partial"),
+        one_source=bool(data.get("one_source", False)),
         kv_lists=_strings(lists.get("kv", []), f"{origin}: lists.kv"),
         tag_lists=_strings(lists.get("tags", []), f"{origin}: lists.tags"),
         lift=_strings(lists.get("lift", []), f"{origin}: lists.lift"),
@@ -369,6 +374,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
             if value is None or value == "":
                 continue
             if column == "ts":
+                if value.strip("0") == "":
+                    continue  # OTLP writes 0 for "time unknown": the observed time follows
                 fallback_ts = fallback_ts or envelope_time(preset, value)
             else:
                 envelope[ENVELOPE_PREFIX + path] = value
