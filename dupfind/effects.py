@@ -40,7 +40,10 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         pl.col("kind").is_in(["side_effect", "side_effect_result"]) & pl.col("action_id").is_not_null()
     ).sort("ts", "source", "line")
     if effects.height == 0:
-        return effects.with_columns(outcome=pl.lit(None, dtype=pl.String), effect=pl.lit(None, dtype=pl.String))
+        return effects.with_columns(
+            outcome=pl.lit(None, dtype=pl.String), effect=pl.lit(None, dtype=pl.String),
+            provider_protected=pl.lit(None, dtype=pl.Boolean),
+        )
     scope = pl.coalesce(pl.col("exec_id").cast(pl.String), pl.concat_str(pl.lit("a"), pl.col("action_id").cast(pl.String)))
     name = pl.col("name").fill_null("").str.to_lowercase()
     effects = effects.with_columns(

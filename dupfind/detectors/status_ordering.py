@@ -13,7 +13,10 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("status_ordering")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    requests = ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED) & pl.col("exec_id").is_not_null())
+    # A request carrying the provider's idempotency key makes the window safe: a repeat is a replay.
+    requests = ctx.side_effects.filter(
+        pl.col("outcome").is_in(COUNTED) & pl.col("exec_id").is_not_null() & ~pl.col("provider_protected")
+    )
     if requests.height == 0:
         return []
     first_request = requests.group_by("exec_id").agg(
