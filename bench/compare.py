@@ -298,10 +298,38 @@ def _dir_bytes(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def _no_cache_supported() -> bool:
+def _no_cache_supported(env: dict) -> bool:
     out = subprocess.run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", "--help"],
-                         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
+                         capture_output=True, text=True, check=False, env={**env, "COLUMNS": "200"})
     return "--no-cache" in out.stdout
+
+
+def _snapshot(rev: str, work: Path) -> tuple[Path, str]:
+    """Export dupfind/ and rules/ of one commit (git archive) under work/, to measure a fixed
+    version while others edit the checkout; the dupfind children import it via PYTHONPATH."""
+    import importlib.util
+    import io
+    import tarfile
+
+    spec = importlib.util.find_spec("dupfind")
+    if spec is None or not spec.origin:
+        sys.exit("--at: dupfind is not importable, so there is no checkout to export from")
+    repo = str(Path(spec.origin).parent.parent)
+    try:
+        sha = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"--at {rev}: not a commit of {repo}: {getattr(exc, 'stderr', '') or exc}".strip())
+    src = work / f"src-{sha[:12]}"
+    if not (src / "dupfind" / "__init__.py").is_file():
+        data = subprocess.run(["git", "-C", repo, "archive", "--format=tar", sha, "dupfind", "rules"],
+                              capture_output=True, check=True).stdout
+        tmp = Path(tempfile.mkdtemp(prefix="src-", dir=work))
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(tmp, filter="data")
+        shutil.rmtree(src, ignore_errors=True)
+        tmp.rename(src)
+    return src, sha
 
 
 def _versions() -> str:
@@ -362,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(CONTENDERS),
                     help=f"comma-separated contenders to run (default {','.join(CONTENDERS)})")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before one run is killed (default 1800)")
+    ap.add_argument("--at", metavar="REV",
+                    help="measure dupfind as committed at REV (exported under --work), not the live checkout")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--files", type=Path, help=argparse.SUPPRESS)
@@ -406,8 +436,15 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
           f"{c['killed_executions']:,} killed executions, {c['retries']:,} retries")
     print(f"machine: {_machine()}; load average at start {_loadavg()}")
     print(f"versions: {_versions()}")
-    state = dupfind_state()
-    print(dupfind_revision())
+    child_env = dict(os.environ)
+    if args.at:
+        src, sha = _snapshot(args.at, work)
+        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))
+        state = None
+        print(f"dupfind at {sha[:12]} ({args.at}), exported to {src}: the live checkout is not measured")
+    else:
+        state = dupfind_state()
+        print(dupfind_revision())
     drift = _vocabulary_drift()
     if drift:
         print("WARNING: the hand-written checks miss names the synth styles use: " + "; ".join(drift))
@@ -417,7 +454,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
     files_list = out_dir / "files.json"
     files_list.write_bytes(orjson.dumps(files))
     notes: list[str] = []
-    no_cache = _no_cache_supported() if ("cold" in contenders or "warm" in contenders) else True
+    no_cache = _no_cache_supported(child_env) if ("cold" in contenders or "warm" in contenders) else True
     if "cold" not in contenders:
         pass
     elif not no_cache:
@@ -442,7 +479,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
     analyze = ["--", "analyze", str(logs), "--format", "json"]
 
     def measure(kind: str, tag: str) -> dict:
-        env = dict(os.environ)
+        env = dict(child_env)
         stdout_path = None
         scratch = None
         if kind in ("cold", "warm"):
@@ -533,7 +570,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
     if "cold" in med and "jq" in med:
         print(f"ratio jq (check a) / dupfind-cold: {med['jq'] / med['cold']:.1f}x")
     print(f"load average at end {_loadavg()} (other work shares this machine: the figures are noisy)")
-    if dupfind_state() != state:
+    if state is not None and dupfind_state() != state:
         print(f"WARNING: dupfind/ changed during the runs (now {dupfind_revision()}): the figures mix versions")
     for note in notes:
         print(f"note: {note}")
