@@ -220,7 +220,10 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
     boundary = (
         pl.col("first_in_group")
-        | (pl.col("attempt").is_not_null() & pl.col("prev_attempt").is_not_null() & (pl.col("attempt") != pl.col("prev_attempt")))
+        # A new attempt number starts a new run, unless the run just began (a receive logged
+        # without the attempt, then a start that carries it).
+        | (pl.col("attempt").is_not_null() & pl.col("prev_attempt").is_not_null()
+           & (pl.col("attempt") != pl.col("prev_attempt")) & ~pl.col("prev_kind").is_in(["receive", "claim", "lock_acquire"]))
         | ((pl.col("kind") == "receive") & (pl.col("prev_kind") != "receive"))
         | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS))
     )
