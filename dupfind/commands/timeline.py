@@ -10,7 +10,9 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt,
+    OutputOpt,
     PathsArg,
+    RedactOpt,
     RejectsOpt,
     RulesOpt,
     SinceOpt,
@@ -20,6 +22,7 @@ from dupfind.cli_common import (
     UntilOpt,
     app,
     load_with_config,
+    make_redactor,
     write_output,
 )
 from dupfind.errors import DupfindError
@@ -58,6 +61,8 @@ def timeline(
         Optional[int], typer.Option("--width", help="Terminal width to draw for (default: the terminal's, or 100).")
     ] = None,
     skew: Annotated[float, typer.Option("--skew", help="Clock-skew tolerance in seconds between hosts.")] = 0.5,
+    output: OutputOpt = None,
+    redact: RedactOpt = None,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     assume_tz: TzOpt = None,
@@ -94,12 +99,17 @@ def timeline(
     result = load_with_config(cfg, paths, since, until, rejects, strict)
     report = run_analysis(result, cfg, load_rules(cfg, rules), skew)
     document = timeline_document(report, select_windows(report, deploy, around_ts, width_s))
+    redactor = make_redactor(redact, output_format.value, report.context.table if report.context else None,
+                             cfg.business_keys)
+    if redactor is not None:  # the document holds every value that any of the views shows
+        document = redactor.tree(document)
     if html is not None:
         write_output(lambda out: out.write(render_html(document).encode()), html)
     if output_format == TableOrJson.json:
-        write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), None)
+        write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), output)
+        _say_masked(redactor)
         return
-    color = sys.stdout.isatty()
+    color = output is None and sys.stdout.isatty()
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -110,4 +120,11 @@ def timeline(
         soft_wrap=False,
     )
     render_timeline(document, console, max_rows)
-    write_output(lambda out: out.write(buffer.getvalue().encode()), None)
+    write_output(lambda out: out.write(buffer.getvalue().encode()), output)
+    _say_masked(redactor)
+
+
+def _say_masked(redactor) -> None:
+    summary = redactor.summary() if redactor is not None else None
+    if summary:
+        sys.stderr.write(f"dupfind: {summary}\n")
