@@ -14,6 +14,7 @@ from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.findings import Evidence
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.schema import ID_COLUMNS
+from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
     "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish",
@@ -106,8 +107,8 @@ class AnalysisContext:
         return self.side_effects.height > 0
 
     @cached_property
-    def known_timeouts(self) -> dict[str, float]:
-        """Visibility timeouts stated in the logs (per queue; '' = any queue), then config."""
+    def stated_timeouts(self) -> dict[str, float]:
+        """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
         stated = self.table.filter(pl.col("visibility_timeout_s").is_not_null())
         found: dict[str, float] = {}
         if stated.height:
@@ -115,14 +116,41 @@ class AnalysisContext:
             for queue, value in per_queue.rows():
                 found[queue] = float(value)
             found.setdefault("", float(stated["visibility_timeout_s"].median()))
-        found.update(self.timeouts)
         return found
 
+    @cached_property
+    def known_timeouts(self) -> dict[str, float]:
+        """Visibility timeouts stated in the logs, overridden by config and --timeout."""
+        return {**self.stated_timeouts, **self.timeouts}
+
+    @cached_property
+    def redelivery_gaps(self) -> pl.DataFrame:
+        """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
+        return redelivery_gaps(self.table, self.action_queue)
+
+    @cached_property
+    def inferred_timeouts(self) -> dict[str, InferredTimeout]:
+        """Visibility timeouts estimated from the redelivery gaps, per queue."""
+        return infer_timeouts(self.redelivery_gaps)
+
+    def timeout_source(self, queue: str | None) -> tuple[float, str] | None:
+        """The visibility timeout of a queue and where it comes from: 'configured' (config or
+        --timeout), 'logged', or 'inferred' from redelivery gaps when nothing states it."""
+        for key in ([queue] if queue else []) + [""]:
+            if key in self.timeouts:
+                return self.timeouts[key], "configured"
+            if key in self.stated_timeouts:
+                return self.stated_timeouts[key], "logged"
+        inferred = self.inferred_timeouts.get(queue or "")
+        if inferred is None and not queue and len(self.inferred_timeouts) == 1:
+            inferred = next(iter(self.inferred_timeouts.values()))
+        if inferred is not None and inferred.reliable:
+            return inferred.estimate_s, "inferred"
+        return None
+
     def timeout_for(self, queue: str | None) -> float | None:
-        timeouts = self.known_timeouts
-        if queue and queue in timeouts:
-            return timeouts[queue]
-        return timeouts.get("")
+        found = self.timeout_source(queue)
+        return found[0] if found else None
 
     @cached_property
     def action_queue(self) -> dict[int, str]:

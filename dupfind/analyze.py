@@ -127,7 +127,7 @@ def analyze(
     """Run the whole analysis on an ingested table."""
     table = refine_object_records(result.table, config)
     correlation = correlate(table, config.link_keys, max_jobs_per_value)
-    ctx = AnalysisContext(correlation, config, skew_s, timeouts or {})
+    ctx = AnalysisContext(correlation, config, skew_s, {**config.timeouts, **(timeouts or {})})
     findings: list[Finding] = []
     for rule in rules:
         if rule.enabled:

@@ -17,7 +17,7 @@ from dupfind.presets import Preset, load_presets
 from dupfind.schema import KINDS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
-TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules"}
+TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules", "timeouts"}
 
 
 def default_rules_dir() -> Path:
@@ -52,6 +52,7 @@ class Config:
     subject_kinds: dict[str, dict[str, str]] = field(default_factory=dict)  # object kind -> name -> kind
     presets: tuple[Preset, ...] = ()  # rules/presets/*.toml: export and log shapes recognised without configuration
     value_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value (per format)
+    timeouts: dict[str, float] = field(default_factory=dict)  # queue ('' = every queue) -> visibility timeout (s)
 
     def digest(self) -> str:
         """A stable hash of the effective configuration (for caches)."""
@@ -102,6 +103,7 @@ class _Builder:
         self.patterns: dict[str, list[str]] = {}
         self.action_patterns: dict[str, list[str]] = {}
         self.subject_kinds: dict[str, dict[str, str]] = {}
+        self.timeouts: dict[str, float] = {}
         self.link_keys: list[str] = []
         self.business_keys: list[str] = []
         self.ingest: dict[str, Any] = {}
@@ -139,6 +141,7 @@ class _Builder:
             else:
                 raise DupfindError(f"{origin}: unknown key ingest.{key}.")
             self.ingest[key] = value
+        self._add_timeouts(data.get("timeouts", {}), origin)
         rules = data.get("rules", {})
         if not isinstance(rules, dict):
             raise DupfindError(f"{origin}: [rules] must be a table.")
@@ -147,6 +150,15 @@ class _Builder:
                 self.rules[key] = {**self.rules[key], **value}
             else:
                 self.rules[key] = value
+
+    def _add_timeouts(self, timeouts: Any, origin: str) -> None:
+        """[timeouts] queue = seconds ("*" = every queue): known visibility timeouts."""
+        if not isinstance(timeouts, dict):
+            raise DupfindError(f"{origin}: [timeouts] must be a table of queue = seconds.")
+        for queue, seconds in timeouts.items():
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+                raise DupfindError(f"{origin}: timeouts.{queue} must be a positive number of seconds.")
+            self.timeouts["" if queue == "*" else queue] = float(seconds)
 
     def _add_aliases(self, aliases: Any, origin: str, user: bool) -> None:
         if not isinstance(aliases, dict):
@@ -218,6 +230,7 @@ class _Builder:
             sources=tuple(self.sources),
             subject_kinds=self.subject_kinds,
             presets=presets,
+            timeouts=self.timeouts,
         )
 
 
