@@ -13,6 +13,7 @@ from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.findings import Evidence
 from dupfind.locks import lock_events, lock_holds, orphan_releases
+from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
@@ -122,6 +123,25 @@ class AnalysisContext:
     def known_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs, overridden by config and --timeout."""
         return {**self.stated_timeouts, **self.timeouts}
+
+    @cached_property
+    def action_attributes(self) -> pl.DataFrame:
+        """Queue and job type of each action."""
+        return action_attributes(self.action_records)
+
+    @cached_property
+    def execution_durations(self) -> pl.DataFrame:
+        """How long each execution held its message (receive to ack/finish/fail), with its queue."""
+        return execution_durations(self.executions, self.action_attributes)
+
+    @cached_property
+    def lease_extensions(self) -> dict[str, int]:
+        """Lease extensions (heartbeats) logged per queue ('' = unknown queue)."""
+        rows = self.table.filter(pl.col("kind") == "lease_extended").join(
+            self.action_attributes.select("action_id", pl.col("queue").alias("action_queue")), on="action_id", how="left"
+        )
+        counts = rows.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len()
+        return dict(counts.rows())
 
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:

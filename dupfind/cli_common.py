@@ -97,7 +97,8 @@ DisableOpt = Annotated[
 SkewOpt = Annotated[float, typer.Option(
     "--skew", help="Clock-skew tolerance in seconds between hosts: shorter overlaps are only 'possible'.")]
 TimeoutOpt = Annotated[Optional[list[str]], typer.Option(
-    "--timeout", help="Known visibility timeout: QUEUE=SECONDS, or SECONDS for all queues (repeatable).")]
+    "--timeout",
+    help="Known visibility timeout: QUEUE=SECONDS, or SECONDS for all queues (repeatable; overrides [timeouts] in the config).")]
 MaxJobsOpt = Annotated[int, typer.Option(
     "--max-jobs-per-value",
     help="An id value shared by more jobs than this stops linking (it is a tenant id or a placeholder).")]
@@ -158,9 +159,12 @@ def parse_timeouts(values: list[str]) -> dict[str, float]:
         if not sep:
             queue, seconds = "", value
         try:
-            timeouts[queue] = float(seconds.rstrip("s"))
+            parsed = float(seconds.strip().rstrip("s"))
         except ValueError:
-            raise DupfindError(f"--timeout {value!r} is not QUEUE=SECONDS (or SECONDS for every queue).") from None
+            parsed = -1.0
+        if not 0 < parsed < float("inf"):
+            raise DupfindError(f"--timeout {value!r} is not QUEUE=SECONDS (or SECONDS for every queue) with SECONDS > 0.")
+        timeouts[queue] = parsed
     return timeouts
 
 

@@ -1,0 +1,76 @@
+"""DF401: processing durations at or above the visibility timeout (the queue will redeliver running jobs)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.findings import Finding
+from dupfind.queue_health import queue_advice
+from dupfind.rules_registry import Rule, detector
+
+
+@detector("timeout_below_duration")
+def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
+    quantile = float(rule.param("quantile", 0.95))
+    min_executions = int(rule.param("min_executions", 5))
+    label = f"p{quantile * 100:g}"
+    findings: list[Finding] = []
+    durations = ctx.execution_durations.filter(pl.col("duration_s").is_not_null())
+    for queue in sorted(set(durations["queue"].fill_null("").to_list())):
+        runs = durations.filter(pl.col("queue").fill_null("") == queue)
+        timeout = ctx.timeout_source(queue or None)
+        if timeout is None or runs.height < min_executions or ctx.lease_extensions.get(queue):
+            continue  # nothing to compare with, too few runs, or the lease is extended while running
+        timeout_s, source = timeout
+        value = float(runs["duration_s"].quantile(quantile, "linear"))
+        if value < timeout_s:
+            continue
+        advice = queue_advice(ctx, queue)
+        over = runs.filter(pl.col("duration_s") >= timeout_s)
+        where = f"queue {queue!r}" if queue else "the queue"
+        summary = (
+            f"{label} processing duration {value:.1f} s is at or above the {timeout_s:g} s visibility timeout "
+            f"({source}) of {where}: {over.height} of {runs.height} executions ran at least that long, "
+            f"so the queue hands them to another worker while they still run"
+        )
+        if advice.redeliveries:
+            summary += f"; {advice.redeliveries} such redeliveries were logged"
+        longest = over.sort("duration_s", descending=True).head(3)
+        finding = Finding(
+            rule=rule.code, name=rule.name, title=rule.title,
+            severity="high" if advice.redeliveries else rule.severity,
+            identity=f"queue:{queue}", summary=summary, confidence="certain" if source != "inferred" else "likely",
+            workers=sorted(set(ctx.executions.filter(pl.col("exec_id").is_in(longest["exec_id"].to_list()))["identity"].to_list())),
+            deployments=sorted(d for d in set(over["deployment_id"].to_list()) if d is not None),
+            first_ts=runs["entry"].min(), last_ts=runs["end_ts"].max(), remediation=list(rule.remediation),
+        )
+        finding.figures = {
+            "queue": queue or None, "timeout_s": timeout_s, "timeout_source": source, "quantile": quantile,
+            "duration_at_quantile_s": round(value, 3), **{f"duration_{k}_s": v for k, v in advice.durations.items() if k != "n"},
+            "executions": runs.height, "at_or_above_timeout": over.height,
+            "share_at_or_above_timeout": round(over.height / runs.height, 4), "redeliveries": advice.redeliveries,
+            "recommended_timeout_s": advice.recommended_s, "redeliveries_avoided": advice.avoided,
+        }
+        finding.evidence = ctx.evidence(_evidence_rids(ctx, queue, longest), _notes(ctx, queue))
+        findings.append(finding)
+    return findings
+
+
+def _statement(ctx: AnalysisContext, queue: str) -> pl.DataFrame:
+    """The first record stating the timeout of the queue."""
+    stated = ctx.table.filter(pl.col("visibility_timeout_s").is_not_null())
+    return stated.filter(pl.col("queue").fill_null("") == queue).head(1) if queue else stated.head(1)
+
+
+def _evidence_rids(ctx: AnalysisContext, queue: str, longest: pl.DataFrame) -> list[int]:
+    rids = _statement(ctx, queue)["rid"].to_list()
+    for exec_id, action_id in longest.select("exec_id", "action_id").rows():
+        rids += ctx.key_records(action_id, [exec_id], ("receive", "start", "ack", "finish", "fail"))
+    return rids + ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()
+
+
+def _notes(ctx: AnalysisContext, queue: str) -> dict[int, str]:
+    notes = {r: "timeout stated here" for r in _statement(ctx, queue)["rid"].to_list()}
+    notes.update({r: "redelivered while running" for r in ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()})
+    return notes

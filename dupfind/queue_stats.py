@@ -1,0 +1,235 @@
+"""`dupfind stats`: queue health per queue and job type and per deployment, a time-bucketed view, timeout advice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from dupfind.analysis import AnalysisContext
+from dupfind.analyze import AnalysisReport
+from dupfind.effects import COUNTED
+from dupfind.errors import DupfindError
+from dupfind.findings import Finding
+from dupfind.queue_health import QUANTILES, queue_advice
+from dupfind.render.formats_report import file_to_dict, totals_to_dict
+from dupfind.timefmt import iso_us
+
+SCHEMA = "dupfind.stats/1"
+NONE = "-"  # group label for records that name no queue, job type or deployment
+DEAD_LETTER = r"dead[_ -]?letter|(?:^|[_ ])dlq(?:$|[_ ])"
+# Rules about queue and lock health, shown by `stats` (the duplicate rules belong to `analyze`).
+HEALTH_RULES = ("DF3", "DF4")
+BUCKET_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+TARGET_BUCKETS = 30
+MAX_BUCKETS = 500
+COUNTERS = (
+    "published", "received", "started", "finished", "failed", "retried", "redelivered", "lease_expired_logged",
+    "dead_lettered", "lost", "duplicate_side_effects",
+)
+
+
+@dataclass
+class StatsReport:
+    """Everything `dupfind stats` prints."""
+
+    analysis: AnalysisReport
+    queues: list[dict[str, Any]]
+    deployments: list[dict[str, Any]]
+    timeline: dict[str, Any]
+    timeouts: list[dict[str, Any]]
+    findings: list[Finding]
+
+    def to_dict(self) -> dict[str, Any]:
+        inputs = self.analysis.inputs
+        summary = self.analysis.summary
+        return {
+            "schema": SCHEMA,
+            "inputs": {"files": [file_to_dict(f) for f in inputs.files], "totals": totals_to_dict(inputs)},
+            "summary": {k: summary[k] for k in ("records", "first_ts", "last_ts", "actions", "executions", "workers")},
+            "queues": self.queues,
+            "deployments": self.deployments,
+            "timeline": self.timeline,
+            "timeouts": self.timeouts,
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": self.analysis.warnings,
+        }
+
+
+def _labelled(frame: pl.DataFrame, ctx: AnalysisContext) -> pl.DataFrame:
+    """Queue, job type and deployment of each row: the action's queue and job type (else the
+    record's own), the deployment of the execution it belongs to (else the record's own)."""
+    attrs = ctx.action_attributes.rename({"queue": "_aq", "job_type": "_aj"})
+    deploys = ctx.executions.select("exec_id", pl.col("deployment_id").alias("_ed"))
+    frame = frame.join(attrs, on="action_id", how="left").join(deploys, on="exec_id", how="left")
+    own = lambda c: pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)  # noqa: E731
+    return frame.with_columns(
+        queue=pl.coalesce("_aq", own("queue")).fill_null(NONE),
+        job_type=pl.coalesce("_aj", own("job_type")).fill_null(NONE),
+        deployment=pl.coalesce("_ed", own("deployment_id")).fill_null(NONE),
+    ).drop("_aq", "_aj", "_ed")
+
+
+def _dist(column: str, prefix: str) -> list[pl.Expr]:
+    values = pl.col(column).drop_nulls()
+    exprs = [values.len().alias(f"{prefix}n")]
+    exprs += [values.quantile(q, "linear").round(3).alias(f"{prefix}{name}") for name, q in QUANTILES.items()]
+    return exprs + [values.max().round(3).alias(f"{prefix}max")]
+
+
+def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.DataFrame]:
+    """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
+    cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
+    records = _labelled(ctx.table.filter(
+        pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
+        | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)
+    ).select(cols), ctx)
+    message = pl.coalesce("job_id", pl.col("action_id").cast(pl.String))
+    records = records.with_columns(
+        published=pl.col("kind") == "publish", received=pl.col("kind") == "receive", started=pl.col("kind") == "start",
+        retried=pl.col("kind") == "retry", lease_expired_logged=pl.col("kind") == "lease_expired",
+        dead_letter=pl.when(pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)).then(message),
+    )
+    execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
+        finished=pl.col("completed"), failed=pl.col("failed"),
+    )
+    gaps = _labelled(ctx.redelivery_gaps.with_columns(queue=pl.col("queue").replace("", None)), ctx)
+    extra = pl.DataFrame(schema={"action_id": pl.Int64, "exec_id": pl.Int64})
+    if ctx.side_effects.height:
+        # Counted requests after the first, for the side effects DF101 rates a certain or likely duplicate.
+        harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
+        extra = ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED)).join(harmful, on=["action_id", "effect"]) \
+            .sort("ts").filter(pl.int_range(pl.len()).over("action_id", "effect") > 0).select("action_id", "exec_id")
+    extra = _labelled(extra, ctx)
+    lost = _labelled(ctx.action_attributes.filter(pl.col("action_id").is_in(lost_actions)).select(
+        "action_id", exec_id=pl.lit(None, dtype=pl.Int64)), ctx).with_columns(lost=pl.lit(True))
+    return [records, execs, gaps, extra, lost]
+
+
+def _waits(ctx: AnalysisContext) -> pl.DataFrame:
+    """Per action: first publish to first receive/start, and how long a never-delivered message waited."""
+    end_of_logs = ctx.table["ts"].max()
+    per_action = ctx.action_records.filter(pl.col("kind").is_in(["publish", "receive", "start"])).group_by("action_id").agg(
+        pl.col("ts").filter(pl.col("kind") == "publish").min().alias("published_at"),
+        pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
+    ).filter(pl.col("published_at").is_not_null())
+    wait = (pl.col("delivered_at") - pl.col("published_at")).dt.total_microseconds() / 1e6
+    age = (pl.coalesce("delivered_at", pl.lit(end_of_logs)) - pl.col("published_at")).dt.total_microseconds() / 1e6
+    return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=pl.Int64), wait_s=wait.clip(lower_bound=0),
+                                             age_s=age.clip(lower_bound=0)), ctx)
+
+
+def _grouped(ctx: AnalysisContext, keys: list[str], lost_actions: list[int], with_waits: bool) -> list[dict[str, Any]]:
+    records, execs, gaps, extra, lost = _count_frames(ctx, lost_actions)
+    parts = [
+        records.group_by(keys).agg(
+            *[pl.col(c).sum() for c in ("published", "received", "started", "retried", "lease_expired_logged")],
+            pl.col("dead_letter").drop_nulls().n_unique().alias("dead_lettered"),
+        ),
+        execs.group_by(keys).agg(pl.col("finished").sum(), pl.col("failed").sum(), *_dist("duration_s", "d_")),
+        gaps.group_by(keys).agg(pl.len().alias("redelivered")),
+        extra.group_by(keys).agg(pl.len().alias("duplicate_side_effects")),
+        lost.group_by(keys).agg(pl.len().alias("lost")),
+    ]
+    if with_waits:
+        waits = _waits(ctx)
+        parts.append(waits.group_by(keys).agg(*_dist("wait_s", "w_"), pl.col("age_s").max().round(3).alias("oldest_message_age_s")))
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merged.join(part, on=keys, how="full", coalesce=True)
+    counters = [c for c in COUNTERS if c in merged.columns]
+    merged = merged.with_columns(pl.col(counters).fill_null(0).cast(pl.Int64)).sort(keys)
+    rows = []
+    for row in merged.iter_rows(named=True):
+        out = {k: (None if row[k] == NONE else row[k]) for k in keys}
+        out.update({c: row[c] for c in counters})
+        if keys == ["deployment"]:
+            # Producers' releases and the broker are not worker generations; lost is a property of an action.
+            for name in ("published", "lost", "lease_expired_logged"):
+                out.pop(name, None)
+            if not any(out[c] for c in counters if c in out) and not row["d_n"]:
+                continue
+        out["duration_s"] = {k[2:]: row[k] for k in row if k.startswith("d_")}
+        out["duration_s"]["n"] = out["duration_s"]["n"] or 0
+        if with_waits:
+            out["queue_wait_s"] = {k[2:]: row[k] for k in row if k.startswith("w_")}
+            out["queue_wait_s"]["n"] = out["queue_wait_s"]["n"] or 0
+            out["oldest_message_age_s"] = row["oldest_message_age_s"]
+        rows.append(out)
+    return rows
+
+
+def bucket_size(span_s: float, requested_s: float | None = None) -> int:
+    """The bucket of the receives-vs-publishes view: as asked, else a round size giving ~30 buckets."""
+    if requested_s is not None:
+        if requested_s < 1:
+            raise DupfindError("--bucket must be at least one second.")
+        if span_s / requested_s > MAX_BUCKETS:
+            raise DupfindError(f"--bucket {requested_s:g}s gives more than {MAX_BUCKETS} buckets over {span_s:.0f} s of logs.")
+        return int(requested_s)
+    for step in BUCKET_STEPS_S:
+        if span_s / step <= TARGET_BUCKETS:
+            return step
+    return BUCKET_STEPS_S[-1]
+
+
+def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]:
+    events = ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
+    if events.height == 0:
+        return {"bucket_s": None, "buckets": []}
+    first, last = events["ts"].min(), events["ts"].max()
+    size = bucket_size((last - first).total_seconds(), requested_s)
+    every = f"{size}s"
+    redelivered = ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind") \
+        if ctx.redelivery_gaps.height else events.clear().select("ts", "kind")
+    frame = pl.concat([
+        events.select("ts", "kind", "name", "deployment_id"),
+        redelivered.select("ts", kind=pl.lit("redelivery"), name=pl.lit(None, dtype=pl.String),
+                           deployment_id=pl.lit(None, dtype=pl.String)),
+    ]).with_columns(bucket=pl.col("ts").dt.truncate(every))
+    counts = frame.group_by("bucket").agg(
+        (pl.col("kind") == "publish").sum().alias("published"),
+        (pl.col("kind") == "receive").sum().alias("received"),
+        (pl.col("kind") == "redelivery").sum().alias("redelivered"),
+        pl.concat_str(pl.col("kind").str.replace("deploy_", "deploy "), pl.lit(" "), pl.col("deployment_id").fill_null(""))
+        .filter(pl.col("kind").str.starts_with("deploy_")).unique(maintain_order=True).alias("deploys"),
+    )
+    buckets = pl.DataFrame({"bucket": pl.datetime_range(first.replace(microsecond=0), last, every, eager=True,
+                                                        time_zone="UTC")}).with_columns(pl.col("bucket").dt.truncate(every))
+    joined = buckets.unique("bucket").join(counts, on="bucket", how="left").sort("bucket").with_columns(
+        pl.col("published", "received", "redelivered").fill_null(0), pl.col("deploys").fill_null([])
+    )
+    return {"bucket_s": size, "buckets": [
+        {"start": iso_us(r["bucket"]), "published": r["published"], "received": r["received"],
+         "redelivered": r["redelivered"], "deploys": [d.strip() for d in r["deploys"]]}
+        for r in joined.iter_rows(named=True)
+    ]}
+
+
+def _timeouts(ctx: AnalysisContext) -> list[dict[str, Any]]:
+    queues = set(ctx.execution_durations["queue"].fill_null("").to_list()) | set(ctx.inferred_timeouts) | set(ctx.known_timeouts)
+    if len(queues) > 1:
+        queues.discard("")  # the any-queue value already answers for every named queue
+    out = []
+    for queue in sorted(queues):
+        advice = queue_advice(ctx, queue).to_dict()
+        inferred = ctx.inferred_timeouts.get(queue)
+        advice.update(queue=queue or None, inferred=inferred.to_dict() if inferred else None,
+                      configured_s=ctx.timeouts.get(queue), logged_s=ctx.stated_timeouts.get(queue))
+        out.append(advice)
+    return out
+
+
+def build_stats(report: AnalysisReport, bucket_s: float | None = None) -> StatsReport:
+    """Queue health from an analysis: counters, durations, waits, a timeline, timeout advice, health findings."""
+    ctx = report.context
+    lost_actions = [f.action_id for f in report.findings if f.rule == "DF107" and f.action_id is not None]
+    return StatsReport(
+        analysis=report,
+        queues=_grouped(ctx, ["queue", "job_type"], lost_actions, with_waits=True),
+        deployments=_grouped(ctx, ["deployment"], lost_actions, with_waits=False),
+        timeline=_timeline(ctx, bucket_s),
+        timeouts=_timeouts(ctx),
+        findings=[f for f in report.findings if f.rule.startswith(HEALTH_RULES)],
+    )

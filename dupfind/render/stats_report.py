@@ -1,0 +1,185 @@
+"""Output of `dupfind stats`: a terminal report (counters, durations, timeline, timeout advice) or JSON."""
+
+from __future__ import annotations
+
+import io
+from typing import IO, Any
+
+import orjson
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dupfind.queue_stats import StatsReport
+from dupfind.render.analyze_table import SEVERITY_STYLE
+from dupfind.render.safe import safe_text
+
+BAR_WIDTH = 18
+LABEL_WIDTH = 28
+COUNT_COLUMNS = (
+    ("published", "pub"), ("received", "recv"), ("started", "start"), ("finished", "done"), ("failed", "fail"),
+    ("retried", "retry"), ("redelivered", "redeliv"), ("dead_lettered", "dlq"), ("lost", "lost"),
+    ("duplicate_side_effects", "dup"),
+)
+
+
+def render_stats_json(report: StatsReport, out: IO[bytes]) -> None:
+    out.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def _table(title: str) -> Table:
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, title_style="bold")
+
+
+def _group_label(row: dict[str, Any], keys: tuple[str, ...]) -> list[Text]:
+    return [safe_text(row[k] if row[k] is not None else "-", limit=LABEL_WIDTH) for k in keys]
+
+
+def _key_columns(table: Table, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        longest = max([len(str(r[key] or "-")) for r in rows] + [len(key)])
+        table.add_column(key.replace("_", " "), no_wrap=True, min_width=min(longest, LABEL_WIDTH), overflow="ellipsis")
+
+
+def _counts(rows: list[dict[str, Any]], keys: tuple[str, ...], title: str) -> Table:
+    columns = [(c, label) for c, label in COUNT_COLUMNS if rows and c in rows[0]]
+    table = _table(title)
+    _key_columns(table, rows, keys)
+    for _, label in columns:
+        table.add_column(label, justify="right", no_wrap=True, min_width=len(label))
+    for row in rows:
+        cells = [Text(_num(row[c]), style="bold red" if c == "duplicate_side_effects" and row[c] else "") for c, _ in columns]
+        table.add_row(*_group_label(row, keys), *cells)
+    return table
+
+
+def _distributions(rows: list[dict[str, Any]], keys: tuple[str, ...], title: str, field: str, extra: str | None = None) -> Table:
+    table = _table(title)
+    _key_columns(table, rows, keys)
+    for label in ("n", "p50", "p90", "p95", "p99", "max", *(("oldest",) if extra else ())):
+        table.add_column(label, justify="right", no_wrap=True, min_width=len(label))
+    for row in rows:
+        d = row[field]
+        cells = [_num(d[k]) for k in ("n", "p50", "p90", "p95", "p99", "max")]
+        if extra:
+            cells.append(_num(row[extra]))
+        table.add_row(*_group_label(row, keys), *cells)
+    return table
+
+
+def _bar(value: int, peak: int, style: str) -> Text:
+    width = 0 if not peak else max(1 if value else 0, round(BAR_WIDTH * value / peak))
+    return Text("█" * width + " " * (BAR_WIDTH - width), style=style)
+
+
+def _timeline(report: StatsReport) -> Table | None:
+    buckets = report.timeline["buckets"]
+    if not buckets:
+        return None
+    size = report.timeline["bucket_s"]
+    label = f"{size // 60} min" if size % 60 == 0 else f"{size} s"
+    table = _table(f"Receives vs publishes per {label} (redeliveries in red, deploys marked)")
+    table.add_column("time", no_wrap=True, style="dim")
+    table.add_column("published", no_wrap=True)
+    table.add_column("received", no_wrap=True)
+    table.add_column("redeliv", justify="right", no_wrap=True)
+    table.add_column("deploys", overflow="fold")
+    peak = max(max(b["published"], b["received"]) for b in buckets)
+    for b in buckets:
+        published = Text(f"{b['published']:>5} ").append_text(_bar(b["published"], peak, "cyan"))
+        received = Text(f"{b['received']:>5} ").append_text(_bar(b["received"], peak, "magenta"))
+        redelivered = Text(str(b["redelivered"]) if b["redelivered"] else "", style="bold red")
+        deploys = safe_text(", ".join(b["deploys"]), style="bold yellow", limit=60)
+        if b["deploys"]:
+            deploys = Text("◆ ", style="bold yellow").append_text(deploys)
+        table.add_row(b["start"][11:19], published, received, redelivered, deploys)
+    return table
+
+
+def _timeout_facts(t: dict[str, Any]) -> list[str]:
+    facts = [f"timeout: {t['timeout_s']:g} s ({t['timeout_source']})" if t["timeout_s"] is not None
+             else "timeout: unknown (pass --timeout QUEUE=SECONDS, or log it)"]
+    inferred = t["inferred"]
+    if inferred:
+        facts.append(
+            f"inferred from redelivery gaps: {inferred['estimate_s']:.1f} s, {inferred['support']} of {inferred['gaps']} "
+            f"gaps in the cluster, spread {inferred['spread_s']:.2f} s" + ("" if inferred["reliable"] else " (too few to rely on)")
+        )
+    d = t["durations"]
+    if d["n"]:
+        text = f"{d['n']} runs: p50 {d['p50']:.1f} s, p95 {d['p95']:.1f} s, p99 {d['p99']:.1f} s, max {d['max']:.1f} s"
+        if t["share_over_timeout"] is not None:
+            text += f"; {t['share_over_timeout']:.0%} at or above the timeout"
+        facts.append(text)
+    facts.append(f"redeliveries no failure asked for: {t['redeliveries']}; lease extensions logged: {t['lease_extensions']}")
+    return facts
+
+
+def _timeouts(report: StatsReport, console: Console) -> None:
+    if not report.timeouts:
+        return
+    console.print(Text("Visibility timeout", style="bold"))
+    for t in report.timeouts:
+        console.print(Text("  ").append_text(safe_text(t["queue"] or "(no queue named)", style="bold")))
+        for fact in _timeout_facts(t):
+            console.print(safe_text(f"    {fact}"))
+        for sentence in t["advice"]:
+            console.print(Text("    → ", style="bold").append_text(safe_text(sentence)))
+
+
+def _findings(report: StatsReport, console: Console, limit: int = 12) -> None:
+    findings = report.findings
+    if not findings:
+        console.print(Text("No queue-timeout or lock findings.", style="green"))
+        return
+    table = _table(f"Queue-timeout and lock findings ({len(findings)})")
+    table.add_column("rule", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("what", overflow="fold")
+    for f in findings[:limit]:
+        table.add_row(f.rule, Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), safe_text(f.summary, limit=400))
+    console.print(table)
+    if len(findings) > limit:
+        console.print(Text(f"  … {len(findings) - limit} more: `dupfind analyze` lists every finding with its evidence.", style="dim"))
+
+
+def render_stats_table(report: StatsReport, out: IO[bytes], color: bool = False, width: int = 110) -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
+                      highlight=False, soft_wrap=False)
+    summary = report.analysis.summary
+    totals = report.analysis.inputs.totals()
+    console.print(Text("dupfind stats", style="bold"))
+    head = Text(f"{totals['files']} file(s), {totals['records']:,} records")
+    if totals["rejected_total"]:
+        head.append(f", {totals['rejected_total']:,} lines rejected", style="yellow")
+    if summary["first_ts"]:
+        head.append(f", {summary['first_ts']} → {summary['last_ts']}")
+    head.append(f"\n{summary['actions']:,} actions, {summary['executions']:,} executions on {summary['workers']} workers")
+    console.print(head)
+    for warning in report.analysis.warnings:
+        console.print(safe_text(f"warning: {warning}", style="yellow"))
+    keys = ("queue", "job_type")
+    if report.queues:
+        console.print(_counts(report.queues, keys, "Per queue and job type"))
+        console.print(_distributions(report.queues, keys, "Processing duration, receive to ack/finish/fail (s)", "duration_s"))
+        console.print(_distributions(report.queues, keys, "Queue wait, publish to first delivery (s)", "queue_wait_s",
+                                     "oldest_message_age_s"))
+    if report.deployments:
+        console.print(_counts(report.deployments, ("deployment",), "Per deployment (worker generation)"))
+        console.print(_distributions(report.deployments, ("deployment",), "Processing duration per deployment (s)", "duration_s"))
+    timeline = _timeline(report)
+    if timeline is not None:
+        console.print(timeline)
+    _timeouts(report, console)
+    _findings(report, console)
+    out.write(buffer.getvalue().encode())

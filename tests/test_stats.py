@@ -1,0 +1,259 @@
+"""`dupfind stats`: counters agree with the simulator's answer key, durations with its true run times,
+the timeline adds up, the advisor's counterfactual holds, and the command line behaves."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.queue_stats import StatsReport, bucket_size, build_stats
+from dupfind.rules_registry import load_rules
+from dupfind.synth import PRESETS, write_scenario
+
+from conftest import FIXTURES
+
+CONFIG = load_config(cwd=Path("/"))
+SYNTH = sorted(p for p in (FIXTURES / "synth").iterdir() if (p / "truth.json").is_file())
+VT = FIXTURES / "synth" / "visibility-timeout"
+
+
+def _stats(logs: Path, timeouts: dict[str, float] | None = None) -> StatsReport:
+    return build_stats(analyze(ingest([str(logs)], CONFIG), CONFIG, load_rules(CONFIG), timeouts=timeouts))
+
+
+def _totals(rows: list[dict]) -> Counter:
+    totals: Counter = Counter()
+    for row in rows:
+        totals.update({k: v for k, v in row.items() if isinstance(v, int) and not isinstance(v, bool)})
+    return totals
+
+
+def _truth_counts(truth: dict) -> dict[str, int]:
+    executions = [e for a in truth["actions"] for e in a["executions"]]
+    because = Counter(e["received_because"] for e in executions)
+    failed = Counter(e["outcome"] for e in executions)
+    c = truth["counters"]
+    return {
+        "published": c["publishes"], "received": c["executions"], "retried": c["retries"],
+        "redelivered": because["lease_expired"] + because["worker_killed"], "dead_lettered": c["dead_lettered"],
+        "duplicate_side_effects": c["extra_side_effects"],
+        "failed": failed["provider_error"] + failed["provider_timeout"] + failed["db_update_failed"],
+    }
+
+
+@pytest.mark.parametrize("folder", SYNTH, ids=[p.name for p in SYNTH])
+def test_counters_equal_the_answer_key(folder: Path):
+    truth = orjson.loads((folder / "truth.json").read_bytes())
+    report = _stats(folder / "logs")
+    totals = _totals(report.queues)
+    for name, expected in _truth_counts(truth).items():
+        assert totals[name] == expected, (name, totals[name], expected)
+    # Per deployment the same executions are counted once each.
+    per_deploy = _totals(report.deployments)
+    for name in ("received", "started", "finished", "failed", "retried", "redelivered", "duplicate_side_effects"):
+        assert per_deploy[name] == totals[name], name
+
+
+def test_dead_letters_and_retries_counted(tmp_path: Path):
+    params = replace(PRESETS["db-update-fails"].params, provider_error_rate=0.5, max_attempts=2, backoff_base_s=0.5, jobs=40)
+    truth = write_scenario("db-update-fails", tmp_path, seed=3, params=params)
+    assert truth["counters"]["dead_lettered"] > 0
+    totals = _totals(_stats(tmp_path / "logs").queues)
+    for name, expected in _truth_counts(truth).items():
+        assert totals[name] == expected, name
+
+
+def test_lost_is_what_analyze_calls_lost():
+    report = _stats(FIXTURES / "scenarios" / "lost-actions" / "logs")
+    lost = [f for f in report.analysis.findings if f.rule == "DF107"]
+    assert len(lost) == 2 and _totals(report.queues)["lost"] == 2
+
+
+def test_durations_match_the_true_run_times():
+    truth = orjson.loads((VT / "truth.json").read_bytes())
+    true_runs = pl.Series([
+        (pl.Series([e["end"]]).str.to_datetime() - pl.Series([e["start"]]).str.to_datetime()).dt.total_microseconds()[0] / 1e6
+        for a in truth["actions"] for e in a["executions"] if e["outcome"] in ("acked", "provider_error")
+    ])
+    report = _stats(VT / "logs")
+    [row] = [r for r in report.timeouts if r["queue"] == "notifications"]
+    measured = row["durations"]
+    assert measured["n"] == true_runs.len()
+    for name, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+        assert abs(measured[name] - true_runs.quantile(q, "linear")) < 0.5, name  # log clocks are skewed by up to 150 ms
+    assert abs(measured["max"] - true_runs.max()) < 0.5
+    by_type = {r["job_type"]: r["duration_s"]["n"] for r in report.queues}
+    assert sum(by_type.values()) == measured["n"] and len(by_type) == 3
+
+
+def test_timeline_adds_up_and_marks_the_deploy():
+    folder = FIXTURES / "synth" / "deploy-overlap"
+    truth = orjson.loads((folder / "truth.json").read_bytes())
+    report = _stats(folder / "logs")
+    buckets = report.timeline["buckets"]
+    totals = _totals(report.queues)
+    assert sum(b["published"] for b in buckets) == totals["published"]
+    assert sum(b["received"] for b in buckets) == totals["received"]
+    assert sum(b["redelivered"] for b in buckets) == totals["redelivered"] > 0
+    size = report.timeline["bucket_s"]
+    assert len(buckets) <= 31 and all(b["start"] < n["start"] for b, n in zip(buckets, buckets[1:]))
+    for deployment in truth["deployments"]:
+        started = deployment["started"][:19]
+        marked = [b for b in buckets if f"deploy start {deployment['deployment_id']}" in b["deploys"]]
+        assert len(marked) == 1
+        assert marked[0]["start"][:19] <= started < _plus(marked[0]["start"], size + 1)
+
+
+def _plus(iso: str, seconds: int) -> str:
+    from datetime import datetime, timedelta
+
+    return (datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def test_bucket_size_is_adaptive_and_bounded():
+    from dupfind.errors import DupfindError
+
+    assert bucket_size(150) == 5 and bucket_size(3600) == 120 and bucket_size(86400 * 3) == 10800
+    assert bucket_size(3600, 60) == 60
+    with pytest.raises(DupfindError):
+        bucket_size(86400, 1)
+
+
+def test_advisor_counterfactual_on_the_logged_durations():
+    """The recommended timeout covers p99; every redelivery whose interrupted run finished within it
+    is avoided. Checked against the simulator: the interrupted runs' true durations."""
+    truth = orjson.loads((VT / "truth.json").read_bytes())
+    [advice] = [t for t in _stats(VT / "logs").timeouts if t["queue"] == "notifications"]
+    assert advice["timeout_s"] == 30.0 and advice["timeout_source"] == "logged"
+    recommended = advice["recommended_s"]
+    assert recommended >= advice["durations"]["p99"] and recommended <= 1.5 * advice["durations"]["p99"] + 30
+    interrupted = []
+    for action in truth["actions"]:
+        runs = action["executions"]
+        for earlier, later in zip(runs, runs[1:]):
+            if later["received_because"] == "lease_expired":
+                finished = earlier["outcome"] not in ("killed",)
+                took = (pl.Series([earlier["end"]]).str.to_datetime() - pl.Series([earlier["start"]]).str.to_datetime()).dt.total_seconds()[0]
+                interrupted.append(finished and took < recommended)
+    assert advice["redeliveries"] == len(interrupted) > 0
+    assert advice["avoided"] == sum(interrupted)
+    assert advice["failover_delay_s"] == recommended - 30.0
+    assert any("failover" in sentence for sentence in advice["advice"])
+
+
+def test_heartbeat_means_no_longer_timeout_advice_and_no_df401(tmp_path_factory):
+    base = replace(PRESETS["visibility-timeout"].params, jobs=30)
+    for heartbeat in (False, True):
+        folder = tmp_path_factory.mktemp(f"hb-{heartbeat}")
+        write_scenario("visibility-timeout", folder, seed=4, params=replace(base, heartbeat=heartbeat))
+        report = _stats(folder / "logs")
+        [advice] = [t for t in report.timeouts if t["queue"] == "notifications"]
+        assert advice["durations"]["p95"] >= 30.0  # the same slow jobs either way
+        df401 = [f for f in report.findings if f.rule == "DF401"]
+        if heartbeat:
+            assert advice["lease_extensions"] > 0 and advice["recommended_s"] is None
+            assert "extend the lease" in advice["advice"][0] and "not the fix" in advice["advice"][0]
+            assert not df401
+        else:
+            assert advice["lease_extensions"] == 0 and advice["recommended_s"] >= 90
+            assert len(df401) == 1 and df401[0].figures["timeout_s"] == 30.0
+
+
+@pytest.mark.parametrize("folder", [VT, FIXTURES / "real" / "celery_redis_visibility_timeout",
+                                    FIXTURES / "real" / "sqs_moto_guarded_control"], ids=lambda p: p.name)
+def test_df401_fires_where_p95_reaches_the_timeout(folder: Path):
+    report = _stats(folder / "logs")
+    [finding] = [f for f in report.findings if f.rule == "DF401"]
+    figures = finding.figures
+    assert figures["duration_p95_s"] >= figures["timeout_s"] and figures["share_at_or_above_timeout"] >= 0.05
+    assert finding.evidence and any(e.note == "timeout stated here" for e in finding.evidence)
+    assert not finding.harmful
+
+
+@pytest.mark.parametrize("name", ["baseline", "deploy-overlap", "lock-atomic-control", "double-publish", "db-update-fails"])
+def test_df401_quiet_where_runs_fit_the_timeout(name: str):
+    report = _stats(FIXTURES / "synth" / name / "logs")
+    assert not [f for f in report.findings if f.rule == "DF401"]
+
+
+def test_df401_uses_the_inferred_timeout_when_none_is_stated():
+    table = ingest([str(VT / "logs")], CONFIG).table.with_columns(visibility_timeout_s=pl.lit(None, dtype=pl.Float64))
+    from dupfind.ingest import IngestResult
+
+    result = IngestResult(table, [], table.clear().select([]))
+    [finding] = [f for f in analyze(result, CONFIG, load_rules(CONFIG)).findings if f.rule == "DF401"]
+    assert finding.figures["timeout_source"] == "inferred" and finding.confidence == "likely"
+    assert abs(finding.figures["timeout_s"] - 30.0) <= 1.0
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def test_json_document(cli):
+    proc = cli("stats", str(VT / "logs"), "--format", "json", "--timeout", "notifications=45", "--bucket", "1m")
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "dupfind.stats/1"
+    assert {"inputs", "summary", "queues", "deployments", "timeline", "timeouts", "findings"} <= set(doc)
+    assert doc["timeline"]["bucket_s"] == 60
+    [timeout] = doc["timeouts"]
+    assert timeout["timeout_s"] == 45.0 and timeout["timeout_source"] == "configured" and timeout["logged_s"] == 30.0
+    assert abs(timeout["inferred"]["estimate_s"] - 30.0) <= 1.0
+    row = doc["queues"][0]
+    assert set(row["duration_s"]) == {"n", "p50", "p90", "p95", "p99", "max"}
+    assert {"queue_wait_s", "oldest_message_age_s", "redelivered", "dead_lettered", "lost"} <= set(row)
+    assert {f["rule"] for f in doc["findings"]} == {"DF401"}
+
+
+def test_table_report(cli):
+    proc = cli("stats", str(FIXTURES / "synth" / "lock-release-no-owner" / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    for heading in ("Per queue and job type", "Processing duration", "Queue wait", "Per deployment",
+                    "Receives vs publishes", "Visibility timeout", "lock findings"):
+        assert heading in out, heading
+    assert "DF302" in out and "DF301" in out and "█" in out
+
+
+def test_untrusted_names_are_neutralised(cli, tmp_path: Path):
+    log = tmp_path / "w.ndjson"
+    lines = []
+    for i in range(6):
+        base = {"queue": "q\x1b[31mred[/bold]", "job_type": "x[bold]y[/bold]\x1b]0;pwn\x07", "worker_id": "w1",
+                "job_id": f"j{i}", "deployment_id": "v1\x1b[2J"}
+        lines.append({**base, "ts": f"2026-01-01T00:00:{10 * i:02d}Z", "event": "job_received"})
+        lines.append({**base, "ts": f"2026-01-01T00:00:{10 * i + 1:02d}Z", "event": "job_finished"})
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = cli("stats", str(log)).stdout
+    assert b"\x1b" not in out and b"\x07" not in out
+    assert b"\\x1b" in out and b"x[bold]y[/bold]" in out
+
+
+def test_errors_are_one_line(cli):
+    for args in (["stats", "/no/such/dir"], ["stats", str(VT / "logs"), "--bucket", "soon"],
+                 ["stats", str(VT / "logs"), "--bucket", "0.2s"], ["stats", str(VT / "logs"), "--timeout", "q=-3"],
+                 ["stats", str(VT / "logs"), "--timeout", "q=nan"], ["stats", str(VT / "logs"), "--skew", "-1"]):
+        proc = cli(*args)
+        assert proc.returncode == 2, args
+        assert b"Traceback" not in proc.stderr and proc.stderr.strip().count(b"\n") == 0, proc.stderr
+        assert proc.stdout == b""
+
+
+def test_logs_without_jobs_give_empty_sections(cli, tmp_path: Path):
+    log = tmp_path / "app.log"
+    log.write_text("2026-01-01T00:00:00Z service started\n2026-01-01T00:00:05Z health check ok\n")
+    proc = cli("stats", str(log), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["queues"] == [] and doc["deployments"] == [] and doc["timeouts"] == [] and doc["findings"] == []
+    table = cli("stats", str(log))
+    assert table.returncode == 0 and b"No queue-timeout or lock findings" in table.stdout
