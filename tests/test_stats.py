@@ -212,6 +212,9 @@ def test_json_document(cli):
     assert set(row["duration_s"]) == {"n", "p50", "p90", "p95", "p99", "max"}
     assert {"queue_wait_s", "oldest_message_age_s", "redelivered", "dead_lettered", "lost"} <= set(row)
     assert {f["rule"] for f in doc["findings"]} == {"DF401"}
+    [finding] = doc["findings"]
+    assert {"job_id", "event_id", "idempotency_key"} <= set(finding["ids"]) and finding["ids"]["queue"] == ["notifications"]
+    assert finding["ids"]["job_id"], "the longest executions' jobs are named"
 
 
 def test_table_report(cli):

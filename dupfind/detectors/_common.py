@@ -47,14 +47,17 @@ def worker_finding(
     """A finding about one worker (or generation) and the executions it concerns."""
     execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
     generation = ctx.deploys.generation_of().get(worker)
-    records = ctx.records_of_executions(exec_ids)
-    # The JSON contract: ids always carries job_id, event_id and idempotency_key.
-    ids = {k: sorted(records[k].drop_nulls().unique().to_list()) for k in ("job_id", "event_id", "idempotency_key")}
     return _finding(
         rule, identity, summary, severity, execs,
-        ids={"worker_id": [worker], **ids},
+        ids={"worker_id": [worker], **execution_ids(ctx, exec_ids)},
         workers=[worker],
         deployments=[generation] if generation else [],
         first_ts=execs["start"].min(),
         last_ts=execs["end"].max(),
     )
+
+
+def execution_ids(ctx: AnalysisContext, exec_ids: list[int]) -> dict[str, list[str]]:
+    """The job, event and idempotency ids of some executions (the JSON contract always carries these three)."""
+    records = ctx.records_of_executions(exec_ids)
+    return {k: sorted(records[k].drop_nulls().unique().to_list()) for k in ("job_id", "event_id", "idempotency_key")}

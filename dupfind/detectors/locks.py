@@ -7,7 +7,7 @@ from datetime import timedelta
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
-from dupfind.detectors._common import action_finding, seconds
+from dupfind.detectors._common import action_finding, execution_ids, seconds
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
 from dupfind.locks import concurrent_holds, seconds_after
@@ -22,7 +22,7 @@ def _lock_finding(ctx: AnalysisContext, rule: Rule, action_id: int | None, exec_
     execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
     return Finding(
         rule=rule.code, name=rule.name, title=rule.title, severity=severity or rule.severity, identity=suffix,
-        summary=summary, workers=list(dict.fromkeys(execs["identity"].to_list())),
+        summary=summary, workers=list(dict.fromkeys(execs["identity"].to_list())), ids=execution_ids(ctx, exec_ids),
         deployments=list(dict.fromkeys(d for d in execs["deployment_id"].to_list() if d is not None)),
         remediation=list(rule.remediation),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
+from dupfind.detectors._common import execution_ids
 from dupfind.findings import Finding
 from dupfind.queue_health import queue_advice
 from dupfind.rules_registry import Rule, detector
@@ -41,6 +42,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             rule=rule.code, name=rule.name, title=rule.title,
             severity="high" if advice.redeliveries else rule.severity,
             identity=f"queue:{queue}", summary=summary, confidence="certain" if source != "inferred" else "likely",
+            ids={"queue": [queue] if queue else [], **execution_ids(ctx, longest["exec_id"].to_list())},
             workers=sorted(set(ctx.executions.filter(pl.col("exec_id").is_in(longest["exec_id"].to_list()))["identity"].to_list())),
             deployments=sorted(d for d in set(over["deployment_id"].to_list()) if d is not None),
             first_ts=runs["entry"].min(), last_ts=runs["end_ts"].max(), remediation=list(rule.remediation),
@@ -65,8 +67,7 @@ def _statement(ctx: AnalysisContext, queue: str) -> pl.DataFrame:
 
 def _evidence_rids(ctx: AnalysisContext, queue: str, longest: pl.DataFrame) -> list[int]:
     rids = _statement(ctx, queue)["rid"].to_list()
-    for exec_id, action_id in longest.select("exec_id", "action_id").rows():
-        rids += ctx.key_records(action_id, [exec_id], ("receive", "start", "ack", "finish", "fail"))
+    rids += ctx.execution_records(longest["exec_id"].to_list(), ("receive", "start", "ack", "finish", "fail"))
     return rids + ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()
 
 
