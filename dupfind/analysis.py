@@ -137,9 +137,8 @@ class AnalysisContext:
     @cached_property
     def lease_extensions(self) -> dict[str, int]:
         """Lease extensions (heartbeats) logged per queue ('' = unknown queue)."""
-        rows = self.table.filter(pl.col("kind") == "lease_extended").join(
-            self.action_attributes.select("action_id", pl.col("queue").alias("action_queue")), on="action_id", how="left"
-        )
+        queues = self.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
+        rows = self.table.filter(pl.col("kind") == "lease_extended").join(queues, on="action_id", how="left")
         counts = rows.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len()
         return dict(counts.rows())
 

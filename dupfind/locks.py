@@ -11,9 +11,11 @@ LOCK_END_KINDS = ("lock_release", "lock_expired")
 
 def _holder() -> pl.Expr:
     """Who holds a lock: its owner token when logged, else the worker (and process)."""
-    worker = pl.when(pl.col("process_id").is_not_null()).then(
-        pl.concat_str("worker_id", pl.lit("/"), "process_id")
-    ).otherwise(pl.col("worker_id"))
+    worker = (
+        pl.when(pl.col("process_id").is_not_null())
+        .then(pl.concat_str("worker_id", pl.lit("/"), "process_id"))
+        .otherwise(pl.col("worker_id"))
+    )
     return pl.coalesce("lock_owner", worker, pl.concat_str(pl.lit("exec-"), pl.col("exec_id").cast(pl.String)))
 
 
@@ -22,8 +24,17 @@ def lock_events(table: pl.DataFrame) -> pl.DataFrame:
     kinds = ["lock_acquire", "lock_denied", *LOCK_END_KINDS]
     return (
         table.filter(pl.col("kind").is_in(kinds) & pl.col("lock_key").is_not_null())
-        .select("rid", "ts", "kind", pl.col("lock_key").alias("key"), _holder().alias("holder"), "worker_id",
-                "exec_id", "action_id", "ttl_s")
+        .select(
+            "rid",
+            "ts",
+            "kind",
+            pl.col("lock_key").alias("key"),
+            _holder().alias("holder"),
+            "worker_id",
+            "exec_id",
+            "action_id",
+            "ttl_s",
+        )
         .sort("key", "holder", "ts", "rid")
         # Hold number per (key, holder): every acquire opens a new one; ends belong to the open one.
         .with_columns(hold=(pl.col("kind") == "lock_acquire").cast(pl.Int32).cum_sum().over("key", "holder"))
@@ -48,24 +59,39 @@ def lock_holds(events: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     )
     exec_end = executions.select("exec_id", pl.col("end").alias("exec_end"))
     holds = (
-        acquires.select("key", "holder", "hold", "worker_id", "exec_id", "action_id", "ttl_s",
-                        pl.col("ts").alias("acquire_ts"), pl.col("rid").alias("acquire_rid"))
+        acquires.select(
+            "key",
+            "holder",
+            "hold",
+            "worker_id",
+            "exec_id",
+            "action_id",
+            "ttl_s",
+            pl.col("ts").alias("acquire_ts"),
+            pl.col("rid").alias("acquire_rid"),
+        )
         .join(releases, on=["key", "holder", "hold"], how="left")
         .join(expiries, on=["key", "holder", "hold"], how="left")
         .join(exec_end, on="exec_id", how="left")
     )
     ttl_end = pl.col("acquire_ts") + pl.duration(microseconds=(pl.col("ttl_s") * 1e6).cast(pl.Int64))
     believed = pl.max_horizontal("acquire_ts", pl.coalesce("release_ts", "exec_end", "expired_ts", "acquire_ts"))
-    return holds.with_columns(ttl_end=ttl_end, believed_end=believed).with_columns(
-        store_end=pl.min_horizontal("believed_end", "ttl_end", "expired_ts"),
-    ).sort("key", "acquire_ts", "holder")
+    return (
+        holds.with_columns(ttl_end=ttl_end, believed_end=believed)
+        .with_columns(
+            store_end=pl.min_horizontal("believed_end", "ttl_end", "expired_ts"),
+        )
+        .sort("key", "acquire_ts", "holder")
+    )
 
 
 def orphan_releases(events: pl.DataFrame) -> pl.DataFrame:
     """Releases that end no hold of their holder: it never took the lock, or released it twice."""
-    return events.filter(
-        (pl.col("kind") == "lock_release") & ((pl.col("hold") == 0) | ~pl.col("first_of_kind"))
-    ).select("rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id").sort("ts")
+    return (
+        events.filter((pl.col("kind") == "lock_release") & ((pl.col("hold") == 0) | ~pl.col("first_of_kind")))
+        .select("rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id")
+        .sort("ts")
+    )
 
 
 def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
@@ -73,14 +99,32 @@ def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
     [acquire, `end`] intervals intersect, with the overlap in seconds."""
     if holds.height < 2:
         return pl.DataFrame()
-    cols = list(dict.fromkeys(["key", "holder", "worker_id", "exec_id", "action_id", "acquire_rid", start, end,
-                               "believed_end", "store_end", "ttl_s", "ttl_end"]))
+    cols = list(
+        dict.fromkeys(
+            [
+                "key",
+                "holder",
+                "worker_id",
+                "exec_id",
+                "action_id",
+                "acquire_rid",
+                start,
+                end,
+                "believed_end",
+                "store_end",
+                "ttl_s",
+                "ttl_end",
+            ]
+        )
+    )
     left = holds.select(cols).rename({c: f"{c}_a" for c in cols if c != "key"})
     right = holds.select(cols).rename({c: f"{c}_b" for c in cols if c != "key"})
     pairs = left.join(right, on="key").filter(
         (pl.col("holder_a") != pl.col("holder_b"))
-        & ((pl.col(f"{start}_a") < pl.col(f"{start}_b"))
-           | ((pl.col(f"{start}_a") == pl.col(f"{start}_b")) & (pl.col("acquire_rid_a") < pl.col("acquire_rid_b"))))
+        & (
+            (pl.col(f"{start}_a") < pl.col(f"{start}_b"))
+            | ((pl.col(f"{start}_a") == pl.col(f"{start}_b")) & (pl.col("acquire_rid_a") < pl.col("acquire_rid_b")))
+        )
         & (pl.col(f"{start}_b") < pl.col(f"{end}_a"))
     )
     overlap = pl.min_horizontal(f"{end}_a", f"{end}_b") - pl.col(f"{start}_b")

@@ -15,8 +15,34 @@ if TYPE_CHECKING:
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 # Values a person would set; the SQS maximum is 12 h.
 ROUND_TIMEOUTS_S = (
-    1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200, 1800, 2700, 3600,
-    5400, 7200, 10800, 14400, 21600, 43200,
+    1,
+    2,
+    3,
+    5,
+    10,
+    15,
+    20,
+    30,
+    45,
+    60,
+    90,
+    120,
+    180,
+    240,
+    300,
+    450,
+    600,
+    900,
+    1200,
+    1800,
+    2700,
+    3600,
+    5400,
+    7200,
+    10800,
+    14400,
+    21600,
+    43200,
 )
 HEADROOM = 1.25  # recommended timeout = p99 x headroom, rounded up to a value from ROUND_TIMEOUTS_S
 
@@ -36,8 +62,15 @@ def execution_durations(executions: pl.DataFrame, attributes: pl.DataFrame) -> p
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
     end = pl.coalesce("done_ts", "fail_ts")
     return executions.join(attributes, on="action_id", how="left").select(
-        "exec_id", "action_id", "queue", "job_type", "deployment_id", "completed", "failed",
-        entry.alias("entry"), end.alias("end_ts"),
+        "exec_id",
+        "action_id",
+        "queue",
+        "job_type",
+        "deployment_id",
+        "completed",
+        "failed",
+        entry.alias("entry"),
+        end.alias("end_ts"),
         duration_s=pl.when(end.is_not_null()).then((end - entry).dt.total_microseconds() / 1e6),
     )
 
@@ -56,7 +89,7 @@ def round_up_timeout(seconds: float) -> int:
     for value in ROUND_TIMEOUTS_S:
         if value >= seconds:
             return value
-    return int(math.ceil(seconds))
+    return math.ceil(seconds)
 
 
 @dataclass
@@ -80,8 +113,9 @@ class TimeoutAdvice:
         return asdict(self)
 
 
-def advise(queue: str, timeout: tuple[float, str] | None, durations: pl.DataFrame, gaps: pl.DataFrame,
-           extensions: int) -> TimeoutAdvice:
+def advise(
+    queue: str, timeout: tuple[float, str] | None, durations: pl.DataFrame, gaps: pl.DataFrame, extensions: int
+) -> TimeoutAdvice:
     """Recommend a timeout from the duration distribution and replay the observed redeliveries
     against it: a redelivery is avoided when the run it interrupted finished within the new timeout."""
     measured = durations["duration_s"].drop_nulls()
@@ -90,16 +124,30 @@ def advise(queue: str, timeout: tuple[float, str] | None, durations: pl.DataFram
     share = round(float((measured >= timeout_s).mean()), 4) if timeout_s and measured.len() else None
     replay = gaps.join(
         durations.select(pl.col("exec_id").alias("prev_exec_id"), pl.col("duration_s").alias("prev_duration_s")),
-        on="prev_exec_id", how="left",
+        on="prev_exec_id",
+        how="left",
     )
-    advice = TimeoutAdvice(queue, timeout_s, source, stats, share, extensions, gaps.height,
-                           crashed=int(replay["prev_duration_s"].is_null().sum()))
+    advice = TimeoutAdvice(
+        queue,
+        timeout_s,
+        source,
+        stats,
+        share,
+        extensions,
+        gaps.height,
+        crashed=int(replay["prev_duration_s"].is_null().sum()),
+    )
     where = f"queue {queue!r}" if queue else "the queue"
     if extensions:
-        text = f"Workers extend the lease while they run ({extensions} extensions logged): a longer timeout is not the fix."
+        text = (
+            f"Workers extend the lease while they run ({extensions} extensions logged): "
+            "a longer timeout is not the fix."
+        )
         if gaps.height:
-            text += (f" {gaps.height} redeliveries happened anyway: look for runs that stopped extending "
-                     "(killed, blocked event loop, extension errors).")
+            text += (
+                f" {gaps.height} redeliveries happened anyway: look for runs that stopped extending "
+                "(killed, blocked event loop, extension errors)."
+            )
         advice.advice.append(text)
         return advice
     if stats["p99"] is None:
@@ -122,9 +170,11 @@ def advise(queue: str, timeout: tuple[float, str] | None, durations: pl.DataFram
     text = f"Recommended visibility timeout for {where}: {recommended} s (p99 {stats['p99']:.1f} s x {HEADROOM:g})"
     if timeout_s is not None:
         advice.failover_delay_s = round(recommended - timeout_s, 3)
-        text += (f", instead of {timeout_s:g} s ({source}). It would have avoided {advice.avoided} of the "
-                 f"{gaps.height} observed redeliveries. The cost: a message whose worker dies waits {recommended} s "
-                 f"instead of {timeout_s:g} s before another worker gets it (+{advice.failover_delay_s:g} s failover")
+        text += (
+            f", instead of {timeout_s:g} s ({source}). It would have avoided {advice.avoided} of the "
+            f"{gaps.height} observed redeliveries. The cost: a message whose worker dies waits {recommended} s "
+            f"instead of {timeout_s:g} s before another worker gets it (+{advice.failover_delay_s:g} s failover"
+        )
         text += f"; {advice.crashed} such redeliveries were seen)." if advice.crashed else ")."
     else:
         text += "; the current timeout is unknown (pass --timeout QUEUE=SECONDS)."
@@ -136,7 +186,7 @@ def advise(queue: str, timeout: tuple[float, str] | None, durations: pl.DataFram
     return advice
 
 
-def queue_advice(ctx: "AnalysisContext", queue: str) -> TimeoutAdvice:
+def queue_advice(ctx: AnalysisContext, queue: str) -> TimeoutAdvice:
     """The advice for one queue ('' = records that name no queue) from an analysis context."""
     durations = ctx.execution_durations.filter(pl.col("queue").fill_null("") == queue)
     gaps = ctx.redelivery_gaps.filter(pl.col("queue") == queue)

@@ -25,8 +25,17 @@ BUCKET_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200,
 TARGET_BUCKETS = 30
 MAX_BUCKETS = 500
 COUNTERS = (
-    "published", "received", "started", "finished", "failed", "retried", "redelivered", "lease_expired_logged",
-    "dead_lettered", "lost", "duplicate_side_effects",
+    "published",
+    "received",
+    "started",
+    "finished",
+    "failed",
+    "retried",
+    "redelivered",
+    "lease_expired_logged",
+    "dead_lettered",
+    "lost",
+    "duplicate_side_effects",
 )
 
 
@@ -63,7 +72,7 @@ def _labelled(frame: pl.DataFrame, ctx: AnalysisContext) -> pl.DataFrame:
     attrs = ctx.action_attributes.rename({"queue": "_aq", "job_type": "_aj"})
     deploys = ctx.executions.select("exec_id", pl.col("deployment_id").alias("_ed"))
     frame = frame.join(attrs, on="action_id", how="left").join(deploys, on="exec_id", how="left")
-    own = lambda c: pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)  # noqa: E731
+    own = lambda c: pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)
     return frame.with_columns(
         queue=pl.coalesce("_aq", own("queue")).fill_null(NONE),
         job_type=pl.coalesce("_aj", own("job_type")).fill_null(NONE),
@@ -81,43 +90,70 @@ def _dist(column: str, prefix: str) -> list[pl.Expr]:
 def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.DataFrame]:
     """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
     cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
-    records = _labelled(ctx.table.filter(
-        pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
-        | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)
-    ).select(cols), ctx)
+    records = _labelled(
+        ctx.table.filter(
+            pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
+            | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)
+        ).select(cols),
+        ctx,
+    )
     message = pl.coalesce("job_id", pl.col("action_id").cast(pl.String))
     records = records.with_columns(
-        published=pl.col("kind") == "publish", received=pl.col("kind") == "receive", started=pl.col("kind") == "start",
-        retried=pl.col("kind") == "retry", lease_expired_logged=pl.col("kind") == "lease_expired",
+        published=pl.col("kind") == "publish",
+        received=pl.col("kind") == "receive",
+        started=pl.col("kind") == "start",
+        retried=pl.col("kind") == "retry",
+        lease_expired_logged=pl.col("kind") == "lease_expired",
         dead_letter=pl.when(pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)).then(message),
     )
     execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
-        finished=pl.col("completed"), failed=pl.col("failed"),
+        finished=pl.col("completed"),
+        failed=pl.col("failed"),
     )
     gaps = _labelled(ctx.redelivery_gaps.with_columns(queue=pl.col("queue").replace("", None)), ctx)
     extra = pl.DataFrame(schema={"action_id": pl.Int64, "exec_id": pl.Int64})
     if ctx.side_effects.height:
         # Counted requests after the first, for the side effects DF101 rates a certain or likely duplicate.
-        harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
-        extra = ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED)).join(harmful, on=["action_id", "effect"]) \
-            .sort("ts").filter(pl.int_range(pl.len()).over("action_id", "effect") > 0).select("action_id", "exec_id")
+        harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select(
+            "action_id", "effect"
+        )
+        extra = (
+            ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED))
+            .join(harmful, on=["action_id", "effect"])
+            .sort("ts")
+            .filter(pl.int_range(pl.len()).over("action_id", "effect") > 0)
+            .select("action_id", "exec_id")
+        )
     extra = _labelled(extra, ctx)
-    lost = _labelled(ctx.action_attributes.filter(pl.col("action_id").is_in(lost_actions)).select(
-        "action_id", exec_id=pl.lit(None, dtype=pl.Int64)), ctx).with_columns(lost=pl.lit(True))
+    lost = _labelled(
+        ctx.action_attributes.filter(pl.col("action_id").is_in(lost_actions)).select(
+            "action_id", exec_id=pl.lit(None, dtype=pl.Int64)
+        ),
+        ctx,
+    ).with_columns(lost=pl.lit(True))
     return [records, execs, gaps, extra, lost]
 
 
 def _waits(ctx: AnalysisContext) -> pl.DataFrame:
     """Per action: first publish to first receive/start, and how long a never-delivered message waited."""
     end_of_logs = ctx.table["ts"].max()
-    per_action = ctx.action_records.filter(pl.col("kind").is_in(["publish", "receive", "start"])).group_by("action_id").agg(
-        pl.col("ts").filter(pl.col("kind") == "publish").min().alias("published_at"),
-        pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
-    ).filter(pl.col("published_at").is_not_null())
+    per_action = (
+        ctx.action_records.filter(pl.col("kind").is_in(["publish", "receive", "start"]))
+        .group_by("action_id")
+        .agg(
+            pl.col("ts").filter(pl.col("kind") == "publish").min().alias("published_at"),
+            pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
+        )
+        .filter(pl.col("published_at").is_not_null())
+    )
     wait = (pl.col("delivered_at") - pl.col("published_at")).dt.total_microseconds() / 1e6
     age = (pl.coalesce("delivered_at", pl.lit(end_of_logs)) - pl.col("published_at")).dt.total_microseconds() / 1e6
-    return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=pl.Int64), wait_s=wait.clip(lower_bound=0),
-                                             age_s=age.clip(lower_bound=0)), ctx)
+    return _labelled(
+        per_action.with_columns(
+            exec_id=pl.lit(None, dtype=pl.Int64), wait_s=wait.clip(lower_bound=0), age_s=age.clip(lower_bound=0)
+        ),
+        ctx,
+    )
 
 
 def _grouped(ctx: AnalysisContext, keys: list[str], lost_actions: list[int], with_waits: bool) -> list[dict[str, Any]]:
@@ -134,7 +170,11 @@ def _grouped(ctx: AnalysisContext, keys: list[str], lost_actions: list[int], wit
     ]
     if with_waits:
         waits = _waits(ctx)
-        parts.append(waits.group_by(keys).agg(*_dist("wait_s", "w_"), pl.col("age_s").max().round(3).alias("oldest_message_age_s")))
+        parts.append(
+            waits.group_by(keys).agg(
+                *_dist("wait_s", "w_"), pl.col("age_s").max().round(3).alias("oldest_message_age_s")
+            )
+        )
     merged = parts[0]
     for part in parts[1:]:
         merged = merged.join(part, on=keys, how="full", coalesce=True)
@@ -166,7 +206,9 @@ def bucket_size(span_s: float, requested_s: float | None = None) -> int:
         if requested_s < 1:
             raise DupfindError("--bucket must be at least one second.")
         if span_s / requested_s > MAX_BUCKETS:
-            raise DupfindError(f"--bucket {requested_s:g}s gives more than {MAX_BUCKETS} buckets over {span_s:.0f} s of logs.")
+            raise DupfindError(
+                f"--bucket {requested_s:g}s gives more than {MAX_BUCKETS} buckets over {span_s:.0f} s of logs."
+            )
         return int(requested_s)
     for step in BUCKET_STEPS_S:
         if span_s / step <= TARGET_BUCKETS:
@@ -181,42 +223,75 @@ def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]
     first, last = events["ts"].min(), events["ts"].max()
     size = bucket_size((last - first).total_seconds(), requested_s)
     every = f"{size}s"
-    redelivered = ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind") \
-        if ctx.redelivery_gaps.height else events.clear().select("ts", "kind")
-    frame = pl.concat([
-        events.select("ts", "kind", "name", "deployment_id"),
-        redelivered.select("ts", kind=pl.lit("redelivery"), name=pl.lit(None, dtype=pl.String),
-                           deployment_id=pl.lit(None, dtype=pl.String)),
-    ]).with_columns(bucket=pl.col("ts").dt.truncate(every))
+    redelivered = (
+        ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind")
+        if ctx.redelivery_gaps.height
+        else events.clear().select("ts", "kind")
+    )
+    frame = pl.concat(
+        [
+            events.select("ts", "kind", "name", "deployment_id"),
+            redelivered.select(
+                "ts",
+                kind=pl.lit("redelivery"),
+                name=pl.lit(None, dtype=pl.String),
+                deployment_id=pl.lit(None, dtype=pl.String),
+            ),
+        ]
+    ).with_columns(bucket=pl.col("ts").dt.truncate(every))
     counts = frame.group_by("bucket").agg(
         (pl.col("kind") == "publish").sum().alias("published"),
         (pl.col("kind") == "receive").sum().alias("received"),
         (pl.col("kind") == "redelivery").sum().alias("redelivered"),
-        pl.concat_str(pl.col("kind").str.replace("deploy_", "deploy "), pl.lit(" "), pl.col("deployment_id").fill_null(""))
-        .filter(pl.col("kind").str.starts_with("deploy_")).unique(maintain_order=True).alias("deploys"),
+        pl.concat_str(
+            pl.col("kind").str.replace("deploy_", "deploy "), pl.lit(" "), pl.col("deployment_id").fill_null("")
+        )
+        .filter(pl.col("kind").str.starts_with("deploy_"))
+        .unique(maintain_order=True)
+        .alias("deploys"),
     )
-    buckets = pl.DataFrame({"bucket": pl.datetime_range(first.replace(microsecond=0), last, every, eager=True,
-                                                        time_zone="UTC")}).with_columns(pl.col("bucket").dt.truncate(every))
-    joined = buckets.unique("bucket").join(counts, on="bucket", how="left").sort("bucket").with_columns(
-        pl.col("published", "received", "redelivered").fill_null(0), pl.col("deploys").fill_null([])
+    buckets = pl.DataFrame(
+        {"bucket": pl.datetime_range(first.replace(microsecond=0), last, every, eager=True, time_zone="UTC")}
+    ).with_columns(pl.col("bucket").dt.truncate(every))
+    joined = (
+        buckets.unique("bucket")
+        .join(counts, on="bucket", how="left")
+        .sort("bucket")
+        .with_columns(pl.col("published", "received", "redelivered").fill_null(0), pl.col("deploys").fill_null([]))
     )
-    return {"bucket_s": size, "buckets": [
-        {"start": iso_us(r["bucket"]), "published": r["published"], "received": r["received"],
-         "redelivered": r["redelivered"], "deploys": [d.strip() for d in r["deploys"]]}
-        for r in joined.iter_rows(named=True)
-    ]}
+    return {
+        "bucket_s": size,
+        "buckets": [
+            {
+                "start": iso_us(r["bucket"]),
+                "published": r["published"],
+                "received": r["received"],
+                "redelivered": r["redelivered"],
+                "deploys": [d.strip() for d in r["deploys"]],
+            }
+            for r in joined.iter_rows(named=True)
+        ],
+    }
 
 
 def _timeouts(ctx: AnalysisContext) -> list[dict[str, Any]]:
-    queues = set(ctx.execution_durations["queue"].fill_null("").to_list()) | set(ctx.inferred_timeouts) | set(ctx.known_timeouts)
+    queues = (
+        set(ctx.execution_durations["queue"].fill_null("").to_list())
+        | set(ctx.inferred_timeouts)
+        | set(ctx.known_timeouts)
+    )
     if len(queues) > 1:
         queues.discard("")  # the any-queue value already answers for every named queue
     out = []
     for queue in sorted(queues):
         advice = queue_advice(ctx, queue).to_dict()
         inferred = ctx.inferred_timeouts.get(queue)
-        advice.update(queue=queue or None, inferred=inferred.to_dict() if inferred else None,
-                      configured_s=ctx.timeouts.get(queue), logged_s=ctx.stated_timeouts.get(queue))
+        advice.update(
+            queue=queue or None,
+            inferred=inferred.to_dict() if inferred else None,
+            configured_s=ctx.timeouts.get(queue),
+            logged_s=ctx.stated_timeouts.get(queue),
+        )
         out.append(advice)
     return out
 

@@ -9,8 +9,14 @@ import polars as pl
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
 REQUESTED_REDELIVERY_KINDS = ("fail", "retry", "lock_denied")
 GAP_SCHEMA = {
-    "queue": pl.String, "message": pl.String, "action_id": pl.Int64, "gap_s": pl.Float64,
-    "prev_rid": pl.UInt32, "rid": pl.UInt32, "prev_exec_id": pl.Int64, "exec_id": pl.Int64,
+    "queue": pl.String,
+    "message": pl.String,
+    "action_id": pl.Int64,
+    "gap_s": pl.Float64,
+    "prev_rid": pl.UInt32,
+    "rid": pl.UInt32,
+    "prev_exec_id": pl.Int64,
+    "exec_id": pl.Int64,
 }
 
 
@@ -44,40 +50,54 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: dict[int, str] | None = N
     A delivery is a receive record of the message (job id, else action); messages whose consumers
     log no receive count their start records instead. `gap_s` is this delivery minus the previous one.
     """
-    rows = table.filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null()).filter(
-        pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS])
-    ).select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
+    rows = (
+        table.filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
+        .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
+        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
+    )
     if rows.height == 0:
         return pl.DataFrame(schema=GAP_SCHEMA)
     rows = rows.with_columns(has_receive=(pl.col("kind") == "receive").any().over("message"))
     delivery_kind = pl.when(pl.col("has_receive")).then(pl.lit("receive")).otherwise(pl.lit("start"))
     rows = rows.filter((pl.col("kind") == delivery_kind) | pl.col("kind").is_in(REQUESTED_REDELIVERY_KINDS))
     # Requested redeliveries sort before a delivery logged at the same instant.
-    rows = rows.with_columns(is_delivery=pl.col("kind").is_in(["receive", "start"])).sort(
-        "message", "ts", "is_delivery", "rid"
-    ).with_columns(
-        requests=(~pl.col("is_delivery")).cast(pl.Int32).cum_sum().over("message"),
-        queue=pl.col("queue").forward_fill().backward_fill().over("message"),
-        action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
+    rows = (
+        rows.with_columns(is_delivery=pl.col("kind").is_in(["receive", "start"]))
+        .sort("message", "ts", "is_delivery", "rid")
+        .with_columns(
+            requests=(~pl.col("is_delivery")).cast(pl.Int32).cum_sum().over("message"),
+            queue=pl.col("queue").forward_fill().backward_fill().over("message"),
+            action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
+        )
     )
-    deliveries = rows.filter(pl.col("is_delivery")).with_columns(
-        prev_ts=pl.col("ts").shift(1).over("message"),
-        prev_rid=pl.col("rid").shift(1).over("message"),
-        prev_exec_id=pl.col("exec_id").shift(1).over("message"),
-        asked=pl.col("requests") - pl.col("requests").shift(1).over("message"),
-    ).filter(pl.col("prev_ts").is_not_null() & (pl.col("asked") == 0))
+    deliveries = (
+        rows.filter(pl.col("is_delivery"))
+        .with_columns(
+            prev_ts=pl.col("ts").shift(1).over("message"),
+            prev_rid=pl.col("rid").shift(1).over("message"),
+            prev_exec_id=pl.col("exec_id").shift(1).over("message"),
+            asked=pl.col("requests") - pl.col("requests").shift(1).over("message"),
+        )
+        .filter(pl.col("prev_ts").is_not_null() & (pl.col("asked") == 0))
+    )
     if action_queue:
         fallback = pl.col("action_id").replace_strict(action_queue, default=None, return_dtype=pl.String)
         deliveries = deliveries.with_columns(queue=pl.coalesce("queue", fallback))
     return deliveries.select(
-        pl.col("queue").fill_null(""), "message", "action_id",
+        pl.col("queue").fill_null(""),
+        "message",
+        "action_id",
         gap_s=(pl.col("ts") - pl.col("prev_ts")).dt.total_microseconds() / 1e6,
-        prev_rid=pl.col("prev_rid"), rid=pl.col("rid"), prev_exec_id=pl.col("prev_exec_id"), exec_id=pl.col("exec_id"),
+        prev_rid=pl.col("prev_rid"),
+        rid=pl.col("rid"),
+        prev_exec_id=pl.col("prev_exec_id"),
+        exec_id=pl.col("exec_id"),
     ).cast(GAP_SCHEMA)
 
 
-def infer_timeout(queue: str, gaps: pl.Series, width_s: float = 1.0, width_share: float = 0.1,
-                  min_gap_s: float = 1.0) -> InferredTimeout | None:
+def infer_timeout(
+    queue: str, gaps: pl.Series, width_s: float = 1.0, width_share: float = 0.1, min_gap_s: float = 1.0
+) -> InferredTimeout | None:
     """A lease expires after the timeout and the next delivery follows after a poll interval, a
     broker sweep or a free worker: gaps sit just above the timeout, never much below it. Take the
     window [g, g + max(width_s, width_share * g)] holding the most gaps, and its 10th percentile.
@@ -86,17 +106,20 @@ def infer_timeout(queue: str, gaps: pl.Series, width_s: float = 1.0, width_share
     gaps = gaps.filter(gaps >= min_gap_s).sort()
     if gaps.len() == 0:
         return None
-    upper = pl.Series(
-        (gaps + (gaps * width_share).clip(lower_bound=width_s)).to_list(), dtype=pl.Float64
-    )
+    upper = pl.Series((gaps + (gaps * width_share).clip(lower_bound=width_s)).to_list(), dtype=pl.Float64)
     ends = gaps.search_sorted(upper, side="right")
     counts = ends - pl.Series(range(gaps.len()), dtype=ends.dtype)
     best = int(counts.arg_max())
     cluster = gaps.slice(best, int(counts[best]))
     low, high = float(cluster.quantile(0.1, "linear")), float(cluster.quantile(0.9, "linear"))
     return InferredTimeout(
-        queue=queue, estimate_s=round(low, 3), support=cluster.len(), gaps=gaps.len(),
-        spread_s=round(high - low, 3), low_s=round(float(cluster.min()), 3), high_s=round(float(cluster.max()), 3),
+        queue=queue,
+        estimate_s=round(low, 3),
+        support=cluster.len(),
+        gaps=gaps.len(),
+        spread_s=round(high - low, 3),
+        low_s=round(float(cluster.min()), 3),
+        high_s=round(float(cluster.max()), 3),
     )
 
 

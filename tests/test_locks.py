@@ -94,8 +94,9 @@ def test_atomic_lock_with_retries_stays_quiet(tmp_path_factory):
         assert flagged == {}
 
 
-@pytest.mark.parametrize("folder", sorted(p for p in (FIXTURES / "synth").iterdir() if (p / "truth.json").is_file()),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "folder", sorted(p for p in (FIXTURES / "synth").iterdir() if (p / "truth.json").is_file()), ids=lambda p: p.name
+)
 def test_lock_rules_on_the_checked_in_fixtures(folder: Path):
     flagged, overlapping, findings, _ = _flagged(folder)
     if folder.name in ("lock-nonatomic", "lock-release-no-owner"):

@@ -43,8 +43,11 @@ def _truth_counts(truth: dict) -> dict[str, int]:
     failed = Counter(e["outcome"] for e in executions)
     c = truth["counters"]
     return {
-        "published": c["publishes"], "received": c["executions"], "retried": c["retries"],
-        "redelivered": because["lease_expired"] + because["worker_killed"], "dead_lettered": c["dead_lettered"],
+        "published": c["publishes"],
+        "received": c["executions"],
+        "retried": c["retries"],
+        "redelivered": because["lease_expired"] + because["worker_killed"],
+        "dead_lettered": c["dead_lettered"],
         "duplicate_side_effects": c["extra_side_effects"],
         "failed": failed["provider_error"] + failed["provider_timeout"] + failed["db_update_failed"],
     }
@@ -64,7 +67,9 @@ def test_counters_equal_the_answer_key(folder: Path):
 
 
 def test_dead_letters_and_retries_counted(tmp_path: Path):
-    params = replace(PRESETS["db-update-fails"].params, provider_error_rate=0.5, max_attempts=2, backoff_base_s=0.5, jobs=40)
+    params = replace(
+        PRESETS["db-update-fails"].params, provider_error_rate=0.5, max_attempts=2, backoff_base_s=0.5, jobs=40
+    )
     truth = write_scenario("db-update-fails", tmp_path, seed=3, params=params)
     assert truth["counters"]["dead_lettered"] > 0
     totals = _totals(_stats(tmp_path / "logs").queues)
@@ -80,16 +85,25 @@ def test_lost_is_what_analyze_calls_lost():
 
 def test_durations_match_the_true_run_times():
     truth = orjson.loads((VT / "truth.json").read_bytes())
-    true_runs = pl.Series([
-        (pl.Series([e["end"]]).str.to_datetime() - pl.Series([e["start"]]).str.to_datetime()).dt.total_microseconds()[0] / 1e6
-        for a in truth["actions"] for e in a["executions"] if e["outcome"] in ("acked", "provider_error")
-    ])
+    true_runs = pl.Series(
+        [
+            (
+                pl.Series([e["end"]]).str.to_datetime() - pl.Series([e["start"]]).str.to_datetime()
+            ).dt.total_microseconds()[0]
+            / 1e6
+            for a in truth["actions"]
+            for e in a["executions"]
+            if e["outcome"] in ("acked", "provider_error")
+        ]
+    )
     report = _stats(VT / "logs")
     [row] = [r for r in report.timeouts if r["queue"] == "notifications"]
     measured = row["durations"]
     assert measured["n"] == true_runs.len()
     for name, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
-        assert abs(measured[name] - true_runs.quantile(q, "linear")) < 0.5, name  # log clocks are skewed by up to 150 ms
+        assert abs(measured[name] - true_runs.quantile(q, "linear")) < 0.5, (
+            name
+        )  # log clocks are skewed by up to 150 ms
     assert abs(measured["max"] - true_runs.max()) < 0.5
     by_type = {r["job_type"]: r["duration_s"]["n"] for r in report.queues}
     assert sum(by_type.values()) == measured["n"] and len(by_type) == 3
@@ -116,7 +130,9 @@ def test_timeline_adds_up_and_marks_the_deploy():
 def _plus(iso: str, seconds: int) -> str:
     from datetime import datetime, timedelta
 
-    return (datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
+    return (datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)).strftime(
+        "%Y-%m-%dT%H:%M:%S"
+    )
 
 
 def test_bucket_size_is_adaptive_and_bounded():
@@ -142,7 +158,9 @@ def test_advisor_counterfactual_on_the_logged_durations():
         for earlier, later in zip(runs, runs[1:]):
             if later["received_because"] == "lease_expired":
                 finished = earlier["outcome"] not in ("killed",)
-                took = (pl.Series([earlier["end"]]).str.to_datetime() - pl.Series([earlier["start"]]).str.to_datetime()).dt.total_seconds()[0]
+                took = (
+                    pl.Series([earlier["end"]]).str.to_datetime() - pl.Series([earlier["start"]]).str.to_datetime()
+                ).dt.total_seconds()[0]
                 interrupted.append(finished and took < recommended)
     assert advice["redeliveries"] == len(interrupted) > 0
     assert advice["avoided"] == sum(interrupted)
@@ -168,8 +186,11 @@ def test_heartbeat_means_no_longer_timeout_advice_and_no_df401(tmp_path_factory)
             assert len(df401) == 1 and df401[0].figures["timeout_s"] == 30.0
 
 
-@pytest.mark.parametrize("folder", [VT, FIXTURES / "real" / "celery_redis_visibility_timeout",
-                                    FIXTURES / "real" / "sqs_moto_guarded_control"], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "folder",
+    [VT, FIXTURES / "real" / "celery_redis_visibility_timeout", FIXTURES / "real" / "sqs_moto_guarded_control"],
+    ids=lambda p: p.name,
+)
 def test_df401_fires_where_p95_reaches_the_timeout(folder: Path):
     report = _stats(folder / "logs")
     [finding] = [f for f in report.findings if f.rule == "DF401"]
@@ -179,7 +200,9 @@ def test_df401_fires_where_p95_reaches_the_timeout(folder: Path):
     assert not finding.harmful
 
 
-@pytest.mark.parametrize("name", ["baseline", "deploy-overlap", "lock-atomic-control", "double-publish", "db-update-fails"])
+@pytest.mark.parametrize(
+    "name", ["baseline", "deploy-overlap", "lock-atomic-control", "double-publish", "db-update-fails"]
+)
 def test_df401_quiet_where_runs_fit_the_timeout(name: str):
     report = _stats(FIXTURES / "synth" / name / "logs")
     assert not [f for f in report.findings if f.rule == "DF401"]
@@ -213,7 +236,9 @@ def test_json_document(cli):
     assert {"queue_wait_s", "oldest_message_age_s", "redelivered", "dead_lettered", "lost"} <= set(row)
     assert {f["rule"] for f in doc["findings"]} == {"DF401"}
     [finding] = doc["findings"]
-    assert {"job_id", "event_id", "idempotency_key"} <= set(finding["ids"]) and finding["ids"]["queue"] == ["notifications"]
+    assert {"job_id", "event_id", "idempotency_key"} <= set(finding["ids"]) and finding["ids"]["queue"] == [
+        "notifications"
+    ]
     assert finding["ids"]["job_id"], "the longest executions' jobs are named"
 
 
@@ -221,8 +246,15 @@ def test_table_report(cli):
     proc = cli("stats", str(FIXTURES / "synth" / "lock-release-no-owner" / "logs"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
-    for heading in ("Per queue and job type", "Processing duration", "Queue wait", "Per deployment",
-                    "Receives vs publishes", "Visibility timeout", "lock findings"):
+    for heading in (
+        "Per queue and job type",
+        "Processing duration",
+        "Queue wait",
+        "Per deployment",
+        "Receives vs publishes",
+        "Visibility timeout",
+        "lock findings",
+    ):
         assert heading in out, heading
     assert "DF302" in out and "DF301" in out and "█" in out
 
@@ -231,8 +263,13 @@ def test_untrusted_names_are_neutralised(cli, tmp_path: Path):
     log = tmp_path / "w.ndjson"
     lines = []
     for i in range(6):
-        base = {"queue": "q\x1b[31mred[/bold]", "job_type": "x[bold]y[/bold]\x1b]0;pwn\x07", "worker_id": "w1",
-                "job_id": f"j{i}", "deployment_id": "v1\x1b[2J"}
+        base = {
+            "queue": "q\x1b[31mred[/bold]",
+            "job_type": "x[bold]y[/bold]\x1b]0;pwn\x07",
+            "worker_id": "w1",
+            "job_id": f"j{i}",
+            "deployment_id": "v1\x1b[2J",
+        }
         lines.append({**base, "ts": f"2026-01-01T00:00:{10 * i:02d}Z", "event": "job_received"})
         lines.append({**base, "ts": f"2026-01-01T00:00:{10 * i + 1:02d}Z", "event": "job_finished"})
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -242,9 +279,14 @@ def test_untrusted_names_are_neutralised(cli, tmp_path: Path):
 
 
 def test_errors_are_one_line(cli):
-    for args in (["stats", "/no/such/dir"], ["stats", str(VT / "logs"), "--bucket", "soon"],
-                 ["stats", str(VT / "logs"), "--bucket", "0.2s"], ["stats", str(VT / "logs"), "--timeout", "q=-3"],
-                 ["stats", str(VT / "logs"), "--timeout", "q=nan"], ["stats", str(VT / "logs"), "--skew", "-1"]):
+    for args in (
+        ["stats", "/no/such/dir"],
+        ["stats", str(VT / "logs"), "--bucket", "soon"],
+        ["stats", str(VT / "logs"), "--bucket", "0.2s"],
+        ["stats", str(VT / "logs"), "--timeout", "q=-3"],
+        ["stats", str(VT / "logs"), "--timeout", "q=nan"],
+        ["stats", str(VT / "logs"), "--skew", "-1"],
+    ):
         proc = cli(*args)
         assert proc.returncode == 2, args
         assert b"Traceback" not in proc.stderr and proc.stderr.strip().count(b"\n") == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""Visibility timeouts: inferred from redelivery gaps alone (synth 30 s and 5 s, real Celery and SQS), and their sources."""
+"""Visibility timeouts inferred from redelivery gaps alone (synth 30 s and 5 s, Celery, SQS), and their sources."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DF301-DF303: locks that did not exclude: two holders at once, a release by a non-holder, a TTL shorter than the work."""
+"""DF301-DF303: two holders of one lock, a release by a non-holder, a lock TTL shorter than the work."""
 
 from __future__ import annotations
 
@@ -14,15 +14,28 @@ from dupfind.locks import concurrent_holds, seconds_after
 from dupfind.rules_registry import Rule, detector
 
 
-def _lock_finding(ctx: AnalysisContext, rule: Rule, action_id: int | None, exec_ids: list[int], summary: str,
-                  suffix: str, severity: str | None = None) -> Finding:
+def _lock_finding(
+    ctx: AnalysisContext,
+    rule: Rule,
+    action_id: int | None,
+    exec_ids: list[int],
+    summary: str,
+    suffix: str,
+    severity: str | None = None,
+) -> Finding:
     """A finding about a lock, tied to the action it guarded when the lock records carry its ids."""
     if action_id is not None:
         return action_finding(ctx, rule, action_id, exec_ids, summary, identity_suffix=suffix, severity=severity)
     execs = ctx.executions.filter(pl.col("exec_id").is_in(exec_ids))
     return Finding(
-        rule=rule.code, name=rule.name, title=rule.title, severity=severity or rule.severity, identity=suffix,
-        summary=summary, workers=list(dict.fromkeys(execs["identity"].to_list())), ids=execution_ids(ctx, exec_ids),
+        rule=rule.code,
+        name=rule.name,
+        title=rule.title,
+        severity=severity or rule.severity,
+        identity=suffix,
+        summary=summary,
+        workers=list(dict.fromkeys(execs["identity"].to_list())),
+        ids=execution_ids(ctx, exec_ids),
         deployments=list(dict.fromkeys(d for d in execs["deployment_id"].to_list() if d is not None)),
         remediation=list(rule.remediation),
     )
@@ -58,7 +71,9 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     # Within the skew tolerance, a second acquisition clearly nearer the first one's end (release
     # or TTL) than its start reads as a clean hand-over; otherwise as a race.
     skew = pl.duration(microseconds=int(ctx.skew_s * 1e6))
-    near_start = (pl.col("acquire_ts_b") - pl.col("acquire_ts_a")) < (pl.col("store_end_a") - pl.col("acquire_ts_b") + skew)
+    near_start = (pl.col("acquire_ts_b") - pl.col("acquire_ts_a")) < (
+        pl.col("store_end_a") - pl.col("acquire_ts_b") + skew
+    )
     pairs = pairs.filter(pl.col("certain") | near_start)
     if pairs.height == 0:
         return []
@@ -67,19 +82,29 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     findings: list[Finding] = []
     for (key,), group in pairs.sort("acquire_ts_b").group_by("key", maintain_order=True):
         first = group.sort("certain", "overlap_s", descending=True).row(0, named=True)
-        between = orphans.filter((pl.col("key") == key) & pl.col("ts").is_between(
-            first["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), first["acquire_ts_b"]))
+        between = orphans.filter(
+            (pl.col("key") == key)
+            & pl.col("ts").is_between(first["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), first["acquire_ts_b"])
+        )
         gap = seconds_after(first["acquire_ts_b"], first["acquire_ts_a"])
         holders = sorted(set(group["holder_a"].to_list()) | set(group["holder_b"].to_list()))
         if between.height:
-            why = (f"{between['holder'][0]} released the lock without holding it, "
-                   f"then {first['holder_b']} took it while {first['holder_a']} still held it")
+            why = (
+                f"{between['holder'][0]} released the lock without holding it, "
+                f"then {first['holder_b']} took it while {first['holder_a']} still held it"
+            )
         elif gap <= race_s:
-            why = (f"both acquired it {gap * 1000:.0f} ms apart: a check-then-set race (the GET and the SET "
-                   "are separate steps, so both saw the key free)")
+            why = (
+                f"both acquired it {gap * 1000:.0f} ms apart: a check-then-set race (the GET and the SET "
+                "are separate steps, so both saw the key free)"
+            )
         else:
-            why = f"{first['holder_b']} acquired it {gap:.1f} s after {first['holder_a']} without waiting for its release"
-        exec_ids = [e for e in dict.fromkeys([*group["exec_id_a"].to_list(), *group["exec_id_b"].to_list()]) if e is not None]
+            why = (
+                f"{first['holder_b']} acquired it {gap:.1f} s after {first['holder_a']} without waiting for its release"
+            )
+        exec_ids = [
+            e for e in dict.fromkeys([*group["exec_id_a"].to_list(), *group["exec_id_b"].to_list()]) if e is not None
+        ]
         both_sent = first["exec_id_a"] in senders and first["exec_id_b"] in senders
         summary = f"{len(holders)} holders of lock {key!r} at once (overlap {first['overlap_s']:.2f} s): {why}"
         if both_sent:
@@ -87,15 +112,29 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         # Within the skew tolerance the overlap alone is only possible; two side effects make it likely.
         confidence = "certain" if first["certain"] else ("likely" if both_sent else "possible")
         severity = None if confidence != "possible" else rule.param("possible_severity", "low")
-        finding = _lock_finding(ctx, rule, first["action_id_a"] if first["action_id_a"] is not None else first["action_id_b"],
-                                exec_ids, summary, f"lock:{key}", severity)
+        finding = _lock_finding(
+            ctx,
+            rule,
+            first["action_id_a"] if first["action_id_a"] is not None else first["action_id_b"],
+            exec_ids,
+            summary,
+            f"lock:{key}",
+            severity,
+        )
         finding.confidence = confidence
         finding.figures = {
-            "lock_key": key, "holders": len(holders), "overlap_s": seconds(first["overlap_s"]),
-            "acquire_gap_s": seconds(gap), "released_by_non_holder": bool(between.height), "side_effect_repeated": both_sent,
+            "lock_key": key,
+            "holders": len(holders),
+            "overlap_s": seconds(first["overlap_s"]),
+            "acquire_gap_s": seconds(gap),
+            "released_by_non_holder": bool(between.height),
+            "side_effect_repeated": both_sent,
         }
         rids = _lock_records(ctx, key, exec_ids) + between["rid"].to_list()
-        notes = {first["acquire_rid_a"]: "first holder", first["acquire_rid_b"]: "second holder, while the first held it"}
+        notes = {
+            first["acquire_rid_a"]: "first holder",
+            first["acquire_rid_b"]: "second holder, while the first held it",
+        }
         notes.update({r: "released by a non-holder" for r in between["rid"].to_list()})
         finding.evidence = ctx.evidence(rids, notes)
         _span(finding, ctx, rids)
@@ -107,25 +146,47 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
 def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     holds = ctx.lock_holds
     orphans = ctx.orphan_lock_releases.select(
-        "rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id", late=pl.lit(False))
+        "rid", "ts", "key", "holder", "worker_id", "exec_id", "action_id", late=pl.lit(False)
+    )
     # A holder releasing after its own TTL ran out deletes whatever the key holds now.
     late = holds.filter(pl.col("release_ts").is_not_null() & (pl.col("release_ts") > pl.col("ttl_end"))).select(
-        pl.col("release_rid").alias("rid"), pl.col("release_ts").alias("ts"), "key", "holder", "worker_id", "exec_id",
-        "action_id", late=pl.lit(True),
+        pl.col("release_rid").alias("rid"),
+        pl.col("release_ts").alias("ts"),
+        "key",
+        "holder",
+        "worker_id",
+        "exec_id",
+        "action_id",
+        late=pl.lit(True),
     )
-    releases = pl.concat([orphans, late.with_columns(pl.col("rid").cast(orphans.schema["rid"]))]) if late.height else orphans
+    releases = (
+        pl.concat([orphans, late.with_columns(pl.col("rid").cast(orphans.schema["rid"]))]) if late.height else orphans
+    )
     if releases.height == 0:
         return []
-    live = holds.select("key", pl.col("holder").alias("live_holder"), pl.col("acquire_ts").alias("live_from"),
-                        pl.col("store_end").alias("live_to"), pl.col("acquire_rid").alias("live_rid"),
-                        pl.col("exec_id").alias("live_exec"), pl.col("worker_id").alias("live_worker"))
+    live = holds.select(
+        "key",
+        pl.col("holder").alias("live_holder"),
+        pl.col("acquire_ts").alias("live_from"),
+        pl.col("store_end").alias("live_to"),
+        pl.col("acquire_rid").alias("live_rid"),
+        pl.col("exec_id").alias("live_exec"),
+        pl.col("worker_id").alias("live_worker"),
+    )
     # Across hosts, an acquisition logged up to the skew tolerance after the release may have come first.
-    tolerance = pl.when(pl.col("live_worker") != pl.col("worker_id")).then(pl.duration(microseconds=int(ctx.skew_s * 1e6)))
-    hit = releases.join(live, on="key", how="left").filter(
-        (pl.col("live_holder") != pl.col("holder"))
-        & (pl.col("live_from") <= pl.col("ts") + tolerance.otherwise(pl.duration(microseconds=0)))
-        & (pl.col("ts") < pl.col("live_to"))
-    ).group_by("rid").agg(pl.col("live_holder").first(), pl.col("live_rid").first(), pl.col("live_exec").first())
+    tolerance = pl.when(pl.col("live_worker") != pl.col("worker_id")).then(
+        pl.duration(microseconds=int(ctx.skew_s * 1e6))
+    )
+    hit = (
+        releases.join(live, on="key", how="left")
+        .filter(
+            (pl.col("live_holder") != pl.col("holder"))
+            & (pl.col("live_from") <= pl.col("ts") + tolerance.otherwise(pl.duration(microseconds=0)))
+            & (pl.col("ts") < pl.col("live_to"))
+        )
+        .group_by("rid")
+        .agg(pl.col("live_holder").first(), pl.col("live_rid").first(), pl.col("live_exec").first())
+    )
     releases = releases.join(hit, on="rid", how="left").filter(~pl.col("late") | pl.col("live_holder").is_not_null())
     findings: list[Finding] = []
     for row in releases.sort("ts").iter_rows(named=True):
@@ -138,11 +199,21 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             summary = f"{who} released lock {key!r} {what} (nobody else held it at that moment)"
             severity = rule.param("unheld_severity", "low")
         exec_ids = [e for e in (row["exec_id"], row["live_exec"]) if e is not None]
-        finding = _lock_finding(ctx, rule, row["action_id"], exec_ids, summary, f"release:{row['key']}@{row['holder']}", severity)
+        finding = _lock_finding(
+            ctx, rule, row["action_id"], exec_ids, summary, f"release:{row['key']}@{row['holder']}", severity
+        )
         finding.confidence = "certain"
-        finding.figures = {"lock_key": row["key"], "released_by": row["holder"], "holder_at_release": row["live_holder"],
-                           "after_own_ttl": row["late"]}
-        rids = [row["rid"], *([row["live_rid"]] if row["live_rid"] is not None else []), *_lock_records(ctx, row["key"], exec_ids)]
+        finding.figures = {
+            "lock_key": row["key"],
+            "released_by": row["holder"],
+            "holder_at_release": row["live_holder"],
+            "after_own_ttl": row["late"],
+        }
+        rids = [
+            row["rid"],
+            *([row["live_rid"]] if row["live_rid"] is not None else []),
+            *_lock_records(ctx, row["key"], exec_ids),
+        ]
         notes = {row["rid"]: "release by a non-holder"}
         if row["live_rid"] is not None:
             notes[row["live_rid"]] = "the actual holder"
@@ -158,20 +229,40 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     if holds.height == 0:
         return []
     over = holds.filter(
-        pl.col("expired_rid").is_not_null() | (pl.col("ttl_end").is_not_null() & (pl.col("believed_end") > pl.col("ttl_end")))
+        pl.col("expired_rid").is_not_null()
+        | (pl.col("ttl_end").is_not_null() & (pl.col("believed_end") > pl.col("ttl_end")))
     ).with_columns(expired_at=pl.min_horizontal("ttl_end", "expired_ts"))
     if over.height == 0:
         return []
-    takers = holds.select("key", pl.col("holder").alias("taker"), pl.col("acquire_ts").alias("taken_at"),
-                          pl.col("acquire_rid").alias("taker_rid"), pl.col("exec_id").alias("taker_exec"),
-                          pl.col("worker_id").alias("taker_worker"))
-    tolerance = pl.when(pl.col("taker_worker") != pl.col("worker_id")).then(
-        pl.duration(microseconds=int(ctx.skew_s * 1e6))).otherwise(pl.duration(microseconds=0))
-    taken = over.join(takers, on="key").filter(
-        (pl.col("taker") != pl.col("holder")) & (pl.col("taken_at") >= pl.col("expired_at") - tolerance)
-        & (pl.col("taken_at") < pl.col("believed_end"))
-    ).sort("taken_at").group_by("acquire_rid").agg(pl.col("taker").first(), pl.col("taken_at").first(),
-                                                   pl.col("taker_rid").first(), pl.col("taker_exec").first())
+    takers = holds.select(
+        "key",
+        pl.col("holder").alias("taker"),
+        pl.col("acquire_ts").alias("taken_at"),
+        pl.col("acquire_rid").alias("taker_rid"),
+        pl.col("exec_id").alias("taker_exec"),
+        pl.col("worker_id").alias("taker_worker"),
+    )
+    tolerance = (
+        pl.when(pl.col("taker_worker") != pl.col("worker_id"))
+        .then(pl.duration(microseconds=int(ctx.skew_s * 1e6)))
+        .otherwise(pl.duration(microseconds=0))
+    )
+    taken = (
+        over.join(takers, on="key")
+        .filter(
+            (pl.col("taker") != pl.col("holder"))
+            & (pl.col("taken_at") >= pl.col("expired_at") - tolerance)
+            & (pl.col("taken_at") < pl.col("believed_end"))
+        )
+        .sort("taken_at")
+        .group_by("acquire_rid")
+        .agg(
+            pl.col("taker").first(),
+            pl.col("taken_at").first(),
+            pl.col("taker_rid").first(),
+            pl.col("taker_exec").first(),
+        )
+    )
     over = over.join(taken, on="acquire_rid", how="left")
     findings: list[Finding] = []
     for row in over.sort("acquire_ts").iter_rows(named=True):
@@ -181,18 +272,25 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         summary = f"{who} held lock {key!r} for {held:.1f} s" + (f" under a {ttl:g} s TTL" if ttl is not None else "")
         summary += "; the lock expired while the work it guarded was still running"
         if row["taker"] is not None:
-            summary += (f", and {row['taker']} took it "
-                        f"{seconds_after(row['taken_at'], row['expired_at']):.1f} s after it expired")
+            summary += (
+                f", and {row['taker']} took it "
+                f"{seconds_after(row['taken_at'], row['expired_at']):.1f} s after it expired"
+            )
             severity = None
         else:
             summary += "; nobody took it meanwhile (near miss)"
             severity = rule.param("near_miss_severity", "medium")
         exec_ids = [e for e in (row["exec_id"], row["taker_exec"]) if e is not None]
-        finding = _lock_finding(ctx, rule, row["action_id"], exec_ids, summary, f"ttl:{row['key']}@{row['holder']}", severity)
+        finding = _lock_finding(
+            ctx, rule, row["action_id"], exec_ids, summary, f"ttl:{row['key']}@{row['holder']}", severity
+        )
         finding.confidence = "certain"
         finding.figures = {
-            "lock_key": row["key"], "ttl_s": ttl, "held_s": seconds(held),
-            "over_ttl_s": seconds(held - ttl) if ttl is not None else None, "taken_over_by": row["taker"],
+            "lock_key": row["key"],
+            "ttl_s": ttl,
+            "held_s": seconds(held),
+            "over_ttl_s": seconds(held - ttl) if ttl is not None else None,
+            "taken_over_by": row["taker"],
         }
         notes = {row["acquire_rid"]: "lock acquired"}
         if row["expired_rid"] is not None:
@@ -201,7 +299,9 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             notes[row["taker_rid"]] = "taken by another holder after the TTL"
         rids = [row["acquire_rid"], *_lock_records(ctx, row["key"], exec_ids)]
         if row["action_id"] is not None:
-            rids += ctx.key_records(row["action_id"], [row["exec_id"]], ("start", "side_effect", "commit", "finish", "ack"))
+            rids += ctx.key_records(
+                row["action_id"], [row["exec_id"]], ("start", "side_effect", "commit", "finish", "ack")
+            )
         finding.evidence = ctx.evidence(list(dict.fromkeys(r for r in rids if r is not None)), notes)
         _span(finding, ctx, rids)
         findings.append(finding)

@@ -39,20 +39,35 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             summary += f"; {advice.redeliveries} such redeliveries were logged"
         longest = over.sort("duration_s", descending=True).head(3)
         finding = Finding(
-            rule=rule.code, name=rule.name, title=rule.title,
+            rule=rule.code,
+            name=rule.name,
+            title=rule.title,
             severity="high" if advice.redeliveries else rule.severity,
-            identity=f"queue:{queue}", summary=summary, confidence="certain" if source != "inferred" else "likely",
+            identity=f"queue:{queue}",
+            summary=summary,
+            confidence="certain" if source != "inferred" else "likely",
             ids={"queue": [queue] if queue else [], **execution_ids(ctx, longest["exec_id"].to_list())},
-            workers=sorted(set(ctx.executions.filter(pl.col("exec_id").is_in(longest["exec_id"].to_list()))["identity"].to_list())),
+            workers=sorted(
+                set(ctx.executions.filter(pl.col("exec_id").is_in(longest["exec_id"].to_list()))["identity"].to_list())
+            ),
             deployments=sorted(d for d in set(over["deployment_id"].to_list()) if d is not None),
-            first_ts=runs["entry"].min(), last_ts=runs["end_ts"].max(), remediation=list(rule.remediation),
+            first_ts=runs["entry"].min(),
+            last_ts=runs["end_ts"].max(),
+            remediation=list(rule.remediation),
         )
         finding.figures = {
-            "queue": queue or None, "timeout_s": timeout_s, "timeout_source": source, "quantile": quantile,
-            "duration_at_quantile_s": round(value, 3), **{f"duration_{k}_s": v for k, v in advice.durations.items() if k != "n"},
-            "executions": runs.height, "at_or_above_timeout": over.height,
-            "share_at_or_above_timeout": round(over.height / runs.height, 4), "redeliveries": advice.redeliveries,
-            "recommended_timeout_s": advice.recommended_s, "redeliveries_avoided": advice.avoided,
+            "queue": queue or None,
+            "timeout_s": timeout_s,
+            "timeout_source": source,
+            "quantile": quantile,
+            "duration_at_quantile_s": round(value, 3),
+            **{f"duration_{k}_s": v for k, v in advice.durations.items() if k != "n"},
+            "executions": runs.height,
+            "at_or_above_timeout": over.height,
+            "share_at_or_above_timeout": round(over.height / runs.height, 4),
+            "redeliveries": advice.redeliveries,
+            "recommended_timeout_s": advice.recommended_s,
+            "redeliveries_avoided": advice.avoided,
         }
         finding.evidence = ctx.evidence(_evidence_rids(ctx, queue, longest), _notes(ctx, queue))
         findings.append(finding)
@@ -73,5 +88,10 @@ def _evidence_rids(ctx: AnalysisContext, queue: str, longest: pl.DataFrame) -> l
 
 def _notes(ctx: AnalysisContext, queue: str) -> dict[int, str]:
     notes = {r: "timeout stated here" for r in _statement(ctx, queue)["rid"].to_list()}
-    notes.update({r: "redelivered while running" for r in ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()})
+    notes.update(
+        {
+            r: "redelivered while running"
+            for r in ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()
+        }
+    )
     return notes

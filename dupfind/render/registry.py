@@ -111,6 +111,24 @@ FORMATS_RENDERERS: dict[str, Callable[[Any, IO[bytes], RenderOptions], None]] = 
 }
 
 
+def _stats_table(report, out: IO[bytes], options: RenderOptions) -> None:
+    from dupfind.render.stats_report import render_stats_table
+
+    buffer = io.StringIO()
+    render_stats_table(report, console_for(buffer, options))
+    out.write(buffer.getvalue().encode())
+
+
+def _stats_json(report, out: IO[bytes], options: RenderOptions) -> None:
+    write_json(_redacted(report.to_dict(), options), out)
+
+
+STATS_RENDERERS: dict[str, Callable[[Any, IO[bytes], RenderOptions], None]] = {
+    "table": _stats_table,
+    "json": _stats_json,
+}
+
+
 def render(renderers: dict[str, Callable], fmt: str, report: Any, out: IO[bytes], options: RenderOptions) -> None:
     """Render `report` in `fmt`; with a redactor in the options, every log value is masked on the way."""
     with redacting(options.redactor.text if options.redactor is not None else None):

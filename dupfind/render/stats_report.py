@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import io
-from typing import IO, Any
+from collections import Counter
+from typing import Any
 
-import orjson
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -18,14 +17,17 @@ from dupfind.render.safe import safe_text
 BAR_WIDTH = 18
 LABEL_WIDTH = 28
 COUNT_COLUMNS = (
-    ("published", "pub"), ("received", "recv"), ("started", "start"), ("finished", "done"), ("failed", "fail"),
-    ("retried", "retry"), ("redelivered", "redeliv"), ("dead_lettered", "dlq"), ("lost", "lost"),
+    ("published", "pub"),
+    ("received", "recv"),
+    ("started", "start"),
+    ("finished", "done"),
+    ("failed", "fail"),
+    ("retried", "retry"),
+    ("redelivered", "redeliv"),
+    ("dead_lettered", "dlq"),
+    ("lost", "lost"),
     ("duplicate_side_effects", "dup"),
 )
-
-
-def render_stats_json(report: StatsReport, out: IO[bytes]) -> None:
-    out.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
 
 
 def _num(value: Any) -> str:
@@ -57,12 +59,16 @@ def _counts(rows: list[dict[str, Any]], keys: tuple[str, ...], title: str) -> Ta
     for _, label in columns:
         table.add_column(label, justify="right", no_wrap=True, min_width=len(label))
     for row in rows:
-        cells = [Text(_num(row[c]), style="bold red" if c == "duplicate_side_effects" and row[c] else "") for c, _ in columns]
+        cells = [
+            Text(_num(row[c]), style="bold red" if c == "duplicate_side_effects" and row[c] else "") for c, _ in columns
+        ]
         table.add_row(*_group_label(row, keys), *cells)
     return table
 
 
-def _distributions(rows: list[dict[str, Any]], keys: tuple[str, ...], title: str, field: str, extra: str | None = None) -> Table:
+def _distributions(
+    rows: list[dict[str, Any]], keys: tuple[str, ...], title: str, field: str, extra: str | None = None
+) -> Table:
     table = _table(title)
     _key_columns(table, rows, keys)
     for label in ("n", "p50", "p90", "p95", "p99", "max", *(("oldest",) if extra else ())):
@@ -106,13 +112,18 @@ def _timeline(report: StatsReport) -> Table | None:
 
 
 def _timeout_facts(t: dict[str, Any]) -> list[str]:
-    facts = [f"timeout: {t['timeout_s']:g} s ({t['timeout_source']})" if t["timeout_s"] is not None
-             else "timeout: unknown (pass --timeout QUEUE=SECONDS, or log it)"]
+    facts = [
+        f"timeout: {t['timeout_s']:g} s ({t['timeout_source']})"
+        if t["timeout_s"] is not None
+        else "timeout: unknown (pass --timeout QUEUE=SECONDS, or log it)"
+    ]
     inferred = t["inferred"]
     if inferred:
         facts.append(
-            f"inferred from redelivery gaps: {inferred['estimate_s']:.1f} s, {inferred['support']} of {inferred['gaps']} "
-            f"gaps in the cluster, spread {inferred['spread_s']:.2f} s" + ("" if inferred["reliable"] else " (too few to rely on)")
+            f"inferred from redelivery gaps: {inferred['estimate_s']:.1f} s, "
+            f"{inferred['support']} of {inferred['gaps']} "
+            f"gaps in the cluster, spread {inferred['spread_s']:.2f} s"
+            + ("" if inferred["reliable"] else " (too few to rely on)")
         )
     d = t["durations"]
     if d["n"]:
@@ -120,7 +131,9 @@ def _timeout_facts(t: dict[str, Any]) -> list[str]:
         if t["share_over_timeout"] is not None:
             text += f"; {t['share_over_timeout']:.0%} at or above the timeout"
         facts.append(text)
-    facts.append(f"redeliveries no failure asked for: {t['redeliveries']}; lease extensions logged: {t['lease_extensions']}")
+    facts.append(
+        f"redeliveries no failure asked for: {t['redeliveries']}; lease extensions logged: {t['lease_extensions']}"
+    )
     return facts
 
 
@@ -141,21 +154,31 @@ def _findings(report: StatsReport, console: Console, limit: int = 12) -> None:
     if not findings:
         console.print(Text("No queue-timeout or lock findings.", style="green"))
         return
-    table = _table(f"Queue-timeout and lock findings ({len(findings)})")
+    by_rule: dict[str, Counter] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, Counter())[f.severity] += 1
+    counts = "; ".join(
+        f"{rule}: " + ", ".join(f"{n} {sev}" for sev, n in c.most_common()) for rule, c in by_rule.items()
+    )
+    table = _table(f"Queue-timeout and lock findings ({counts})")
     table.add_column("rule", no_wrap=True)
     table.add_column("severity", no_wrap=True)
     table.add_column("what", overflow="fold")
     for f in findings[:limit]:
-        table.add_row(f.rule, Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), safe_text(f.summary, limit=400))
+        table.add_row(
+            f.rule, Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), safe_text(f.summary, limit=400)
+        )
     console.print(table)
     if len(findings) > limit:
-        console.print(Text(f"  … {len(findings) - limit} more: `dupfind analyze` lists every finding with its evidence.", style="dim"))
+        console.print(
+            Text(
+                f"  … {len(findings) - limit} more: `dupfind analyze` lists every finding with its evidence.",
+                style="dim",
+            )
+        )
 
 
-def render_stats_table(report: StatsReport, out: IO[bytes], color: bool = False, width: int = 110) -> None:
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
-                      highlight=False, soft_wrap=False)
+def render_stats_table(report: StatsReport, console: Console) -> None:
     summary = report.analysis.summary
     totals = report.analysis.inputs.totals()
     console.print(Text("dupfind stats", style="bold"))
@@ -164,22 +187,30 @@ def render_stats_table(report: StatsReport, out: IO[bytes], color: bool = False,
         head.append(f", {totals['rejected_total']:,} lines rejected", style="yellow")
     if summary["first_ts"]:
         head.append(f", {summary['first_ts']} → {summary['last_ts']}")
-    head.append(f"\n{summary['actions']:,} actions, {summary['executions']:,} executions on {summary['workers']} workers")
+    head.append(
+        f"\n{summary['actions']:,} actions, {summary['executions']:,} executions on {summary['workers']} workers"
+    )
     console.print(head)
     for warning in report.analysis.warnings:
         console.print(safe_text(f"warning: {warning}", style="yellow"))
     keys = ("queue", "job_type")
     if report.queues:
         console.print(_counts(report.queues, keys, "Per queue and job type"))
-        console.print(_distributions(report.queues, keys, "Processing duration, receive to ack/finish/fail (s)", "duration_s"))
-        console.print(_distributions(report.queues, keys, "Queue wait, publish to first delivery (s)", "queue_wait_s",
-                                     "oldest_message_age_s"))
+        console.print(
+            _distributions(report.queues, keys, "Processing duration, receive to ack/finish/fail (s)", "duration_s")
+        )
+        console.print(
+            _distributions(
+                report.queues, keys, "Queue wait, publish to first delivery (s)", "queue_wait_s", "oldest_message_age_s"
+            )
+        )
     if report.deployments:
         console.print(_counts(report.deployments, ("deployment",), "Per deployment (worker generation)"))
-        console.print(_distributions(report.deployments, ("deployment",), "Processing duration per deployment (s)", "duration_s"))
+        console.print(
+            _distributions(report.deployments, ("deployment",), "Processing duration per deployment (s)", "duration_s")
+        )
     timeline = _timeline(report)
     if timeline is not None:
         console.print(timeline)
     _timeouts(report, console)
     _findings(report, console)
-    out.write(buffer.getvalue().encode())
