@@ -32,104 +32,109 @@ def console_for(buffer: io.StringIO, options: RenderOptions) -> Console:
                    color_system="auto" if options.color else None, highlight=False, soft_wrap=False)
 
 
+Renderer = Callable[[Any, IO[bytes], RenderOptions], None]
+
+
 def _redacted(doc: Any, options: RenderOptions) -> Any:
     return options.redactor.tree(doc) if options.redactor is not None else doc
 
 
-def _table(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
+def _terminal(draw: Callable[[Any, Console, RenderOptions], None]) -> Renderer:
+    """A renderer that draws on a rich console (width and colour from the options) and writes the text."""
+    def renderer(report: Any, out: IO[bytes], options: RenderOptions) -> None:
+        buffer = io.StringIO()
+        draw(report, console_for(buffer, options), options)
+        out.write(buffer.getvalue().encode())
+    return renderer
+
+
+def _document(to_doc: Callable[[Any], Any]) -> Renderer:
+    """A renderer that writes one JSON document (redacted as a whole when redaction is on)."""
+    def renderer(report: Any, out: IO[bytes], options: RenderOptions) -> None:
+        write_json(_redacted(to_doc(report), options), out)
+    return renderer
+
+
+def _text(to_text: Callable[[Any, RenderOptions], str]) -> Renderer:
+    def renderer(report: Any, out: IO[bytes], options: RenderOptions) -> None:
+        out.write(to_text(report, options).encode())
+    return renderer
+
+
+def _analyze_table(report: AnalysisReport, console: Console, options: RenderOptions) -> None:
     from dupfind.render.analyze_table import render_table
 
-    buffer = io.StringIO()
-    render_table(report, console_for(buffer, options), worst=options.worst)
-    out.write(buffer.getvalue().encode())
+    render_table(report, console, worst=options.worst)
 
 
-def _json(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
-    write_json(_redacted(report.to_dict(), options), out)
-
-
-def _ndjson(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
+def _analyze_ndjson(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
     write_ndjson((_redacted(f.to_dict(), options) for f in report.findings), out)
 
 
-def _markdown(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
+def _analyze_markdown(report: AnalysisReport, options: RenderOptions) -> str:
     from dupfind.render.markdown import render_markdown
 
-    out.write(render_markdown(report, options.command, options.paths, options.redactor is not None).encode())
+    return render_markdown(report, options.command, options.paths, options.redactor is not None)
 
 
-RENDERERS: dict[str, Callable[[AnalysisReport, IO[bytes], RenderOptions], None]] = {
-    "table": _table,
-    "json": _json,
-    "ndjson": _ndjson,
-    "markdown": _markdown,
+RENDERERS: dict[str, Renderer] = {
+    "table": _terminal(_analyze_table),
+    "json": _document(lambda report: report.to_dict()),
+    "ndjson": _analyze_ndjson,
+    "markdown": _text(_analyze_markdown),
 }
 
 
-def _trace_table(report, out: IO[bytes], options: RenderOptions) -> None:
+def _trace_table(report, console: Console, options: RenderOptions) -> None:
     from dupfind.render.trace_view import render_trace_table
 
-    buffer = io.StringIO()
-    render_trace_table(report, console_for(buffer, options))
-    out.write(buffer.getvalue().encode())
+    render_trace_table(report, console)
 
 
-def _trace_json(report, out: IO[bytes], options: RenderOptions) -> None:
-    write_json(_redacted(report.to_dict(), options), out)
-
-
-def _trace_markdown(report, out: IO[bytes], options: RenderOptions) -> None:
+def _trace_markdown(report, options: RenderOptions) -> str:
     from dupfind.render.trace_view import render_trace_markdown
 
-    out.write(render_trace_markdown(report).encode())
+    return render_trace_markdown(report)
 
 
-TRACE_RENDERERS: dict[str, Callable[[Any, IO[bytes], RenderOptions], None]] = {
-    "table": _trace_table,
-    "json": _trace_json,
-    "markdown": _trace_markdown,
+TRACE_RENDERERS: dict[str, Renderer] = {
+    "table": _terminal(_trace_table),
+    "json": _document(lambda report: report.to_dict()),
+    "markdown": _text(_trace_markdown),
 }
 
 
-def _formats_table(result, out: IO[bytes], options: RenderOptions) -> None:
+def _formats_table(result, console: Console, options: RenderOptions) -> None:
     from dupfind.render.formats_report import render_formats
 
-    buffer = io.StringIO()
-    render_formats(result, console_for(buffer, options))
-    out.write(buffer.getvalue().encode())
+    render_formats(result, console)
 
 
-def _formats_json(result, out: IO[bytes], options: RenderOptions) -> None:
+def _formats_document(result) -> dict:
     from dupfind.render.formats_report import formats_document
 
-    write_json(_redacted(formats_document(result), options), out)
+    return formats_document(result)
 
 
-FORMATS_RENDERERS: dict[str, Callable[[Any, IO[bytes], RenderOptions], None]] = {
-    "table": _formats_table,
-    "json": _formats_json,
+FORMATS_RENDERERS: dict[str, Renderer] = {
+    "table": _terminal(_formats_table),
+    "json": _document(_formats_document),
 }
 
 
-def _stats_table(report, out: IO[bytes], options: RenderOptions) -> None:
+def _stats_table(report, console: Console, options: RenderOptions) -> None:
     from dupfind.render.stats_report import render_stats_table
 
-    buffer = io.StringIO()
-    render_stats_table(report, console_for(buffer, options))
-    out.write(buffer.getvalue().encode())
+    render_stats_table(report, console)
 
 
-def _stats_json(report, out: IO[bytes], options: RenderOptions) -> None:
-    write_json(_redacted(report.to_dict(), options), out)
-
-
-STATS_RENDERERS: dict[str, Callable[[Any, IO[bytes], RenderOptions], None]] = {
-    "table": _stats_table,
-    "json": _stats_json,
+STATS_RENDERERS: dict[str, Renderer] = {
+    "table": _terminal(_stats_table),
+    "json": _document(lambda report: report.to_dict()),
 }
 
 
-def render(renderers: dict[str, Callable], fmt: str, report: Any, out: IO[bytes], options: RenderOptions) -> None:
+def render(renderers: dict[str, Renderer], fmt: str, report: Any, out: IO[bytes], options: RenderOptions) -> None:
     """Render `report` in `fmt`; with a redactor in the options, every log value is masked on the way."""
     with redacting(options.redactor.text if options.redactor is not None else None):
         renderers[fmt](report, out, options)
