@@ -21,6 +21,13 @@ def _secs(later: datetime, earlier: datetime) -> float:
     return (later - earlier).total_seconds()
 
 
+def short_span(seconds: float) -> str:
+    """0.31 s, 12.4 s; below 10 ms in milliseconds (0.00 s would hide an order)."""
+    if seconds < 0.01:
+        return f"{seconds * 1000:.1f} ms"
+    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
 class _Story:
     """The facts of one action that the annotators share."""
 
@@ -66,8 +73,8 @@ def _entries(story: _Story) -> None:
     """Where a later run of the action begins: what the earlier run was doing then."""
     pairs = story.ctx.pairs.filter(pl.col("action_id") == story.action_id)
     entries = story.of_kind("receive", "start").filter(pl.col("exec_id").is_not_null()).unique("exec_id", keep="first")
-    entry_of = {row["exec_id"]: (row["rid"], row["kind"]) for row in entries.iter_rows(named=True)}
-    for exec_b, (rid, kind) in entry_of.items():
+    entry_of = {row["exec_id"]: (row["rid"], row["kind"], row["ts"]) for row in entries.iter_rows(named=True)}
+    for exec_b, (rid, kind, entered) in entry_of.items():
         candidates = pairs.filter(pl.col("exec_id_b") == exec_b).sort("start_a")
         if candidates.height == 0:
             continue
@@ -81,8 +88,9 @@ def _entries(story: _Story) -> None:
         if overlapping.height:
             timeout = "" if other_message else story.timeout_phrase(gap)
             text = f"{lb} {verb} while {la} in flight (+{gap:.1f} s{timeout})"
-            if pair["overlap"] == "possible":
-                text += "; the overlap is within the clock-skew tolerance, so only possible"
+            # Certain only if the later run began clearly (beyond the clock skew) before the earlier one's last record.
+            if pair["cross_host"] and _secs(pair["end_a"], entered) < story.ctx.skew_s:
+                text += "; within the clock-skew tolerance of its last record, so only possibly"
         elif exec_a in story.killed:
             text = f"{lb} {verb} {gap:.1f} s after {la}, whose worker was killed with it in flight"
         elif pair["failed_a"]:
@@ -134,7 +142,8 @@ def _side_effects(story: _Story) -> None:
             done_at = row["result_ts"] or row["ts"]
             after = commits.filter((pl.col("exec_id") == row["exec_id"]) & (pl.col("ts") >= done_at))
             if after.height:
-                story.note(answer, f"provider success {_secs(after['ts'][0], done_at):.2f} s before the status write")
+                wait = short_span(_secs(after["ts"][0], done_at))
+                story.note(answer, f"provider success {wait} before the status write")
             else:
                 story.note(answer, f"provider success, but {label} never wrote the status")
 

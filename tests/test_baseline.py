@@ -34,7 +34,8 @@ def test_a_later_run_reports_only_what_is_new(cli, tmp_path):
         "files": [str(baseline)], "known_fingerprints": len(known), "left_out": len(full & known),
         "left_out_harmful": len(harmful_known), "new": len(new),
     }
-    assert later["summary"]["duplicated_actions"] == len({f["ids"]["job_id"][0] for f in later["findings"] if f["harmful"]})
+    harmful_new = {f["ids"]["job_id"][0] for f in later["findings"] if f["harmful"]}
+    assert later["summary"]["duplicated_actions"] == len(harmful_new)
 
 
 def test_nothing_new_exits_zero_even_with_fail_on(cli, tmp_path):

@@ -103,8 +103,9 @@ def test_ticket_without_duplicates_says_so(cli):
 def _hostile_logs(folder: Path) -> dict[str, str]:
     """A real lease-expiry duplicate whose log values try to inject Markdown, HTML, links and mentions."""
     hostile = {
-        "message": "[click me](https://evil.example/phish) <img src=x onerror=alert(1)> ![t](http://evil.example/t.png) "
-                   "#1234 @oncall-team !42 ~bug www.evil.example ~~gone~~ $x^2$ &lt;b&gt; **bold** `tick` <!-- c -->",
+        "message": "[click me](https://evil.example/phish) <img src=x onerror=alert(1)> "
+                   "![t](http://evil.example/t.png) #1234 @oncall-team !42 ~bug www.evil.example ~~gone~~ $x^2$ "
+                   "&lt;b&gt; **bold** `tick` <!-- c -->",
         "error": "a | b | c\n| --- | --- |\n<script>alert(1)</script>",
         "worker_a": "w1|<b>evil</b>|@admin",
         "worker_b": "w2 `x` [y](javascript:alert(1))",
@@ -114,13 +115,14 @@ def _hostile_logs(folder: Path) -> dict[str, str]:
     lines_a, lines_b = [], []
 
     def rec(ts, event, worker, attempt, **fields):
-        return json.dumps({"ts": f"2026-05-02T08:00:{ts}Z", "event": event, "job_id": "job-77", "idempotency_key": "k-77",
-                           "worker": worker, "attempt": attempt, "queue": "mail", **fields})
+        return json.dumps({"ts": f"2026-05-02T08:00:{ts}Z", "event": event, "job_id": "job-77",
+                           "idempotency_key": "k-77", "worker": worker, "attempt": attempt, "queue": "mail", **fields})
 
     lines_a += [
         rec("00.000", "job_received", hostile["worker_a"], 1, visibility_timeout_s=30, message=hostile["message"]),
         rec("00.100", "provider_request", hostile["worker_a"], 1, side_effect="email", provider=hostile["provider"]),
-        rec("45.000", "provider_response", hostile["worker_a"], 1, side_effect="email", status=202, error=hostile["error"]),
+        rec("45.000", "provider_response", hostile["worker_a"], 1, side_effect="email", status=202,
+            error=hostile["error"]),
         rec("45.100", "status_updated", hostile["worker_a"], 1, status="sent"),
         rec("45.200", "job_acked", hostile["worker_a"], 1),
     ]
@@ -146,6 +148,7 @@ def test_log_text_cannot_inject_markdown(cli, tmp_path, command):
     rendered = assert_renders_safely(ticket)
     shown = "".join(rendered.text_outside_code) + "".join(c for t in rendered.tables for r in t for c in r)
     # The hostile text is there, literally, as text (with control characters shown as escapes).
-    assert "[click me](https://evil.example/phish)" in shown.replace("\u2060", "")
-    assert "w1|<b>evil</b>|" in shown.replace("\u2060", "")
+    visible = shown.replace("\u2060", "")
+    assert hostile["message"].split(" <img")[0] in visible
+    assert hostile["worker_a"] in visible
     assert "a | b | c\\n| --- | --- |\\n<script>alert(1)</script>" in shown.replace("\u2060", "")

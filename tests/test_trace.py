@@ -46,7 +46,8 @@ def test_every_id_of_an_action_finds_that_action_and_all_its_records(preset):
     truth = _truth(preset)
     actions = [a for a in truth["actions"] if a["duplicated"]] or truth["actions"][:5]
     for action in actions[:6]:
-        queries = [v for k in ("job_id", "event_id", "idempotency_key", "notification_id") for v in action["ids"].get(k, [])]
+        keys = ("job_id", "event_id", "idempotency_key", "notification_id")
+        queries = [v for k in keys for v in action["ids"].get(k, [])]
         identities = set()
         for query in queries:
             report = trace_ids(ctx, [query])
@@ -245,3 +246,24 @@ def test_cli_output_file(cli, tmp_path):
     assert str(target) in proc.stderr.decode()
     text = target.read_text()
     assert text.startswith("# Trace of ") and "second publish of the same action" in text
+
+
+def test_an_overlap_within_the_clock_skew_is_only_possible(tmp_path):
+    """Attempt 2 (another host) starts 0.2 s before attempt 1's last record: with 0.5 s of tolerated
+    clock skew, that is not proof that both ran at once."""
+    def rec(worker, ts, event, attempt):
+        return json.dumps({"ts": f"2026-05-02T08:00:{ts}Z", "event": event, "job_id": "j-1", "worker": worker,
+                           "attempt": attempt})
+    (tmp_path / "a.log").write_text("\n".join([
+        rec("host-a", "00.000", "job_received", 1), rec("host-a", "00.100", "job_started", 1),
+        rec("host-a", "10.000", "job_acked", 1)]) + "\n")
+    (tmp_path / "b.log").write_text("\n".join([
+        rec("host-b", "09.800", "job_received", 2), rec("host-b", "09.900", "job_started", 2),
+        rec("host-b", "11.000", "job_acked", 2)]) + "\n")
+    config = load_config(cwd=Path("/"))
+    table = ingest([str(tmp_path)], config).table
+    close = trace_ids(correlation_context(table, config, skew_s=0.5), ["j-1"]).traces[0]
+    assert any("received while attempt 1 in flight (+9.8 s)" in n and n.endswith("so only possibly")
+               for n in _notes(close)), _notes(close)
+    strict = trace_ids(correlation_context(table, config, skew_s=0.1), ["j-1"]).traces[0]
+    assert any(n == "attempt 2 received while attempt 1 in flight (+9.8 s)" for n in _notes(strict)), _notes(strict)

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from dupfind.cli_common import (
-    ConfigOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, StrictOpt, TableOrJson, TzOpt,
-    UntilOpt, app, emit, load_paths, make_redactor, report_width,
+    ConfigOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, StrictOpt, TableOrJson,
+    TzOpt, UntilOpt, app, emit, load_paths, make_redactor, report_width,
 )
 
 

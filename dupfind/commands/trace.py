@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from dupfind.cli_common import (
-    ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt, StrictOpt,
-    TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, emit, load_with_config, make_redactor, parse_timeouts,
+    ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt,
+    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, emit, load_with_config, make_redactor, parse_timeouts,
     report_width,
 )
 from dupfind.errors import DupfindError

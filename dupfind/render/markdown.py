@@ -67,7 +67,8 @@ def _impact(report: AnalysisReport) -> list[str]:
         lines.append("- Duplicated side effects: none")
     lines.append(f"- Logs: {totals['files']} file(s), {totals['records']:,} records, "
                  f"{totals['rejected_total']:,} rejected lines, {s['first_ts']} to {s['last_ts']}; "
-                 f"{s['actions']:,} actions, {s['executions']:,} executions, {s['side_effect_requests']:,} side-effect requests")
+                 f"{s['actions']:,} actions, {s['executions']:,} executions, "
+                 f"{s['side_effect_requests']:,} side-effect requests")
     if report.baseline is not None:
         b = report.baseline
         files = ", ".join(code(p) for p in b["files"])

@@ -196,7 +196,7 @@ def trace_rows(trace: ActionTrace, limit: int | None = None) -> list[str]:
         notes = trace.notes.get(row["rid"], [])
         rows.append([
             clock(row["ts"]), delta((row["ts"] - first).total_seconds()), code(row["worker_id"], 60, cell=True),
-            code(row["deployment_id"], 40, cell=True), str(row["attempt_shown"] or "-"), row["kind"],
+            code(row["deployment_id"], 40, cell=True), str(row["attempt_shown"] or "-"), md(row["kind"]),
             code(row["name"], 60, cell=True), md(details, 160) if details else "",
             code(f"{row['source']}:{row['line']}", 160, cell=True),
             "**" + md("; ".join(notes), None) + "**" if notes else "",
