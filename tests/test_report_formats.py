@@ -73,7 +73,7 @@ def test_formats_renderers_share_the_interface():
 @pytest.mark.parametrize("command,fmt", [
     ("analyze", "json"), ("analyze", "ndjson"), ("analyze", "markdown"), ("analyze", "table"),
     ("trace", "json"), ("trace", "markdown"), ("trace", "table"), ("formats", "json"), ("formats", "table"),
-    ("timeline", "json"), ("timeline", "table"),
+    ("timeline", "json"), ("timeline", "table"), ("stats", "json"), ("stats", "table"),
 ])
 def test_output_file_holds_what_stdout_shows(cli, tmp_path, command, fmt):
     args = [command, *(["4514710497465075"] if command == "trace" else []), str(PII_LOGS), "--format", fmt]
