@@ -25,7 +25,8 @@ def _title(report: AnalysisReport) -> str:
         effects = ", ".join(f"{n} {e}" for e, n in s["duplicates_by_side_effect"].items())
         causes = report.root_causes()
         cause = CAUSE_TITLES.get(next(iter(causes)), "unknown") if causes else "unknown"
-        return f"Duplicated side effects: {effects} ({s['duplicated_actions']} actions); main cause: {cause}"
+        actions = s["duplicated_actions"]
+        return f"Duplicated side effects: {effects} ({actions} action{'s' if actions != 1 else ''}); main cause: {cause}"
     if report.verdict == "insufficient_evidence":
         return "Possible duplicated side effects: the logs cannot settle it"
     if report.baseline is not None:
@@ -99,7 +100,7 @@ def _root_cause(report: AnalysisReport, worst: Finding | None) -> list[str]:
         example = next((f for f in report.harmful if (f.cause or "unknown") == main), None)
         if example is not None and example.cause_detail:
             detail = md(example.cause_detail, None)
-            lines += ["", f"In {code(example.fingerprint)}: {detail} ({md(example.confidence)})."]
+            lines += ["", f"In {code(example.fingerprint)} ({md(example.confidence)}): {detail}."]
         if len(causes) > 1:
             rows = [[md(CAUSE_TITLES.get(c, c)), str(n)] for c, n in causes.items()]
             lines += [""] + table(["cause", "duplicated actions"], rows)

@@ -210,15 +210,18 @@ def trace_markdown_block(trace: ActionTrace, limit: int | None = None, heading: 
     if trace.finding is not None:
         f = trace.finding
         lines += [f"{heading} {f.rule} {md(f.name)} `{f.fingerprint}`", "", md(f.summary, None), ""]
-    lines.append(f"- Found by: {', '.join(code(m) for m in trace.matched) or '-'}")
+    if trace.finding is None:
+        lines.append(f"- Found by: {', '.join(code(m) for m in trace.matched) or '-'}")
     if trace.ids:
         ids = "; ".join(f"{k}: {', '.join(code(v) for v in vals[:4])}" for k, vals in trace.ids.items())
         lines.append(f"- Ids: {ids}")
     lines.append(f"- Span: {md(_span_line(trace), None)}")
     if trace.side_effects:
         lines.append(f"- Side effects: {md(_effects_line(trace), None)}")
-    for line in _runs(trace):
-        lines.append(f"- {md(line, None)}")
+    for e in trace.executions:
+        deployment = f" ({code(e['deployment'], 40)})" if e["deployment"] else ""
+        lines.append(f"- {md(e['label'])}: {code(e['worker'], 80)}{deployment} {clock(e['start'])} → {clock(e['end'])}, "
+                     f"{md(e['outcome'])}, {e['side_effect_requests']} side-effect request(s)")
     lines.append("")
     lines += trace_rows(trace, limit)
     shown = min(limit or trace.records.height, trace.records.height)
