@@ -113,17 +113,11 @@ def stderr_console() -> Console:
 
 
 def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict, use_cache=True):
-    from dupfind.pipeline import load_inputs
+    """Load the configuration from the options, then the inputs (see load_with_config)."""
+    from dupfind.config import load_config
 
-    result = load_inputs(paths, config_file, rules_dir, assume_tz, since, until, stderr=stderr_console(), use_cache=use_cache)
-    if rejects_file is not None:
-        from dupfind.pipeline import write_rejects
-
-        write_rejects(result, rejects_file)
-    if strict and result.rejects.height:
-        total = result.totals()["rejected_total"]
-        raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
-    return result
+    cfg = load_config(config_file, rules_dir, assume_tz)
+    return load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=use_cache)
 
 
 def write_output(data_writer, output: Path | None) -> None:
@@ -140,6 +134,7 @@ def write_output(data_writer, output: Path | None) -> None:
 
 
 def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=True):
+    """Read the inputs; write --rejects; enforce --strict."""
     from dupfind.pipeline import load_inputs, write_rejects
 
     result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg, use_cache=use_cache)
