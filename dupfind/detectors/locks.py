@@ -53,6 +53,28 @@ def _span(finding: Finding, ctx: AnalysisContext, rids: list[int]) -> None:
         finding.first_ts, finding.last_ts = times.min(), times.max()
 
 
+def _other_holds(holds: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """The holds of each key with prefixed columns, to join against a key's other events."""
+    columns = {
+        "holder": "holder",
+        "acquire_ts": "from",
+        "store_end": "to",
+        "acquire_rid": "rid",
+        "exec_id": "exec",
+        "worker_id": "worker",
+    }
+    return holds.select("key", *(pl.col(c).alias(f"{prefix}_{name}") for c, name in columns.items()))
+
+
+def _cross_host_skew(ctx: AnalysisContext, other_worker: str) -> pl.Expr:
+    """The clock-skew tolerance when `other_worker` is another host than the row's worker, else zero."""
+    return (
+        pl.when(pl.col(other_worker) != pl.col("worker_id"))
+        .then(pl.duration(microseconds=int(ctx.skew_s * 1e6)))
+        .otherwise(pl.duration(microseconds=0))
+    )
+
+
 def _effect_execs(ctx: AnalysisContext) -> set[int]:
     effects = ctx.side_effects
     if effects.height == 0:
@@ -164,24 +186,14 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     )
     if releases.height == 0:
         return []
-    live = holds.select(
-        "key",
-        pl.col("holder").alias("live_holder"),
-        pl.col("acquire_ts").alias("live_from"),
-        pl.col("store_end").alias("live_to"),
-        pl.col("acquire_rid").alias("live_rid"),
-        pl.col("exec_id").alias("live_exec"),
-        pl.col("worker_id").alias("live_worker"),
-    )
+    live = _other_holds(holds, "live")
     # Across hosts, an acquisition logged up to the skew tolerance after the release may have come first.
-    tolerance = pl.when(pl.col("live_worker") != pl.col("worker_id")).then(
-        pl.duration(microseconds=int(ctx.skew_s * 1e6))
-    )
+    tolerance = _cross_host_skew(ctx, "live_worker")
     hit = (
         releases.join(live, on="key", how="left")
         .filter(
             (pl.col("live_holder") != pl.col("holder"))
-            & (pl.col("live_from") <= pl.col("ts") + tolerance.otherwise(pl.duration(microseconds=0)))
+            & (pl.col("live_from") <= pl.col("ts") + tolerance)
             & (pl.col("ts") < pl.col("live_to"))
         )
         .group_by("rid")
@@ -234,31 +246,20 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     ).with_columns(expired_at=pl.min_horizontal("ttl_end", "expired_ts"))
     if over.height == 0:
         return []
-    takers = holds.select(
-        "key",
-        pl.col("holder").alias("taker"),
-        pl.col("acquire_ts").alias("taken_at"),
-        pl.col("acquire_rid").alias("taker_rid"),
-        pl.col("exec_id").alias("taker_exec"),
-        pl.col("worker_id").alias("taker_worker"),
-    )
-    tolerance = (
-        pl.when(pl.col("taker_worker") != pl.col("worker_id"))
-        .then(pl.duration(microseconds=int(ctx.skew_s * 1e6)))
-        .otherwise(pl.duration(microseconds=0))
-    )
+    takers = _other_holds(holds, "taker")
+    tolerance = _cross_host_skew(ctx, "taker_worker")
     taken = (
         over.join(takers, on="key")
         .filter(
-            (pl.col("taker") != pl.col("holder"))
-            & (pl.col("taken_at") >= pl.col("expired_at") - tolerance)
-            & (pl.col("taken_at") < pl.col("believed_end"))
+            (pl.col("taker_holder") != pl.col("holder"))
+            & (pl.col("taker_from") >= pl.col("expired_at") - tolerance)
+            & (pl.col("taker_from") < pl.col("believed_end"))
         )
-        .sort("taken_at")
+        .sort("taker_from")
         .group_by("acquire_rid")
         .agg(
-            pl.col("taker").first(),
-            pl.col("taken_at").first(),
+            pl.col("taker_holder").first(),
+            pl.col("taker_from").first(),
             pl.col("taker_rid").first(),
             pl.col("taker_exec").first(),
         )
@@ -271,10 +272,10 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         key, who = row["key"], row["holder"]
         summary = f"{who} held lock {key!r} for {held:.1f} s" + (f" under a {ttl:g} s TTL" if ttl is not None else "")
         summary += "; the lock expired while the work it guarded was still running"
-        if row["taker"] is not None:
+        if row["taker_holder"] is not None:
             summary += (
-                f", and {row['taker']} took it "
-                f"{seconds_after(row['taken_at'], row['expired_at']):.1f} s after it expired"
+                f", and {row['taker_holder']} took it "
+                f"{seconds_after(row['taker_from'], row['expired_at']):.1f} s after it expired"
             )
             severity = None
         else:
@@ -290,7 +291,7 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "ttl_s": ttl,
             "held_s": seconds(held),
             "over_ttl_s": seconds(held - ttl) if ttl is not None else None,
-            "taken_over_by": row["taker"],
+            "taken_over_by": row["taker_holder"],
         }
         notes = {row["acquire_rid"]: "lock acquired"}
         if row["expired_rid"] is not None:
