@@ -186,6 +186,15 @@ def test_heartbeat_means_no_longer_timeout_advice_and_no_df401(tmp_path_factory)
             assert len(df401) == 1 and df401[0].figures["timeout_s"] == 30.0
 
 
+def test_ack_deadline_extensions_read_as_a_heartbeat():
+    logs = FIXTURES / "scenarios" / "ack-deadline-extended" / "logs"
+    extensions = sum(p.read_text().count("event=modify_ack_deadline") for p in logs.iterdir())
+    [advice] = _stats(logs).timeouts
+    assert advice["queue"] == "video-transcode" and (advice["timeout_s"], advice["timeout_source"]) == (60.0, "logged")
+    assert advice["durations"]["p95"] > 60.0 and advice["lease_extensions"] == extensions > 0
+    assert advice["recommended_s"] is None and "not the fix" in advice["advice"][0]
+
+
 @pytest.mark.parametrize(
     "folder",
     [VT, FIXTURES / "real" / "celery_redis_visibility_timeout", FIXTURES / "real" / "sqs_moto_guarded_control"],
