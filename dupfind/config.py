@@ -260,5 +260,6 @@ def load_config(
         builder.add_layer(_read_toml(config_file), str(config_file), user=True)
     if assume_tz is not None:
         builder.ingest["assume_tz"] = assume_tz
-    presets = load_presets([base] if rules_dir is None else [base, rules_dir], alias_targets(tuple(builder.business_keys)))
+    folders = [base] if rules_dir is None else [base, rules_dir]
+    presets = load_presets(folders, alias_targets(tuple(builder.business_keys)))
     return builder.build(rules_dir or base, presets)

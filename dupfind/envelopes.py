@@ -103,7 +103,8 @@ def unwrap_text_lines(preset: Preset, rows: pl.DataFrame) -> tuple[pl.DataFrame,
         preset_view = preset
     extra = groups.select(*_envelope_columns(preset_view, groups))
     keep = [c for c in groups.columns if c in ("inner", _partial_group(preset))]
-    inner_rows = pl.concat([matched.select("line"), groups.select(keep), extra], how="horizontal").rename({"inner": "text"})
+    inner_rows = pl.concat([matched.select("line"), groups.select(keep), extra], how="horizontal")
+    inner_rows = inner_rows.rename({"inner": "text"})
     inner_rows = inner_rows.with_columns(pl.col("text").fill_null(""))
     return inner_rows, other
 

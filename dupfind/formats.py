@@ -91,7 +91,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             except orjson.JSONDecodeError:
                 decoded.append(None)
     for preset in presets:
-        if preset.kind == "json" and preset.is_envelope and preset.lines and _majority(sum(preset.matches(r) for r in decoded), len(decoded)):
+        line_envelope = preset.kind == "json" and preset.is_envelope and preset.lines
+        if line_envelope and _majority(sum(preset.matches(r) for r in decoded), len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [re.sub(ANSI_ESCAPE, "", line) for line in lines]
     for preset in presets:

@@ -94,7 +94,9 @@ def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset]) -> GrammarRe
     return result
 
 
-def continuation_lines(all_lines: pl.Series, records: pl.Series, candidates: pl.Series, continuing: pl.Series) -> pl.Series:
+def continuation_lines(
+    all_lines: pl.Series, records: pl.Series, candidates: pl.Series, continuing: pl.Series,
+) -> pl.Series:
     """Candidate lines (unparseable) that directly follow, possibly after other candidates, a record
     whose format writes multi-line records (a traceback after a Celery error line)."""
     frame = pl.DataFrame({"line": all_lines}).with_columns(

@@ -1,4 +1,4 @@
-"""Fallback line parsers (logfmt, plain text with a leading timestamp, envelopes)."""
+"""Fallback line parsers: logfmt, and plain text with a leading timestamp."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ LEADING_TS = re.compile(
     r"(?:\s?(?:Z|z|UTC|[+-]\d{2}:?\d{2}))?)\]?[:\s|]\s*"
 )
 LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
-CRI_LINE = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\S+) (?P<stream>stdout|stderr) (?P<tag>[PF])(?:\S*) ?(?P<body>.*)$")
 _ESCAPES = re.compile(r"\\(.)")
 _ESCAPE_MAP = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 

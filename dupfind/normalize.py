@@ -17,6 +17,7 @@ SOURCE = "_source"
 TEXT = "_text"
 LEADING_TS = "_leading_ts"
 FALLBACK_TS = "_fallback_ts"
+ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
 
 # Columns that keep structured (JSON object/array) values as text; all others drop them.
@@ -232,7 +233,13 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         chosen = pl.concat([chosen, parsed.select(f"t{env}", f"n{env}")], how="horizontal").select(
             __ts=pl.when(envelope_wins).then(pl.col(f"t{env}")).otherwise(pl.col("__ts")),
             __naive=pl.when(envelope_wins).then(False).otherwise(pl.col("__naive")),
+            __env_time=pl.col(f"t{env}").is_not_null() & (envelope_wins | pl.col("__ts").eq(pl.col(f"t{env}"))),
         )
+        used = pl.concat([frame.select("__source"), chosen.select("__env_time")], how="horizontal")
+        for source, hit in used.group_by("__source").agg(pl.col("__env_time").any()).rows():
+            if hit:
+                fields.setdefault(source, {}).setdefault("ts", []).append(ENVELOPE_TIME)
+        chosen = chosen.drop("__env_time")
     any_text = pl.any_horizontal([pl.col(c).is_not_null() for c in candidates])
     frame = pl.concat([frame, chosen], how="horizontal").with_columns(
         __reason=pl.when(pl.col("__ts").is_not_null()).then(None)

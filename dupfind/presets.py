@@ -158,7 +158,8 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     if kind not in _KINDS:
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
-        "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner", "inner_json_only", "join_partial", "one_source",
+        "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
+        "inner_json_only", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker",
     }
@@ -183,7 +184,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         file_worker = _regex(file_worker, f"{origin}: file_worker").pattern
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
-        raise DupfindError(f"{origin}: record_pairs must name the key and the value field, e.g. [\"field\", \"value\"].")
+        raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
     preset = Preset(
         name=name,
         title=str(data.get("title", name)),
@@ -343,7 +344,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
         inner = _any_value(get_path(record, path))
         if inner is not None:
             break
-    if preset.inner_json_only and not (isinstance(inner, dict) or (isinstance(inner, str) and inner.lstrip().startswith("{"))):
+    is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
+    if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text):
         inner = None
     lifted: dict = {}
     for path in preset.lift:
