@@ -45,3 +45,12 @@ def test_framework_and_application_logs_together_count_each_run_once():
     without = analyze(ingest(app_only, CONFIG), CONFIG, RULES)
     assert both.summary["executions"] == without.summary["executions"]
     assert sorted(f.fingerprint for f in both.harmful) == sorted(f.fingerprint for f in without.harmful)
+
+
+def test_colour_codes_in_framework_logs_never_reach_the_terminal(cli):
+    logs = FIXTURES / "formats" / "sidekiq" / "logs"
+    assert b"\x1b[" in (logs / "sidekiq-7.log").read_bytes()
+    for args in (("formats", str(logs)), ("analyze", str(logs)), ("analyze", "--format", "json", str(logs))):
+        result = cli(*args, env={"COLUMNS": "200"})
+        assert result.returncode == 0, result.stderr
+        assert b"\x1b" not in result.stdout and b"\x1b" not in result.stderr
