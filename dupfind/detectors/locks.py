@@ -42,8 +42,7 @@ def _lock_finding(
 
 
 def _lock_records(ctx: AnalysisContext, key: str, exec_ids: list[int]) -> list[int]:
-    rows = ctx.lock_events.filter((pl.col("key") == key) & pl.col("exec_id").is_in(exec_ids))
-    return rows["rid"].to_list()
+    return ctx.lock_events_of(key).filter(pl.col("exec_id").is_in(exec_ids))["rid"].to_list()
 
 
 def _span(finding: Finding, ctx: AnalysisContext, rids: list[int]) -> None:
@@ -90,12 +89,13 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     race_s = float(rule.param("race_window_s", 1.0))
     cross_host = pl.col("worker_id_a") != pl.col("worker_id_b")
     pairs = pairs.with_columns(certain=~cross_host | (pl.col("overlap_s") >= ctx.skew_s))
-    # Within the skew tolerance, a second acquisition clearly nearer the first one's end (release
-    # or TTL) than its start reads as a clean hand-over; otherwise as a race.
-    skew = pl.duration(microseconds=int(ctx.skew_s * 1e6))
-    near_start = (pl.col("acquire_ts_b") - pl.col("acquire_ts_a")) < (
-        pl.col("store_end_a") - pl.col("acquire_ts_b") + skew
-    )
+    # Within the skew tolerance, a second acquisition in the last quarter of the first hold (just
+    # before its release or TTL end), or by a run that then found the work done, reads as a clean
+    # hand-over; otherwise as a race.
+    guarded = ctx.executions.select(pl.col("exec_id").alias("exec_id_b"), pl.col("guarded").alias("guarded_b"))
+    pairs = pairs.join(guarded, on="exec_id_b", how="left")
+    gap = pl.col("acquire_ts_b") - pl.col("acquire_ts_a")
+    near_start = (gap < 3 * (pl.col("store_end_a") - pl.col("acquire_ts_b"))) & ~pl.col("guarded_b").fill_null(False)
     pairs = pairs.filter(pl.col("certain") | near_start)
     if pairs.height == 0:
         return []
