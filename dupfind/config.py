@@ -17,7 +17,7 @@ from dupfind.presets import Preset, load_presets
 from dupfind.schema import KINDS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
-TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules", "timeouts"}
+TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules", "timeouts", "values"}
 
 
 def default_rules_dir() -> Path:
@@ -103,6 +103,7 @@ class _Builder:
         self.patterns: dict[str, list[str]] = {}
         self.action_patterns: dict[str, list[str]] = {}
         self.subject_kinds: dict[str, dict[str, str]] = {}
+        self.value_maps: dict[str, dict[str, str]] = {}
         self.timeouts: dict[str, float] = {}
         self.link_keys: list[str] = []
         self.business_keys: list[str] = []
@@ -129,6 +130,7 @@ class _Builder:
             raise DupfindError(f"{origin}: unknown key keys.{key} (expected link or business).")
         self._add_aliases(data.get("aliases", {}), origin, user)
         self._add_vocabulary(data.get("vocabulary", {}), origin)
+        self._add_values(data.get("values", {}), origin)
         # The shipped vocabulary.toml has its sections at top level; user files nest them.
         ingest = data.get("ingest", {})
         for key, value in ingest.items():
@@ -175,6 +177,16 @@ class _Builder:
             # User aliases take priority over the shipped ones.
             merged = values + [p for p in existing if p not in values] if user else existing + values
             self.aliases[column] = merged
+
+    def _add_values(self, values: Any, origin: str) -> None:
+        """[values.<column>]: raw values renamed (pino's numeric levels: 30 = "info")."""
+        if not isinstance(values, dict) or not all(isinstance(v, dict) for v in values.values()):
+            raise DupfindError(f"{origin}: [values] must hold one table per column, e.g. [values.level].")
+        targets = alias_targets(tuple(self.business_keys))
+        for column, mapping in values.items():
+            if column not in targets:
+                raise DupfindError(f"{origin}: values.{column} is not a canonical column.")
+            self.value_maps.setdefault(column, {}).update({str(k): str(v) for k, v in mapping.items()})
 
     def _add_vocabulary(self, vocab: Any, origin: str) -> None:
         if not isinstance(vocab, dict):
@@ -230,6 +242,7 @@ class _Builder:
             sources=tuple(self.sources),
             subject_kinds=self.subject_kinds,
             presets=presets,
+            value_maps=self.value_maps,
             timeouts=self.timeouts,
         )
 

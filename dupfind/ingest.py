@@ -179,9 +179,13 @@ class LineParser:
         raw = pl.concat([rows.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal")
         base = fmt.removesuffix("ndjson")
         for shape in self.record_shapes:
-            if not all(k in frame.columns for k in (*shape.detect_all, *shape.detect_text)):
+            if not (shape.prefer or shape.values):
+                continue  # a shape that only names the file (pino): its rows read like any NDJSON
+            required = (*shape.detect_all, *shape.detect_text, *shape.detect_numbers)
+            if not all(k in frame.columns for k in required):
                 continue
-            conditions = [pl.col(k).is_not_null() for k in (*shape.detect_all, *shape.detect_text)]
+            conditions = [pl.col(k).is_not_null() for k in required]
+            conditions += [pl.col(k).str.contains(r"^-?\d+(?:\.\d+)?$") for k in shape.detect_numbers]
             if shape.detect_any:
                 conditions.append(pl.any_horizontal([pl.col(k).is_not_null() for k in shape.detect_any if k in frame.columns] or [pl.lit(False)]))
             fits = raw.select(pl.all_horizontal(conditions)).to_series()

@@ -41,6 +41,7 @@ class Preset:
     detect_all: tuple[str, ...] = ()
     detect_any: tuple[str, ...] = ()
     detect_text: tuple[str, ...] = ()  # paths whose value must be a string (Docker's `log`, not ECS's object)
+    detect_numbers: tuple[str, ...] = ()  # paths whose value must be a number (pino's numeric `level`)
     label: str = ""  # what `formats` calls a file of this shape (default: the name)
     records: tuple[str, ...] = ()  # JSON documents: paths to the records, `[]` marks a list
     lines: bool = True  # also one record a line (NDJSON); a document-only export sets false
@@ -84,15 +85,23 @@ class Preset:
             return False
         if any(not isinstance(get_path(record, p), str) for p in self.detect_text):
             return False
+        if any(not _is_number(get_path(record, p)) for p in self.detect_numbers):
+            return False
         return not self.detect_any or any(get_path(record, p) is not None for p in self.detect_any)
 
     def key_paths(self) -> set[str]:
         """Every record path this preset reads (for the JSON reader's key selection)."""
-        paths = set(self.detect_all) | set(self.detect_any) | set(self.detect_text)
+        paths = set(self.detect_all) | set(self.detect_any) | set(self.detect_text) | set(self.detect_numbers)
         for group in (self.prefer, self.fields):
             for values in group.values():
                 paths.update(values)
         return paths
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip().lstrip("-").replace(".", "", 1).isdigit()
+    )
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -194,6 +203,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         detect_all=_strings(detect.get("all", []), f"{origin}: detect.all"),
         detect_any=_strings(detect.get("any", []), f"{origin}: detect.any"),
         detect_text=_strings(detect.get("text", []), f"{origin}: detect.text"),
+        detect_numbers=_strings(detect.get("numbers", []), f"{origin}: detect.numbers"),
         records=_strings(data.get("records", []), f"{origin}: records"),
         lines=bool(data.get("lines", not data.get("records"))),
         csv=bool(data.get("csv", False)),
