@@ -61,7 +61,7 @@ class Config:
             "action_patterns": self.action_patterns, "link": self.link_keys,
             "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
             "rules": self.rules, "subjects": self.subject_kinds,
-            "presets": [p.origin for p in self.presets], "values": self.value_maps,
+            "presets": [repr(p) for p in self.presets], "values": self.value_maps,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 

@@ -55,3 +55,42 @@ def test_formats_names_the_export_and_where_each_column_came_from(cli):
     assert sink["format"] == "gcp-logging"
     assert sink["fields"]["worker_id"] == ["envelope.resource.labels.pod_name"]
     assert sink["fields"]["ts"] == ["(envelope time)"]
+
+
+def test_a_user_preset_in_rules_dir_reads_a_new_export_shape(cli, tmp_path):
+    """Presets are data: a folder given with --rules adds a shape without code."""
+    (tmp_path / "rules" / "presets").mkdir(parents=True)
+    (tmp_path / "rules" / "presets" / "acme-audit.toml").write_text(
+        'name = "acme-audit"\nkind = "json"\ninner = ["payload"]\n'
+        '[detect]\nall = ["acme_ts", "payload", "node"]\n'
+        '[fields]\nts = ["acme_ts"]\nworker_id = ["node"]\n'
+    )
+    log = tmp_path / "audit.jsonl"
+    lines = [
+        {"acme_ts": "2026-11-29T07:16:09.727Z", "node": "w-1", "payload": '{"event":"job_received","job_id":"J-1"}'},
+        {"acme_ts": "2026-11-29T07:16:10.001Z", "node": "w-1", "payload": "job_id=J-1 event=job_acked"},
+    ]
+    log.write_text("".join(orjson.dumps(line).decode() + "\n" for line in lines))
+    proc = cli("formats", "--format", "json", "--rules", str(tmp_path / "rules"), str(log))
+    assert proc.returncode == 0, proc.stderr
+    entry = orjson.loads(proc.stdout)["files"][0]
+    assert entry["format"] == "acme-audit" and entry["records"] == 2 and entry["rejected"] == {}
+    assert entry["fields"]["worker_id"] == ["envelope.node"]
+    assert entry["fields"]["ts"] == ["(envelope time)"]
+    assert entry["unmapped_events"] == {}
+
+
+@pytest.mark.parametrize("text, words", [
+    ('name = "Bad Name"\n', "name must be"),
+    ('name = "x"\nkind = "xml"\n', "kind must be"),
+    ('name = "x"\nkind = "text"\nline = "(unclosed"\n', "invalid regular expression"),
+    ('name = "x"\n[detect]\nall = ["a"]\n[fields]\nwho = ["a"]\n', "'who' is not a canonical column"),
+    ('name = "x"\n[detect\n', "not valid TOML"),
+])
+def test_a_bad_preset_is_a_one_line_error_naming_its_file(cli, tmp_path, text: str, words: str):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "broken.toml").write_text(text)
+    proc = cli("formats", "--rules", str(tmp_path), str(FIXTURES / "formats" / "loki" / "logs"))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2 and "\n" not in err and "Traceback" not in err
+    assert "broken.toml" in err and words in err
