@@ -43,9 +43,28 @@ def _refine(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
                     updates[ctx] = pl.when(hit).then(value).otherwise(previous)
         if rule.event is not None:
             updates[EVENT] = pl.when(hit).then(pl.lit(rule.event)).otherwise(pl.col(EVENT))
+        if rule.inherit:
+            updates["__inherit"] = (pl.col("__inherit") if "__inherit" in frame.columns else pl.lit(False)) | hit
         updates["__done"] = pl.col("__done") | hit
         frame = frame.with_columns(**updates)
-    return frame.drop("__done")
+    return _inherit(frame, preset).drop("__done")
+
+
+def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
+    """A line about a job that does not name it (Dramatiq's failure line) takes the id the same
+    process and thread logged last (its `Received message ... with id` line)."""
+    if "__inherit" not in frame.columns:
+        return frame
+    columns = sorted({c for r in preset.rules for c in r.inherit if c in frame.columns})
+    thread = [c for c in preset.thread if c in frame.columns]
+    if columns and thread:
+        ordered = frame.sort(LINE)
+        frame = ordered.with_columns(**{
+            c: pl.when(pl.col("__inherit") & pl.col(c).is_null())
+            .then(pl.col(c).forward_fill().over(thread)).otherwise(pl.col(c))
+            for c in columns
+        })
+    return frame.drop("__inherit")
 
 
 def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[str, str]:

@@ -27,6 +27,7 @@ class GrammarRule:
     pattern: str
     event: str | None
     context: tuple[str, ...] = ()  # captured columns that hold for the whole file
+    inherit: tuple[str, ...] = ()  # columns taken from the last line of the same thread that had them
     regex: re.Pattern = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
 
 
@@ -64,6 +65,7 @@ class Preset:
     context_lines: tuple[GrammarRule, ...] = ()  # text: lines that only carry context (a banner)
     continuation: bool = False  # text: unparseable lines after a record belong to it (tracebacks)
     file_worker: str | None = None  # text: regex on the file name giving the worker when nothing else does
+    thread: tuple[str, ...] = ()  # text: the columns that name one thread of work (for rules' `inherit`)
 
     @property
     def is_envelope(self) -> bool:
@@ -148,7 +150,8 @@ def _rules(items: Any, where: str) -> tuple[GrammarRule, ...]:
         if event is not None and not isinstance(event, str):
             raise DupfindError(f"{at}.event must be a string.")
         context = _strings(item.get("context", []), f"{at}.context")
-        rules.append(GrammarRule(regex.pattern, event, context, regex))
+        inherit = _strings(item.get("inherit", []), f"{at}.inherit")
+        rules.append(GrammarRule(regex.pattern, event, context, inherit, regex))
     return tuple(rules)
 
 
@@ -170,7 +173,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
         "inner_json_only", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker",
+        "file_worker", "thread",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -224,6 +227,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         context_lines=_rules(data.get("context_lines", []), f"{origin}: context_lines"),
         continuation=bool(data.get("continuation", False)),
         file_worker=file_worker,
+        thread=_strings(data.get("thread", []), f"{origin}: thread"),
     )
     if kind == "text" and preset.line is None:
         raise DupfindError(f"{origin}: a text preset needs a line regex.")
