@@ -306,7 +306,9 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     )
 
 
-def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.DataFrame) -> pl.DataFrame:
+def _interrupted(
+    table: pl.DataFrame, executions: pl.DataFrame, workers: pl.DataFrame, skew_s: float = 0.5
+) -> pl.DataFrame:
     """Executions without ack, failure or guard that were running when their worker ended.
 
     An explicit kill or exit of the worker after the execution's last record ends it; a worker
@@ -327,10 +329,13 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
     resumed = executions.sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
     )
+    # The kill is often logged by another host (the orchestrator): within the clock-skew
+    # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
         resumed.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded"))
         .select("exec_id", "worker_id", "start", "end", "next_start")
-        .sort("end")
+        .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
+        .sort("end_tolerant")
     )
     if open_execs.height == 0:
         return pl.DataFrame(schema=schema)
@@ -346,7 +351,7 @@ def _interrupted(table: pl.DataFrame, executions: pl.DataFrame, workers: pl.Data
     )
     explicit = (
         open_execs.join_asof(
-            ends, left_on="end", right_on="kill_ts", by="worker_id", strategy="forward", check_sortedness=False
+            ends, left_on="end_tolerant", right_on="kill_ts", by="worker_id", strategy="forward", check_sortedness=False
         )
         .filter(
             pl.col("kill_ts").is_not_null()
@@ -467,7 +472,7 @@ def build_deploy_model(table: pl.DataFrame, executions: pl.DataFrame, skew_s: fl
     """Workers, generations, deploy windows, interrupted executions and work taken after a stop."""
     workers = _assign_generations(_worker_table(table, executions), table)
     after_stop = _after_stop(table, executions, skew_s)
-    interrupted = _interrupted(table, executions, workers)
+    interrupted = _interrupted(table, executions, workers, skew_s)
     generations = _generations(workers, table)
     table_end = table["ts"].max() if table.height else None
     windows = _windows(generations, workers, after_stop, interrupted, table_end)
