@@ -20,7 +20,6 @@ from dupfind.rules_registry import DETECTORS, Rule
 from dupfind.timefmt import iso_us
 
 SCHEMA_VERSION = "1.0"
-VERDICTS = ("harmful_duplicates", "no_harmful_duplicates", "insufficient_evidence")
 
 
 @dataclass

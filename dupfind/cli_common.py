@@ -104,10 +104,6 @@ MaxJobsOpt = Annotated[int, typer.Option(
     help="An id value shared by more jobs than this stops linking (it is a tenant id or a placeholder).")]
 
 
-def stdout_console() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
-
-
 def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False)
 

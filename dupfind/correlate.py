@@ -11,8 +11,6 @@ PLACEHOLDERS = (
     "", "null", "none", "nil", "-", "0", "unknown", "undefined", "n/a", "na", "nan", "<nil>",
     "<none>", "false", "true", "[]", "{}",
 )
-ENTRY_KINDS = ("receive", "start")
-TERMINAL_KINDS = ("ack", "finish", "fail", "worker_killed", "retry", "lease_expired", "claim_lost", "dedup_hit")
 # Kinds that make a run of records a consumer execution (not just a producer's publish).
 CONSUMER_KINDS = (
     "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish", "fail",

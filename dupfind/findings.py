@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
-CONFIDENCES = ("certain", "likely", "possible")
 CAUSES = (
     "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "lock_overlap", "unknown",
 )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import orjson
@@ -25,10 +25,6 @@ from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, un
 from dupfind.schema import empty_table
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
-REJECT_REASONS = (
-    "invalid_json", "not_a_record", "unknown_format", "no_timestamp", "bad_timestamp",
-    "line_too_long", "undecodable", "binary_file", "unsupported_compression", "partial_line",
-)
 JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 250_000
 REJECT_TEXT_LIMIT = 4096
@@ -430,8 +426,8 @@ class Ingestor:
     """Reads sources one by one into canonical tables with full line accounting."""
 
     def __init__(
-        self, config: Config, progress: Callable[[int], None] | None = None,
-        sink: Callable[[list[tuple[pl.DataFrame, str]]], None] | None = None,
+        self, config: Config, sink: Callable[[list[tuple[pl.DataFrame, str]]], None],
+        progress: Callable[[int], None] | None = None,
     ):
         self.config = config
         self.parser = LineParser(config)
@@ -445,10 +441,7 @@ class Ingestor:
         report.parsed += block.continuation + block.context_lines
         raws = self._with_file_context(block, read, source)
         raws = [(raw.with_columns(pl.lit(source, dtype=pl.String).alias(SOURCE)), fmt) for raw, fmt in raws]
-        if self.sink is not None:
-            self.sink(raws)
-        else:
-            read.raws.extend(raws)
+        self.sink(raws)
         for rej in block.rejects:
             report.add_rejects(rej)
             read.rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
@@ -500,7 +493,7 @@ class Ingestor:
     def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
         next_line = 1
         pending = [first] if first else []
-        for chunk in _chain(pending, chunks):
+        for chunk in itertools.chain(pending, chunks):
             lines, undecodable = _decode_lines(chunk, next_line)
             count = _line_count(chunk)
             next_line += count
@@ -589,7 +582,7 @@ class Ingestor:
         report.notes.append("line numbers of JSON documents are record positions (1 = first record of the file)")
         position = 0
         labels: set[str] = set()
-        for chunk in _chain([first] if first else [], chunks):
+        for chunk in itertools.chain([first] if first else [], chunks):
             block = _Block()
             items: dict[str | None, list[tuple[int, Any]]] = {}
             presets: dict[str | None, Preset | None] = {}
@@ -642,23 +635,13 @@ class Ingestor:
         return [(raw.with_columns(extra), fmt) for raw, fmt in block.raws]
 
 
-def _chain(first: list[bytes], rest) -> Iterable[bytes]:
-    yield from first
-    yield from rest
-
-
 @dataclass
 class _FileRead:
     """One source parsed: its report, raw record frames (with _source) and rejected lines."""
 
     report: FileReport
-    raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)
     rejects: list[pl.DataFrame] = field(default_factory=list)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
-
-    @property
-    def rows(self) -> int:
-        return sum(raw.height for raw, _ in self.raws)
 
 
 class _Normaliser:
@@ -729,7 +712,7 @@ def ingest(
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
     normaliser = _Normaliser(config, reports)
-    ingestor = Ingestor(config, progress=progress, sink=normaliser.add)
+    ingestor = Ingestor(config, sink=normaliser.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
     cached_tables: list[pl.DataFrame] = []
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run

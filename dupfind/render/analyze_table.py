@@ -23,13 +23,6 @@ VERDICT_STYLE = {
 }
 
 
-def _short_path(path: str) -> str:
-    try:
-        return str(Path(path).relative_to(Path.cwd()))
-    except ValueError:
-        return path
-
-
 def _inputs_line(report: AnalysisReport) -> Text:
     totals = report.inputs.totals()
     summary = report.summary
