@@ -29,9 +29,13 @@ def default_rules_dir() -> Path:
     raise DupfindError("the rules/ data folder is missing from this installation of dupfind.")
 
 
+# How event names are folded before vocabulary lookup (also applied, vectorised, in normalize).
+EVENT_NAME_SEPARATORS = r"[\s.\-/:]+"
+
+
 def normalize_event_name(text: str) -> str:
     """Fold an event name the way the vocabulary is matched: lower case, separators to `_`."""
-    return re.sub(r"[\s.\-/:]+", "_", text.strip().lower()).strip("_")
+    return re.sub(EVENT_NAME_SEPARATORS, "_", text.strip().lower()).strip("_")
 
 
 @dataclass

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from dupfind.config import Config
+from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.presets import ENVELOPE_PREFIX, FILE_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.timeparse import parse_timestamps
@@ -124,18 +124,21 @@ def _resolve_column(values: pl.DataFrame, column: str, paths: list[str]) -> tupl
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
 
+def _first_match(text: pl.Expr, labelled_patterns: list[tuple[str, str]]) -> pl.Expr:
+    """The label of the first regex that matches `text`, in order; null when none does."""
+    chain = None
+    for label, regex in labelled_patterns:
+        cond = text.str.contains(regex)
+        chain = pl.when(cond).then(pl.lit(label)) if chain is None else chain.when(cond).then(pl.lit(label))
+    return chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
+
+
 def _kind_expr(config: Config) -> pl.Expr:
     folded = (
-        pl.col("name").str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
+        pl.col("name").str.to_lowercase().str.replace_all(EVENT_NAME_SEPARATORS, "_").str.strip_chars("_")
     )
     exact = folded.replace_strict(config.kinds, default=None, return_dtype=pl.String)
-    lowered = pl.col("name").str.to_lowercase()
-    chain = None
-    for kind, regex in config.patterns:
-        cond = lowered.str.contains(regex)
-        chain = pl.when(cond).then(pl.lit(kind)) if chain is None else chain.when(cond).then(pl.lit(kind))
-    by_pattern = chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
-    kind = pl.coalesce(exact, by_pattern)
+    kind = pl.coalesce(exact, _first_match(pl.col("name").str.to_lowercase(), config.patterns))
     killed_by_code = pl.col("exit_code").is_in(KILL_EXIT_CODES) & (
         kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])
     )
@@ -147,14 +150,9 @@ def _action_expr(config: Config) -> pl.Expr:
     text = pl.concat_str(
         [pl.col("name").fill_null(""), pl.col("provider").fill_null("")], separator=" "
     ).str.to_lowercase()
-    chain = None
-    for action, regex in config.action_patterns:
-        cond = text.str.contains(regex)
-        chain = pl.when(cond).then(pl.lit(action)) if chain is None else chain.when(cond).then(pl.lit(action))
-    derived = chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
     return pl.coalesce(
         pl.col("action").str.to_lowercase(),
-        pl.when(effect).then(pl.coalesce(derived, pl.lit("side_effect"))),
+        pl.when(effect).then(pl.coalesce(_first_match(text, config.action_patterns), pl.lit("side_effect"))),
     )
 
 
