@@ -11,7 +11,8 @@ from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
-from dupfind.findings import Evidence
+from dupfind.finding_details import EVIDENCE_LIMIT, DetailRequest, fill_details
+from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS
@@ -47,6 +48,7 @@ class AnalysisContext:
     config: Config
     skew_s: float = 0.5
     timeouts: dict[str, float] = field(default_factory=dict)  # queue -> visibility timeout (s)
+    _details: dict[int, DetailRequest] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def table(self) -> pl.DataFrame:
@@ -113,7 +115,7 @@ class AnalysisContext:
         stated = self.table.filter(pl.col("visibility_timeout_s").is_not_null())
         found: dict[str, float] = {}
         if stated.height:
-            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median())
+            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
             for queue, value in per_queue.rows():
                 found[queue] = float(value)
             found.setdefault("", float(stated["visibility_timeout_s"].median()))
@@ -244,6 +246,35 @@ class AnalysisContext:
         inferred."""
         return self.deploys.interrupted
 
+    def request_details(self, finding: Finding, **what) -> DetailRequest:
+        """Register what a finding needs filled (see finding_details); answered by `fill_details`."""
+        request = self._details.get(id(finding))
+        if request is None:
+            request = self._details[id(finding)] = DetailRequest(finding)
+        for key, value in what.items():
+            setattr(request, key, value)
+        return request
+
+    def attach_evidence(
+        self, finding: Finding, rids: list[int], notes: dict[int, str] | None = None,
+        executions: list[int] = (), kinds: tuple[str, ...] = EVIDENCE_KINDS, limit: int = EVIDENCE_LIMIT,
+    ) -> None:
+        """Evidence for a finding: these records plus the records of these executions of these kinds,
+        in time order, at most `limit` (filled with every other finding's by `fill_details`)."""
+        self.request_details(
+            finding, rids=[int(r) for r in rids if r is not None], notes=dict(notes or {}),
+            evidence_execs=list(executions), evidence_kinds=tuple(kinds), limit=limit, wants_evidence=True,
+        )
+
+    def fill_details(self) -> None:
+        """Fill every registered finding's details in a few vectorised passes."""
+        requests, self._details = list(self._details.values()), {}
+        fill_details(self, requests)
+
+    @cached_property
+    def generation_of(self) -> dict[str, str | None]:
+        return self.deploys.generation_of()
+
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
         records = self.records_of(action_id)
@@ -257,22 +288,6 @@ class AnalysisContext:
     def action_identity(self, action_id: int) -> str:
         return self._identities.get(action_id, f"action-{action_id}")
 
-    def evidence(self, rids: list[int], notes: dict[int, str] | None = None, limit: int = 14) -> list[Evidence]:
-        """Records by row id (the correlated table keeps rid == row position)."""
-        if not rids:
-            return []
-        rows = self.table[sorted(set(int(r) for r in rids))].sort("ts", "source", "line").head(limit)
-        notes = notes or {}
-        return [
-            Evidence(r["ts"], r["source"], r["line"], r["worker_id"], r["kind"], r["name"], r["attempt"], notes.get(r["rid"]))
-            for r in rows.iter_rows(named=True)
-        ]
-
-    def key_records(self, action_id: int, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
-        """The lifecycle records of some executions of one action, for evidence."""
-        rows = self.records_of(action_id).filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
-        return rows["rid"].to_list()
-
     @cached_property
     def _exec_records_index(self) -> GroupIndex:
         return GroupIndex(self.action_records, "exec_id", ("ts", "source", "line"))
@@ -282,8 +297,3 @@ class AnalysisContext:
         parts = [self._exec_records_index.get(e) for e in dict.fromkeys(exec_ids)]
         parts = [p for p in parts if p.height]
         return pl.concat(parts) if parts else self._exec_records_index.frame.clear()
-
-    def execution_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
-        """The lifecycle records of executions of any actions (a worker's jobs), for evidence."""
-        rows = self.records_of_executions(exec_ids)
-        return rows.filter(pl.col("kind").is_in(list(kinds)))["rid"].to_list()

@@ -46,8 +46,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "duplicate_confidence": row["confidence"],
             **why.figures,
         }
-        rids = list(dict.fromkeys([*why.rids, *requests["rid"].to_list(), *ctx.key_records(action_id, exec_ids, ("receive", "start", "commit", "ack", "fail"))]))
-        finding.evidence = ctx.evidence(rids, why.notes)
+        ctx.attach_evidence(finding, [*why.rids, *requests["rid"].to_list()], why.notes, executions=exec_ids,
+                            kinds=("receive", "start", "commit", "ack", "fail"))
         findings.append(finding)
     if not ctx.has_side_effect_records:
         findings.extend(_without_side_effect_records(ctx, rule))
@@ -72,6 +72,6 @@ def _without_side_effect_records(ctx: AnalysisContext, rule: Rule) -> list[Findi
         finding.confidence = "possible"
         finding.figures = {"side_effect": None, "executions": row["runs"], "completed_executions": row["completed"],
                            "duplicate_confidence": "possible"}
-        finding.evidence = ctx.evidence(ctx.key_records(row["action_id"], row["exec_id"]))
+        ctx.attach_evidence(finding, [], executions=row["exec_id"])
         findings.append(finding)
     return findings

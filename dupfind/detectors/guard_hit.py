@@ -25,6 +25,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         summary = f"{group.height} repeat(s) stopped by a guard ({', '.join(kinds)}); the side effect did not repeat"
         finding = action_finding(ctx, rule, action_id, exec_ids, summary)
         finding.figures = {"guard_hits": group.height}
-        finding.evidence = ctx.evidence(group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
+        ctx.attach_evidence(finding, group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
         findings.append(finding)
     return findings

@@ -67,8 +67,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             finding.figures["duration_over_timeout"] = round(duration / timeout, 2) if timeout else None
         expiry_rids = ctx.records_of(action_id).filter(pl.col("kind") == "lease_expired")["rid"].to_list()
         notes = {r: "lease expired" for r in expiry_rids}
-        finding.evidence = ctx.evidence(
-            expiry_rids + ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "commit", "ack", "finish")), notes
-        )
+        ctx.attach_evidence(finding, expiry_rids, notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "commit", "ack", "finish"))
         findings.append(finding)
     return findings

@@ -79,6 +79,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if hit["commit_rid"] is not None:
             rids.append(hit["commit_rid"])
             notes[hit["commit_rid"]] = "status write"
-        finding.evidence = ctx.evidence(rids + ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "side_effect_result", "commit", "fail", "ack")), notes)
+        ctx.attach_evidence(finding, rids, notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "side_effect_result", "commit", "fail", "ack"))
         findings.append(finding)
     return findings

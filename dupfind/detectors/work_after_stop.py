@@ -48,6 +48,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         entries = ctx.records_of_executions(exec_ids).filter(pl.col("kind").is_in(["receive", "start"]))
         entry_rids = entries.sort("ts").unique("exec_id", keep="first", maintain_order=True)["rid"].to_list()
         notes = {int(stop_rid): "stop signal"} | {r: "taken after the stop signal" for r in entry_rids}
-        finding.evidence = ctx.evidence([int(stop_rid), *entry_rids], notes)
+        ctx.attach_evidence(finding, [int(stop_rid), *entry_rids], notes)
         findings.append(finding)
     return findings
