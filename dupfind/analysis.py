@@ -215,6 +215,11 @@ class AnalysisContext:
         return lock_holds(self.lock_events, self.executions)
 
     @cached_property
+    def lock_holders(self) -> set[int]:
+        """Executions that acquired a lock."""
+        return set(self.lock_holds["exec_id"].drop_nulls().to_list())
+
+    @cached_property
     def _lock_events_index(self) -> GroupIndex:
         return GroupIndex(self.lock_events, "key", ("ts",))
 
@@ -274,6 +279,11 @@ class AnalysisContext:
     @cached_property
     def generation_of(self) -> dict[str, str | None]:
         return self.deploys.generation_of()
+
+    @cached_property
+    def exec_killed_rows(self) -> dict[int, dict]:
+        """exec_killed by exec_id."""
+        return {row["exec_id"]: row for row in self.exec_killed.iter_rows(named=True)}
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
