@@ -71,6 +71,11 @@ def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame
     return labels
 
 
+def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.Series:
+    """`column` of `values` (rid, column) aligned to the table's rows (rid == row position), null elsewhere."""
+    return table.select("rid").join(values, on="rid", how="left", maintain_order="left")[column]
+
+
 def build_actions(
     table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[GlueWarning]]:
@@ -91,53 +96,54 @@ def build_actions(
         .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
         .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
     )
+    node_ids = (
+        long.select("node", "key", "value").unique("node").sort("node")
+        .with_row_index("nid").with_columns(pl.col("nid").cast(pl.Int64))
+    )
+    long = long.join(node_ids.select("node", "nid"), on="node").select("rid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
     warnings: list[GlueWarning] = []
-    glued: set[str] = set()
     if "job_id" in keys:
-        jobs = long.filter(pl.col("key") == "job_id").select("rid", pl.col("value").alias("job"))
+        jobs = long.filter(pl.col("key") == "job_id").select("rid", pl.col("nid").alias("job"))
         fanout = (
             long.filter(pl.col("key") != "job_id").join(jobs, on="rid")
-            .group_by("key", "value", "node").agg(pl.col("job").n_unique().alias("n"))
+            .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
         partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
         if partner:
-            partners = long.filter(pl.col("key") == partner).select("rid", pl.col("value").alias("p"))
+            partners = long.filter(pl.col("key") == partner).select("rid", pl.col("nid").alias("p"))
             fanout = pl.concat([
                 fanout,
-                long.filter(pl.col("key") == "job_id").join(partners, on="rid")
-                .group_by("key", "value", "node").agg(pl.col("p").n_unique().alias("n")),
+                jobs.join(partners, on="rid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
             ])
-        for key, value, node, n in fanout.filter(pl.col("n") > max_jobs_per_value).sort("n", descending=True).rows():
-            glued.add(node)
+        glued = fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid").sort("n", "node", descending=[True, False])
+        for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
-    if glued:
-        long = long.filter(~pl.col("node").is_in(list(glued)))
-    node_ids = long.select("node").unique().sort("node").with_row_index("nid").with_columns(pl.col("nid").cast(pl.Int64))
-    long = long.join(node_ids, on="node")
+        if glued.height:
+            long = long.join(glued.select("nid"), on="nid", how="anti")
     anchors = long.group_by("rid").agg(pl.col("nid").min().alias("anchor"))
     edges = (
         long.join(anchors, on="rid").filter(pl.col("nid") != pl.col("anchor"))
         .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
     )
-    labels = _connected_components(edges, node_ids["nid"])
+    linked = long.select("nid").unique()
+    labels = _connected_components(edges, linked["nid"].sort())
     record_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("rid", "label")
-    # Stable identity: the sorted ids of the component (independent of input order).
-    members = long.join(labels.rename({"node": "nid"}), on="nid")
+    # Stable identity: the sorted ids of the component (independent of input order); node ids
+    # were numbered in node order, so sorting by nid sorts the nodes.
+    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("nid")
     actions = (
-        members.select("label", "key", "value", "node").unique()
-        .group_by("label")
-        .agg(pl.col("node").sort().str.join("|").alias("identity"), *[
-            pl.col("value").filter(pl.col("key") == k).unique().sort().alias(k) for k in keys
+        members.group_by("label", maintain_order=True)
+        .agg(pl.col("node").str.join("|").alias("identity"), *[
+            pl.col("value").filter(pl.col("key") == k).sort().alias(k) for k in keys
         ])
         .sort("identity")
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))
     )
     record_actions = record_labels.join(actions.select("label", "action_id"), on="label").select("rid", "action_id")
-    table = table.join(record_actions, on="rid", how="left").sort("rid")
-    return table, actions.drop("label"), warnings
+    return table.with_columns(action_id=_by_rid(table, record_actions, "action_id")), actions.drop("label"), warnings
 
 
 def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
@@ -175,7 +181,11 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
 
 def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process)."""
-    base = table.filter(pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null())
+    columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
+               "deployment_id", "job_id", "lock_key"]
+    base = table.select([c for c in columns if c in table.columns]).filter(
+        pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
+    )
     base = _one_account_of_runs(base)
     # Use the process id only where it is needed to tell runs apart on one worker.
     work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
@@ -261,8 +271,7 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         )
         .sort("action_id", "start", "identity")
     )
-    table = table.join(base.select("rid", "exec_id"), on="rid", how="left").sort("rid")
-    return table, executions
+    return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id")), executions
 
 
 def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:
