@@ -179,6 +179,32 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
     return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant")
 
 
+def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
+    """Prefork pools (Celery) log receive and ack from the main process and the work from a
+    child: a receive belongs to the child that starts next, everything else to the child
+    that logged last. Adds pid_filled and identity (worker, or worker/process where needed)."""
+    base = base.sort("action_id", "worker_id", "ts", "source", "line")
+    pair = ["action_id", "worker_id"]
+    work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
+    start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
+    own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
+    return base.with_columns(
+        pid_filled=pl.when(~pl.col("use_pid")).then(None)
+        .when(own_is_work).then(pl.col("process_id"))
+        .when(pl.col("kind") == "receive").then(
+            pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
+        )
+        .when(pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(
+            pl.coalesce(work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair))
+        )
+        .otherwise(pl.coalesce(pl.col("process_id"), work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair)))
+    ).with_columns(
+        identity=pl.when(pl.col("pid_filled").is_not_null())
+        .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
+        .otherwise(pl.col("worker_id"))
+    ).drop("use_pid", "work_pids")
+
+
 def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process)."""
     columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
@@ -193,38 +219,23 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         base.group_by("action_id", "worker_id")
         .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
     )
-    base = base.join(needs_pid, on=["action_id", "worker_id"], how="left").sort(
-        "action_id", "worker_id", "ts", "source", "line"
-    )
-    # Prefork pools (Celery) log receive and ack from the main process and the work from a
-    # child: a receive belongs to the child that starts next, everything else to the child
-    # that logged last.
     pair = ["action_id", "worker_id"]
-    work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
-    start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
-    own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
-    base = base.with_columns(
-        pid_filled=pl.when(~pl.col("use_pid")).then(None)
-        .when(own_is_work).then(pl.col("process_id"))
-        .when(pl.col("kind") == "receive").then(
-            pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
-        )
-        .when(pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(
-            pl.coalesce(work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair))
-        )
-        .otherwise(pl.coalesce(pl.col("process_id"), work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair)))
-    ).with_columns(
-        identity=pl.when(pl.col("pid_filled").is_not_null())
-        .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
-        .otherwise(pl.col("worker_id"))
-    ).sort("action_id", "identity", "ts", "source", "line")
-    group = ["action_id", "identity"]
+    if not needs_pid["use_pid"].any():
+        # No worker ran one action in several processes: runs are told apart by worker alone.
+        base = base.with_columns(pid_filled=pl.lit(None, dtype=base.schema["process_id"]), identity=pl.col("worker_id"))
+    else:
+        base = _assign_processes(base.join(needs_pid, on=pair, how="left"))
+    base = base.sort("action_id", "identity", "ts", "source", "line")
+    # One integer per (action, identity) run of rows; the frame is sorted by it.
+    new_group = (pl.col("action_id") != pl.col("action_id").shift(1)) | (pl.col("identity") != pl.col("identity").shift(1))
+    base = base.with_columns(gid=new_group.fill_null(True).cast(pl.Int64).cum_sum())
+    group = "gid"
     base = base.with_columns(
         attempt_ff=pl.col("attempt").forward_fill().over(group),
-        prev_kind=pl.col("kind").shift(1).over(group),
-        first_in_group=pl.int_range(pl.len()).over(group) == 0,
+        prev_kind=pl.when(~new_group.fill_null(True)).then(pl.col("kind").shift(1)),
+        first_in_group=new_group.fill_null(True),
     ).with_columns(
-        prev_attempt=pl.col("attempt_ff").shift(1).over(group),
+        prev_attempt=pl.when(~pl.col("first_in_group")).then(pl.col("attempt_ff").shift(1)),
     )
     boundary = (
         pl.col("first_in_group")
