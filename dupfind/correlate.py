@@ -180,7 +180,7 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
 
 
 def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
-    """Prefork pools (Celery) log receive and ack from the main process and the work from a
+    """For (action, worker) pairs whose work was logged by several processes. Prefork pools (Celery) log receive and ack from the main process and the work from a
     child: a receive belongs to the child that starts next, everything else to the child
     that logged last. Adds pid_filled and identity (worker, or worker/process where needed)."""
     base = base.sort("action_id", "worker_id", "ts", "source", "line")
@@ -189,8 +189,7 @@ def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
     start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
     own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
     return base.with_columns(
-        pid_filled=pl.when(~pl.col("use_pid")).then(None)
-        .when(own_is_work).then(pl.col("process_id"))
+        pid_filled=pl.when(own_is_work).then(pl.col("process_id"))
         .when(pl.col("kind") == "receive").then(
             pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
         )
@@ -220,11 +219,15 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
     )
     pair = ["action_id", "worker_id"]
-    if not needs_pid["use_pid"].any():
-        # No worker ran one action in several processes: runs are told apart by worker alone.
-        base = base.with_columns(pid_filled=pl.lit(None, dtype=base.schema["process_id"]), identity=pl.col("worker_id"))
+    # Where a worker ran an action in one process only, runs are told apart by the worker alone.
+    by_worker = base.with_columns(pid_filled=pl.lit(None, dtype=base.schema["process_id"]), identity=pl.col("worker_id"))
+    multi = needs_pid.filter(pl.col("use_pid"))
+    if multi.height:
+        by_worker = by_worker.join(multi.select(pair), on=pair, how="anti")
+        by_process = _assign_processes(base.join(multi, on=pair))
+        base = pl.concat([by_worker, by_process.select(by_worker.columns)])
     else:
-        base = _assign_processes(base.join(needs_pid, on=pair, how="left"))
+        base = by_worker
     base = base.sort("action_id", "identity", "ts", "source", "line")
     # One integer per (action, identity) run of rows; the frame is sorted by it.
     new_group = (pl.col("action_id") != pl.col("action_id").shift(1)) | (pl.col("identity") != pl.col("identity").shift(1))
