@@ -96,11 +96,10 @@ def build_actions(
         .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
         .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
     )
-    node_ids = (
-        long.select("node", "key", "value").unique("node").sort("node")
-        .with_row_index("nid").with_columns(pl.col("nid").cast(pl.Int64))
-    )
-    long = long.join(node_ids.select("node", "nid"), on="node").select("rid", "key", "nid")
+    # An integer per distinct node: categorical codes (a hash table over the strings, no sort or join).
+    long = long.with_columns(nid=pl.col("node").cast(pl.Categorical).to_physical().cast(pl.Int64))
+    node_ids = long.select("nid", "node", "key", "value").unique("nid")
+    long = long.select("rid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
     warnings: list[GlueWarning] = []
@@ -130,9 +129,8 @@ def build_actions(
     linked = long.select("nid").unique()
     labels = _connected_components(edges, linked["nid"].sort())
     record_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("rid", "label")
-    # Stable identity: the sorted ids of the component (independent of input order); node ids
-    # were numbered in node order, so sorting by nid sorts the nodes.
-    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("nid")
+    # Stable identity: the sorted ids of the component (independent of input order).
+    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("node")
     actions = (
         members.group_by("label", maintain_order=True)
         .agg(pl.col("node").str.join("|").alias("identity"), *[
