@@ -27,17 +27,27 @@ WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 
 
 class GroupIndex:
-    """Rows of a frame grouped by one key, for O(1) slices per key (no full-table filter)."""
+    """Rows of a frame grouped by one key, for O(1) lookups per key (no full-table filter).
+
+    Keeps row positions, not a sorted copy of the frame: a lookup gathers its few rows."""
 
     def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = ()) -> None:
-        self.frame = frame.filter(pl.col(key).is_not_null()).sort(key, *order, maintain_order=True)
-        counts = self.frame.group_by(key, maintain_order=True).len()
+        self.source = frame
+        keyed = (
+            frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"), key, *order)
+            .filter(pl.col(key).is_not_null())
+            .sort(key, *order, maintain_order=True)
+        )
+        self.positions = keyed["_pos"]
+        counts = keyed.group_by(key, maintain_order=True).len()
         starts = counts["len"].cum_sum() - counts["len"]
         self.spans = dict(zip(counts[key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
 
     def get(self, value) -> pl.DataFrame:
         span = self.spans.get(value)
-        return self.frame.slice(span[0], span[1]) if span else self.frame.clear()
+        if not span:
+            return self.source.clear()
+        return self.source[self.positions.slice(span[0], span[1])]
 
 
 @dataclass
@@ -67,12 +77,14 @@ class AnalysisContext:
         return self.correlation.warnings
 
     @cached_property
-    def action_records(self) -> pl.DataFrame:
-        return self.table.filter(pl.col("action_id").is_not_null())
+    def action_records(self) -> pl.LazyFrame:
+        """Records that belong to an action, lazily: each reader collects just the rows and
+        columns it needs instead of everyone sharing a full copy of the table."""
+        return self.table.lazy().filter(pl.col("action_id").is_not_null())
 
     @cached_property
     def _records_index(self) -> GroupIndex:
-        return GroupIndex(self.action_records, "action_id", ("ts", "source", "line"))
+        return GroupIndex(self.table, "action_id", ("ts", "source", "line"))
 
     @cached_property
     def _executions_index(self) -> GroupIndex:
@@ -99,7 +111,7 @@ class AnalysisContext:
     @cached_property
     def side_effects(self) -> pl.DataFrame:
         """One row per side-effect request with its outcome (see effects.py)."""
-        return side_effect_requests(self.action_records)
+        return side_effect_requests(self.table)
 
     @cached_property
     def effect_counts(self) -> pl.DataFrame:
@@ -175,7 +187,7 @@ class AnalysisContext:
 
     @cached_property
     def action_queue(self) -> dict[int, str]:
-        rows = self.action_records.filter(pl.col("queue").is_not_null()).group_by("action_id").agg(pl.col("queue").first())
+        rows = self.action_records.filter(pl.col("queue").is_not_null()).group_by("action_id").agg(pl.col("queue").first()).collect()
         return dict(rows.rows())
 
     @cached_property
@@ -300,10 +312,10 @@ class AnalysisContext:
 
     @cached_property
     def _exec_records_index(self) -> GroupIndex:
-        return GroupIndex(self.action_records, "exec_id", ("ts", "source", "line"))
+        return GroupIndex(self.table, "exec_id", ("ts", "source", "line"))
 
     def records_of_executions(self, exec_ids: list[int]) -> pl.DataFrame:
         """Every record of some executions (of any actions), without scanning the whole table."""
         parts = [self._exec_records_index.get(e) for e in dict.fromkeys(exec_ids)]
         parts = [p for p in parts if p.height]
-        return pl.concat(parts) if parts else self._exec_records_index.frame.clear()
+        return pl.concat(parts) if parts else self._exec_records_index.source.clear()

@@ -48,7 +48,7 @@ def _action_facts(ctx: AnalysisContext, action_ids: set[int]) -> dict[int, tuple
     """Per action: its ids (link keys and entity ids on its records) and first/last record time."""
     if not action_ids:
         return {}
-    records = ctx.action_records.filter(pl.col("action_id").is_in(list(action_ids)))
+    records = ctx.action_records.filter(pl.col("action_id").is_in(list(action_ids))).collect()
     columns = [c for c in dict.fromkeys((*ID_COLUMNS, *ctx.config.business_keys)) if c in records.columns]
     rows = records.group_by("action_id").agg(
         *[pl.col(c).drop_nulls().unique().sort().alias(f"id:{c}") for c in columns],
@@ -85,7 +85,7 @@ def _execution_ids(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[
     """Per worker request: the job, event and idempotency ids of its executions."""
     pairs = [(i, e) for i, r in enumerate(requests) if r.worker is not None for e in set(r.exec_ids) if e is not None]
     wanted = _frame(pairs, ("req", "exec_id"))
-    records = ctx.action_records.select("exec_id", *EXECUTION_ID_KEYS)
+    records = ctx.action_records.select("exec_id", *EXECUTION_ID_KEYS).collect()
     rows = wanted.join(records, on="exec_id").group_by("req").agg(
         *[pl.col(k).drop_nulls().unique().sort() for k in EXECUTION_ID_KEYS]
     )
@@ -113,7 +113,7 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
             [(k, kind) for kinds, k in kinds_ids.items() for kind in kinds],
             schema={"kinds": pl.Int64, "kind": pl.String}, orient="row",
         )
-        records = ctx.action_records.select("exec_id", "kind", "rid").filter(pl.col("exec_id").is_not_null())
+        records = ctx.action_records.select("exec_id", "kind", "rid").filter(pl.col("exec_id").is_not_null()).collect()
         matched = (wanted.join(records.with_columns(pl.col("kind").cast(pl.String)), on="exec_id")
                    .join(allowed, on=["kinds", "kind"], how="semi"))
         parts.append(matched.select("req", pl.col("rid").cast(pl.Int64)))

@@ -145,6 +145,7 @@ def _waits(ctx: AnalysisContext) -> pl.DataFrame:
             pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
         )
         .filter(pl.col("published_at").is_not_null())
+        .collect()
     )
     wait = (pl.col("delivered_at") - pl.col("published_at")).dt.total_microseconds() / 1e6
     age = (pl.coalesce("delivered_at", pl.lit(end_of_logs)) - pl.col("published_at")).dt.total_microseconds() / 1e6

@@ -12,7 +12,7 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("double_publish")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    publishes = ctx.action_records.filter(pl.col("kind") == "publish")
+    publishes = ctx.action_records.filter(pl.col("kind") == "publish").collect()
     if publishes.height == 0:
         return []
     per_action = publishes.group_by("action_id").agg(

@@ -18,6 +18,7 @@ def completed_durations(ctx: AnalysisContext) -> pl.DataFrame:
         ctx.action_records.filter(pl.col("job_type").is_not_null())
         .group_by("action_id")
         .agg(pl.col("job_type").first())
+        .collect()
     )
     done = (
         ctx.executions.filter(pl.col("completed"))
@@ -53,6 +54,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         ctx.action_records.filter(pl.col("job_type").is_not_null())
         .group_by("action_id")
         .agg(pl.col("job_type").first())
+        .collect()
     )
     cut = (
         cut.join(job_types, on="action_id", how="left")

@@ -16,7 +16,7 @@ TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
 
 @detector("lost_action")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    records = ctx.action_records
+    records = ctx.action_records.select("action_id", "kind", "ts", "rid", "exec_id", "worker_id").collect()
     if records.height == 0:
         return []
     timeout = ctx.timeout_for(None) or 0.0

@@ -20,7 +20,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     after = model.after_stop.with_row_index("_order").sort("worker_id", "stop_rid", "entry", "_order")
     entries = ctx.action_records.filter(
         pl.col("exec_id").is_in(after["exec_id"].implode()) & pl.col("kind").is_in(["receive", "start"])
-    ).sort("ts", "source", "line").unique("exec_id", keep="first", maintain_order=True)
+    ).sort("ts", "source", "line").unique("exec_id", keep="first", maintain_order=True).collect()
     entry_rid = dict(entries.select("exec_id", "rid").iter_rows())
     groups = after.rows_by_key(["worker_id", "stop_rid"], named=True, include_key=True)
     order = after.group_by("worker_id", "stop_rid").agg(pl.col("_order").min()).sort("_order")
