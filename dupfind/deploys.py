@@ -64,11 +64,13 @@ def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
 
 def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """Per worker: lifetime, last stop signal, end (explicit, or inferred when it went silent)."""
-    records = table.filter(pl.col("worker_id").is_not_null())
+    columns = ("worker_id", "source", "line", "kind", "ts", "rid", "deployment_id", "exit_code", "grace_period_s")
+    records = table.lazy().filter(pl.col("worker_id").is_not_null()).select(columns).collect()
     own_sources = (
-        table.filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
+        table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
         .select("worker_id", "source")
         .unique()
+        .collect()
         .with_columns(own=pl.lit(True))
     )
     records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(

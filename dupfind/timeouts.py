@@ -51,9 +51,10 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: dict[int, str] | None = N
     log no receive count their start records instead. `gap_s` is this delivery minus the previous one.
     """
     rows = (
-        table.filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
+        table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
         .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
+        .collect()
     )
     if rows.height == 0:
         return pl.DataFrame(schema=GAP_SCHEMA)
