@@ -89,9 +89,15 @@ def build_actions(
     if not keys or table.height == 0:
         empty = pl.DataFrame(schema={"action_id": pl.Int64, "identity": pl.String})
         return table.with_columns(action_id=pl.lit(None, dtype=pl.Int64)), empty, []
+    # Records that carry the same link values link alike: the graph is built over the distinct
+    # tuples of values (a tenth of the records in a typical export), then mapped back.
+    tuples = (
+        table.select("rid", *keys).filter(pl.any_horizontal(pl.col(keys).is_not_null()))
+        .group_by(keys).agg(pl.col("rid")).with_row_index("tid")
+    )
     long = (
-        table.select("rid", *keys)
-        .unpivot(index="rid", on=keys, variable_name="key", value_name="value")
+        tuples.select("tid", *keys)
+        .unpivot(index="tid", on=keys, variable_name="key", value_name="value")
         .drop_nulls("value")
         .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
         .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
@@ -99,36 +105,36 @@ def build_actions(
     # An integer per distinct node: categorical codes (a hash table over the strings, no sort or join).
     long = long.with_columns(nid=pl.col("node").cast(pl.Categorical).to_physical().cast(pl.Int64))
     node_ids = long.select("nid", "node", "key", "value").unique("nid")
-    long = long.select("rid", "key", "nid")
+    long = long.select("tid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
     warnings: list[GlueWarning] = []
     if "job_id" in keys:
-        jobs = long.filter(pl.col("key") == "job_id").select("rid", pl.col("nid").alias("job"))
+        jobs = long.filter(pl.col("key") == "job_id").select("tid", pl.col("nid").alias("job"))
         fanout = (
-            long.filter(pl.col("key") != "job_id").join(jobs, on="rid")
+            long.filter(pl.col("key") != "job_id").join(jobs, on="tid")
             .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
         partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
         if partner:
-            partners = long.filter(pl.col("key") == partner).select("rid", pl.col("nid").alias("p"))
+            partners = long.filter(pl.col("key") == partner).select("tid", pl.col("nid").alias("p"))
             fanout = pl.concat([
                 fanout,
-                jobs.join(partners, on="rid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
+                jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
             ])
         glued = fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid").sort("n", "node", descending=[True, False])
         for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
         if glued.height:
             long = long.join(glued.select("nid"), on="nid", how="anti")
-    anchors = long.group_by("rid").agg(pl.col("nid").min().alias("anchor"))
+    anchors = long.group_by("tid").agg(pl.col("nid").min().alias("anchor"))
     edges = (
-        long.join(anchors, on="rid").filter(pl.col("nid") != pl.col("anchor"))
+        long.join(anchors, on="tid").filter(pl.col("nid") != pl.col("anchor"))
         .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
     )
     linked = long.select("nid").unique()
     labels = _connected_components(edges, linked["nid"].sort())
-    record_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("rid", "label")
+    tuple_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("tid", "label")
     # Stable identity: the sorted ids of the component (independent of input order).
     members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("node")
     actions = (
@@ -140,7 +146,10 @@ def build_actions(
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))
     )
-    record_actions = record_labels.join(actions.select("label", "action_id"), on="label").select("rid", "action_id")
+    record_actions = (
+        tuple_labels.join(actions.select("label", "action_id"), on="label")
+        .join(tuples.select("tid", "rid"), on="tid").explode("rid").select("rid", "action_id")
+    )
     return table.with_columns(action_id=_by_rid(table, record_actions, "action_id")), actions.drop("label"), warnings
 
 
