@@ -34,7 +34,9 @@ class GlueWarning:
 
 @dataclass
 class Correlation:
-    """The canonical table with `rid`, `action_id` and `exec_id`, plus per-action/execution tables."""
+    """The canonical table with `rid`, `action_id`, `exec_id` and `echo` (the record repeats a run
+    another log of the same worker tells: Celery's own lines beside the app's), plus per-action
+    and per-execution tables."""
 
     table: pl.DataFrame
     actions: pl.DataFrame
@@ -153,7 +155,7 @@ def build_actions(
     return table.with_columns(action_id=_by_rid(table, record_actions, "action_id")), actions.drop("label"), warnings
 
 
-def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
+def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Records of one action on one worker that come in several formats describe the same runs.
 
     A queue framework's own log (Celery's `received` / `succeeded` lines) and the application's
@@ -161,15 +163,17 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
     (`ForkPoolWorker-2` against the OS pid 10258). A format whose lifecycle kinds the richest
     format of the pair already logs adds nothing and is left out of the runs. Formats that
     complement each other are both kept; only the richest one's process ids then tell runs apart,
-    the others' records join the run they fall into by time.
+    the others' records join the run they fall into by time. Returns the records kept and the
+    rids of those left out (echoes of runs another log tells).
     """
     pair = ["action_id", "worker_id"]
+    none = base.clear().select("rid")
     if base.select(pl.col("format").n_unique()).item() < 2:
-        return base
+        return base, none
     per_format = base.group_by(*pair, "format").agg(pl.col("kind").unique().alias("kinds"), pl.len().alias("n"))
     mixed = per_format.group_by(pair).len().filter(pl.col("len") > 1).select(pair)
     if mixed.height == 0:
-        return base
+        return base, none
     per_format = per_format.join(mixed, on=pair).with_columns(breadth=pl.col("kinds").list.len())
     richest = (
         per_format.sort([*pair, "breadth", "n", "format"], descending=[False, False, True, True, False])
@@ -181,9 +185,11 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("kinds").list.set_difference(pl.col("__kinds")).list.len() == 0)
     ).select(*pair, "format", "__richest", "__redundant")
     base = base.join(verdict, on=[*pair, "format"], how="left", maintain_order="left")
-    base = base.filter(~pl.col("__redundant").fill_null(False))
+    redundant = pl.col("__redundant").fill_null(False)
+    echoes = base.filter(redundant).select("rid")
+    base = base.filter(~redundant)
     keep_pid = pl.col("__richest").is_null() | (pl.col("format") == pl.col("__richest"))
-    return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant")
+    return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant"), echoes
 
 
 def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
@@ -218,7 +224,7 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     base = table.select([c for c in columns if c in table.columns]).filter(
         pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
     )
-    base = _one_account_of_runs(base)
+    base, echoes = _one_account_of_runs(base)
     # Use the process id only where it is needed to tell runs apart on one worker.
     work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
     needs_pid = (
@@ -292,7 +298,8 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         )
         .sort("action_id", "start", "identity")
     )
-    return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id")), executions
+    echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo").fill_null(False)
+    return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id"), echo=echo), executions
 
 
 def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:

@@ -92,8 +92,9 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
     records = _labelled(
         ctx.table.filter(
-            pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
-            | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)
+            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
+             | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
+            & ~pl.col("echo")  # a run another log of the same worker already tells counts once
         ).select(cols),
         ctx,
     )
