@@ -159,7 +159,7 @@ class AnalysisContext:
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
-        return redelivery_gaps(self.table, self.action_queue)
+        return redelivery_gaps(self.table, self.action_attributes.select("action_id", "queue"))
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:
@@ -187,8 +187,8 @@ class AnalysisContext:
 
     @cached_property
     def action_queue(self) -> dict[int, str]:
-        rows = self.action_records.filter(pl.col("queue").is_not_null()).group_by("action_id").agg(pl.col("queue").first()).collect()
-        return dict(rows.rows())
+        rows = self.action_attributes.filter(pl.col("queue").is_not_null()).select("action_id", "queue")
+        return dict(rows.iter_rows())
 
     @cached_property
     def pairs(self) -> pl.DataFrame:
