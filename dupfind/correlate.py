@@ -263,14 +263,13 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS))
     )
     base = base.with_columns(seg=boundary.cast(pl.Int64).cum_sum())
-    consumer = base.group_by("seg").agg(pl.col("kind").is_in(CONSUMER_KINDS).any().alias("is_exec"))
-    base = base.join(consumer, on="seg").filter(pl.col("is_exec"))
-    seg_ids = base.select("seg").unique().sort("seg").with_row_index("exec_id").with_columns(pl.col("exec_id").cast(pl.Int64))
-    base = base.join(seg_ids, on="seg")
+    # Segments with consumer work are executions, numbered in order; rows stay sorted by
+    # (action, identity, time), so each execution's rows are contiguous and in time order.
+    base = base.filter(pl.col("kind").is_in(CONSUMER_KINDS).any().over("seg"))
+    base = base.with_columns(exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1)
     is_kind = lambda *k: pl.col("kind").is_in(list(k))  # noqa: E731
     executions = (
-        base.sort("ts", "source", "line")
-        .group_by("exec_id")
+        base.group_by("exec_id", maintain_order=True)
         .agg(
             pl.col("action_id").first(),
             pl.col("identity").first(),
