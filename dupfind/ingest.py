@@ -29,6 +29,22 @@ JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 250_000
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
+KEY_SAMPLE_LINES = 64
+BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
+FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
+
+
+def _key_escapes(keys: Iterable[str]) -> list[str]:
+    """Every JSON escape that could spell a character of these keys (`\\u002d`, `\\u002D`, `\\/`...)."""
+    escapes: set[str] = set()
+    for ch in set("".join(keys)):
+        if ch in '"\\/':
+            escapes.add("\\" + ch)
+        units = ch.encode("utf-16-be").hex().upper()
+        for code in (units[i:i + 4] for i in range(0, len(units), 4)):
+            for variant in itertools.product(*[(c, c.lower()) if c.isalpha() else (c,) for c in code]):
+                escapes.add("\\u" + "".join(variant))
+    return sorted(escapes)
 
 
 @dataclass
@@ -127,6 +143,7 @@ class _Block:
     raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)  # (raw frame, format)
     rejects: list[pl.DataFrame] = field(default_factory=list)
     blank: int = 0
+    blank_lines: list[pl.Series] = field(default_factory=list)  # the blank lines' numbers
     continuation: int = 0  # physical lines merged into a record started on an earlier line
     context_lines: int = 0  # lines that only carried context for the file (a startup banner)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
@@ -150,24 +167,52 @@ class LineParser:
                 for cut in range(1, len(parts)):
                     paths.add(".".join(parts[:cut]))
         self.json_keys = paths
+        self.key_escapes = _key_escapes(paths)
 
     # -- JSON -------------------------------------------------------------------------
     def _read_json(self, texts: pl.Series, schema: dict | None = None) -> pl.DataFrame | None:
         """Parse JSON lines with polars; None when any line is malformed.
 
-        Without a schema, the keys present in these lines (a full inference pass, so a key seen
-        only on the last line still counts) that some field alias uses are read, all as text:
-        reading every alias key would cost several times more.
+        Without a schema, the alias keys present in these lines are read, all as text (reading
+        every alias key would cost several times more); see `_present_keys`.
         """
-        payload = texts.str.join("\n").item().encode()
+        joined = texts.str.join("\n")
         try:
             if schema is None:
-                present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
-                schema = {k: pl.String for k in present if k in self.json_keys} or {"_none": pl.String}
-            frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
+                schema = {k: pl.String for k in self._present_keys(texts, joined)} or {"_none": pl.String}
+            frame = pl.read_ndjson(io.BytesIO(joined.item().encode()), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
         return frame if frame.height == len(texts) else None
+
+    def _present_keys(self, texts: pl.Series, joined: pl.Series) -> list[str]:
+        """The alias keys that occur as keys somewhere in these lines (a key seen only on the
+        last line still counts), without a full schema-inference pass over the text.
+
+        The keys of a few sampled lines are taken as known; one multi-pattern scan (`"key"` for
+        every other alias key) then settles the rest: a hit adds that key (a quoted word that was
+        a value only costs an all-null column). A key spelled with a \\u escape of a character that
+        alias keys use cannot be matched as text: then polars infers the schema from every line.
+        """
+        keys: set[str] = set()
+        step = max(1, len(texts) // KEY_SAMPLE_LINES)
+        for text in texts.gather_every(step).head(KEY_SAMPLE_LINES).to_list():
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                keys.update(k for k in value if k in self.json_keys)
+        patterns = [f'"{k}"' for k in self.json_keys if k not in keys] + self.key_escapes
+        hits = texts.str.contains_any(patterns)
+        if not hits.any():
+            return sorted(keys)
+        found = set(texts.filter(hits).str.extract_many(patterns).explode().drop_nulls().unique().to_list())
+        if not found.isdisjoint(self.key_escapes):
+            payload = joined.item().encode()
+            present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
+            return [k for k in present if k in self.json_keys]
+        return sorted(keys | {m[1:-1] for m in found})
 
     def _add_json(self, rows: pl.DataFrame, frame: pl.DataFrame, block: _Block, fmt: str) -> None:
         """Append parsed JSON rows; rows in a known record layout (Laravel, pino...) get its format."""
@@ -352,7 +397,10 @@ class LineParser:
             json=pl.col("text").str.strip_chars_start().str.starts_with("{"),
         )
         rows = pl.concat([rows, flags], how="horizontal")
-        block.blank += int(rows["blank"].sum())
+        blank = int(rows["blank"].sum())
+        if blank:
+            block.blank += blank
+            block.blank_lines.append(rows["line"].filter(rows["blank"]))
         long_rows = rows.filter(pl.col("too_long") & ~pl.col("blank"))
         if long_rows.height:
             block.rejects.append(pl.DataFrame({
@@ -434,6 +482,11 @@ class Ingestor:
         self.progress = progress
         # Raw records go to the sink block by block, so memory stays bounded on big files.
         self.sink = sink
+        # Small files of lines are parsed together (see `_read_batch`): one polars pass each
+        # instead of one per file, which is where many small files used to spend their time.
+        self.batch: list[_Pending] = []
+        self.batch_bytes = 0
+        self.grammar_formats = {p.name for p in config.presets if p.is_grammar}
 
     def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
         """Line accounting of a block; its raw records wait for batch normalisation."""
@@ -465,6 +518,13 @@ class Ingestor:
             first = next(chunks, b"")
             sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label
+            lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
+            if lines_only and sniff.envelope is None and first and not src.is_stdin:
+                second = next(chunks, None)
+                if second is None:  # the whole file is in `first`: parse it with other small files
+                    self._defer(_Pending(src.path, report, first, sniff, read))
+                    return read
+                chunks = itertools.chain([second], chunks)
             if sniff.binary:
                 total = _line_count(first) + sum(_line_count(c) for c in chunks)
                 report.lines = total
@@ -489,6 +549,88 @@ class Ingestor:
         if report.lines == 0:
             report.notes.append("empty file")
         return read
+
+    def _defer(self, item: "_Pending") -> None:
+        self.batch.append(item)
+        self.batch_bytes += len(item.data)
+        if self.batch_bytes >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Parse the small files still waiting for their batch."""
+        items, self.batch, self.batch_bytes = self.batch, [], 0
+        if len(items) > 1 and self._read_batch(items):
+            return
+        for item in items:
+            self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read)
+
+    def _read_batch(self, items: list["_Pending"]) -> bool:
+        """Parse whole files of lines (no envelope) as one block.
+
+        A batch line number is `file index << 32 | line`, so every parser sees distinct, ordered
+        line numbers and the accounting maps back to (file, line). Records of a framework grammar
+        (their file context, multi-line records) need their own file: then False, nothing is kept,
+        and the caller reads each file by itself.
+        """
+        frames, block = [], _Block()
+        for index, item in enumerate(items):
+            lines, undecodable = _decode_lines(item.data, 1)
+            frames.append(lines.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+            if undecodable.height:
+                block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+        self.parser.parse_block(pl.concat(frames, how="vertical"), block, envelope=None)
+        per_file = (
+            block.continuation or block.context_lines or block.context
+            or any(fmt in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns) for raw, fmt in block.raws)
+        )
+        if per_file:
+            return False
+        paths = pl.Series(SOURCE, [item.path for item in items], dtype=pl.String)
+        for item in items:
+            item.report.lines += _line_count(item.data)
+        if block.blank_lines:
+            for index, count in (pl.concat(block.blank_lines) // (1 << FILE_SHIFT)).value_counts().rows():
+                items[index].report.blank += count
+        raws = [(_local_lines(raw, LINE, paths), fmt) for raw, fmt in block.raws]
+        self.sink(self._file_workers(raws, items))
+        if block.rejects:
+            rejects = _local_lines(pl.concat([r.select("line", "reason", "text") for r in block.rejects], how="vertical"), "line", paths)
+            by_source = {source: rej for (source,), rej in rejects.group_by(SOURCE)}
+            for item in items:
+                rej = by_source.get(item.path)
+                if rej is not None:
+                    item.report.add_rejects(rej)
+                    item.read.rejects.append(rej.select("line", "reason", "text", pl.col(SOURCE).alias("source")))
+        if self.progress:
+            self.progress(sum(len(item.data) for item in items))
+        return True
+
+    def _file_workers(self, raws: list[tuple[pl.DataFrame, str]], items: list["_Pending"]) -> list[tuple[pl.DataFrame, str]]:
+        """`_with_file_context` for a batch: a file whose records include a framework's own
+        layout (Laravel, Sidekiq) is named after its worker, as when it is read by itself."""
+        formats = {fmt for _, fmt in raws}
+        if not any(p.file_worker and p.name in formats for p in self.config.presets):
+            return raws
+        present: dict[str, set[str]] = {}
+        for raw, fmt in raws:
+            for source in raw[SOURCE].unique().to_list():
+                present.setdefault(source, set()).add(fmt)
+        workers: dict[str, str] = {}
+        for item in items:
+            for preset in self.config.presets:
+                if not (preset.file_worker and preset.name in present.get(item.path, ())):
+                    continue
+                match = re.search(preset.file_worker, item.path)
+                if match and match.groupdict().get("worker_id"):
+                    workers[item.path] = match.group("worker_id")
+                    break
+        if not workers:
+            return raws
+        column = FILE_PREFIX + "worker_id"
+        return [
+            (raw.with_columns(pl.col(SOURCE).replace_strict(workers, default=None, return_dtype=pl.String).alias(column)), fmt)
+            for raw, fmt in raws
+        ]
 
     def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
         next_line = 1
@@ -636,6 +778,25 @@ class Ingestor:
 
 
 @dataclass
+class _Pending:
+    """A small file of lines read whole, waiting to be parsed with others (Ingestor.flush)."""
+
+    path: str
+    report: FileReport
+    data: bytes
+    sniff: FormatSniff
+    read: "_FileRead"
+
+
+def _local_lines(frame: pl.DataFrame, column: str, paths: pl.Series) -> pl.DataFrame:
+    """Batch line numbers (file index << 32 | line) -> the file's path (SOURCE) and its own line."""
+    index = frame[column] // (1 << FILE_SHIFT)
+    return frame.with_columns(
+        (frame[column] & ((1 << FILE_SHIFT) - 1)).alias(column), paths.gather(index).alias(SOURCE),
+    )
+
+
+@dataclass
 class _FileRead:
     """One source parsed: its report, raw record frames (with _source) and rejected lines."""
 
@@ -714,6 +875,7 @@ def ingest(
     normaliser = _Normaliser(config, reports)
     ingestor = Ingestor(config, sink=normaliser.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
+    reads: list[_FileRead] = []
     cached_tables: list[pl.DataFrame] = []
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     for src in sources:
@@ -727,10 +889,12 @@ def ingest(
                 progress(src.file.stat().st_size)
             continue
         reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
-        read = ingestor.read(src, reports[src.path])
-        parse_rejects.extend(read.rejects)
+        reads.append(ingestor.read(src, reports[src.path]))
         if key is not None:
             to_store[src.path] = key
+    ingestor.flush()
+    for read in reads:  # a batched file's rejects are known once its batch was parsed
+        parse_rejects.extend(read.rejects)
     normaliser.flush()
     ordered = [reports[src.path] for src in sources]
     if sum(r.lines for r in ordered) == 0:

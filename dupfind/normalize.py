@@ -34,15 +34,19 @@ class Normalized:
     fields: dict[str, dict[str, list[str]]]  # source -> canonical column -> raw field paths used
 
 
-def path_expr(path: str, available: set[str]) -> pl.Expr | None:
-    """The value at a raw field path: a literal (dotted) key, or nested inside a parent."""
+def path_expr(path: str, available: set[str], objects: set[str] | None = None) -> pl.Expr | None:
+    """The value at a raw field path: a literal (dotted) key, or nested inside a parent.
+
+    `objects`, when given, names the columns that hold a JSON object somewhere; a path is only
+    looked up inside those (the others would give null on every row anyway).
+    """
     options: list[pl.Expr] = []
     if path in available:
         options.append(pl.col(path))
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:cut])
-        if parent in available:
+        if parent in available and (objects is None or parent in objects):
             json_path = "$" + "".join(f"['{p}']" for p in parts[cut:])
             col = pl.col(parent)
             options.append(
@@ -87,7 +91,7 @@ def config_for_format(config: Config, fmt: str) -> Config:
     return derived
 
 
-def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -> pl.DataFrame:
+def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], objects: set[str]) -> pl.DataFrame:
     """Each alias path's value, computed once (a nested path parses its parent's JSON once).
 
     Values are stripped; empty strings become null. Structured values (JSON objects or arrays)
@@ -98,13 +102,10 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -
         for path in paths:
             if path in exprs:
                 continue
-            expr = path_expr(path, available)
+            expr = path_expr(path, available, objects)
             if expr is not None:
-                value = expr.cast(pl.String)
-                # Strip only values that need it: stripping everything would copy every string.
-                padded = value.str.contains(r"^\s|\s$")
-                value = pl.when(padded).then(value.str.strip_chars()).otherwise(value)
-                exprs[path] = pl.when(value == "").then(None).otherwise(value).alias(path)
+                # Stripping every value is cheaper than finding the few padded ones (a regex).
+                exprs[path] = expr.cast(pl.String).str.strip_chars().replace("", None).alias(path)
     if not exprs:
         return pl.DataFrame({"_rows": pl.Series([None] * raw.height, dtype=pl.String)})
     return raw.select(list(exprs.values()))
@@ -171,9 +172,13 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     # Only fields that carry a value somewhere in this block: most aliases are absent, and a
     # smaller expression graph is much cheaper on small blocks.
     candidates_cols = [c for c in raw.columns if not c.startswith("_")]
-    present = raw.select(pl.col(candidates_cols).is_not_null().any()).row(0) if candidates_cols else ()
+    present = raw.select(
+        *[pl.col(c).is_not_null().any().alias(f"v{i}") for i, c in enumerate(candidates_cols)],
+        *[pl.col(c).cast(pl.String).str.starts_with("{").any().alias(f"o{i}") for i, c in enumerate(candidates_cols)],
+    ).row(0) if candidates_cols else ()
     available = {c for c, hit in zip(candidates_cols, present) if hit}
-    values = _materialize_paths(raw, config, available)
+    objects = {c for c, hit in zip(candidates_cols, present[len(candidates_cols):]) if hit}
+    values = _materialize_paths(raw, config, available, objects)
     values = values.with_columns(raw[SOURCE].alias(SOURCE))
     fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
@@ -183,17 +188,19 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
-    # Which raw field actually fed each column (for `formats`): non-null where earlier aliases were null.
+    # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
+    # or array) only counts for the columns that keep it.
     flag_exprs, flag_names = [], []
     for column, usable in candidates_by_column.items():
         for index, path in enumerate(usable):
-            scalar = pl.col(path) if column in STRUCTURED_OK else pl.col(path).filter(
-                ~(pl.col(path).str.starts_with("{") | pl.col(path).str.starts_with("["))
-            )
-            flag_exprs.append(scalar.is_not_null().any().alias(f"{column}\x00{path}"))
+            scalar = pl.col(path).is_not_null()
+            if column not in STRUCTURED_OK:
+                scalar = scalar & ~(pl.col(path).str.starts_with("{") | pl.col(path).str.starts_with("["))
+            flag_exprs.append(scalar.alias(f"{column}\x00{path}"))
             flag_names.append((column, path))
     if flag_exprs:
-        for row in values.group_by(SOURCE).agg(flag_exprs).iter_rows():
+        flags = values.select(SOURCE, *flag_exprs)
+        for row in flags.group_by(SOURCE).agg(pl.exclude(SOURCE).any()).iter_rows():
             source, hits = row[0], row[1:]
             for (column, path), hit in zip(flag_names, hits):
                 if hit:
