@@ -22,16 +22,17 @@ from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
-from dupfind.schema import empty_table
+from dupfind.schema import canonical_schema
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
-NORMALISE_BATCH_ROWS = 250_000
+NORMALISE_BATCH_ROWS = 64_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
+KEY_COLUMNS = ("ts", "kind", "name", "source", "line", "format")  # kept in every normalised block
 
 
 def _key_escapes(keys: Iterable[str]) -> list[str]:
@@ -131,6 +132,13 @@ def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None
     data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
     data["text"] = pl.Series(list(texts) if texts is not None else [None] * len(lines), dtype=pl.String)
     return pl.DataFrame(data)
+
+
+def _own_text(rejects: pl.DataFrame) -> pl.DataFrame:
+    """Rejected lines with their own copy of the text: a filtered or gathered string column
+    shares the buffers of the block it came from, so a few kept rejects would hold every parsed
+    line in memory. (Concatenating strings builds new ones; slicing or casting would not.)"""
+    return rejects.with_columns(pl.col("text") + "") if rejects.height else rejects
 
 
 EMPTY_REJECTS = pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
@@ -497,7 +505,7 @@ class Ingestor:
         self.sink(raws)
         for rej in block.rejects:
             report.add_rejects(rej)
-            read.rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
+            read.rejects.append(_own_text(rej.with_columns(source=pl.lit(source, dtype=pl.String))))
 
     def read(self, src: Source, report: FileReport | None = None) -> "_FileRead":
         """Parse one source: raw records (not yet normalised) and the lines rejected so far."""
@@ -600,7 +608,7 @@ class Ingestor:
                 rej = by_source.get(item.path)
                 if rej is not None:
                     item.report.add_rejects(rej)
-                    item.read.rejects.append(rej.select("line", "reason", "text", pl.col(SOURCE).alias("source")))
+                    item.read.rejects.append(_own_text(rej.select("line", "reason", "text", pl.col(SOURCE).alias("source"))))
         if self.progress:
             self.progress(sum(len(item.data) for item in items))
         return True
@@ -825,7 +833,10 @@ class _Normaliser:
     def flush(self) -> None:
         for raw, fmt in _merge_by_format(self.pending):
             result = normalize(raw, config_for_format(self.config, fmt), fmt)
-            self.tables.append(result.table)
+            # Columns null on every row are left out (put back as constants by `_assemble`).
+            table = result.table
+            nulls = table.null_count().row(0)
+            self.tables.append(table.select(c for c, n in zip(table.columns, nulls) if n < table.height or c in KEY_COLUMNS))
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
             for source, records, naive in counts:
                 report = self.reports[source]
@@ -837,14 +848,14 @@ class _Normaliser:
             if result.rejects.height:
                 for (source,), rej in result.rejects.group_by("source"):
                     self.reports[source].add_rejects(rej)
-                self.rejects.append(result.rejects)
+                self.rejects.append(_own_text(result.rejects))
         self.pending = []
         self.pending_rows = 0
 
 
-def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame) -> None:
+def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame | None) -> None:
     """Time span and unmapped event names per file, from the whole table in two group-bys."""
-    if table.height == 0:
+    if table is None or table.height == 0:
         return
     spans = table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
     for source, first, last in spans.rows():
@@ -901,35 +912,82 @@ def ingest(
         truncated = [r.path for r in ordered if r.truncated]
         detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
         raise DupfindError(f"the input is empty: no log lines were found{detail}.")
-    fresh = pl.concat(normaliser.tables, how="vertical") if normaliser.tables else empty_table(config.business_keys)
-    _finalize_reports(reports, fresh)
+    schema = canonical_schema(config.business_keys)
+    _finalize_reports(reports, pl.concat([t.select(KEY_COLUMNS) for t in normaliser.tables], how="vertical") if normaliser.tables else None)
     all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
     rejects = (
         pl.concat(all_rejects, how="vertical") if all_rejects
         else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
     )
     if to_store:
-        _store_in_cache(cache, to_store, reports, fresh, rejects)
-    table = pl.concat([*cached_tables, fresh], how="vertical") if cached_tables else fresh
-    filtered_out = 0
-    if since is not None or until is not None:
-        before = table.height
-        if since is not None:
-            table = table.filter(pl.col("ts") >= since)
-        if until is not None:
-            table = table.filter(pl.col("ts") <= until)
-        filtered_out = before - table.height
-    table = table.sort(["ts", "source", "line"], maintain_order=True)
+        _store_in_cache(cache, to_store, reports, normaliser.tables, rejects, schema)
+    tables = [*cached_tables, *normaliser.tables]
+    cached_tables.clear()
+    normaliser.tables.clear()
+    table, filtered_out = _assemble(tables, schema, since, until)
     return IngestResult(table, ordered, rejects, filtered_out)
 
 
-def _store_in_cache(cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, rejects: pl.DataFrame) -> None:
-    """Write each freshly parsed file's rows, rejects and report as one cache entry."""
-    tables = table.partition_by("source", as_dict=True) if table.height else {}
+def _assemble(
+    tables: list[pl.DataFrame], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
+) -> tuple[pl.DataFrame, int]:
+    """One table of every block, sorted by time, then source and line; (table, rows outside
+    --since/--until). `tables` (blocks may lack all-null columns) is emptied on the way.
+
+    Built one column at a time, each block's column released once gathered (sorting the whole
+    table would hold it twice). A column null in every row stays a constant (no 16 bytes a row
+    of string views), and `source` points into one small buffer of the distinct paths instead
+    of a copy of its path on every row.
+    """
+    keys = pl.concat([t.select("ts", "source", "line") for t in tables], how="vertical") if tables else None
+    if keys is None or keys.height == 0:
+        return pl.DataFrame(schema=schema), 0
+    paths = keys["source"].unique().sort()
+    keys = keys.with_row_index("__row").with_columns(
+        __file=pl.col("source").replace_strict(paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32)
+    )
+    before = keys.height
+    if since is not None:
+        keys = keys.filter(pl.col("ts") >= since)
+    if until is not None:
+        keys = keys.filter(pl.col("ts") <= until)
+    keys = keys.sort("ts", "__file", "line", maintain_order=True)
+    order = keys["__row"]
+    columns: list[pl.Series] = []
+    constants: list[pl.Expr] = []
+    for name, dtype in schema.items():
+        if name == "source":
+            columns.append(paths.gather(keys["__file"]).alias("source"))
+        elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
+            constants.append(pl.lit(None, dtype=dtype).alias(name))
+        else:
+            pieces = [
+                t.drop_in_place(name).cast(dtype) if name in t.columns else pl.repeat(None, t.height, dtype=dtype, eager=True)
+                for t in tables
+            ]
+            columns.append(pl.concat(pieces, how="vertical").gather(order).alias(name))
+            del pieces
+        for t in tables:
+            if name in t.columns:
+                t.drop_in_place(name)
+    table = pl.DataFrame(columns).with_columns(constants)
+    return table.select(list(schema)), before - keys.height
+
+
+def _store_in_cache(
+    cache, keys: dict[str, str], reports: dict[str, FileReport], tables: list[pl.DataFrame], rejects: pl.DataFrame,
+    schema: dict[str, pl.DataType],
+) -> None:
+    """Write each freshly parsed file's rows (every canonical column), rejects and report as one
+    cache entry; a file's rows are gathered block by block rather than from one copy of the table."""
+    pieces: dict[str, list[pl.DataFrame]] = {}
+    for table in tables:
+        for (source,), part in table.partition_by("source", as_dict=True).items():
+            if source in keys:
+                pieces.setdefault(source, []).append(part)
     rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
+    empty = pl.DataFrame(schema=schema)
     for source, key in keys.items():
-        cache.store(
-            key, reports[source],
-            tables.get((source,), table.clear()),
-            rejected.get((source,), rejects.clear()),
-        )
+        parts = pieces.pop(source, [])
+        rows = pl.concat([empty, *parts], how="diagonal_relaxed").select(pl.col(c).cast(t) for c, t in schema.items())
+        cache.store(key, reports[source], rows, rejected.get((source,), rejects.clear()))

@@ -254,7 +254,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     rejects = frame.filter(pl.col("__reason").is_not_null()).select(
         pl.col("__source").alias("source"), "line", pl.col("__reason").alias("reason"), pl.col("__text").alias("text")
     )
-    frame = frame.filter(pl.col("__reason").is_null())
+    frame = frame.drop("__text").filter(pl.col("__reason").is_null())
 
     schema = canonical_schema(config.business_keys)
     mapped = {c: pl.col(c).replace(m) for c, m in config.value_maps.items() if c in frame.columns}
