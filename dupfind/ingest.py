@@ -184,16 +184,24 @@ class LineParser:
         Without a schema, the alias keys present in these lines are read, all as text (reading
         every alias key would cost several times more); see `_present_keys`.
         """
-        joined = texts.str.join("\n")
         try:
             if schema is None:
-                schema = {k: pl.String for k in self._present_keys(texts, joined)} or {"_none": pl.String}
-            frame = pl.read_ndjson(io.BytesIO(joined.item().encode()), schema=schema, ignore_errors=True)
+                schema = self._schema(texts)
+            payload = texts.str.join("\n").cast(pl.Binary).item()
+            frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
         return frame if frame.height == len(texts) else None
 
-    def _present_keys(self, texts: pl.Series, joined: pl.Series) -> list[str]:
+    def _schema(self, texts: pl.Series) -> dict[str, pl.DataType] | None:
+        """The reader's schema for these lines (every column as text); None when they are not JSON."""
+        try:
+            keys = self._present_keys(texts)
+        except Exception:  # the inference fallback raises on malformed lines
+            return None
+        return {k: pl.String for k in keys} or {"_none": pl.String}
+
+    def _present_keys(self, texts: pl.Series) -> list[str]:
         """The alias keys that occur as keys somewhere in these lines (a key seen only on the
         last line still counts), without a full schema-inference pass over the text.
 
@@ -217,7 +225,7 @@ class LineParser:
             return sorted(keys)
         found = set(texts.filter(hits).str.extract_many(patterns).explode().drop_nulls().unique().to_list())
         if not found.isdisjoint(self.key_escapes):
-            payload = joined.item().encode()
+            payload = texts.str.join("\n").cast(pl.Binary).item()
             present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
             return [k for k in present if k in self.json_keys]
         return sorted(keys | {m[1:-1] for m in found})
@@ -245,15 +253,32 @@ class LineParser:
             block.raws.append((raw, fmt))
 
     def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str) -> None:
-        """rows: line, text (+ carried envelope columns). Bad lines cost their sub-block only."""
-        frame = self._read_json(rows["text"])
+        """rows: line, text (+ carried envelope columns).
+
+        The usual bad lines (cut short or glued to the next record: they do not end with `}`) are
+        judged one by one with orjson before the block is read; if polars still refuses the
+        block, bad lines cost their sub-block only (`_parse_json_blocks`).
+        """
+        # A JSON object ends with `}`: a line that does not (cut short, glued to the next record)
+        # is judged first, so that one bad line does not cost a refused read of the whole block.
+        suspect = ~rows["text"].str.strip_chars_end().str.ends_with("}")
+        positions = suspect.arg_true()
+        if positions.len():
+            good = set(self._judge_lines(rows.filter(suspect), block))
+            bad = [i for i in range(positions.len()) if i not in good]
+            if bad:
+                rows = rows.filter(pl.Series([True] * rows.height).scatter(positions.gather(bad), False))
+                if rows.height == 0:
+                    return
+        schema = self._schema(rows["text"])  # a subset of the lines never has other keys
+        frame = self._read_json(rows["text"], schema) if schema is not None else None
         if frame is not None:
             self._add_json(rows, frame, block, fmt)
             return
-        if rows.height > JSON_SUB_BLOCK:
-            for offset in range(0, rows.height, JSON_SUB_BLOCK):
-                self._parse_json(rows.slice(offset, JSON_SUB_BLOCK), block, fmt)
-            return
+        self._parse_json_blocks(rows, block, fmt, schema, refused=True)
+
+    def _judge_lines(self, rows: pl.DataFrame, block: _Block) -> list[int]:
+        """orjson's verdict on a few lines: rejects the bad ones, returns the good ones' indices."""
         good, bad_lines, bad_reasons = [], [], []
         for index, text in enumerate(rows["text"].to_list()):
             try:
@@ -268,15 +293,28 @@ class LineParser:
                 continue
             good.append(index)
         if bad_lines:
-            line_numbers = rows["line"].gather(bad_lines)
-            texts = rows["text"].gather(bad_lines)
             block.rejects.append(pl.DataFrame({
-                "line": line_numbers, "reason": pl.Series(bad_reasons, dtype=pl.String),
-                "text": texts,
+                "line": rows["line"].gather(bad_lines), "reason": pl.Series(bad_reasons, dtype=pl.String),
+                "text": rows["text"].gather(bad_lines),
             }))
+        return good
+
+    def _parse_json_blocks(
+        self, rows: pl.DataFrame, block: _Block, fmt: str, schema: dict | None, refused: bool = False,
+    ) -> None:
+        """Bad lines cost their sub-block only: each sub-block polars refuses is judged line by line."""
+        frame = None if refused else self._read_json(rows["text"], schema)
+        if frame is not None:
+            self._add_json(rows, frame, block, fmt)
+            return
+        if rows.height > JSON_SUB_BLOCK:
+            for offset in range(0, rows.height, JSON_SUB_BLOCK):
+                self._parse_json_blocks(rows.slice(offset, JSON_SUB_BLOCK), block, fmt, schema)
+            return
+        good = self._judge_lines(rows, block)
         if good:
             subset = rows[good]
-            frame = self._read_json(subset["text"])
+            frame = self._read_json(subset["text"], schema)
             if frame is None:  # polars disagrees with orjson on some line: reject the rest
                 block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
                 return
