@@ -111,15 +111,22 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], o
     return raw.select(list(exprs.values()))
 
 
-def _resolve_column(values: pl.DataFrame, column: str, paths: list[str]) -> tuple[pl.Expr, list[str]]:
-    """The first non-empty alias value of a canonical column, and the aliases it can come from."""
+def _is_structured(expr: pl.Expr) -> pl.Expr:
+    return expr.str.starts_with("{") | expr.str.starts_with("[")
+
+
+def _resolve_column(
+    values: pl.DataFrame, column: str, paths: list[str], structured: set[str],
+) -> tuple[pl.Expr, list[str]]:
+    """The first non-empty alias value of a canonical column, and the aliases it can come from.
+    `structured`: the paths with a JSON object or array on some row."""
     usable = [p for p in paths if p in values.columns]
     if not usable:
         return pl.lit(None, dtype=pl.String), []
     exprs = []
     for path in usable:
         expr = pl.col(path)
-        if column not in STRUCTURED_OK:
+        if column not in STRUCTURED_OK and path in structured:
             expr = pl.when(expr.str.starts_with("{") | expr.str.starts_with("[")).then(None).otherwise(expr)
         exprs.append(expr)
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
@@ -179,31 +186,37 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     available = {c for c, hit in zip(candidates_cols, present) if hit}
     objects = {c for c, hit in zip(candidates_cols, present[len(candidates_cols):]) if hit}
     values = _materialize_paths(raw, config, available, objects)
+    paths = [c for c in values.columns if c != "_rows"]
+    found = values.select(_is_structured(pl.col(p)).any().alias(p) for p in paths).row(0) if paths else ()
+    structured = {p for p, hit in zip(paths, found) if hit}
     values = values.with_columns(raw[SOURCE].alias(SOURCE))
     fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
     candidates_by_column: dict[str, list[str]] = {}
-    for column, paths in config.aliases.items():
-        selections[column], candidates_by_column[column] = _resolve_column(values, column, paths)
+    for column, aliases in config.aliases.items():
+        selections[column], candidates_by_column[column] = _resolve_column(values, column, aliases, structured)
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
     # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
     # or array) only counts for the columns that keep it.
-    flag_exprs, flag_names = [], []
+    # Counted per source: the values of each path, and its scalar values where it has structured ones.
+    counts: dict[str, pl.Expr] = {}
+    flag_names = []
     for column, usable in candidates_by_column.items():
-        for index, path in enumerate(usable):
-            scalar = pl.col(path).is_not_null()
-            if column not in STRUCTURED_OK:
-                scalar = scalar & ~(pl.col(path).str.starts_with("{") | pl.col(path).str.starts_with("["))
-            flag_exprs.append(scalar.alias(f"{column}\x00{path}"))
-            flag_names.append((column, path))
-    if flag_exprs:
-        flags = values.select(SOURCE, *flag_exprs)
-        for row in flags.group_by(SOURCE).agg(pl.exclude(SOURCE).any()).iter_rows():
-            source, hits = row[0], row[1:]
-            for (column, path), hit in zip(flag_names, hits):
-                if hit:
+        for path in usable:
+            name = f"s\x00{path}" if column not in STRUCTURED_OK and path in structured else f"n\x00{path}"
+            if name not in counts:
+                counts[name] = (
+                    (~_is_structured(pl.col(path))).sum() if name[0] == "s" else pl.col(path).count()
+                ).alias(name)
+            flag_names.append((column, path, name))
+    if counts:
+        names = list(counts)
+        for row in values.group_by(SOURCE).agg(counts.values()).iter_rows():
+            source, hits = row[0], dict(zip(names, row[1:]))
+            for column, path, name in flag_names:
+                if hits[name]:
                     fields.setdefault(source, {}).setdefault(column, []).append(path)
 
     extras = {
