@@ -7,9 +7,10 @@ import io
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 import polars as pl
@@ -187,6 +188,8 @@ class LineParser:
         try:
             if schema is None:
                 schema = self._schema(texts)
+                if schema is None:
+                    return None
             payload = texts.str.join("\n").cast(pl.Binary).item()
             frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
@@ -197,7 +200,7 @@ class LineParser:
         """The reader's schema for these lines (every column as text); None when they are not JSON."""
         try:
             keys = self._present_keys(texts)
-        except Exception:  # the inference fallback raises on malformed lines
+        except pl.exceptions.PolarsError:  # the inference fallback raises on malformed lines
             return None
         return {k: pl.String for k in keys} or {"_none": pl.String}
 
@@ -534,7 +537,7 @@ class Ingestor:
         self.batch_bytes = 0
         self.grammar_formats = {p.name for p in config.presets if p.is_grammar}
 
-    def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _finish_block(self, block: _Block, report: FileReport, source: str, read: _FileRead) -> None:
         """Line accounting of a block; its raw records wait for batch normalisation."""
         report.blank += block.blank
         report.parsed += block.continuation + block.context_lines
@@ -545,7 +548,7 @@ class Ingestor:
             report.add_rejects(rej)
             read.rejects.append(_own_text(rej.with_columns(source=pl.lit(source, dtype=pl.String))))
 
-    def read(self, src: Source, report: FileReport | None = None) -> "_FileRead":
+    def read(self, src: Source, report: FileReport | None = None) -> _FileRead:
         """Parse one source: raw records (not yet normalised) and the lines rejected so far."""
         report = report or FileReport(path=src.path)
         read = _FileRead(report)
@@ -596,7 +599,7 @@ class Ingestor:
             report.notes.append("empty file")
         return read
 
-    def _defer(self, item: "_Pending") -> None:
+    def _defer(self, item: _Pending) -> None:
         self.batch.append(item)
         self.batch_bytes += len(item.data)
         if self.batch_bytes >= BATCH_BYTES:
@@ -610,7 +613,7 @@ class Ingestor:
         for item in items:
             self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read)
 
-    def _read_batch(self, items: list["_Pending"]) -> bool:
+    def _read_batch(self, items: list[_Pending]) -> bool:
         """Parse whole files of lines (no envelope) as one block.
 
         A batch line number is `file index << 32 | line`, so every parser sees distinct, ordered
@@ -651,7 +654,7 @@ class Ingestor:
             self.progress(sum(len(item.data) for item in items))
         return True
 
-    def _file_workers(self, raws: list[tuple[pl.DataFrame, str]], items: list["_Pending"]) -> list[tuple[pl.DataFrame, str]]:
+    def _file_workers(self, raws: list[tuple[pl.DataFrame, str]], items: list[_Pending]) -> list[tuple[pl.DataFrame, str]]:
         """`_with_file_context` for a batch: a file whose records include a framework's own
         layout (Laravel, Sidekiq) is named after its worker, as when it is read by itself."""
         formats = {fmt for _, fmt in raws}
@@ -678,7 +681,7 @@ class Ingestor:
             for raw, fmt in raws
         ]
 
-    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
         next_line = 1
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
@@ -694,7 +697,7 @@ class Ingestor:
             if self.progress:
                 self.progress(len(chunk))
 
-    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -735,7 +738,7 @@ class Ingestor:
         })
         self.parser.parse_block(rows, block, envelope=None)
 
-    def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: _FileRead) -> None:
         """A CSV export (Logs Insights' download): the header is line 1, each row a record of an
         export preset; a quoted value spread over several lines makes one record of them."""
         text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
@@ -764,7 +767,7 @@ class Ingestor:
         self._parse_records(items, preset, block)
         self._finish_block(block, report, source, read)
 
-    def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """A JSON document on every line (an OTLP file exporter's batches): records are numbered
         across the file; a line that is not a document counts as one rejected position."""
         report.notes.append("line numbers of JSON documents are record positions (1 = first record of the file)")
@@ -796,7 +799,7 @@ class Ingestor:
         report.lines = position
         report.format = f"{' + '.join(sorted(labels)) or 'json-document'} (json documents, one a line)"
 
-    def _with_file_context(self, block: _Block, read: "_FileRead", path: str) -> list[tuple[pl.DataFrame, str]]:
+    def _with_file_context(self, block: _Block, read: _FileRead, path: str) -> list[tuple[pl.DataFrame, str]]:
         """Values that hold for the whole file (a Celery node name from its banner or `ready.` line)
         reach the file's records as `file.<column>` fallbacks, from the block where they appear on;
         a framework log without one names its worker after the file."""
@@ -831,7 +834,7 @@ class _Pending:
     report: FileReport
     data: bytes
     sniff: FormatSniff
-    read: "_FileRead"
+    read: _FileRead
 
 
 def _local_lines(frame: pl.DataFrame, column: str, paths: pl.Series) -> pl.DataFrame:
