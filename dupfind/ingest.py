@@ -7,9 +7,10 @@ import io
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 import polars as pl
@@ -22,13 +23,30 @@ from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
-from dupfind.schema import empty_table
+from dupfind.schema import canonical_schema
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
-NORMALISE_BATCH_ROWS = 250_000
+NORMALISE_BATCH_ROWS = 64_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
+KEY_SAMPLE_LINES = 64
+BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
+FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
+KEY_COLUMNS = ("ts", "kind", "name", "source", "line", "format")  # kept in every normalised block
+
+
+def _key_escapes(keys: Iterable[str]) -> list[str]:
+    """Every JSON escape that could spell a character of these keys (`\\u002d`, `\\u002D`, `\\/`...)."""
+    escapes: set[str] = set()
+    for ch in set("".join(keys)):
+        if ch in '"\\/':
+            escapes.add("\\" + ch)
+        units = ch.encode("utf-16-be").hex().upper()
+        for code in (units[i:i + 4] for i in range(0, len(units), 4)):
+            for variant in itertools.product(*[(c, c.lower()) if c.isalpha() else (c,) for c in code]):
+                escapes.add("\\u" + "".join(variant))
+    return sorted(escapes)
 
 
 @dataclass
@@ -117,6 +135,13 @@ def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None
     return pl.DataFrame(data)
 
 
+def _own_text(rejects: pl.DataFrame) -> pl.DataFrame:
+    """Rejected lines with their own copy of the text: a filtered or gathered string column
+    shares the buffers of the block it came from, so a few kept rejects would hold every parsed
+    line in memory. (Concatenating strings builds new ones; slicing or casting would not.)"""
+    return rejects.with_columns(pl.col("text") + "") if rejects.height else rejects
+
+
 EMPTY_REJECTS = pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
 
 
@@ -127,6 +152,7 @@ class _Block:
     raws: list[tuple[pl.DataFrame, str]] = field(default_factory=list)  # (raw frame, format)
     rejects: list[pl.DataFrame] = field(default_factory=list)
     blank: int = 0
+    blank_lines: list[pl.Series] = field(default_factory=list)  # the blank lines' numbers
     continuation: int = 0  # physical lines merged into a record started on an earlier line
     context_lines: int = 0  # lines that only carried context for the file (a startup banner)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
@@ -150,24 +176,62 @@ class LineParser:
                 for cut in range(1, len(parts)):
                     paths.add(".".join(parts[:cut]))
         self.json_keys = paths
+        self.key_escapes = _key_escapes(paths)
 
     # -- JSON -------------------------------------------------------------------------
     def _read_json(self, texts: pl.Series, schema: dict | None = None) -> pl.DataFrame | None:
         """Parse JSON lines with polars; None when any line is malformed.
 
-        Without a schema, the keys present in these lines (a full inference pass, so a key seen
-        only on the last line still counts) that some field alias uses are read, all as text:
-        reading every alias key would cost several times more.
+        Without a schema, the alias keys present in these lines are read, all as text (reading
+        every alias key would cost several times more); see `_present_keys`.
         """
-        payload = texts.str.join("\n").item().encode()
         try:
             if schema is None:
-                present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
-                schema = {k: pl.String for k in present if k in self.json_keys} or {"_none": pl.String}
+                schema = self._schema(texts)
+                if schema is None:
+                    return None
+            payload = texts.str.join("\n").cast(pl.Binary).item()
             frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
         return frame if frame.height == len(texts) else None
+
+    def _schema(self, texts: pl.Series) -> dict[str, pl.DataType] | None:
+        """The reader's schema for these lines (every column as text); None when they are not JSON."""
+        try:
+            keys = self._present_keys(texts)
+        except pl.exceptions.PolarsError:  # the inference fallback raises on malformed lines
+            return None
+        return {k: pl.String for k in keys} or {"_none": pl.String}
+
+    def _present_keys(self, texts: pl.Series) -> list[str]:
+        """The alias keys that occur as keys somewhere in these lines (a key seen only on the
+        last line still counts), without a full schema-inference pass over the text.
+
+        The keys of a few sampled lines are taken as known; one multi-pattern scan (`"key"` for
+        every other alias key) then settles the rest: a hit adds that key (a quoted word that was
+        a value only costs an all-null column). A key spelled with a \\u escape of a character that
+        alias keys use cannot be matched as text: then polars infers the schema from every line.
+        """
+        keys: set[str] = set()
+        step = max(1, len(texts) // KEY_SAMPLE_LINES)
+        for text in texts.gather_every(step).head(KEY_SAMPLE_LINES).to_list():
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                keys.update(k for k in value if k in self.json_keys)
+        patterns = [f'"{k}"' for k in self.json_keys if k not in keys] + self.key_escapes
+        hits = texts.str.contains_any(patterns)
+        if not hits.any():
+            return sorted(keys)
+        found = set(texts.filter(hits).str.extract_many(patterns).explode().drop_nulls().unique().to_list())
+        if not found.isdisjoint(self.key_escapes):
+            payload = texts.str.join("\n").cast(pl.Binary).item()
+            present = pl.scan_ndjson(io.BytesIO(payload), infer_schema_length=None).collect_schema()
+            return [k for k in present if k in self.json_keys]
+        return sorted(keys | {m[1:-1] for m in found})
 
     def _add_json(self, rows: pl.DataFrame, frame: pl.DataFrame, block: _Block, fmt: str) -> None:
         """Append parsed JSON rows; rows in a known record layout (Laravel, pino...) get its format."""
@@ -192,15 +256,32 @@ class LineParser:
             block.raws.append((raw, fmt))
 
     def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str) -> None:
-        """rows: line, text (+ carried envelope columns). Bad lines cost their sub-block only."""
-        frame = self._read_json(rows["text"])
+        """rows: line, text (+ carried envelope columns).
+
+        The usual bad lines (cut short or glued to the next record: they do not end with `}`) are
+        judged one by one with orjson before the block is read; if polars still refuses the
+        block, bad lines cost their sub-block only (`_parse_json_blocks`).
+        """
+        # A JSON object ends with `}`: a line that does not (cut short, glued to the next record)
+        # is judged first, so that one bad line does not cost a refused read of the whole block.
+        suspect = ~rows["text"].str.strip_chars_end().str.ends_with("}")
+        positions = suspect.arg_true()
+        if positions.len():
+            good = set(self._judge_lines(rows.filter(suspect), block))
+            bad = [i for i in range(positions.len()) if i not in good]
+            if bad:
+                rows = rows.filter(pl.Series([True] * rows.height).scatter(positions.gather(bad), False))
+                if rows.height == 0:
+                    return
+        schema = self._schema(rows["text"])  # a subset of the lines never has other keys
+        frame = self._read_json(rows["text"], schema) if schema is not None else None
         if frame is not None:
             self._add_json(rows, frame, block, fmt)
             return
-        if rows.height > JSON_SUB_BLOCK:
-            for offset in range(0, rows.height, JSON_SUB_BLOCK):
-                self._parse_json(rows.slice(offset, JSON_SUB_BLOCK), block, fmt)
-            return
+        self._parse_json_blocks(rows, block, fmt, schema, refused=True)
+
+    def _judge_lines(self, rows: pl.DataFrame, block: _Block) -> list[int]:
+        """orjson's verdict on a few lines: rejects the bad ones, returns the good ones' indices."""
         good, bad_lines, bad_reasons = [], [], []
         for index, text in enumerate(rows["text"].to_list()):
             try:
@@ -215,15 +296,28 @@ class LineParser:
                 continue
             good.append(index)
         if bad_lines:
-            line_numbers = rows["line"].gather(bad_lines)
-            texts = rows["text"].gather(bad_lines)
             block.rejects.append(pl.DataFrame({
-                "line": line_numbers, "reason": pl.Series(bad_reasons, dtype=pl.String),
-                "text": texts,
+                "line": rows["line"].gather(bad_lines), "reason": pl.Series(bad_reasons, dtype=pl.String),
+                "text": rows["text"].gather(bad_lines),
             }))
+        return good
+
+    def _parse_json_blocks(
+        self, rows: pl.DataFrame, block: _Block, fmt: str, schema: dict | None, refused: bool = False,
+    ) -> None:
+        """Bad lines cost their sub-block only: each sub-block polars refuses is judged line by line."""
+        frame = None if refused else self._read_json(rows["text"], schema)
+        if frame is not None:
+            self._add_json(rows, frame, block, fmt)
+            return
+        if rows.height > JSON_SUB_BLOCK:
+            for offset in range(0, rows.height, JSON_SUB_BLOCK):
+                self._parse_json_blocks(rows.slice(offset, JSON_SUB_BLOCK), block, fmt, schema)
+            return
+        good = self._judge_lines(rows, block)
         if good:
             subset = rows[good]
-            frame = self._read_json(subset["text"])
+            frame = self._read_json(subset["text"], schema)
             if frame is None:  # polars disagrees with orjson on some line: reject the rest
                 block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
                 return
@@ -352,7 +446,10 @@ class LineParser:
             json=pl.col("text").str.strip_chars_start().str.starts_with("{"),
         )
         rows = pl.concat([rows, flags], how="horizontal")
-        block.blank += int(rows["blank"].sum())
+        blank = int(rows["blank"].sum())
+        if blank:
+            block.blank += blank
+            block.blank_lines.append(rows["line"].filter(rows["blank"]))
         long_rows = rows.filter(pl.col("too_long") & ~pl.col("blank"))
         if long_rows.height:
             block.rejects.append(pl.DataFrame({
@@ -434,8 +531,13 @@ class Ingestor:
         self.progress = progress
         # Raw records go to the sink block by block, so memory stays bounded on big files.
         self.sink = sink
+        # Small files of lines are parsed together (see `_read_batch`): one polars pass each
+        # instead of one per file, which is where many small files used to spend their time.
+        self.batch: list[_Pending] = []
+        self.batch_bytes = 0
+        self.grammar_formats = {p.name for p in config.presets if p.is_grammar}
 
-    def _finish_block(self, block: _Block, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _finish_block(self, block: _Block, report: FileReport, source: str, read: _FileRead) -> None:
         """Line accounting of a block; its raw records wait for batch normalisation."""
         report.blank += block.blank
         report.parsed += block.continuation + block.context_lines
@@ -444,9 +546,9 @@ class Ingestor:
         self.sink(raws)
         for rej in block.rejects:
             report.add_rejects(rej)
-            read.rejects.append(rej.with_columns(source=pl.lit(source, dtype=pl.String)))
+            read.rejects.append(_own_text(rej.with_columns(source=pl.lit(source, dtype=pl.String))))
 
-    def read(self, src: Source, report: FileReport | None = None) -> "_FileRead":
+    def read(self, src: Source, report: FileReport | None = None) -> _FileRead:
         """Parse one source: raw records (not yet normalised) and the lines rejected so far."""
         report = report or FileReport(path=src.path)
         read = _FileRead(report)
@@ -465,6 +567,13 @@ class Ingestor:
             first = next(chunks, b"")
             sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label
+            lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
+            if lines_only and sniff.envelope is None and first and not src.is_stdin:
+                second = next(chunks, None)
+                if second is None:  # the whole file is in `first`: parse it with other small files
+                    self._defer(_Pending(src.path, report, first, sniff, read))
+                    return read
+                chunks = itertools.chain([second], chunks)
             if sniff.binary:
                 total = _line_count(first) + sum(_line_count(c) for c in chunks)
                 report.lines = total
@@ -490,7 +599,89 @@ class Ingestor:
             report.notes.append("empty file")
         return read
 
-    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _defer(self, item: _Pending) -> None:
+        self.batch.append(item)
+        self.batch_bytes += len(item.data)
+        if self.batch_bytes >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Parse the small files still waiting for their batch."""
+        items, self.batch, self.batch_bytes = self.batch, [], 0
+        if len(items) > 1 and self._read_batch(items):
+            return
+        for item in items:
+            self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read)
+
+    def _read_batch(self, items: list[_Pending]) -> bool:
+        """Parse whole files of lines (no envelope) as one block.
+
+        A batch line number is `file index << 32 | line`, so every parser sees distinct, ordered
+        line numbers and the accounting maps back to (file, line). Records of a framework grammar
+        (their file context, multi-line records) need their own file: then False, nothing is kept,
+        and the caller reads each file by itself.
+        """
+        frames, block = [], _Block()
+        for index, item in enumerate(items):
+            lines, undecodable = _decode_lines(item.data, 1)
+            frames.append(lines.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+            if undecodable.height:
+                block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+        self.parser.parse_block(pl.concat(frames, how="vertical"), block, envelope=None)
+        per_file = (
+            block.continuation or block.context_lines or block.context
+            or any(fmt in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns) for raw, fmt in block.raws)
+        )
+        if per_file:
+            return False
+        paths = pl.Series(SOURCE, [item.path for item in items], dtype=pl.String)
+        for item in items:
+            item.report.lines += _line_count(item.data)
+        if block.blank_lines:
+            for index, count in (pl.concat(block.blank_lines) // (1 << FILE_SHIFT)).value_counts().rows():
+                items[index].report.blank += count
+        raws = [(_local_lines(raw, LINE, paths), fmt) for raw, fmt in block.raws]
+        self.sink(self._file_workers(raws, items))
+        if block.rejects:
+            rejects = _local_lines(pl.concat([r.select("line", "reason", "text") for r in block.rejects], how="vertical"), "line", paths)
+            by_source = {source: rej for (source,), rej in rejects.group_by(SOURCE)}
+            for item in items:
+                rej = by_source.get(item.path)
+                if rej is not None:
+                    item.report.add_rejects(rej)
+                    item.read.rejects.append(_own_text(rej.select("line", "reason", "text", pl.col(SOURCE).alias("source"))))
+        if self.progress:
+            self.progress(sum(len(item.data) for item in items))
+        return True
+
+    def _file_workers(self, raws: list[tuple[pl.DataFrame, str]], items: list[_Pending]) -> list[tuple[pl.DataFrame, str]]:
+        """`_with_file_context` for a batch: a file whose records include a framework's own
+        layout (Laravel, Sidekiq) is named after its worker, as when it is read by itself."""
+        formats = {fmt for _, fmt in raws}
+        if not any(p.file_worker and p.name in formats for p in self.config.presets):
+            return raws
+        present: dict[str, set[str]] = {}
+        for raw, fmt in raws:
+            for source in raw[SOURCE].unique().to_list():
+                present.setdefault(source, set()).add(fmt)
+        workers: dict[str, str] = {}
+        for item in items:
+            for preset in self.config.presets:
+                if not (preset.file_worker and preset.name in present.get(item.path, ())):
+                    continue
+                match = re.search(preset.file_worker, item.path)
+                if match and match.groupdict().get("worker_id"):
+                    workers[item.path] = match.group("worker_id")
+                    break
+        if not workers:
+            return raws
+        column = FILE_PREFIX + "worker_id"
+        return [
+            (raw.with_columns(pl.col(SOURCE).replace_strict(workers, default=None, return_dtype=pl.String).alias(column)), fmt)
+            for raw, fmt in raws
+        ]
+
+    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
         next_line = 1
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
@@ -506,7 +697,7 @@ class Ingestor:
             if self.progress:
                 self.progress(len(chunk))
 
-    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -547,7 +738,7 @@ class Ingestor:
         })
         self.parser.parse_block(rows, block, envelope=None)
 
-    def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: _FileRead) -> None:
         """A CSV export (Logs Insights' download): the header is line 1, each row a record of an
         export preset; a quoted value spread over several lines makes one record of them."""
         text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
@@ -576,7 +767,7 @@ class Ingestor:
         self._parse_records(items, preset, block)
         self._finish_block(block, report, source, read)
 
-    def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: "_FileRead") -> None:
+    def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """A JSON document on every line (an OTLP file exporter's batches): records are numbered
         across the file; a line that is not a document counts as one rejected position."""
         report.notes.append("line numbers of JSON documents are record positions (1 = first record of the file)")
@@ -608,7 +799,7 @@ class Ingestor:
         report.lines = position
         report.format = f"{' + '.join(sorted(labels)) or 'json-document'} (json documents, one a line)"
 
-    def _with_file_context(self, block: _Block, read: "_FileRead", path: str) -> list[tuple[pl.DataFrame, str]]:
+    def _with_file_context(self, block: _Block, read: _FileRead, path: str) -> list[tuple[pl.DataFrame, str]]:
         """Values that hold for the whole file (a Celery node name from its banner or `ready.` line)
         reach the file's records as `file.<column>` fallbacks, from the block where they appear on;
         a framework log without one names its worker after the file."""
@@ -633,6 +824,25 @@ class Ingestor:
             return block.raws
         extra = [pl.lit(v, dtype=pl.String).alias(FILE_PREFIX + k) for k, v in values.items()]
         return [(raw.with_columns(extra), fmt) for raw, fmt in block.raws]
+
+
+@dataclass
+class _Pending:
+    """A small file of lines read whole, waiting to be parsed with others (Ingestor.flush)."""
+
+    path: str
+    report: FileReport
+    data: bytes
+    sniff: FormatSniff
+    read: _FileRead
+
+
+def _local_lines(frame: pl.DataFrame, column: str, paths: pl.Series) -> pl.DataFrame:
+    """Batch line numbers (file index << 32 | line) -> the file's path (SOURCE) and its own line."""
+    index = frame[column] // (1 << FILE_SHIFT)
+    return frame.with_columns(
+        (frame[column] & ((1 << FILE_SHIFT) - 1)).alias(column), paths.gather(index).alias(SOURCE),
+    )
 
 
 @dataclass
@@ -664,7 +874,10 @@ class _Normaliser:
     def flush(self) -> None:
         for raw, fmt in _merge_by_format(self.pending):
             result = normalize(raw, config_for_format(self.config, fmt), fmt)
-            self.tables.append(result.table)
+            # Columns null on every row are left out (put back as constants by `_assemble`).
+            table = result.table
+            nulls = table.null_count().row(0)
+            self.tables.append(table.select(c for c, n in zip(table.columns, nulls) if n < table.height or c in KEY_COLUMNS))
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
             for source, records, naive in counts:
                 report = self.reports[source]
@@ -676,14 +889,14 @@ class _Normaliser:
             if result.rejects.height:
                 for (source,), rej in result.rejects.group_by("source"):
                     self.reports[source].add_rejects(rej)
-                self.rejects.append(result.rejects)
+                self.rejects.append(_own_text(result.rejects))
         self.pending = []
         self.pending_rows = 0
 
 
-def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame) -> None:
+def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame | None) -> None:
     """Time span and unmapped event names per file, from the whole table in two group-bys."""
-    if table.height == 0:
+    if table is None or table.height == 0:
         return
     spans = table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
     for source, first, last in spans.rows():
@@ -714,6 +927,7 @@ def ingest(
     normaliser = _Normaliser(config, reports)
     ingestor = Ingestor(config, sink=normaliser.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
+    reads: list[_FileRead] = []
     cached_tables: list[pl.DataFrame] = []
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     for src in sources:
@@ -727,45 +941,94 @@ def ingest(
                 progress(src.file.stat().st_size)
             continue
         reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
-        read = ingestor.read(src, reports[src.path])
-        parse_rejects.extend(read.rejects)
+        reads.append(ingestor.read(src, reports[src.path]))
         if key is not None:
             to_store[src.path] = key
+    ingestor.flush()
+    for read in reads:  # a batched file's rejects are known once its batch was parsed
+        parse_rejects.extend(read.rejects)
     normaliser.flush()
     ordered = [reports[src.path] for src in sources]
     if sum(r.lines for r in ordered) == 0:
         truncated = [r.path for r in ordered if r.truncated]
         detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
         raise DupfindError(f"the input is empty: no log lines were found{detail}.")
-    fresh = pl.concat(normaliser.tables, how="vertical") if normaliser.tables else empty_table(config.business_keys)
-    _finalize_reports(reports, fresh)
+    schema = canonical_schema(config.business_keys)
+    _finalize_reports(reports, pl.concat([t.select(KEY_COLUMNS) for t in normaliser.tables], how="vertical") if normaliser.tables else None)
     all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
     rejects = (
         pl.concat(all_rejects, how="vertical") if all_rejects
         else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
     )
     if to_store:
-        _store_in_cache(cache, to_store, reports, fresh, rejects)
-    table = pl.concat([*cached_tables, fresh], how="vertical") if cached_tables else fresh
-    filtered_out = 0
-    if since is not None or until is not None:
-        before = table.height
-        if since is not None:
-            table = table.filter(pl.col("ts") >= since)
-        if until is not None:
-            table = table.filter(pl.col("ts") <= until)
-        filtered_out = before - table.height
-    table = table.sort(["ts", "source", "line"], maintain_order=True)
+        _store_in_cache(cache, to_store, reports, normaliser.tables, rejects, schema)
+    tables = [*cached_tables, *normaliser.tables]
+    cached_tables.clear()
+    normaliser.tables.clear()
+    table, filtered_out = _assemble(tables, schema, since, until)
     return IngestResult(table, ordered, rejects, filtered_out)
 
 
-def _store_in_cache(cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, rejects: pl.DataFrame) -> None:
-    """Write each freshly parsed file's rows, rejects and report as one cache entry."""
-    tables = table.partition_by("source", as_dict=True) if table.height else {}
+def _assemble(
+    tables: list[pl.DataFrame], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
+) -> tuple[pl.DataFrame, int]:
+    """One table of every block, sorted by time, then source and line; (table, rows outside
+    --since/--until). `tables` (blocks may lack all-null columns) is emptied on the way.
+
+    Built one column at a time, each block's column released once gathered (sorting the whole
+    table would hold it twice). A column null in every row stays a constant (no 16 bytes a row
+    of string views), and `source` points into one small buffer of the distinct paths instead
+    of a copy of its path on every row.
+    """
+    keys = pl.concat([t.select("ts", "source", "line") for t in tables], how="vertical") if tables else None
+    if keys is None or keys.height == 0:
+        return pl.DataFrame(schema=schema), 0
+    paths = keys["source"].unique().sort()
+    keys = keys.with_row_index("__row").with_columns(
+        __file=pl.col("source").replace_strict(paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32)
+    )
+    before = keys.height
+    if since is not None:
+        keys = keys.filter(pl.col("ts") >= since)
+    if until is not None:
+        keys = keys.filter(pl.col("ts") <= until)
+    keys = keys.sort("ts", "__file", "line", maintain_order=True)
+    order = keys["__row"]
+    columns: list[pl.Series] = []
+    constants: list[pl.Expr] = []
+    for name, dtype in schema.items():
+        if name == "source":
+            columns.append(paths.gather(keys["__file"]).alias("source"))
+        elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
+            constants.append(pl.lit(None, dtype=dtype).alias(name))
+        else:
+            pieces = [
+                t.drop_in_place(name).cast(dtype) if name in t.columns else pl.repeat(None, t.height, dtype=dtype, eager=True)
+                for t in tables
+            ]
+            columns.append(pl.concat(pieces, how="vertical").gather(order).alias(name))
+            del pieces
+        for t in tables:
+            if name in t.columns:
+                t.drop_in_place(name)
+    table = pl.DataFrame(columns).with_columns(constants)
+    return table.select(list(schema)), before - keys.height
+
+
+def _store_in_cache(
+    cache, keys: dict[str, str], reports: dict[str, FileReport], tables: list[pl.DataFrame], rejects: pl.DataFrame,
+    schema: dict[str, pl.DataType],
+) -> None:
+    """Write each freshly parsed file's rows (every canonical column), rejects and report as one
+    cache entry; a file's rows are gathered block by block rather than from one copy of the table."""
+    pieces: dict[str, list[pl.DataFrame]] = {}
+    for table in tables:
+        for (source,), part in table.partition_by("source", as_dict=True).items():
+            if source in keys:
+                pieces.setdefault(source, []).append(part)
     rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
+    empty = pl.DataFrame(schema=schema)
     for source, key in keys.items():
-        cache.store(
-            key, reports[source],
-            tables.get((source,), table.clear()),
-            rejected.get((source,), rejects.clear()),
-        )
+        parts = pieces.pop(source, [])
+        rows = pl.concat([empty, *parts], how="diagonal_relaxed").select(pl.col(c).cast(t) for c, t in schema.items())
+        cache.store(key, reports[source], rows, rejected.get((source,), rejects.clear()))

@@ -34,15 +34,19 @@ class Normalized:
     fields: dict[str, dict[str, list[str]]]  # source -> canonical column -> raw field paths used
 
 
-def path_expr(path: str, available: set[str]) -> pl.Expr | None:
-    """The value at a raw field path: a literal (dotted) key, or nested inside a parent."""
+def path_expr(path: str, available: set[str], objects: set[str] | None = None) -> pl.Expr | None:
+    """The value at a raw field path: a literal (dotted) key, or nested inside a parent.
+
+    `objects`, when given, names the columns that hold a JSON object somewhere; a path is only
+    looked up inside those (the others would give null on every row anyway).
+    """
     options: list[pl.Expr] = []
     if path in available:
         options.append(pl.col(path))
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:cut])
-        if parent in available:
+        if parent in available and (objects is None or parent in objects):
             json_path = "$" + "".join(f"['{p}']" for p in parts[cut:])
             col = pl.col(parent)
             options.append(
@@ -87,7 +91,7 @@ def config_for_format(config: Config, fmt: str) -> Config:
     return derived
 
 
-def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -> pl.DataFrame:
+def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], objects: set[str]) -> pl.DataFrame:
     """Each alias path's value, computed once (a nested path parses its parent's JSON once).
 
     Values are stripped; empty strings become null. Structured values (JSON objects or arrays)
@@ -98,27 +102,31 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str]) -
         for path in paths:
             if path in exprs:
                 continue
-            expr = path_expr(path, available)
+            expr = path_expr(path, available, objects)
             if expr is not None:
-                value = expr.cast(pl.String)
-                # Strip only values that need it: stripping everything would copy every string.
-                padded = value.str.contains(r"^\s|\s$")
-                value = pl.when(padded).then(value.str.strip_chars()).otherwise(value)
-                exprs[path] = pl.when(value == "").then(None).otherwise(value).alias(path)
+                # Stripping every value is cheaper than finding the few padded ones (a regex).
+                exprs[path] = expr.cast(pl.String).str.strip_chars().replace("", None).alias(path)
     if not exprs:
         return pl.DataFrame({"_rows": pl.Series([None] * raw.height, dtype=pl.String)})
     return raw.select(list(exprs.values()))
 
 
-def _resolve_column(values: pl.DataFrame, column: str, paths: list[str]) -> tuple[pl.Expr, list[str]]:
-    """The first non-empty alias value of a canonical column, and the aliases it can come from."""
+def _is_structured(expr: pl.Expr) -> pl.Expr:
+    return expr.str.starts_with("{") | expr.str.starts_with("[")
+
+
+def _resolve_column(
+    values: pl.DataFrame, column: str, paths: list[str], structured: set[str],
+) -> tuple[pl.Expr, list[str]]:
+    """The first non-empty alias value of a canonical column, and the aliases it can come from.
+    `structured`: the paths with a JSON object or array on some row."""
     usable = [p for p in paths if p in values.columns]
     if not usable:
         return pl.lit(None, dtype=pl.String), []
     exprs = []
     for path in usable:
         expr = pl.col(path)
-        if column not in STRUCTURED_OK:
+        if column not in STRUCTURED_OK and path in structured:
             expr = pl.when(expr.str.starts_with("{") | expr.str.starts_with("[")).then(None).otherwise(expr)
         exprs.append(expr)
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
@@ -171,32 +179,44 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     # Only fields that carry a value somewhere in this block: most aliases are absent, and a
     # smaller expression graph is much cheaper on small blocks.
     candidates_cols = [c for c in raw.columns if not c.startswith("_")]
-    present = raw.select(pl.col(candidates_cols).is_not_null().any()).row(0) if candidates_cols else ()
+    present = raw.select(
+        *[pl.col(c).is_not_null().any().alias(f"v{i}") for i, c in enumerate(candidates_cols)],
+        *[pl.col(c).cast(pl.String).str.starts_with("{").any().alias(f"o{i}") for i, c in enumerate(candidates_cols)],
+    ).row(0) if candidates_cols else ()
     available = {c for c, hit in zip(candidates_cols, present) if hit}
-    values = _materialize_paths(raw, config, available)
+    objects = {c for c, hit in zip(candidates_cols, present[len(candidates_cols):]) if hit}
+    values = _materialize_paths(raw, config, available, objects)
+    paths = [c for c in values.columns if c != "_rows"]
+    found = values.select(_is_structured(pl.col(p)).any().alias(p) for p in paths).row(0) if paths else ()
+    structured = {p for p, hit in zip(paths, found) if hit}
     values = values.with_columns(raw[SOURCE].alias(SOURCE))
     fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
     candidates_by_column: dict[str, list[str]] = {}
-    for column, paths in config.aliases.items():
-        selections[column], candidates_by_column[column] = _resolve_column(values, column, paths)
+    for column, aliases in config.aliases.items():
+        selections[column], candidates_by_column[column] = _resolve_column(values, column, aliases, structured)
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
-    # Which raw field actually fed each column (for `formats`): non-null where earlier aliases were null.
-    flag_exprs, flag_names = [], []
+    # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
+    # or array) only counts for the columns that keep it.
+    # Counted per source: the values of each path, and its scalar values where it has structured ones.
+    counts: dict[str, pl.Expr] = {}
+    flag_names = []
     for column, usable in candidates_by_column.items():
-        for index, path in enumerate(usable):
-            scalar = pl.col(path) if column in STRUCTURED_OK else pl.col(path).filter(
-                ~(pl.col(path).str.starts_with("{") | pl.col(path).str.starts_with("["))
-            )
-            flag_exprs.append(scalar.is_not_null().any().alias(f"{column}\x00{path}"))
-            flag_names.append((column, path))
-    if flag_exprs:
-        for row in values.group_by(SOURCE).agg(flag_exprs).iter_rows():
-            source, hits = row[0], row[1:]
-            for (column, path), hit in zip(flag_names, hits):
-                if hit:
+        for path in usable:
+            name = f"s\x00{path}" if column not in STRUCTURED_OK and path in structured else f"n\x00{path}"
+            if name not in counts:
+                counts[name] = (
+                    (~_is_structured(pl.col(path))).sum() if name[0] == "s" else pl.col(path).count()
+                ).alias(name)
+            flag_names.append((column, path, name))
+    if counts:
+        names = list(counts)
+        for row in values.group_by(SOURCE).agg(counts.values()).iter_rows():
+            source, hits = row[0], dict(zip(names, row[1:]))
+            for column, path, name in flag_names:
+                if hits[name]:
                     fields.setdefault(source, {}).setdefault(column, []).append(path)
 
     extras = {
@@ -247,7 +267,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     rejects = frame.filter(pl.col("__reason").is_not_null()).select(
         pl.col("__source").alias("source"), "line", pl.col("__reason").alias("reason"), pl.col("__text").alias("text")
     )
-    frame = frame.filter(pl.col("__reason").is_null())
+    frame = frame.drop("__text").filter(pl.col("__reason").is_null())
 
     schema = canonical_schema(config.business_keys)
     mapped = {c: pl.col(c).replace(m) for c, m in config.value_maps.items() if c in frame.columns}

@@ -112,6 +112,8 @@ def get_path(obj: Any, path: str) -> Any:
         return None
     if path in obj:
         return obj[path]
+    if "." not in path:
+        return None
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         head = ".".join(parts[:cut])
