@@ -45,32 +45,31 @@ class Correlation:
 
 
 def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame:
-    """Min-label propagation with pointer jumping; returns node -> label (smallest node id)."""
-    labels = pl.DataFrame({"node": nodes, "label": nodes})
+    """Min-label propagation with pointer jumping over dense positions (gather/scatter, no hash
+    joins); `nodes` sorted and unique. Returns node -> label (the smallest node of its component)."""
+    nodes = nodes.sort()
     if edges.height == 0:
-        return labels
+        return pl.DataFrame({"node": nodes, "label": nodes})
+    a = nodes.search_sorted(edges["a"]).cast(pl.UInt32)
+    b = nodes.search_sorted(edges["b"]).cast(pl.UInt32)
+    ends = pl.concat([a, b])
+    labels = pl.int_range(0, nodes.len(), dtype=pl.UInt32, eager=True).alias("label")
     for _ in range(200):
-        with_labels = (
-            edges.join(labels.rename({"node": "a", "label": "la"}), on="a")
-            .join(labels.rename({"node": "b", "label": "lb"}), on="b")
-            .select(pl.min_horizontal("la", "lb").alias("m"), "a", "b")
-        )
-        candidates = pl.concat([
-            with_labels.select(pl.col("a").alias("node"), "m"),
-            with_labels.select(pl.col("b").alias("node"), "m"),
-        ]).group_by("node").agg(pl.col("m").min())
-        updated = labels.join(candidates, on="node", how="left").select(
-            "node", pl.min_horizontal("label", pl.col("m").fill_null(pl.col("label"))).alias("label")
-        )
-        # Pointer jumping: a node adopts its label's label, which halves chain lengths.
-        for _ in range(4):
-            updated = updated.join(
-                updated.rename({"node": "label", "label": "label2"}), on="label", how="left"
-            ).select("node", pl.coalesce("label2", "label").alias("label"))
-        if updated.sort("node")["label"].equals(labels.sort("node")["label"]):
-            return updated
+        # Each edge offers each end the other end's label; a node keeps the least offer.
+        offers = pl.DataFrame({"node": ends, "offer": pl.concat([labels.gather(b), labels.gather(a)])})
+        best = offers.group_by("node").agg(pl.col("offer").min())
+        lowered = pl.select(pl.min_horizontal(labels.gather(best["node"]), best["offer"])).to_series()
+        updated = labels.clone().scatter(best["node"], lowered)
+        # Pointer jumping: a node adopts its label's label until nothing changes (halves chains).
+        while True:
+            jumped = updated.gather(updated)
+            if jumped.equals(updated):
+                break
+            updated = jumped
+        if updated.equals(labels):
+            break
         labels = updated
-    return labels
+    return pl.DataFrame({"node": nodes, "label": nodes.gather(labels)})
 
 
 def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.Series:
@@ -137,14 +136,16 @@ def build_actions(
     linked = long.select("nid").unique()
     labels = _connected_components(edges, linked["nid"].sort())
     tuple_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("tid", "label")
-    # Stable identity: the sorted ids of the component (independent of input order).
-    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("node")
+    # Stable identity: the sorted ids of the component (independent of input order); action ids
+    # follow a seeded hash of the identity, as independent of input order as sorting the
+    # identities and far cheaper at millions of actions.
+    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("label", "node")
     actions = (
         members.group_by("label", maintain_order=True)
         .agg(pl.col("node").str.join("|").alias("identity"), *[
-            pl.col("value").filter(pl.col("key") == k).sort().alias(k) for k in keys
+            pl.col("value").filter(pl.col("key") == k).alias(k) for k in keys
         ])
-        .sort("identity")
+        .sort(pl.col("identity").hash(seed=0))
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))
     )
