@@ -194,8 +194,8 @@ def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
 
 
 def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
-    """For (action, worker) pairs whose work was logged by several processes. Prefork pools (Celery) log receive and ack from the main process and the work from a
-    child: a receive belongs to the child that starts next, everything else to the child
+    """For (action, worker) pairs whose work was logged by several processes. Prefork pools
+    (Celery) log receive and ack from the main process and the work from a child: a receive belongs to the child that starts next, everything else to the child
     that logged last. Adds pid_filled and identity (worker, or worker/process where needed)."""
     base = base.sort("action_id", "worker_id", "ts", "source", "line")
     pair = ["action_id", "worker_id"]
@@ -215,7 +215,7 @@ def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
         identity=pl.when(pl.col("pid_filled").is_not_null())
         .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
         .otherwise(pl.col("worker_id"))
-    ).drop("use_pid", "work_pids")
+    ).drop("work_pids")
 
 
 def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -228,27 +228,27 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     base, echoes = _one_account_of_runs(base)
     # Use the process id only where it is needed to tell runs apart on one worker.
     work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
-    needs_pid = (
-        base.group_by("action_id", "worker_id")
-        .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
-    )
     pair = ["action_id", "worker_id"]
+    multi = base.filter(pl.col("process_id").is_not_null()).group_by(pair).agg(work_pids.n_unique().alias("n")).filter(
+        pl.col("n") > 1
+    ).select(pair)
     # Where a worker ran an action in one process only, runs are told apart by the worker alone.
     by_worker = base.with_columns(pid_filled=pl.lit(None, dtype=base.schema["process_id"]), identity=pl.col("worker_id"))
-    multi = needs_pid.filter(pl.col("use_pid"))
     if multi.height:
+        multi = base.join(multi, on=pair).group_by(pair).agg(work_pids.unique().alias("work_pids"))
         by_worker = by_worker.join(multi.select(pair), on=pair, how="anti")
         by_process = _assign_processes(base.join(multi, on=pair))
         base = pl.concat([by_worker, by_process.select(by_worker.columns)])
     else:
         base = by_worker
     base = base.sort("action_id", "identity", "ts", "source", "line")
-    # One integer per (action, identity) run of rows; the frame is sorted by it.
+    # A run of rows of one (action, identity) starts where either changes (rows are sorted by them).
     new_group = (pl.col("action_id") != pl.col("action_id").shift(1)) | (pl.col("identity") != pl.col("identity").shift(1))
-    base = base.with_columns(gid=new_group.fill_null(True).cast(pl.Int64).cum_sum())
-    group = "gid"
+    # Forward fill within each run: a sentinel at a run's first row stops the fill crossing runs.
+    stop = pl.lit(-(2**31) + 1, dtype=base.schema["attempt"])
+    filled = pl.coalesce("attempt", pl.when(new_group.fill_null(True)).then(stop)).forward_fill()
     base = base.with_columns(
-        attempt_ff=pl.col("attempt").forward_fill().over(group),
+        attempt_ff=pl.when(filled != stop).then(filled),
         prev_kind=pl.when(~new_group.fill_null(True)).then(pl.col("kind").shift(1)),
         first_in_group=new_group.fill_null(True),
     ).with_columns(
