@@ -131,15 +131,30 @@ def write_output(data_writer, output: Path | None) -> None:
 
 def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=True):
     """Read the inputs; write --rejects; enforce --strict."""
-    from dupfind.pipeline import load_inputs, write_rejects
+    from dupfind.pipeline import load_inputs
 
     result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg, use_cache=use_cache)
+    _rejects_and_strict(result, rejects_file, strict)
+    return result
+
+
+def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jobs_per_value=25, use_cache=True):
+    """Read and correlate the inputs (or take both from the result cache); write --rejects; enforce --strict."""
+    from dupfind.pipeline import load_correlated
+
+    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=stderr_console(), use_cache=use_cache)
+    _rejects_and_strict(loaded.result, rejects_file, strict)
+    return loaded
+
+
+def _rejects_and_strict(result, rejects_file, strict) -> None:
+    from dupfind.pipeline import write_rejects
+
     if rejects_file is not None:
         write_rejects(result, rejects_file)
     if strict and result.rejects.height:
         total = result.totals()["rejected_total"]
         raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
-    return result
 
 
 def parse_timeouts(values: list[str]) -> dict[str, float]:
@@ -178,12 +193,15 @@ def report_width(output: Path | None) -> int:
 
 
 def make_redactor(redact: bool | None, fmt: str, table, business_keys=()):
-    """The redactor for this output (None: show values as logged); on by default for Markdown."""
+    """The redactor for this output (None: show values as logged); on by default for Markdown.
+
+    `table` may be a function that gives the table: it is only called when redaction is on (a
+    cached analysis then need not read the table at all)."""
     if not (redact if redact is not None else fmt == "markdown"):
         return None
     from dupfind.redact import Redactor
 
-    return Redactor.for_table(table, business_keys)
+    return Redactor.for_table(table() if callable(table) else table, business_keys)
 
 
 def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +51,18 @@ class Evidence:
             "ts": iso_us(self.ts), "source": self.source, "line": self.line, "worker": self.worker,
             "kind": self.kind, "name": self.name, "attempt": self.attempt, "note": self.note,
         }
+
+    def to_state(self) -> list:
+        """Every field, exactly, as JSON-safe data (the result cache); `from_state` gives it back."""
+        from dupfind.exact_json import encode_values
+
+        return encode_values([getattr(self, name) for name in EVIDENCE_FIELDS])
+
+    @classmethod
+    def from_state(cls, data: list) -> Evidence:
+        from dupfind.exact_json import decode_values
+
+        return cls(*decode_values(data, len(EVIDENCE_FIELDS)))
 
 
 @dataclass
@@ -107,3 +119,26 @@ class Finding:
             "evidence": [e.to_dict() for e in self.evidence],
             "remediation": self.remediation,
         }
+
+    def to_state(self) -> dict[str, Any]:
+        """Every field (action_id too), exactly, as JSON-safe data: `Finding.from_state(f.to_state()) == f`
+        with the same types (datetimes with their zone, tuples, ...). Raises TypeError for a value it
+        could not give back."""
+        from dupfind.exact_json import encode_values
+
+        return {
+            "values": encode_values([getattr(self, name) for name in _FINDING_VALUES]),
+            "evidence": [e.to_state() for e in self.evidence],
+        }
+
+    @classmethod
+    def from_state(cls, data: dict[str, Any]) -> Finding:
+        from dupfind.exact_json import decode_values
+
+        values = dict(zip(_FINDING_VALUES, decode_values(data["values"], len(_FINDING_VALUES))))
+        return cls(**values, evidence=[Evidence.from_state(e) for e in data["evidence"]])
+
+
+EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
+FINDING_FIELDS = tuple(f.name for f in fields(Finding))  # a cached finding's layout (result_cache checks it)
+_FINDING_VALUES = tuple(name for name in FINDING_FIELDS if name != "evidence")

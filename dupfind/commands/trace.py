@@ -10,8 +10,8 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt,
-    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, emit, load_with_config, make_redactor, parse_timeouts,
-    report_width,
+    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, correlate_with_config, emit, make_redactor,
+    parse_timeouts, report_width,
 )
 from dupfind.errors import DupfindError
 
@@ -67,7 +67,7 @@ def trace(
     delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
     story turns (a redelivery while the first attempt ran, a second provider request, a kill)."""
     from dupfind.render.registry import TRACE_RENDERERS, RenderOptions
-    from dupfind.trace import correlation_context, trace_finding, trace_ids
+    from dupfind.trace import trace_finding, trace_ids
 
     if ids and finding:
         raise DupfindError("give either ids (--id or the first argument) or --finding, not both.")
@@ -81,19 +81,21 @@ def trace(
                                      since, until, rejects, strict, use_cache=not no_cache)
         report = trace_finding(analysis.context, analysis.findings, finding, max_records)
     else:
+        from dupfind.analysis import AnalysisContext
         from dupfind.config import load_config
 
         if skew < 0:
             raise DupfindError("--skew must be zero or more seconds.")
         timeouts = parse_timeouts(timeout or [])
         cfg = load_config(config, rules, assume_tz)
-        result = load_with_config(cfg, paths, since, until, rejects, strict, use_cache=not no_cache)
-        ctx = correlation_context(result.table, cfg, skew, timeouts, max_jobs_per_value)
+        loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value,
+                                       use_cache=not no_cache)
+        ctx = AnalysisContext(loaded.correlation, cfg, skew, timeouts)  # no rules run: enough to trace any id
         report = trace_ids(ctx, queries, max_actions, max_records)
     for query in report.not_found:
         sys.stderr.write(f"dupfind: no record carries {query!r}\n")
     options = RenderOptions(
         width=report_width(output), color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, report.context.table, cfg.business_keys),
+        redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
     )
     emit(TRACE_RENDERERS, output_format.value, report, options, output)

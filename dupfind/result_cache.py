@@ -1,0 +1,437 @@
+"""Whole-input result cache: a second command over the same unchanged files skips ingestion,
+correlation and (for the same rules and options) the detectors.
+
+Layout under the cache directory (beside the per-file entries of cache.TableCache):
+
+    sets/<set key>/meta.json            format, key, file reports, correlation warnings, and for
+                                        each frame its rows, bytes, CRC-32 and schema
+    sets/<set key>/{table,actions,executions,rejects}.arrow
+                                        the correlated table (rid, action_id, exec_id), the actions
+                                        and executions frames, the ingest rejects (Arrow IPC, LZ4)
+    sets/<set key>/analyses/<analysis key>.json
+                                        findings and the rest of an AnalysisReport, exactly
+                                        (exact_json), for one rule set and --skew/--timeout
+
+A set key covers the ordered inputs (each one's path as given and its per-file key: resolved
+path, size, mtime, dupfind version, configuration digest), the --since/--until bounds, the
+configuration digest, --max-jobs-per-value, the dupfind version, the polars version and the
+fingerprint of dupfind's own source files (so an edited checkout never reads stale results).
+An analysis key adds the rules (every field of every rule, --disable included), --skew and the
+visibility timeouts (configuration and --timeout).
+
+Nothing is trusted unchecked: meta.json and analysis files carry a CRC-32 of their body; a frame
+is checked against its recorded size and CRC-32 before it is read, then against its row count
+and schema. An entry that fails any check is deleted and rebuilt. Writes go to a staging
+directory or file renamed into place; an unwritable cache only means no cache. The frames of a
+set are read lazily: `analyze --format json` over a cached analysis never reads the table.
+
+Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
+mtime), KEEP_ANALYSES analyses per set, and per-file entries unused for FILE_ENTRY_MAX_AGE_S are
+removed (checked at most once a day).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from dupfind import __version__
+from dupfind.correlate import Correlation, GlueWarning
+from dupfind.ingest import FileReport, IngestResult
+
+SET_FORMAT = "1"
+ANALYSIS_FORMAT = "1"
+SETS_DIR = "sets"
+FRAMES = ("table", "actions", "executions", "rejects")
+COMPRESSION = "lz4"
+KEEP_SETS = 4
+KEEP_ANALYSES = 16
+FILE_ENTRY_MAX_AGE_S = 30 * 86400
+PRUNE_EVERY_S = 86400
+_HEADER = b"dupfind-cache"
+
+
+class CorruptEntry(Exception):
+    """A cache entry that failed a check: it is deleted, and the result rebuilt."""
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Names, sizes and mtimes of dupfind's source and rules files: an edited checkout is another code."""
+    package = Path(__file__).resolve().parent
+    roots = [package]
+    try:
+        from dupfind.config import default_rules_dir
+
+        roots.append(default_rules_dir())
+    except Exception:  # no rules folder: the configuration step will say so
+        pass
+    digest = hashlib.sha256(f"{__version__}|{pl.__version__}".encode())
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+            for name in sorted(files):
+                if name.endswith((".py", ".toml")):
+                    try:
+                        stat = os.stat(os.path.join(folder, name))
+                    except OSError:
+                        continue
+                    digest.update(f"{folder}/{name}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:32]
+
+
+def _checked(body: bytes, fmt: str) -> bytes:
+    return b"%s %s %08x %d\n" % (_HEADER, fmt.encode(), zlib.crc32(body), len(body)) + body
+
+
+def _unchecked(raw: bytes, fmt: str) -> bytes:
+    """The body of a checked file; CorruptEntry when its header, length or CRC-32 do not match."""
+    head, sep, body = raw.partition(b"\n")
+    parts = head.split(b" ")
+    if not sep or len(parts) != 4 or parts[0] != _HEADER or parts[1] != fmt.encode():
+        raise CorruptEntry("not a cache file of this format")
+    if int(parts[3]) != len(body) or int(parts[2], 16) != zlib.crc32(body):
+        raise CorruptEntry("length or checksum differs")
+    return body
+
+
+def _schema(frame: pl.DataFrame) -> list[list[str]]:
+    return [[name, str(dtype)] for name, dtype in frame.schema.items()]
+
+
+def _report_state(report: FileReport) -> dict[str, Any]:
+    from dupfind.exact_json import encode
+
+    data = asdict(report)
+    data["rejected"] = dict(report.rejected)
+    return encode(data)
+
+
+def _report_from_state(data: dict[str, Any]) -> FileReport:
+    from dupfind.exact_json import decode
+
+    values = decode(data)
+    if set(values) != {f.name for f in fields(FileReport)}:
+        raise CorruptEntry("cached file report has other fields")
+    values["rejected"] = Counter(values["rejected"])
+    return FileReport(**values)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(staging, target)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
+class CachedCorrelation(Correlation):
+    """A Correlation whose frames are read from a set entry when first used."""
+
+    def __init__(self, entry: SetEntry, warnings: list[GlueWarning]) -> None:
+        self._entry = entry
+        self.warnings = warnings
+
+    @property
+    def table(self) -> pl.DataFrame:
+        return self._entry.frame("table")
+
+    @property
+    def actions(self) -> pl.DataFrame:
+        return self._entry.frame("actions")
+
+    @property
+    def executions(self) -> pl.DataFrame:
+        return self._entry.frame("executions")
+
+
+class CachedIngest(IngestResult):
+    """The IngestResult of a set entry: file reports from its meta, rejects read when first used.
+
+    `table` is the correlated table (the canonical table after correlation), since nothing after
+    correlation needs the table as ingested."""
+
+    def __init__(self, entry: SetEntry, files: list[FileReport], filtered_out: int) -> None:
+        self._entry = entry
+        self.files = files
+        self.filtered_out = filtered_out
+
+    @property
+    def table(self) -> pl.DataFrame:
+        return self._entry.frame("table")
+
+    @property
+    def rejects(self) -> pl.DataFrame:
+        return self._entry.frame("rejects")
+
+
+class SetEntry:
+    """A set entry whose meta.json passed its checks; frames are read (and checked) on demand.
+
+    When a frame fails its checks, the entry is deleted and `rebuild()` (ingest and correlate
+    again, then store a fresh entry) supplies every frame from then on."""
+
+    def __init__(self, cache: ResultCache, key: str, path: Path, meta: dict[str, Any],
+                 rebuild: Callable[[], tuple[IngestResult, Correlation]] | None) -> None:
+        self.cache = cache
+        self.key = key
+        self.path = path
+        self.meta = meta
+        self._rebuild = rebuild
+        self._frames: dict[str, pl.DataFrame] = {}
+        self._rebuilt: tuple[IngestResult, Correlation] | None = None
+        # Decoded now, so that a damaged meta is a miss rather than an error later.
+        self._ingest = CachedIngest(self, [_report_from_state(r) for r in meta["files"]], int(meta["filtered_out"]))
+        self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
+
+    def frame(self, name: str) -> pl.DataFrame:
+        if name in self._frames:
+            return self._frames[name]
+        if self._rebuilt is None:
+            try:
+                self._frames[name] = self._read(name)
+                return self._frames[name]
+            except Exception:
+                self.cache.discard(self.key)
+                if self._rebuild is None:
+                    raise
+                self._rebuilt = self._rebuild()
+        result, correlation = self._rebuilt
+        rebuilt = {"table": correlation.table, "actions": correlation.actions,
+                   "executions": correlation.executions, "rejects": result.rejects}
+        self._frames.update((k, v) for k, v in rebuilt.items() if k not in self._frames)
+        return self._frames[name]
+
+    def _read(self, name: str) -> pl.DataFrame:
+        info = self.meta["frames"][name]
+        raw = (self.path / f"{name}.arrow").read_bytes()
+        if len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]:
+            raise CorruptEntry(f"{name}.arrow differs from its checksum")
+        frame = pl.read_ipc(raw)
+        if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+            raise CorruptEntry(f"{name}.arrow has other rows or columns")
+        return frame
+
+    def ingest_result(self) -> CachedIngest:
+        return self._ingest
+
+    def correlation(self) -> CachedCorrelation:
+        return self._correlation
+
+
+class ResultCache:
+    """Set entries (correlated inputs) and their analyses under `root/sets`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sets = root / SETS_DIR
+        self.hits = 0
+        self.misses = 0
+        self.analysis_hits = 0
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def set_key(self, inputs: list[tuple[str, str]], config_digest: str, since, until,
+                max_jobs_per_value: int) -> str:
+        """The key of a set: `inputs` are (path as given, per-file cache key) in input order."""
+        return _digest({
+            "format": SET_FORMAT, "version": __version__, "code": code_fingerprint(), "config": config_digest,
+            "inputs": inputs, "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None, "max_jobs_per_value": max_jobs_per_value,
+        })
+
+    @staticmethod
+    def analysis_key(set_key: str, rules, skew_s: float, timeouts: dict[str, float],
+                     config_timeouts: dict[str, float]) -> str:
+        """The key of an analysis of a set: every field of every rule (--disable included), --skew, timeouts."""
+        return _digest({
+            "format": ANALYSIS_FORMAT, "set": set_key, "rules": [asdict(r) for r in rules],
+            "skew": float(skew_s), "timeouts": timeouts, "config_timeouts": config_timeouts,
+        })
+
+    # -- set entries ------------------------------------------------------------------------
+
+    def _entry_dir(self, key: str) -> Path:
+        return self.sets / key
+
+    def discard(self, key: str) -> None:
+        shutil.rmtree(self._entry_dir(key), ignore_errors=True)
+
+    def open_set(self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None) -> SetEntry | None:
+        """The entry of a set key when its meta passes the checks (else it is deleted): None on a miss."""
+        path = self._entry_dir(key)
+        try:
+            raw = (path / "meta.json").read_bytes()
+        except OSError:
+            if path.exists():
+                self.discard(key)
+            self.misses += 1
+            return None
+        try:
+            meta = orjson.loads(_unchecked(raw, SET_FORMAT))
+            if meta.get("key") != key or set(meta.get("frames", {})) != set(FRAMES):
+                raise CorruptEntry("meta of another entry")
+            for name, info in meta["frames"].items():
+                if (path / f"{name}.arrow").stat().st_size != info["bytes"]:
+                    raise CorruptEntry(f"{name}.arrow has another size")
+            entry = SetEntry(self, key, path, meta, rebuild)
+        except Exception:
+            self.discard(key)
+            self.misses += 1
+            return None
+        self.hits += 1
+        try:
+            os.utime(path)  # most recently used, for pruning
+        except OSError:
+            pass
+        return entry
+
+    def store_set(self, key: str, result: IngestResult, correlation: Correlation) -> bool:
+        """Write a set entry (atomically); False when the cache directory cannot take it."""
+        frames = {"table": correlation.table, "actions": correlation.actions,
+                  "executions": correlation.executions, "rejects": result.rejects}
+        staging: Path | None = None
+        try:
+            meta = {
+                "key": key,
+                "files": [_report_state(f) for f in result.files],
+                "filtered_out": result.filtered_out,
+                "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
+                "frames": {},
+            }
+            self.sets.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))
+            for name, frame in frames.items():
+                raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
+                (staging / f"{name}.arrow").write_bytes(raw)
+                meta["frames"][name] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
+                                        "schema": _schema(frame)}
+            (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))
+            (staging / "analyses").mkdir()
+            final = self._entry_dir(key)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(staging, final)
+            staging = None
+        except (OSError, TypeError, ValueError, pl.exceptions.PolarsError):
+            # A read-only or full cache directory (or a value it cannot hold) must never break a run.
+            return False
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+        self.prune()
+        return True
+
+    # -- analyses ---------------------------------------------------------------------------
+
+    def load_analysis(self, set_key: str, key: str) -> dict[str, Any] | None:
+        """A stored analysis (findings as Finding, other report fields decoded), or None."""
+        from dupfind.exact_json import decode
+        from dupfind.findings import FINDING_FIELDS, Finding
+
+        path = self._entry_dir(set_key) / "analyses" / f"{key}.json"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            data = orjson.loads(_unchecked(raw, ANALYSIS_FORMAT))
+            if data["set"] != set_key or data["key"] != key or data["finding_fields"] != list(FINDING_FIELDS):
+                raise CorruptEntry("analysis of another entry or finding layout")
+            findings = [Finding.from_state(f) for f in data["findings"]]
+            report = {name: decode(value) for name, value in data["report"].items()}
+        except Exception:
+            path.unlink(missing_ok=True)
+            return None
+        self.analysis_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return {"findings": findings, "report": report}
+
+    def store_analysis(self, set_key: str, key: str, findings: list, report_fields: dict[str, Any]) -> bool:
+        """Write an analysis beside its set (atomically); False when it cannot be stored exactly."""
+        from dupfind.exact_json import decode, encode
+        from dupfind.findings import FINDING_FIELDS, Finding
+
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            states = [f.to_state() for f in findings]
+            encoded = {name: encode(value) for name, value in report_fields.items()}
+            # Exactness check: what a warm run would read back must equal what this run reports.
+            if [Finding.from_state(s) for s in states] != findings:
+                return False
+            if {name: decode(value) for name, value in encoded.items()} != report_fields:
+                return False
+            body = orjson.dumps({
+                "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "findings": states,
+                "report": encoded,
+            })
+            if not folder.is_dir():
+                return False  # the set entry is gone (pruned, or never written)
+            _write_atomic(folder / f"{key}.json", _checked(body, ANALYSIS_FORMAT))
+        except (OSError, TypeError, ValueError):
+            return False
+        self._prune_analyses(folder)
+        return True
+
+    # -- growth -----------------------------------------------------------------------------
+
+    def _prune_analyses(self, folder: Path) -> None:
+        try:
+            stored = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for path in stored[KEEP_ANALYSES:]:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    def prune(self) -> None:
+        """Keep the KEEP_SETS most recently used sets; drop per-file entries unused for a long time."""
+        try:
+            entries = [p for p in self.sets.iterdir() if p.is_dir()]
+            now = time.time()
+            stale = [p for p in entries if p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600]
+            entries = [p for p in entries if not p.name.startswith(".tmp-")]
+            entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for path in stale + entries[KEEP_SETS:]:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+        self._prune_file_entries()
+
+    def _prune_file_entries(self) -> None:
+        """Per-file entries (cache.TableCache) not used for FILE_ENTRY_MAX_AGE_S; at most once a day."""
+        stamp = self.root / ".pruned"
+        try:
+            now = time.time()
+            if stamp.exists() and now - stamp.stat().st_mtime < PRUNE_EVERY_S:
+                return
+            stamp.touch()
+            for shard in self.root.iterdir():
+                if len(shard.name) != 2 or not shard.is_dir():
+                    continue
+                for entry in shard.iterdir():
+                    if now - entry.stat().st_mtime > FILE_ENTRY_MAX_AGE_S:
+                        shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass
