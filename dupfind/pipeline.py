@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
@@ -18,7 +19,7 @@ from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
-from dupfind.result_cache import ResultCache
+from dupfind.result_cache import ContextFacts, ResultCache, facts_class
 from dupfind.sources import expand_inputs
 from dupfind.timeparse import parse_time_bound
 
@@ -168,20 +169,84 @@ def analyze_correlated(
         key = ResultCache.analysis_key(loaded.set_key, rules, skew_s, timeouts, config.timeouts)
         hit = loaded.cache.load_analysis(loaded.set_key, key)
         if hit is not None and sorted(hit["report"]) == sorted(stored_fields):
-            from dupfind.analysis import AnalysisContext
-
-            # The context exactly as analyze() builds it; its derived facts are computed when used.
-            ctx = AnalysisContext(loaded.correlation, config, skew_s, {**config.timeouts, **timeouts})
-            return AnalysisReport(
+            # The context exactly as analyze() builds it; its derived facts are read or computed when used.
+            ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
+            report = AnalysisReport(
                 inputs=loaded.result, findings=hit["findings"], rules=rules, context=ctx, **hit["report"]
             )
+            _CACHED_REPORTS[id(report)] = (report, loaded.cache, loaded.set_key, key)
+            return report
     report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
                      correlation=loaded.correlation)
-    if key is not None:
-        loaded.cache.store_analysis(
-            loaded.set_key, key, report.findings, {name: getattr(report, name) for name in stored_fields}
-        )
+    if key is not None and loaded.cache.store_analysis(
+        loaded.set_key, key, report.findings, {name: getattr(report, name) for name in stored_fields}
+    ):
+        _CACHED_REPORTS[id(report)] = (report, loaded.cache, loaded.set_key, key)
+    if report.context is not None:
+        _remember_context(loaded, report.context)
     return report
+
+
+def analysis_context(loaded: Correlated, config: Config, skew_s: float, timeouts: dict[str, float]):
+    """An AnalysisContext over correlated inputs; with the cache on, the frames it derives (side
+    effects, the deploy model, ...) are read from the set entry when an earlier run stored them, and
+    the ones it derives now are stored by store_context_facts()."""
+    from dupfind.analysis import AnalysisContext
+
+    if loaded.cache is None or loaded.set_key is None:
+        return AnalysisContext(loaded.correlation, config, skew_s, timeouts)
+    ctx = facts_class(AnalysisContext)(loaded.correlation, config, skew_s, timeouts)
+    _remember_context(loaded, ctx)
+    return ctx
+
+
+# Contexts of this run whose derived frames are stored at its end (by id, the context kept alive).
+_CONTEXTS: dict[int, tuple[Any, ContextFacts]] = {}
+
+
+def _context_key(set_key: str, ctx) -> str:
+    """The context's own parameters (every dataclass field but the correlation and configuration,
+    which the set key covers) and class."""
+    params = {f.name: getattr(ctx, f.name) for f in fields(ctx) if f.name not in ("correlation", "config")}
+    cls = type(ctx)  # facts_class(C) has C's module and qualname
+    return ResultCache.value_key(set_key, f"context:{cls.__module__}.{cls.__qualname__}", params)
+
+
+def _remember_context(loaded: Correlated, ctx) -> None:
+    if loaded.cache is None or loaded.set_key is None or id(ctx) in _CONTEXTS:
+        return
+    facts = ContextFacts(loaded.cache, loaded.set_key, _context_key(loaded.set_key, ctx))
+    object.__setattr__(ctx, "_stored_facts", facts)
+    _CONTEXTS[id(ctx)] = (ctx, facts)
+
+
+def store_context_facts() -> None:
+    """Store what this run's contexts derived and no earlier run stored (called when a command is done)."""
+    for ctx, facts in list(_CONTEXTS.values()):
+        facts.store_new(ctx)
+
+
+# Reports whose analysis is in the result cache (by id; the report itself is kept so the id stays
+# its own): what is derived from them can be cached beside them. A report rebuilt from other
+# findings (--baseline) is another object, so nothing derived from it is cached.
+_CACHED_REPORTS: dict[int, tuple[AnalysisReport, ResultCache, str, str]] = {}
+
+
+def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> Any:
+    """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
+    analysis is cached and the same kind and params were built before. Values go through exact_json:
+    a value it cannot give back exactly is simply not cached."""
+    known = _CACHED_REPORTS.get(id(report))
+    if known is None or known[0] is not report:
+        return build()
+    _, cache, set_key, analysis_key = known
+    key = ResultCache.value_key(analysis_key, kind, params)
+    found, value = cache.load_value(set_key, key)
+    if found:
+        return value
+    value = build()
+    cache.store_value(set_key, key, value)
+    return value
 
 
 def write_rejects(result: IngestResult, target: Path) -> None:

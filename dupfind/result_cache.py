@@ -11,6 +11,12 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
     sets/<set key>/analyses/<analysis key>.json
                                         findings and the rest of an AnalysisReport, exactly
                                         (exact_json), for one rule set and --skew/--timeout
+    sets/<set key>/analyses/<value key>.value.json
+                                        a document derived from one analysis (the timeline
+                                        document, the stats tables) for the options that shape it
+    sets/<set key>/facts/<context key>/<name>/
+                                        frames an AnalysisContext derived (side effects, deploy
+                                        model, ...) for one --skew and timeouts (ContextFacts)
 
 A set key covers the ordered inputs (each one's path as given and its per-file key: resolved
 path, size, mtime, dupfind version, configuration digest), the --since/--until bounds, the
@@ -26,7 +32,7 @@ directory or file renamed into place; an unwritable cache only means no cache. T
 set are read lazily: `analyze --format json` over a cached analysis never reads the table.
 
 Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
-mtime), KEEP_ANALYSES analyses per set, and per-file entries unused for FILE_ENTRY_MAX_AGE_S are
+mtime), KEEP_ANALYSES analyses and derived values per set, and per-file entries unused for FILE_ENTRY_MAX_AGE_S are
 removed (checked at most once a day).
 """
 
@@ -40,8 +46,8 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, fields
-from functools import lru_cache
+from dataclasses import asdict, fields, is_dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +60,14 @@ from dupfind.ingest import FileReport, IngestResult
 
 SET_FORMAT = "1"
 ANALYSIS_FORMAT = "1"
+VALUE_FORMAT = "value-1"
+FACT_FORMAT = "fact-1"
+FACT_MAX_BYTES = 64 << 20
 SETS_DIR = "sets"
 FRAMES = ("table", "actions", "executions", "rejects")
 COMPRESSION = "lz4"
 KEEP_SETS = 4
-KEEP_ANALYSES = 16
+KEEP_ANALYSES = 32
 FILE_ENTRY_MAX_AGE_S = 30 * 86400
 PRUNE_EVERY_S = 86400
 _HEADER = b"dupfind-cache"
@@ -239,6 +248,127 @@ class SetEntry:
         return self._correlation
 
 
+class ContextFacts:
+    """Frames an AnalysisContext derived (its cached properties: side effects, the deploy model, ...),
+    stored under `sets/<set>/facts/<context key>/<name>/`, so that a warm trace or ticket does not
+    derive them again. Only DataFrames and dataclasses made of DataFrames (DeployModel) up to
+    FACT_MAX_BYTES are stored; anything else is derived as usual."""
+
+    def __init__(self, cache: ResultCache, set_key: str, context_key: str) -> None:
+        self.cache = cache
+        self.folder = cache._entry_dir(set_key) / "facts" / context_key
+        self.loaded: set[str] = set()
+
+    def load(self, name: str) -> tuple[bool, Any]:
+        folder = self.folder / name
+        try:
+            raw = (folder / "meta.json").read_bytes()
+        except OSError:
+            return False, None
+        try:
+            meta = orjson.loads(_unchecked(raw, FACT_FORMAT))
+            if meta["name"] != name:
+                raise CorruptEntry("fact of another name")
+            parts = {}
+            for part, info in meta["parts"].items():
+                data = (folder / f"{part}.arrow").read_bytes()
+                if len(data) != info["bytes"] or zlib.crc32(data) != info["crc32"]:
+                    raise CorruptEntry("fact differs from its checksum")
+                frame = pl.read_ipc(data)
+                if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+                    raise CorruptEntry("fact has other rows or columns")
+                parts[part] = frame
+            if meta["class"] is None:
+                value = parts["frame"]
+            else:
+                import importlib
+
+                module, _, qualname = meta["class"].partition(":")
+                cls = importlib.import_module(module)
+                for attr in qualname.split("."):
+                    cls = getattr(cls, attr)
+                if not is_dataclass(cls) or [f.name for f in fields(cls)] != list(parts):
+                    raise CorruptEntry("fact of another layout")
+                value = cls(**parts)
+        except Exception:
+            shutil.rmtree(folder, ignore_errors=True)
+            return False, None
+        self.loaded.add(name)
+        return True, value
+
+    @staticmethod
+    def _parts(value: Any) -> tuple[str | None, dict[str, pl.DataFrame]] | None:
+        if isinstance(value, pl.DataFrame):
+            return None, {"frame": value}
+        if is_dataclass(value) and not isinstance(value, type):
+            parts = {f.name: getattr(value, f.name) for f in fields(value)}
+            if parts and all(isinstance(v, pl.DataFrame) for v in parts.values()):
+                cls = type(value)
+                return f"{cls.__module__}:{cls.__qualname__}", parts
+        return None
+
+    def store_new(self, ctx: Any) -> None:
+        """Store every storable cached property of `ctx` that is not stored yet."""
+        for name, value in list(vars(ctx).items()):
+            if name in self.loaded or not isinstance(getattr(type(ctx), name, None), (cached_property, StoredFact)):
+                continue
+            found = self._parts(value)
+            if found is None or (self.folder / name / "meta.json").exists():
+                continue
+            cls, parts = found
+            if sum(p.estimated_size() for p in parts.values()) > FACT_MAX_BYTES:
+                continue
+            staging: Path | None = None
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.folder))
+                meta = {"name": name, "class": cls, "parts": {}}
+                for part, frame in parts.items():
+                    raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
+                    (staging / f"{part}.arrow").write_bytes(raw)
+                    meta["parts"][part] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
+                                           "schema": _schema(frame)}
+                (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), FACT_FORMAT))
+                os.replace(staging, self.folder / name)
+                staging = None
+                self.loaded.add(name)
+            except (OSError, pl.exceptions.PolarsError):
+                return  # an unwritable or vanished cache: derived again next time
+            finally:
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
+
+
+class StoredFact:
+    """A cached property of a context class that first looks in the context's ContextFacts."""
+
+    def __init__(self, name: str, func: Callable[[Any], Any]) -> None:
+        self.name = name
+        self.func = func
+        self.__doc__ = func.__doc__
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        facts = obj.__dict__.get("_stored_facts")
+        found, value = facts.load(self.name) if facts is not None else (False, None)
+        if not found:
+            value = self.func(obj)
+        obj.__dict__[self.name] = value
+        return value
+
+
+@lru_cache(maxsize=8)
+def facts_class(base: type) -> type:
+    """A subclass of a context class whose cached properties read stored facts first."""
+    attrs = {}
+    for klass in reversed(base.__mro__):
+        for name, attr in vars(klass).items():
+            if isinstance(attr, cached_property):
+                attrs[name] = StoredFact(name, attr.func)
+    return type(base.__name__, (base,), {**attrs, "__module__": base.__module__, "__qualname__": base.__qualname__})
+
+
 class ResultCache:
     """Set entries (correlated inputs) and their analyses under `root/sets`."""
 
@@ -248,6 +378,7 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
         self.analysis_hits = 0
+        self.value_hits = 0
 
     # -- keys -------------------------------------------------------------------------------
 
@@ -277,7 +408,9 @@ class ResultCache:
     def discard(self, key: str) -> None:
         shutil.rmtree(self._entry_dir(key), ignore_errors=True)
 
-    def open_set(self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None) -> SetEntry | None:
+    def open_set(
+        self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None
+    ) -> SetEntry | None:
         """The entry of a set key when its meta passes the checks (else it is deleted): None on a miss."""
         path = self._entry_dir(key)
         try:
@@ -395,11 +528,61 @@ class ResultCache:
         self._prune_analyses(folder)
         return True
 
+    # -- values derived from an analysis (timeline and stats documents) ---------------------
+
+    @staticmethod
+    def value_key(analysis_key: str, kind: str, params: Any) -> str:
+        return _digest({"format": VALUE_FORMAT, "analysis": analysis_key, "kind": kind, "params": params})
+
+    def load_value(self, set_key: str, key: str) -> tuple[bool, Any]:
+        """(True, value) for a stored value, (False, None) otherwise."""
+        from dupfind.exact_json import decode
+
+        path = self._entry_dir(set_key) / "analyses" / f"{key}.value.json"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return False, None
+        try:
+            data = orjson.loads(_unchecked(raw, VALUE_FORMAT))
+            if data["set"] != set_key or data["key"] != key:
+                raise CorruptEntry("value of another entry")
+            value = data["value"] if data["plain"] else decode(data["value"])
+        except Exception:
+            path.unlink(missing_ok=True)
+            return False, None
+        self.value_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return True, value
+
+    def store_value(self, set_key: str, key: str, value: Any) -> bool:
+        """Store a value beside its set's analyses (exact_json, atomically); False when it cannot."""
+        from dupfind.exact_json import decode, encode
+
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            encoded = encode(value)
+            if decode(encoded) != value:
+                return False
+            # Plain JSON data (no tag was needed) is read back without walking it.
+            plain = type(encoded) is type(value) and encoded == value
+            body = orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
+            if not folder.is_dir():
+                return False
+            _write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
+        except (OSError, TypeError, ValueError):
+            return False
+        self._prune_analyses(folder)
+        return True
+
     # -- growth -----------------------------------------------------------------------------
 
     def _prune_analyses(self, folder: Path) -> None:
         try:
-            stored = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            stored = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)  # values too
             for path in stored[KEEP_ANALYSES:]:
                 path.unlink(missing_ok=True)
         except OSError:

@@ -68,6 +68,7 @@ def analyze(
     """Find side effects executed more than once (which actions, workers, attempts, deploys),
     name the root cause with the log lines that prove it, and list the fixes."""
     from dupfind.findings import severity_rank
+    from dupfind.pipeline import store_context_facts
     from dupfind.render.registry import RENDERERS, RenderOptions
 
     if baseline:
@@ -87,5 +88,6 @@ def analyze(
                                cfg.business_keys),
     )
     emit(RENDERERS, output_format.value, report, options, output)
+    store_context_facts()
     if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):
         raise typer.Exit(1)

@@ -82,6 +82,7 @@ def timeline(
 
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
+    from dupfind.pipeline import cached_value, store_context_facts
     from dupfind.render.timeline_html import render_html
     from dupfind.render.timeline_text import render_timeline
     from dupfind.timeline import parse_duration, select_windows, timeline_document
@@ -98,7 +99,10 @@ def timeline(
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
     report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
                                use_cache=not no_cache, cfg=cfg)
-    document = timeline_document(report, select_windows(report, deploy, around_ts, width_s))
+    shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
+    document = cached_value(
+        report, "timeline", shape, lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s))
+    )
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys)
     if redactor is not None:  # the document holds every value that any of the views shows
@@ -108,6 +112,7 @@ def timeline(
     if output_format == TableOrJson.json:
         write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), output)
         _say_masked(redactor)
+        store_context_facts()
         return
     color = output is None and sys.stdout.isatty()
     buffer = io.StringIO()
@@ -122,6 +127,7 @@ def timeline(
     render_timeline(document, console, max_rows)
     write_output(lambda out: out.write(buffer.getvalue().encode()), output)
     _say_masked(redactor)
+    store_context_facts()
 
 
 def _say_masked(redactor) -> None:

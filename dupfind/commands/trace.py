@@ -66,6 +66,7 @@ def trace(
     """Print every record of the action(s) an id belongs to, from all files in time order: time,
     delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
     story turns (a redelivery while the first attempt ran, a second provider request, a kill)."""
+    from dupfind.pipeline import store_context_facts
     from dupfind.render.registry import TRACE_RENDERERS, RenderOptions
     from dupfind.trace import trace_finding, trace_ids
 
@@ -81,8 +82,8 @@ def trace(
                                      since, until, rejects, strict, use_cache=not no_cache)
         report = trace_finding(analysis.context, analysis.findings, finding, max_records)
     else:
-        from dupfind.analysis import AnalysisContext
         from dupfind.config import load_config
+        from dupfind.pipeline import analysis_context
 
         if skew < 0:
             raise DupfindError("--skew must be zero or more seconds.")
@@ -90,7 +91,7 @@ def trace(
         cfg = load_config(config, rules, assume_tz)
         loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value,
                                        use_cache=not no_cache)
-        ctx = AnalysisContext(loaded.correlation, cfg, skew, timeouts)  # no rules run: enough to trace any id
+        ctx = analysis_context(loaded, cfg, skew, timeouts)  # no rules run: enough to trace any id
         report = trace_ids(ctx, queries, max_actions, max_records)
     for query in report.not_found:
         sys.stderr.write(f"dupfind: no record carries {query!r}\n")
@@ -99,3 +100,4 @@ def trace(
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
     )
     emit(TRACE_RENDERERS, output_format.value, report, options, output)
+    store_context_facts()
