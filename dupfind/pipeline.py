@@ -19,7 +19,7 @@ from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
-from dupfind.result_cache import ContextFacts, ResultCache, facts_class
+from dupfind.result_cache import STORED_FACTS, ContextFacts, ResultCache, facts_class
 from dupfind.sources import expand_inputs
 from dupfind.timeparse import parse_time_bound
 
@@ -174,14 +174,14 @@ def analyze_correlated(
             report = AnalysisReport(
                 inputs=loaded.result, findings=hit["findings"], rules=rules, context=ctx, **hit["report"]
             )
-            _CACHED_REPORTS[id(report)] = (report, loaded.cache, loaded.set_key, key)
+            report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
     report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
                      correlation=loaded.correlation)
     if key is not None and loaded.cache.store_analysis(
         loaded.set_key, key, report.findings, {name: getattr(report, name) for name in stored_fields}
     ):
-        _CACHED_REPORTS[id(report)] = (report, loaded.cache, loaded.set_key, key)
+        report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
     if report.context is not None:
         _remember_context(loaded, report.context)
     return report
@@ -200,10 +200,6 @@ def analysis_context(loaded: Correlated, config: Config, skew_s: float, timeouts
     return ctx
 
 
-# Contexts of this run whose derived frames are stored at its end (by id, the context kept alive).
-_CONTEXTS: dict[int, tuple[Any, ContextFacts]] = {}
-
-
 def _context_key(set_key: str, ctx) -> str:
     """The context's own parameters (every dataclass field but the correlation and configuration,
     which the set key covers) and class."""
@@ -213,33 +209,33 @@ def _context_key(set_key: str, ctx) -> str:
 
 
 def _remember_context(loaded: Correlated, ctx) -> None:
-    if loaded.cache is None or loaded.set_key is None or id(ctx) in _CONTEXTS:
+    """Attach the context's ContextFacts (read by facts_class contexts, written by store_context_facts)."""
+    if loaded.cache is None or loaded.set_key is None or STORED_FACTS in ctx.__dict__:
         return
-    facts = ContextFacts(loaded.cache, loaded.set_key, _context_key(loaded.set_key, ctx))
-    object.__setattr__(ctx, "_stored_facts", facts)
-    _CONTEXTS[id(ctx)] = (ctx, facts)
+    ctx.__dict__[STORED_FACTS] = ContextFacts(loaded.cache, loaded.set_key, _context_key(loaded.set_key, ctx))
 
 
-def store_context_facts() -> None:
-    """Store what this run's contexts derived and no earlier run stored (called when a command is done)."""
-    for ctx, facts in list(_CONTEXTS.values()):
+def store_context_facts(ctx) -> None:
+    """Store the frames `ctx` derived that no earlier run stored (a command calls it when its output is out)."""
+    facts = ctx.__dict__.get(STORED_FACTS) if ctx is not None else None
+    if facts is not None:
         facts.store_new(ctx)
 
 
-# Reports whose analysis is in the result cache (by id; the report itself is kept so the id stays
-# its own): what is derived from them can be cached beside them. A report rebuilt from other
-# findings (--baseline) is another object, so nothing derived from it is cached.
-_CACHED_REPORTS: dict[int, tuple[AnalysisReport, ResultCache, str, str]] = {}
+# Set on a report whose analysis is in the result cache: (cache, set key, analysis key), so that
+# what is derived from it can be cached beside it. A report rebuilt from other findings
+# (--baseline) is another object without it, so nothing derived from that one is cached.
+_CACHE_REF = "_result_cache_ref"
 
 
 def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> Any:
     """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
     analysis is cached and the same kind and params were built before. Values go through exact_json:
     a value it cannot give back exactly is simply not cached."""
-    known = _CACHED_REPORTS.get(id(report))
-    if known is None or known[0] is not report:
+    known = report.__dict__.get(_CACHE_REF)
+    if known is None:
         return build()
-    _, cache, set_key, analysis_key = known
+    cache, set_key, analysis_key = known
     key = ResultCache.value_key(analysis_key, kind, params)
     found, value = cache.load_value(set_key, key)
     if found:

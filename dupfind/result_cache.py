@@ -56,6 +56,7 @@ import polars as pl
 
 from dupfind import __version__
 from dupfind.correlate import Correlation, GlueWarning
+from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
 
 SET_FORMAT = "1"
@@ -63,6 +64,7 @@ ANALYSIS_FORMAT = "1"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 FACT_MAX_BYTES = 64 << 20
+STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
 FRAMES = ("table", "actions", "executions", "rejects")
 COMPRESSION = "lz4"
@@ -86,7 +88,7 @@ def code_fingerprint() -> str:
         from dupfind.config import default_rules_dir
 
         roots.append(default_rules_dir())
-    except Exception:  # no rules folder: the configuration step will say so
+    except DupfindError:  # no rules folder: loading the configuration says so
         pass
     digest = hashlib.sha256(f"{__version__}|{pl.__version__}".encode())
     for root in roots:
@@ -350,7 +352,7 @@ class StoredFact:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        facts = obj.__dict__.get("_stored_facts")
+        facts = obj.__dict__.get(STORED_FACTS)
         found, value = facts.load(self.name) if facts is not None else (False, None)
         if not found:
             value = self.func(obj)

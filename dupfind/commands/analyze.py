@@ -88,6 +88,6 @@ def analyze(
                                cfg.business_keys),
     )
     emit(RENDERERS, output_format.value, report, options, output)
-    store_context_facts()
+    store_context_facts(report.context)
     if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):
         raise typer.Exit(1)

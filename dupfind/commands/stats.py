@@ -89,7 +89,7 @@ def stats(
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
     )
     emit(STATS_RENDERERS, output_format.value, stats_report, options, output)
-    store_context_facts()
+    store_context_facts(report.context)
 
 
 def _stats_report(report, bucket_s: float | None):

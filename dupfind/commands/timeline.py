@@ -112,7 +112,7 @@ def timeline(
     if output_format == TableOrJson.json:
         write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), output)
         _say_masked(redactor)
-        store_context_facts()
+        store_context_facts(report.context)
         return
     color = output is None and sys.stdout.isatty()
     buffer = io.StringIO()
@@ -127,7 +127,7 @@ def timeline(
     render_timeline(document, console, max_rows)
     write_output(lambda out: out.write(buffer.getvalue().encode()), output)
     _say_masked(redactor)
-    store_context_facts()
+    store_context_facts(report.context)
 
 
 def _say_masked(redactor) -> None:

@@ -100,4 +100,4 @@ def trace(
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
     )
     emit(TRACE_RENDERERS, output_format.value, report, options, output)
-    store_context_facts()
+    store_context_facts(report.context)
