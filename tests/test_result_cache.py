@@ -4,9 +4,10 @@ corrupt, foreign or unwritable is trusted or breaks a run."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -163,7 +164,7 @@ def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls,
 def test_changed_added_or_removed_file_invalidates_the_set(logs, cache_dir, calls):
     base = ["analyze", str(logs), "--format", "json"]
     cold = run(*base)
-    victim = sorted(logs.glob("worker-*.log"))[0]
+    victim = min(logs.glob("worker-*.log"))
     os.utime(victim, ns=(victim.stat().st_atime_ns, victim.stat().st_mtime_ns + 1_000_000_000))
     calls.reset()
     assert run(*base) == cold  # same bytes, new mtime: read again (that one file), same answer
@@ -321,8 +322,8 @@ def _same(a, b) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, datetime):
         return a == b and type(a.tzinfo) is type(b.tzinfo) and a.tzinfo == b.tzinfo and a.utcoffset() == b.utcoffset()
-    if isinstance(a, float) and a != a:
-        return b != b
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
     return a == b
 
 
@@ -331,7 +332,7 @@ def _same(a, b) -> bool:
     (1, (2, 3)), {"a": (1,), "b": [datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=ZoneInfo("UTC"))]},
     {1: "int key", "x": 2}, {"$t": [1]}, {"$dt": "not a tag"}, date(2026, 1, 2), timedelta(seconds=1.5),
     datetime(2026, 1, 2, 3, 4, 5), datetime(2026, 1, 2, tzinfo=timezone(timedelta(hours=2))),
-    datetime(2026, 3, 29, 2, 30, tzinfo=ZoneInfo("Europe/Berlin")), datetime(2026, 1, 2, tzinfo=timezone.utc),
+    datetime(2026, 3, 29, 2, 30, tzinfo=ZoneInfo("Europe/Berlin")), datetime(2026, 1, 2, tzinfo=UTC),
 ])
 def test_exact_json_round_trip(value):
     assert _same(decode(orjson.loads(orjson.dumps(encode(value)))), value)
