@@ -192,15 +192,24 @@ def report_width(output: Path | None) -> int:
     return shutil.get_terminal_size((100, 24)).columns if output is None else 120
 
 
-def make_redactor(redact: bool | None, fmt: str, table, business_keys=()):
+def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None):
     """The redactor for this output (None: show values as logged); on by default for Markdown.
 
     `table` may be a function that gives the table: it is only called when redaction is on (a
-    cached analysis then need not read the table at all)."""
+    cached analysis then need not read the table at all). With the analysis `context`, the ids it
+    protects are the context table's, kept in the result cache beside the inputs."""
     if not (redact if redact is not None else fmt == "markdown"):
         return None
     from dupfind.redact import Redactor
 
+    if context is not None:
+        from dupfind.pipeline import cached_set_value
+
+        keys = tuple(business_keys)
+        return Redactor(cached_set_value(
+            context, "redactor", {"business_keys": keys},
+            lambda: sorted(Redactor.for_table(context.table, keys).protected),
+        ))
     return Redactor.for_table(table() if callable(table) else table, business_keys)
 
 

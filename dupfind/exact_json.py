@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime, timedelta, timezone
-from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -18,9 +17,14 @@ TAGS = ("$dt", "$date", "$td", "$t", "$f", "$i", "$d")
 _INT_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
-@lru_cache(maxsize=64)
+_ZONES: dict[str, ZoneInfo] = {}
+
+
 def _zone(key: str) -> ZoneInfo:
-    return ZoneInfo(key)
+    zone = _ZONES.get(key)
+    if zone is None:
+        zone = _ZONES[key] = ZoneInfo(key)
+    return zone
 
 
 def encode_datetime(value: datetime) -> list:
@@ -78,7 +82,9 @@ def decode_values(state: list, count: int) -> list:
         raise ValueError(f"expected {count} values, found {len(state) - 1}")
     values = state[1:]
     for i in state[0]:
-        values[i] = decode(values[i])
+        value = values[i]
+        dt = value.get("$dt") if type(value) is dict and len(value) == 1 else None
+        values[i] = decode_datetime(dt) if dt is not None else decode(value)
     return values
 
 

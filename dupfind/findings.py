@@ -52,18 +52,6 @@ class Evidence:
             "kind": self.kind, "name": self.name, "attempt": self.attempt, "note": self.note,
         }
 
-    def to_state(self) -> list:
-        """Every field, exactly, as JSON-safe data (the result cache); `from_state` gives it back."""
-        from dupfind.exact_json import encode_values
-
-        return encode_values([getattr(self, name) for name in EVIDENCE_FIELDS])
-
-    @classmethod
-    def from_state(cls, data: list) -> Evidence:
-        from dupfind.exact_json import decode_values
-
-        return cls(*decode_values(data, len(EVIDENCE_FIELDS)))
-
 
 @dataclass
 class Finding:
@@ -121,14 +109,16 @@ class Finding:
         }
 
     def to_state(self) -> dict[str, Any]:
-        """Every field (action_id too), exactly, as JSON-safe data: `Finding.from_state(f.to_state()) == f`
-        with the same types (datetimes with their zone, tuples, ...). Raises TypeError for a value it
-        could not give back."""
+        """Every field (action_id and the evidence too), exactly, as JSON-safe data (the result cache):
+        `Finding.from_state(f.to_state()) == f` with the same types (datetimes with their zone,
+        tuples, ...). Raises TypeError for a value it could not give back."""
         from dupfind.exact_json import encode_values
 
+        # Evidence by column: a column of plain values (most) is read back without a walk.
+        rows = [[getattr(e, name) for name in EVIDENCE_FIELDS] for e in self.evidence]
         return {
             "values": encode_values([getattr(self, name) for name in _FINDING_VALUES]),
-            "evidence": [e.to_state() for e in self.evidence],
+            "evidence": [encode_values(list(column)) for column in zip(*rows)] if rows else [],
         }
 
     @classmethod
@@ -136,7 +126,12 @@ class Finding:
         from dupfind.exact_json import decode_values
 
         values = dict(zip(_FINDING_VALUES, decode_values(data["values"], len(_FINDING_VALUES))))
-        return cls(**values, evidence=[Evidence.from_state(e) for e in data["evidence"]])
+        columns = data["evidence"]
+        if columns and len(columns) != len(EVIDENCE_FIELDS):
+            raise ValueError("evidence state has other fields")
+        count = len(columns[0]) - 1 if columns else 0
+        evidence = [Evidence(*row) for row in zip(*(decode_values(c, count) for c in columns))]
+        return cls(**values, evidence=evidence)
 
 
 EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,15 @@ def time_bounds(config: Config, since: str | None, until: str | None) -> tuple[d
     if since_ts and until_ts and since_ts > until_ts:
         raise DupfindError("--since is later than --until, so no record could match.")
     return since_ts, until_ts
+
+
+def _relative(config: Config, bound: str | None) -> bool:
+    """Whether a --since/--until value is relative to now (-2h, 30m)."""
+    if not bound:
+        return False
+    epoch = datetime(2000, 1, 1, tzinfo=UTC)
+    parse = lambda now: parse_time_bound(bound, "--since", now=now, assume_tz=config.assume_tz)  # noqa: E731
+    return parse(epoch) != parse(epoch + timedelta(seconds=1))
 
 
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
@@ -122,6 +131,8 @@ def load_correlated(
     results = ResultCache(root)
 
     def set_key() -> str | None:
+        if _relative(config, since) or _relative(config, until):
+            return None  # `--since -2h` is another bound on every run: such a set is never read again
         keys = []
         for src in expand_inputs(paths):
             key = files.key(src.file) if src.file is not None else None
@@ -185,6 +196,20 @@ def analyze_correlated(
     if report.context is not None:
         _remember_context(loaded, report.context)
     return report
+
+
+def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:
+    """Like cached_value, for a value derived from the correlated inputs of a context alone."""
+    facts = ctx.__dict__.get(STORED_FACTS) if ctx is not None else None
+    if facts is None:
+        return build()
+    key = ResultCache.value_key(facts.set_key, kind, params)
+    found, value = facts.cache.load_value(facts.set_key, key)
+    if found:
+        return value
+    value = build()
+    facts.cache.store_value(facts.set_key, key, value)
+    return value
 
 
 def analysis_context(loaded: Correlated, config: Config, skew_s: float, timeouts: dict[str, float]):

@@ -251,13 +251,15 @@ class SetEntry:
 
 
 class ContextFacts:
-    """Frames an AnalysisContext derived (its cached properties: side effects, the deploy model, ...),
-    stored under `sets/<set>/facts/<context key>/<name>/`, so that a warm trace or ticket does not
-    derive them again. Only DataFrames and dataclasses made of DataFrames (DeployModel) up to
-    FACT_MAX_BYTES are stored; anything else is derived as usual."""
+    """What an AnalysisContext derived (its cached properties: side effects, the deploy model, the
+    queue of each action, ...), stored under `sets/<set>/facts/<context key>/<name>/`, so that a
+    warm trace or ticket does not derive it again. DataFrames and dataclasses made of DataFrames
+    (DeployModel) up to FACT_MAX_BYTES are stored as IPC, values exact_json gives back exactly
+    (dicts of ids, ...) as JSON; anything else (an index object) is derived as usual."""
 
     def __init__(self, cache: ResultCache, set_key: str, context_key: str) -> None:
         self.cache = cache
+        self.set_key = set_key
         self.folder = cache._entry_dir(set_key) / "facts" / context_key
         self.loaded: set[str] = set()
 
@@ -271,6 +273,11 @@ class ContextFacts:
             meta = orjson.loads(_unchecked(raw, FACT_FORMAT))
             if meta["name"] != name:
                 raise CorruptEntry("fact of another name")
+            if "value" in meta:
+                from dupfind.exact_json import decode
+
+                self.loaded.add(name)
+                return True, decode(meta["value"])
             parts = {}
             for part, info in meta["parts"].items():
                 data = (folder / f"{part}.arrow").read_bytes()
@@ -314,8 +321,11 @@ class ContextFacts:
         for name, value in list(vars(ctx).items()):
             if name in self.loaded or not isinstance(getattr(type(ctx), name, None), (cached_property, StoredFact)):
                 continue
+            if (self.folder / name / "meta.json").exists():
+                continue
             found = self._parts(value)
-            if found is None or (self.folder / name / "meta.json").exists():
+            if found is None:
+                self._store_value(name, value)
                 continue
             cls, parts = found
             if sum(p.estimated_size() for p in parts.values()) > FACT_MAX_BYTES:
@@ -339,6 +349,22 @@ class ContextFacts:
             finally:
                 if staging is not None:
                     shutil.rmtree(staging, ignore_errors=True)
+
+    def _store_value(self, name: str, value: Any) -> None:
+        from dupfind.exact_json import decode, encode
+
+        try:
+            encoded = encode(value)
+            if decode(encoded) != value:
+                return
+            body = orjson.dumps({"name": name, "value": encoded})
+            if len(body) > FACT_MAX_BYTES:
+                return
+            (self.folder / name).mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.folder / name / "meta.json", _checked(body, FACT_FORMAT))
+            self.loaded.add(name)
+        except (OSError, TypeError, ValueError):
+            return  # not a value exact_json gives back, or an unwritable cache
 
 
 class StoredFact:
@@ -533,8 +559,8 @@ class ResultCache:
     # -- values derived from an analysis (timeline and stats documents) ---------------------
 
     @staticmethod
-    def value_key(analysis_key: str, kind: str, params: Any) -> str:
-        return _digest({"format": VALUE_FORMAT, "analysis": analysis_key, "kind": kind, "params": params})
+    def value_key(base_key: str, kind: str, params: Any) -> str:
+        return _digest({"format": VALUE_FORMAT, "base": base_key, "kind": kind, "params": params})
 
     def load_value(self, set_key: str, key: str) -> tuple[bool, Any]:
         """(True, value) for a stored value, (False, None) otherwise."""

@@ -383,3 +383,23 @@ def test_cli_process_warm_equals_cold(cli, logs, tmp_path):
         assert cold.returncode == warm.returncode == 0
         assert warm.stdout == cold.stdout, args
     assert any((tmp_path / "cli-cache" / "sets").glob("*/analyses/*.json"))
+
+
+def test_warm_rejects_and_strict_equal_cold(tmp_path, cache_dir, calls):
+    dirty = FIXTURES / "formats" / "ndjson-dirty" / "logs"
+    args = ["analyze", str(dirty), "--config", str(dirty.parent / "dupfind.toml"), "--format", "json"]
+    cold = run(*args, "--rejects", str(tmp_path / "cold.ndjson"))
+    calls.reset().forbid = True
+    assert run(*args, "--rejects", str(tmp_path / "warm.ndjson")) == cold
+    assert (tmp_path / "warm.ndjson").read_bytes() == (tmp_path / "cold.ndjson").read_bytes()
+    assert (tmp_path / "cold.ndjson").read_bytes().count(b"\n") >= 7
+    strict = CliRunner().invoke(app, [*args, "--strict"])
+    assert strict.exit_code != 0 and "--strict" in str(strict.exception)
+
+
+def test_relative_bounds_store_no_set(logs, cache_dir, calls):
+    run("analyze", str(logs), "--format", "json", "--since", "-100000d")
+    assert not (cache_dir / "sets").exists() or not _set_dirs(cache_dir)
+    calls.reset()
+    run("analyze", str(logs), "--format", "json", "--since", "-100000d")
+    assert calls.ingest == 1  # the per-file cache still serves the files

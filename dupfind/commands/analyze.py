@@ -85,7 +85,7 @@ def analyze(
     options = RenderOptions(
         worst=worst, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
-                               cfg.business_keys),
+                               cfg.business_keys, context=report.context),
     )
     emit(RENDERERS, output_format.value, report, options, output)
     store_context_facts(report.context)

@@ -86,7 +86,7 @@ def stats(
     options = RenderOptions(
         width=report_width(output),
         color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
+        redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
     )
     emit(STATS_RENDERERS, output_format.value, stats_report, options, output)
     store_context_facts(report.context)

@@ -104,7 +104,7 @@ def timeline(
         report, "timeline", shape, lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s))
     )
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
-                             cfg.business_keys)
+                             cfg.business_keys, context=report.context)
     if redactor is not None:  # the document holds every value that any of the views shows
         document = redactor.tree(document)
     if html is not None:

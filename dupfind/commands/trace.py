@@ -97,7 +97,7 @@ def trace(
         sys.stderr.write(f"dupfind: no record carries {query!r}\n")
     options = RenderOptions(
         width=report_width(output), color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, lambda: report.context.table, cfg.business_keys),
+        redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
     )
     emit(TRACE_RENDERERS, output_format.value, report, options, output)
     store_context_facts(report.context)
