@@ -60,8 +60,9 @@ def _relative(config: Config, bound: str | None) -> bool:
     if not bound:
         return False
     epoch = datetime(2000, 1, 1, tzinfo=UTC)
-    parse = lambda now: parse_time_bound(bound, "--since", now=now, assume_tz=config.assume_tz)  # noqa: E731
-    return parse(epoch) != parse(epoch + timedelta(seconds=1))
+    at = [parse_time_bound(bound, "--since", now=now, assume_tz=config.assume_tz)
+          for now in (epoch, epoch + timedelta(seconds=1))]
+    return at[0] != at[1]
 
 
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:

@@ -59,7 +59,8 @@ class Calls:
     def __init__(self, monkeypatch) -> None:
         self.ingest = self.correlate = self.analyze = 0
         self.forbid = False
-        ingest, correlate, analyze = dupfind.pipeline._ingest, dupfind.pipeline.correlate_inputs, dupfind.analyze.analyze
+        ingest, correlate = dupfind.pipeline._ingest, dupfind.pipeline.correlate_inputs
+        analyze = dupfind.analyze.analyze
 
         def counted(name, fn):
             def wrapper(*a, **k):
@@ -173,7 +174,8 @@ def test_changed_added_or_removed_file_invalidates_the_set(logs, cache_dir, call
     extra.write_bytes(victim.read_bytes()[:2000].rsplit(b"\n", 1)[0] + b"\n")
     calls.reset()
     added = orjson.loads(run(*base))
-    assert calls.ingest == 1 and added["inputs"]["totals"]["files"] == orjson.loads(cold)["inputs"]["totals"]["files"] + 1
+    assert calls.ingest == 1
+    assert added["inputs"]["totals"]["files"] == orjson.loads(cold)["inputs"]["totals"]["files"] + 1
     extra.unlink()
     calls.reset()
     assert run(*base) == cold and calls.ingest == 0  # the set before the file was added, still cached
