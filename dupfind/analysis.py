@@ -11,7 +11,8 @@ from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
-from dupfind.findings import Evidence
+from dupfind.finding_details import EVIDENCE_LIMIT, DetailRequest, fill_details
+from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS
@@ -26,17 +27,27 @@ WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 
 
 class GroupIndex:
-    """Rows of a frame grouped by one key, for O(1) slices per key (no full-table filter)."""
+    """Rows of a frame grouped by one key, for O(1) lookups per key (no full-table filter).
+
+    Keeps row positions, not a sorted copy of the frame: a lookup gathers its few rows."""
 
     def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = ()) -> None:
-        self.frame = frame.filter(pl.col(key).is_not_null()).sort(key, *order, maintain_order=True)
-        counts = self.frame.group_by(key, maintain_order=True).len()
+        self.source = frame
+        keyed = (
+            frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"), key, *order)
+            .filter(pl.col(key).is_not_null())
+            .sort(key, *order, maintain_order=True)
+        )
+        self.positions = keyed["_pos"]
+        counts = keyed.group_by(key, maintain_order=True).len()
         starts = counts["len"].cum_sum() - counts["len"]
         self.spans = dict(zip(counts[key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
 
     def get(self, value) -> pl.DataFrame:
         span = self.spans.get(value)
-        return self.frame.slice(span[0], span[1]) if span else self.frame.clear()
+        if not span:
+            return self.source.clear()
+        return self.source[self.positions.slice(span[0], span[1])]
 
 
 @dataclass
@@ -47,6 +58,7 @@ class AnalysisContext:
     config: Config
     skew_s: float = 0.5
     timeouts: dict[str, float] = field(default_factory=dict)  # queue -> visibility timeout (s)
+    _details: dict[int, DetailRequest] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def table(self) -> pl.DataFrame:
@@ -65,12 +77,14 @@ class AnalysisContext:
         return self.correlation.warnings
 
     @cached_property
-    def action_records(self) -> pl.DataFrame:
-        return self.table.filter(pl.col("action_id").is_not_null())
+    def action_records(self) -> pl.LazyFrame:
+        """Records that belong to an action, lazily: each reader collects just the rows and
+        columns it needs instead of everyone sharing a full copy of the table."""
+        return self.table.lazy().filter(pl.col("action_id").is_not_null())
 
     @cached_property
     def _records_index(self) -> GroupIndex:
-        return GroupIndex(self.action_records, "action_id", ("ts", "source", "line"))
+        return GroupIndex(self.table, "action_id", ("ts", "source", "line"))
 
     @cached_property
     def _executions_index(self) -> GroupIndex:
@@ -97,7 +111,7 @@ class AnalysisContext:
     @cached_property
     def side_effects(self) -> pl.DataFrame:
         """One row per side-effect request with its outcome (see effects.py)."""
-        return side_effect_requests(self.action_records)
+        return side_effect_requests(self.table)
 
     @cached_property
     def effect_counts(self) -> pl.DataFrame:
@@ -113,7 +127,7 @@ class AnalysisContext:
         stated = self.table.filter(pl.col("visibility_timeout_s").is_not_null())
         found: dict[str, float] = {}
         if stated.height:
-            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median())
+            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
             for queue, value in per_queue.rows():
                 found[queue] = float(value)
             found.setdefault("", float(stated["visibility_timeout_s"].median()))
@@ -145,7 +159,7 @@ class AnalysisContext:
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
-        return redelivery_gaps(self.table, self.action_queue)
+        return redelivery_gaps(self.table, self.action_attributes.select("action_id", "queue"))
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:
@@ -173,8 +187,8 @@ class AnalysisContext:
 
     @cached_property
     def action_queue(self) -> dict[int, str]:
-        rows = self.action_records.filter(pl.col("queue").is_not_null()).group_by("action_id").agg(pl.col("queue").first())
-        return dict(rows.rows())
+        rows = self.action_attributes.filter(pl.col("queue").is_not_null()).select("action_id", "queue")
+        return dict(rows.iter_rows())
 
     @cached_property
     def pairs(self) -> pl.DataFrame:
@@ -213,6 +227,11 @@ class AnalysisContext:
         return lock_holds(self.lock_events, self.executions)
 
     @cached_property
+    def lock_holders(self) -> set[int]:
+        """Executions that acquired a lock."""
+        return set(self.lock_holds["exec_id"].drop_nulls().to_list())
+
+    @cached_property
     def _lock_events_index(self) -> GroupIndex:
         return GroupIndex(self.lock_events, "key", ("ts",))
 
@@ -244,6 +263,40 @@ class AnalysisContext:
         inferred."""
         return self.deploys.interrupted
 
+    def request_details(self, finding: Finding, **what) -> DetailRequest:
+        """Register what a finding needs filled (see finding_details); answered by `fill_details`."""
+        request = self._details.get(id(finding))
+        if request is None:
+            request = self._details[id(finding)] = DetailRequest(finding)
+        for key, value in what.items():
+            setattr(request, key, value)
+        return request
+
+    def attach_evidence(
+        self, finding: Finding, rids: list[int], notes: dict[int, str] | None = None,
+        executions: list[int] = (), kinds: tuple[str, ...] = EVIDENCE_KINDS, limit: int = EVIDENCE_LIMIT,
+    ) -> None:
+        """Evidence for a finding: these records plus the records of these executions of these kinds,
+        in time order, at most `limit` (filled with every other finding's by `fill_details`)."""
+        self.request_details(
+            finding, rids=[int(r) for r in rids if r is not None], notes=dict(notes or {}),
+            evidence_execs=list(executions), evidence_kinds=tuple(kinds), limit=limit, wants_evidence=True,
+        )
+
+    def fill_details(self) -> None:
+        """Fill every registered finding's details in a few vectorised passes."""
+        requests, self._details = list(self._details.values()), {}
+        fill_details(self, requests)
+
+    @cached_property
+    def generation_of(self) -> dict[str, str | None]:
+        return self.deploys.generation_of()
+
+    @cached_property
+    def exec_killed_rows(self) -> dict[int, dict]:
+        """exec_killed by exec_id."""
+        return {row["exec_id"]: row for row in self.exec_killed.iter_rows(named=True)}
+
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
         records = self.records_of(action_id)
@@ -257,33 +310,12 @@ class AnalysisContext:
     def action_identity(self, action_id: int) -> str:
         return self._identities.get(action_id, f"action-{action_id}")
 
-    def evidence(self, rids: list[int], notes: dict[int, str] | None = None, limit: int = 14) -> list[Evidence]:
-        """Records by row id (the correlated table keeps rid == row position)."""
-        if not rids:
-            return []
-        rows = self.table[sorted(set(int(r) for r in rids))].sort("ts", "source", "line").head(limit)
-        notes = notes or {}
-        return [
-            Evidence(r["ts"], r["source"], r["line"], r["worker_id"], r["kind"], r["name"], r["attempt"], notes.get(r["rid"]))
-            for r in rows.iter_rows(named=True)
-        ]
-
-    def key_records(self, action_id: int, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
-        """The lifecycle records of some executions of one action, for evidence."""
-        rows = self.records_of(action_id).filter(pl.col("exec_id").is_in(exec_ids) & pl.col("kind").is_in(list(kinds)))
-        return rows["rid"].to_list()
-
     @cached_property
     def _exec_records_index(self) -> GroupIndex:
-        return GroupIndex(self.action_records, "exec_id", ("ts", "source", "line"))
+        return GroupIndex(self.table, "exec_id", ("ts", "source", "line"))
 
     def records_of_executions(self, exec_ids: list[int]) -> pl.DataFrame:
         """Every record of some executions (of any actions), without scanning the whole table."""
         parts = [self._exec_records_index.get(e) for e in dict.fromkeys(exec_ids)]
         parts = [p for p in parts if p.height]
-        return pl.concat(parts) if parts else self._exec_records_index.frame.clear()
-
-    def execution_records(self, exec_ids: list[int], kinds: tuple[str, ...] = EVIDENCE_KINDS) -> list[int]:
-        """The lifecycle records of executions of any actions (a worker's jobs), for evidence."""
-        rows = self.records_of_executions(exec_ids)
-        return rows.filter(pl.col("kind").is_in(list(kinds)))["rid"].to_list()
+        return pl.concat(parts) if parts else self._exec_records_index.source.clear()

@@ -133,6 +133,7 @@ def analyze(
     for rule in rules:
         if rule.enabled:
             findings.extend(DETECTORS[rule.detector](ctx, rule))
+    ctx.fill_details()
     findings.sort(key=lambda f: (-severity_rank(f.severity), not f.harmful, f.rule, f.first_ts or 0, f.fingerprint))
     warnings = [
         f"{w.key}={w.value!r} appears with {w.jobs} different jobs; it was not used to link records "

@@ -23,12 +23,36 @@ class Attribution:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-def _first_rid(frame: pl.DataFrame) -> list[int]:
-    return frame["rid"].head(1).to_list()
+ATTRIBUTION_KINDS = ("publish", "fail", "lease_expired", "lock_acquire", "lock_expired", "lock_release")
+LOCK_KINDS = ("lock_acquire", "lock_expired", "lock_release")
+
+
+@dataclass
+class ActionFacts:
+    """One action's rows attribution reads, as Python rows (see action_facts)."""
+
+    executions: list[dict]  # in start order
+    records: list[dict]  # records of ATTRIBUTION_KINDS, in time order
+
+
+def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, ActionFacts]:
+    """The executions and attribution-relevant records of many actions, fetched in two passes."""
+    wanted = pl.Series("action_id", list(dict.fromkeys(action_ids)), dtype=pl.Int64)
+    execs = ctx.executions.filter(pl.col("action_id").is_in(wanted.implode())).sort(
+        "action_id", "start", maintain_order=True
+    )
+    records = ctx.action_records.filter(
+        pl.col("action_id").is_in(wanted.implode()) & pl.col("kind").is_in(ATTRIBUTION_KINDS)
+    ).sort("action_id", "ts", "source", "line", maintain_order=True).select("action_id", "rid", "ts", "kind", "exec_id", "job_id").collect()
+    by_exec = execs.rows_by_key("action_id", named=True, include_key=True)
+    by_record = records.rows_by_key("action_id", named=True, include_key=True)
+    return {a: ActionFacts(by_exec.get(a, []), by_record.get(a, [])) for a in wanted.to_list()}
 
 
 def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str | None:
     """Why both executions held one lock at once (hold = acquire until release or end of the run), or None."""
+    if first_exec not in ctx.lock_holders or later_exec not in ctx.lock_holders:
+        return None
     holds = ctx.lock_holds.filter(pl.col("exec_id").is_in([first_exec, later_exec]))
     pairs = concurrent_holds(holds, "acquire_ts", "believed_end")
     if pairs.height == 0:
@@ -49,23 +73,22 @@ def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str
     return f"both executions held lock {key!r} at once for {pair['overlap_s']:.1f} s: the lock did not exclude the second"
 
 
-def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> Attribution:
-    """Explain why the counted side-effect requests of one action happened more than once."""
-    requests = requests.sort("ts")
-    exec_ids = [e for e in requests["exec_id"].unique(maintain_order=True).to_list() if e is not None]
-    execs = ctx.executions_of(action_id).filter(pl.col("exec_id").is_in(exec_ids))
-    records = ctx.records_of(action_id)
-    if execs.height < 2:
-        notes = {r: "side effect request" for r in requests["rid"].to_list()}
+def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts: ActionFacts) -> Attribution:
+    """Explain why the counted side-effect requests (rows, in time order) of one action happened more than once."""
+    exec_ids = [e for e in dict.fromkeys(r["exec_id"] for r in requests) if e is not None]
+    wanted = set(exec_ids)
+    execs = [e for e in facts.executions if e["exec_id"] in wanted]
+    records = facts.records
+    if len(execs) < 2:
+        rids = [r["rid"] for r in requests]
         return Attribution(
             "unknown", "possible",
             "the same execution requested the side effect more than once (an HTTP client retry after a timeout?)",
-            requests["rid"].to_list(), notes,
+            rids, {r: "side effect request" for r in rids},
         )
-    first = execs.row(0, named=True)
-    later = execs.row(1, named=True)
-    first_req = requests.filter(pl.col("exec_id") == first["exec_id"]).row(0, named=True)
-    later_req = requests.filter(pl.col("exec_id") == later["exec_id"]).row(0, named=True)
+    first, later = execs[0], execs[1]
+    first_req = next(r for r in requests if r["exec_id"] == first["exec_id"])
+    later_req = next(r for r in requests if r["exec_id"] == later["exec_id"])
     base_rids = [first_req["rid"], later_req["rid"]]
     notes = {first_req["rid"]: "first side effect", later_req["rid"]: "repeated side effect"}
     later_entry = later["entry_ts"] or later["start"]
@@ -73,47 +96,45 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
     # 1. Lock overlap: both executions held one lock key during intersecting intervals.
     overlap = _lock_overlap(ctx, first["exec_id"], later["exec_id"])
     if overlap is not None:
-        locks = records.filter(pl.col("kind").is_in(["lock_acquire", "lock_expired", "lock_release"]) & pl.col("exec_id").is_in(exec_ids))
-        notes.update({r: "lock" for r in locks["rid"].to_list()})
-        return Attribution(
-            "lock_overlap", "certain", overlap,
-            locks["rid"].head(6).to_list() + base_rids, notes,
-        )
+        locks = [r["rid"] for r in records if r["kind"] in LOCK_KINDS and r["exec_id"] in wanted]
+        notes.update({r: "lock" for r in locks})
+        return Attribution("lock_overlap", "certain", overlap, locks[:6] + base_rids, notes)
 
     # 2. Double publish: the two executions ran different messages of one event.
-    publishes = records.filter(pl.col("kind") == "publish")
-    published_jobs = set(publishes["job_id"].drop_nulls().to_list())
-    if set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or publishes.height >= 2):
-        pub_rids = publishes["rid"].head(4).to_list()
+    publishes = [r for r in records if r["kind"] == "publish"]
+    published_jobs = {r["job_id"] for r in publishes if r["job_id"] is not None}
+    if set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or len(publishes) >= 2):
+        pub_rids = [r["rid"] for r in publishes[:4]]
         notes.update({r: "publish" for r in pub_rids})
+        count = max(len(published_jobs), len(publishes))
         return Attribution(
             "double_publish", "certain",
-            f"the event was published {max(len(published_jobs), publishes.height)} times as different messages "
+            f"the event was published {count} times as different messages "
             f"({', '.join(sorted(published_jobs)[:3])}); each was processed once",
-            pub_rids + base_rids, notes, {"publishes": float(max(len(published_jobs), publishes.height))},
+            pub_rids + base_rids, notes, {"publishes": float(count)},
         )
 
     # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
     # worker went silent after its stop signal): a deploy or crash cause, not a timeout.
-    killed = ctx.exec_killed.filter(pl.col("exec_id") == first["exec_id"])
-    if killed.height and killed["kill_ts"][0] <= later_entry:
-        return _killed(ctx, first, later, killed.row(0, named=True), base_rids, notes)
+    killed = ctx.exec_killed_rows.get(first["exec_id"])
+    if killed is not None and killed["kill_ts"] <= later_entry:
+        return _killed(ctx, first, later, killed, base_rids, notes)
 
     # 4. Retry after a partial success: side effect done, then the execution failed.
     if first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]:
-        fail = records.filter((pl.col("exec_id") == first["exec_id"]) & (pl.col("kind") == "fail"))
-        notes.update({r: "failed after the side effect" for r in _first_rid(fail)})
+        fail = [r["rid"] for r in records if r["exec_id"] == first["exec_id"] and r["kind"] == "fail"][:1]
+        notes.update({r: "failed after the side effect" for r in fail})
         return Attribution(
             "partial_success_retry", "certain",
             "the first execution's side effect succeeded, then it failed before saving the status and was retried",
-            _first_rid(fail) + base_rids, notes,
+            fail + base_rids, notes,
         )
 
     # How the second execution followed the first (for 5 and 6).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
     queue = ctx.action_queue.get(action_id)
     timeout = ctx.timeout_for(queue)
-    expiry = records.filter(pl.col("kind") == "lease_expired")
+    expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"]
     near_timeout = timeout is not None and abs(gap - timeout) <= max(2.0, 0.25 * timeout)
     running = later_entry < first["end"]
     figures = {"gap_s": round(gap, 3)}
@@ -121,16 +142,16 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: pl.DataFrame) -> A
         figures["timeout_s"] = timeout
 
     # 5. Two deploy generations each received the message while both were consuming.
-    if not expiry.height and not near_timeout:
+    if not expiry and not near_timeout:
         overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
         if overlap is not None:
             return overlap
 
     # 6. Lease / visibility timeout expiry while the first execution was still running.
-    if running or expiry.height or near_timeout:
-        evidence = _first_rid(expiry)
+    if running or expiry or near_timeout:
+        evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
-        confidence = "certain" if running and (expiry.height or near_timeout) else "likely"
+        confidence = "certain" if running and (expiry or near_timeout) else "likely"
         where = "while the first was still running" if running else "after the first stopped logging"
         detail = f"attempt {later['attempt'] or 2} started {gap:.1f} s after attempt {first['attempt'] or 1} {where}"
         if timeout is not None:
@@ -150,8 +171,7 @@ def _killed(
     """The first execution was in flight when its worker ended: say how, and which deploy did it."""
     kill_rid = int(kill["kill_rid"])
     model = ctx.deploys
-    worker = model.workers.filter(pl.col("worker_id") == first["worker_id"])
-    info = worker.row(0, named=True) if worker.height else {}
+    info = model.worker_rows.get(first["worker_id"], {})
     generation = info.get("generation")
     how = {
         "worker_killed": "was killed", "worker_exit": "exited",
@@ -189,7 +209,7 @@ def _generation_overlap(
     figures: dict,
 ) -> Attribution | None:
     """Both generations of a deploy took the message (not a redelivery): a deploy overlap cause."""
-    generations = ctx.deploys.generation_of()
+    generations = ctx.generation_of
     gen_a, gen_b = generations.get(first["worker_id"]), generations.get(later["worker_id"])
     if gen_a is None or gen_b is None or gen_a == gen_b:
         return None

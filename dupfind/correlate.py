@@ -34,7 +34,9 @@ class GlueWarning:
 
 @dataclass
 class Correlation:
-    """The canonical table with `rid`, `action_id` and `exec_id`, plus per-action/execution tables."""
+    """The canonical table with `rid`, `action_id`, `exec_id` and `echo` (the record repeats a run
+    another log of the same worker tells: Celery's own lines beside the app's), plus per-action
+    and per-execution tables."""
 
     table: pl.DataFrame
     actions: pl.DataFrame
@@ -71,6 +73,11 @@ def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame
     return labels
 
 
+def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.Series:
+    """`column` of `values` (rid, column) aligned to the table's rows (rid == row position), null elsewhere."""
+    return table.select("rid").join(values, on="rid", how="left", maintain_order="left")[column]
+
+
 def build_actions(
     table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[GlueWarning]]:
@@ -84,63 +91,71 @@ def build_actions(
     if not keys or table.height == 0:
         empty = pl.DataFrame(schema={"action_id": pl.Int64, "identity": pl.String})
         return table.with_columns(action_id=pl.lit(None, dtype=pl.Int64)), empty, []
+    # Records that carry the same link values link alike: the graph is built over the distinct
+    # tuples of values (a tenth of the records in a typical export), then mapped back.
+    tuples = (
+        table.select("rid", *keys).filter(pl.any_horizontal(pl.col(keys).is_not_null()))
+        .group_by(keys).agg(pl.col("rid")).with_row_index("tid")
+    )
     long = (
-        table.select("rid", *keys)
-        .unpivot(index="rid", on=keys, variable_name="key", value_name="value")
+        tuples.select("tid", *keys)
+        .unpivot(index="tid", on=keys, variable_name="key", value_name="value")
         .drop_nulls("value")
         .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
         .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
     )
+    # An integer per distinct node: categorical codes (a hash table over the strings, no sort or join).
+    long = long.with_columns(nid=pl.col("node").cast(pl.Categorical).to_physical().cast(pl.Int64))
+    node_ids = long.select("nid", "node", "key", "value").unique("nid")
+    long = long.select("tid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
     warnings: list[GlueWarning] = []
-    glued: set[str] = set()
     if "job_id" in keys:
-        jobs = long.filter(pl.col("key") == "job_id").select("rid", pl.col("value").alias("job"))
+        jobs = long.filter(pl.col("key") == "job_id").select("tid", pl.col("nid").alias("job"))
         fanout = (
-            long.filter(pl.col("key") != "job_id").join(jobs, on="rid")
-            .group_by("key", "value", "node").agg(pl.col("job").n_unique().alias("n"))
+            long.filter(pl.col("key") != "job_id").join(jobs, on="tid")
+            .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
         partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
         if partner:
-            partners = long.filter(pl.col("key") == partner).select("rid", pl.col("value").alias("p"))
+            partners = long.filter(pl.col("key") == partner).select("tid", pl.col("nid").alias("p"))
             fanout = pl.concat([
                 fanout,
-                long.filter(pl.col("key") == "job_id").join(partners, on="rid")
-                .group_by("key", "value", "node").agg(pl.col("p").n_unique().alias("n")),
+                jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
             ])
-        for key, value, node, n in fanout.filter(pl.col("n") > max_jobs_per_value).sort("n", descending=True).rows():
-            glued.add(node)
+        glued = fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid").sort("n", "node", descending=[True, False])
+        for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
-    if glued:
-        long = long.filter(~pl.col("node").is_in(list(glued)))
-    node_ids = long.select("node").unique().sort("node").with_row_index("nid").with_columns(pl.col("nid").cast(pl.Int64))
-    long = long.join(node_ids, on="node")
-    anchors = long.group_by("rid").agg(pl.col("nid").min().alias("anchor"))
+        if glued.height:
+            long = long.join(glued.select("nid"), on="nid", how="anti")
+    anchors = long.group_by("tid").agg(pl.col("nid").min().alias("anchor"))
     edges = (
-        long.join(anchors, on="rid").filter(pl.col("nid") != pl.col("anchor"))
+        long.join(anchors, on="tid").filter(pl.col("nid") != pl.col("anchor"))
         .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
     )
-    labels = _connected_components(edges, node_ids["nid"])
-    record_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("rid", "label")
+    linked = long.select("nid").unique()
+    labels = _connected_components(edges, linked["nid"].sort())
+    tuple_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("tid", "label")
     # Stable identity: the sorted ids of the component (independent of input order).
-    members = long.join(labels.rename({"node": "nid"}), on="nid")
+    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("node")
     actions = (
-        members.select("label", "key", "value", "node").unique()
-        .group_by("label")
-        .agg(pl.col("node").sort().str.join("|").alias("identity"), *[
-            pl.col("value").filter(pl.col("key") == k).unique().sort().alias(k) for k in keys
+        members.group_by("label", maintain_order=True)
+        .agg(pl.col("node").str.join("|").alias("identity"), *[
+            pl.col("value").filter(pl.col("key") == k).sort().alias(k) for k in keys
         ])
         .sort("identity")
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))
     )
-    record_actions = record_labels.join(actions.select("label", "action_id"), on="label").select("rid", "action_id")
-    table = table.join(record_actions, on="rid", how="left").sort("rid")
-    return table, actions.drop("label"), warnings
+    record_actions = (
+        tuple_labels.join(actions.select("label", "action_id"), on="label")
+        .join(tuples.select("tid", "rid"), on="tid").explode("rid").select("rid", "action_id")
+    )
+    return table.with_columns(action_id=_by_rid(table, record_actions, "action_id")), actions.drop("label"), warnings
 
 
-def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
+def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Records of one action on one worker that come in several formats describe the same runs.
 
     A queue framework's own log (Celery's `received` / `succeeded` lines) and the application's
@@ -148,15 +163,17 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
     (`ForkPoolWorker-2` against the OS pid 10258). A format whose lifecycle kinds the richest
     format of the pair already logs adds nothing and is left out of the runs. Formats that
     complement each other are both kept; only the richest one's process ids then tell runs apart,
-    the others' records join the run they fall into by time.
+    the others' records join the run they fall into by time. Returns the records kept and the
+    rids of those left out (echoes of runs another log tells).
     """
     pair = ["action_id", "worker_id"]
+    none = base.clear().select("rid")
     if base.select(pl.col("format").n_unique()).item() < 2:
-        return base
+        return base, none
     per_format = base.group_by(*pair, "format").agg(pl.col("kind").unique().alias("kinds"), pl.len().alias("n"))
     mixed = per_format.group_by(pair).len().filter(pl.col("len") > 1).select(pair)
     if mixed.height == 0:
-        return base
+        return base, none
     per_format = per_format.join(mixed, on=pair).with_columns(breadth=pl.col("kinds").list.len())
     richest = (
         per_format.sort([*pair, "breadth", "n", "format"], descending=[False, False, True, True, False])
@@ -168,34 +185,24 @@ def _one_account_of_runs(base: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("kinds").list.set_difference(pl.col("__kinds")).list.len() == 0)
     ).select(*pair, "format", "__richest", "__redundant")
     base = base.join(verdict, on=[*pair, "format"], how="left", maintain_order="left")
-    base = base.filter(~pl.col("__redundant").fill_null(False))
+    redundant = pl.col("__redundant").fill_null(False)
+    echoes = base.filter(redundant).select("rid")
+    base = base.filter(~redundant)
     keep_pid = pl.col("__richest").is_null() | (pl.col("format") == pl.col("__richest"))
-    return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant")
+    return base.with_columns(process_id=pl.when(keep_pid).then(pl.col("process_id"))).drop("__richest", "__redundant"), echoes
 
 
-def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split each action's records into executions: one run on one worker (and process)."""
-    base = table.filter(pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null())
-    base = _one_account_of_runs(base)
-    # Use the process id only where it is needed to tell runs apart on one worker.
-    work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
-    needs_pid = (
-        base.group_by("action_id", "worker_id")
-        .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
-    )
-    base = base.join(needs_pid, on=["action_id", "worker_id"], how="left").sort(
-        "action_id", "worker_id", "ts", "source", "line"
-    )
-    # Prefork pools (Celery) log receive and ack from the main process and the work from a
-    # child: a receive belongs to the child that starts next, everything else to the child
-    # that logged last.
+def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
+    """For (action, worker) pairs whose work was logged by several processes. Prefork pools (Celery) log receive and ack from the main process and the work from a
+    child: a receive belongs to the child that starts next, everything else to the child
+    that logged last. Adds pid_filled and identity (worker, or worker/process where needed)."""
+    base = base.sort("action_id", "worker_id", "ts", "source", "line")
     pair = ["action_id", "worker_id"]
     work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
     start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
     own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
-    base = base.with_columns(
-        pid_filled=pl.when(~pl.col("use_pid")).then(None)
-        .when(own_is_work).then(pl.col("process_id"))
+    return base.with_columns(
+        pid_filled=pl.when(own_is_work).then(pl.col("process_id"))
         .when(pl.col("kind") == "receive").then(
             pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
         )
@@ -207,14 +214,44 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         identity=pl.when(pl.col("pid_filled").is_not_null())
         .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
         .otherwise(pl.col("worker_id"))
-    ).sort("action_id", "identity", "ts", "source", "line")
-    group = ["action_id", "identity"]
+    ).drop("use_pid", "work_pids")
+
+
+def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split each action's records into executions: one run on one worker (and process)."""
+    columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
+               "deployment_id", "job_id", "lock_key"]
+    base = table.select([c for c in columns if c in table.columns]).filter(
+        pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
+    )
+    base, echoes = _one_account_of_runs(base)
+    # Use the process id only where it is needed to tell runs apart on one worker.
+    work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
+    needs_pid = (
+        base.group_by("action_id", "worker_id")
+        .agg((work_pids.n_unique() > 1).alias("use_pid"), work_pids.unique().alias("work_pids"))
+    )
+    pair = ["action_id", "worker_id"]
+    # Where a worker ran an action in one process only, runs are told apart by the worker alone.
+    by_worker = base.with_columns(pid_filled=pl.lit(None, dtype=base.schema["process_id"]), identity=pl.col("worker_id"))
+    multi = needs_pid.filter(pl.col("use_pid"))
+    if multi.height:
+        by_worker = by_worker.join(multi.select(pair), on=pair, how="anti")
+        by_process = _assign_processes(base.join(multi, on=pair))
+        base = pl.concat([by_worker, by_process.select(by_worker.columns)])
+    else:
+        base = by_worker
+    base = base.sort("action_id", "identity", "ts", "source", "line")
+    # One integer per (action, identity) run of rows; the frame is sorted by it.
+    new_group = (pl.col("action_id") != pl.col("action_id").shift(1)) | (pl.col("identity") != pl.col("identity").shift(1))
+    base = base.with_columns(gid=new_group.fill_null(True).cast(pl.Int64).cum_sum())
+    group = "gid"
     base = base.with_columns(
         attempt_ff=pl.col("attempt").forward_fill().over(group),
-        prev_kind=pl.col("kind").shift(1).over(group),
-        first_in_group=pl.int_range(pl.len()).over(group) == 0,
+        prev_kind=pl.when(~new_group.fill_null(True)).then(pl.col("kind").shift(1)),
+        first_in_group=new_group.fill_null(True),
     ).with_columns(
-        prev_attempt=pl.col("attempt_ff").shift(1).over(group),
+        prev_attempt=pl.when(~pl.col("first_in_group")).then(pl.col("attempt_ff").shift(1)),
     )
     boundary = (
         pl.col("first_in_group")
@@ -226,14 +263,13 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS))
     )
     base = base.with_columns(seg=boundary.cast(pl.Int64).cum_sum())
-    consumer = base.group_by("seg").agg(pl.col("kind").is_in(CONSUMER_KINDS).any().alias("is_exec"))
-    base = base.join(consumer, on="seg").filter(pl.col("is_exec"))
-    seg_ids = base.select("seg").unique().sort("seg").with_row_index("exec_id").with_columns(pl.col("exec_id").cast(pl.Int64))
-    base = base.join(seg_ids, on="seg")
+    # Segments with consumer work are executions, numbered in order; rows stay sorted by
+    # (action, identity, time), so each execution's rows are contiguous and in time order.
+    base = base.filter(pl.col("kind").is_in(CONSUMER_KINDS).any().over("seg"))
+    base = base.with_columns(exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1)
     is_kind = lambda *k: pl.col("kind").is_in(list(k))  # noqa: E731
     executions = (
-        base.sort("ts", "source", "line")
-        .group_by("exec_id")
+        base.group_by("exec_id", maintain_order=True)
         .agg(
             pl.col("action_id").first(),
             pl.col("identity").first(),
@@ -261,8 +297,8 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         )
         .sort("action_id", "start", "identity")
     )
-    table = table.join(base.select("rid", "exec_id"), on="rid", how="left").sort("rid")
-    return table, executions
+    echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo").fill_null(False)
+    return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id"), echo=echo), executions
 
 
 def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -38,14 +39,23 @@ class DeployModel:
     def generation_of(self) -> dict[str, str | None]:
         return dict(self.workers.select("worker_id", "generation").rows())
 
+    @cached_property
+    def _window_rows(self) -> list[dict]:
+        rows = self.windows.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+        return sorted(rows.iter_rows(named=True), key=lambda w: w["start"])
+
     def window_at(self, ts: datetime | None, tail_s: float = 0.0) -> dict | None:
         """The latest deploy window that started at or before `ts` and ended (plus a tail) after it."""
-        if ts is None or self.windows.height == 0:
+        if ts is None:
             return None
-        hits = self.windows.filter((pl.col("start") <= ts) & (pl.col("end") + timedelta(seconds=tail_s) >= ts)).sort(
-            "start"
-        )
-        return hits.row(hits.height - 1, named=True) if hits.height else None
+        tail = timedelta(seconds=tail_s)
+        hits = [w for w in self._window_rows if w["start"] <= ts and w["end"] + tail >= ts]
+        return hits[-1] if hits else None
+
+    @cached_property
+    def worker_rows(self) -> dict[str, dict]:
+        """Each worker's row of `workers`, by worker id."""
+        return {row["worker_id"]: row for row in self.workers.iter_rows(named=True)}
 
 
 def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
@@ -54,11 +64,13 @@ def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
 
 def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """Per worker: lifetime, last stop signal, end (explicit, or inferred when it went silent)."""
-    records = table.filter(pl.col("worker_id").is_not_null())
+    columns = ("worker_id", "source", "line", "kind", "ts", "rid", "deployment_id", "exit_code", "grace_period_s")
+    records = table.lazy().filter(pl.col("worker_id").is_not_null()).select(columns).collect()
     own_sources = (
-        table.filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
+        table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
         .select("worker_id", "source")
         .unique()
+        .collect()
         .with_columns(own=pl.lit(True))
     )
     records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(

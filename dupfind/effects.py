@@ -44,7 +44,8 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
             outcome=pl.lit(None, dtype=pl.String), effect=pl.lit(None, dtype=pl.String),
             provider_protected=pl.lit(None, dtype=pl.Boolean),
         )
-    scope = pl.coalesce(pl.col("exec_id").cast(pl.String), pl.concat_str(pl.lit("a"), pl.col("action_id").cast(pl.String)))
+    # The execution, else (records outside any execution) the action: one integer, negative for actions.
+    scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
     name = pl.col("name").fill_null("").str.to_lowercase()
     effects = effects.with_columns(
         scope=scope,

@@ -392,10 +392,10 @@ def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataF
     try:
         text = chunk.decode("utf-8")
         lines = text.split("\n")
-        if first_line == 1 and lines and lines[0].startswith("\ufeff"):
-            lines[0] = lines[0][1:]
         if lines and lines[-1] == "":
             lines.pop()
+        if first_line == 1 and lines and lines[0].startswith("\ufeff"):
+            lines[0] = lines[0][1:]  # after the pop: a file holding only a BOM is one blank line
         frame = pl.DataFrame({
             "line": pl.int_range(first_line, first_line + len(lines), dtype=pl.Int64, eager=True),
             "text": pl.Series(lines, dtype=pl.String),

@@ -47,12 +47,12 @@ ROUND_TIMEOUTS_S = (
 HEADROOM = 1.25  # recommended timeout = p99 x headroom, rounded up to a value from ROUND_TIMEOUTS_S
 
 
-def action_attributes(records: pl.DataFrame) -> pl.DataFrame:
+def action_attributes(records: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Queue and job type of each action: the first value any of its records states."""
-    return records.group_by("action_id").agg(
+    return records.lazy().group_by("action_id").agg(
         pl.col("queue").drop_nulls().first().alias("queue"),
         pl.col("job_type").drop_nulls().first().alias("job_type"),
-    )
+    ).collect()
 
 
 def execution_durations(executions: pl.DataFrame, attributes: pl.DataFrame) -> pl.DataFrame:

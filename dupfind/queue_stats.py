@@ -92,8 +92,9 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
     records = _labelled(
         ctx.table.filter(
-            pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
-            | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)
+            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
+             | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
+            & ~pl.col("echo")  # a run another log of the same worker already tells counts once
         ).select(cols),
         ctx,
     )
@@ -145,6 +146,7 @@ def _waits(ctx: AnalysisContext) -> pl.DataFrame:
             pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
         )
         .filter(pl.col("published_at").is_not_null())
+        .collect()
     )
     wait = (pl.col("delivered_at") - pl.col("published_at")).dt.total_microseconds() / 1e6
     age = (pl.coalesce("delivered_at", pl.lit(end_of_logs)) - pl.col("published_at")).dt.total_microseconds() / 1e6

@@ -81,7 +81,7 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
 
 
 def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
-    records = ctx.action_records.filter(pl.col("action_id").is_in(action_ids))
+    records = ctx.action_records.filter(pl.col("action_id").is_in(action_ids)).collect()
     keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in records.columns]
     grouped = records.group_by("action_id").agg([pl.col(k).drop_nulls().unique().sort().head(4) for k in keys])
     return {row["action_id"]: {k: row[k] for k in keys if row[k]} for row in grouped.to_dicts()}

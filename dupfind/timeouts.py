@@ -44,20 +44,25 @@ def _message() -> pl.Expr:
     return pl.coalesce("job_id", pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String)))
 
 
-def redelivery_gaps(table: pl.DataFrame, action_queue: dict[int, str] | None = None) -> pl.DataFrame:
-    """Deliveries of one message after the first that no failure, retry or lock denial asked for.
+def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Deliveries of one message after the first that no failure, retry or lock denial asked for
+    (`action_queue`: action_id, queue of each action, for deliveries that do not name their queue).
 
     A delivery is a receive record of the message (job id, else action); messages whose consumers
     log no receive count their start records instead. `gap_s` is this delivery minus the previous one.
     """
     rows = (
-        table.filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
+        table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
+        .filter(~pl.col("echo") if "echo" in table.columns else pl.lit(True))  # one log's account per run
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
         .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
+        .collect()
     )
     if rows.height == 0:
         return pl.DataFrame(schema=GAP_SCHEMA)
-    rows = rows.with_columns(has_receive=(pl.col("kind") == "receive").any().over("message"))
+    # Partition by an integer per message, not by the message string.
+    rows = rows.with_columns(msg=pl.col("message").cast(pl.Categorical).to_physical())
+    rows = rows.with_columns(has_receive=(pl.col("kind") == "receive").any().over("msg"))
     delivery_kind = pl.when(pl.col("has_receive")).then(pl.lit("receive")).otherwise(pl.lit("start"))
     rows = rows.filter((pl.col("kind") == delivery_kind) | pl.col("kind").is_in(REQUESTED_REDELIVERY_KINDS))
     # Requested redeliveries sort before a delivery logged at the same instant.
@@ -65,24 +70,26 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: dict[int, str] | None = N
         rows.with_columns(is_delivery=pl.col("kind").is_in(["receive", "start"]))
         .sort("message", "ts", "is_delivery", "rid")
         .with_columns(
-            requests=(~pl.col("is_delivery")).cast(pl.Int32).cum_sum().over("message"),
-            queue=pl.col("queue").forward_fill().backward_fill().over("message"),
-            action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
+            requests=(~pl.col("is_delivery")).cast(pl.Int32).cum_sum().over("msg"),
+            queue=pl.col("queue").forward_fill().backward_fill().over("msg"),
+            action_id=pl.col("action_id").forward_fill().backward_fill().over("msg"),
         )
     )
     deliveries = (
         rows.filter(pl.col("is_delivery"))
         .with_columns(
-            prev_ts=pl.col("ts").shift(1).over("message"),
-            prev_rid=pl.col("rid").shift(1).over("message"),
-            prev_exec_id=pl.col("exec_id").shift(1).over("message"),
-            asked=pl.col("requests") - pl.col("requests").shift(1).over("message"),
+            prev_ts=pl.col("ts").shift(1).over("msg"),
+            prev_rid=pl.col("rid").shift(1).over("msg"),
+            prev_exec_id=pl.col("exec_id").shift(1).over("msg"),
+            asked=pl.col("requests") - pl.col("requests").shift(1).over("msg"),
         )
         .filter(pl.col("prev_ts").is_not_null() & (pl.col("asked") == 0))
     )
-    if action_queue:
-        fallback = pl.col("action_id").replace_strict(action_queue, default=None, return_dtype=pl.String)
-        deliveries = deliveries.with_columns(queue=pl.coalesce("queue", fallback))
+    if action_queue is not None and action_queue.height:
+        queues = action_queue.select("action_id", pl.col("queue").alias("_action_queue"))
+        deliveries = deliveries.join(queues, on="action_id", how="left", maintain_order="left").with_columns(
+            queue=pl.coalesce("queue", "_action_queue")
+        )
     return deliveries.select(
         pl.col("queue").fill_null(""),
         "message",

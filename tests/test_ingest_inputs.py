@@ -111,6 +111,16 @@ def test_crlf_and_bom_are_tolerated(tmp_path, config):
     assert result.table["worker_id"].to_list() == [None, "A"]
 
 
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf", gzip.compress(b"\xef\xbb\xbf\x00\x00\x00\x01")[:14]])
+def test_a_file_holding_only_a_bom_is_one_blank_line(tmp_path, config, data):
+    # Found by the hypothesis property test: the BOM was stripped before the trailing empty
+    # element was dropped, so the one line was neither parsed, blank nor rejected.
+    path = tmp_path / "bom.log"
+    path.write_bytes(data)
+    report = ingest([str(path)], config).files[0]
+    assert (report.lines, report.blank, report.parsed, report.rejected_total) == (1, 1, 0, 0)
+
+
 def test_bad_lines_only_cost_their_sub_block(tmp_path, config):
     lines = [
         f'{{"ts":"2026-07-21T10:{i // 60 % 60:02d}:{i % 60:02d}Z","event":"job_started","job_id":"q-{i}","attempt":{i % 3 + 1}}}'

@@ -66,6 +66,22 @@ def test_counters_equal_the_answer_key(folder: Path):
         assert per_deploy[name] == totals[name], name
 
 
+REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file())
+
+
+@pytest.mark.parametrize("folder", REAL, ids=[p.name for p in REAL])
+def test_real_recordings_count_each_run_once(folder: Path):
+    # Celery's own lines and the app's lines tell the same runs: receives and redeliveries count once.
+    counters = orjson.loads((folder / "truth.json").read_bytes())["counters"]
+    report = _stats(folder / "logs")
+    totals = _totals(report.queues)
+    assert totals["received"] == counters["executions"]
+    assert totals["started"] == counters["executions"]
+    assert totals["redelivered"] == counters["redeliveries"]
+    for finding in (f for f in report.findings if f.rule == "DF401"):
+        assert finding.figures["redeliveries"] == counters["redeliveries"]
+
+
 def test_dead_letters_and_retries_counted(tmp_path: Path):
     params = replace(
         PRESETS["db-update-fails"].params, provider_error_rate=0.5, max_attempts=2, backoff_base_s=0.5, jobs=40

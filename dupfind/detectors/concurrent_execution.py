@@ -42,6 +42,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "executions": len(exec_ids),
             "overlap": "certain" if certain else "possible",
         }
-        finding.evidence = ctx.evidence(ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "ack", "finish", "fail")))
+        ctx.attach_evidence(finding, [], executions=exec_ids, kinds=("receive", "start", "side_effect", "ack", "finish", "fail"))
         findings.append(finding)
     return findings

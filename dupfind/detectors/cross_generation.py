@@ -64,11 +64,11 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "deploy": window["deploy"] if window else None,
             "s_after_deploy_start": seconds((worst["start_b"] - window["start"]).total_seconds()) if window else None,
         }
-        rids = ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "ack", "finish", "fail"))
-        notes = {}
+        rids, notes = [], {}
         if window and window["start_rid"] is not None:
-            rids = [window["start_rid"], *rids]
+            rids = [window["start_rid"]]
             notes[window["start_rid"]] = f"deploy {window['deploy']} started"
-        finding.evidence = ctx.evidence(rids, notes)
+        ctx.attach_evidence(finding, rids, notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "ack", "finish", "fail"))
         findings.append(finding)
     return findings

@@ -12,7 +12,7 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("double_publish")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    publishes = ctx.action_records.filter(pl.col("kind") == "publish")
+    publishes = ctx.action_records.filter(pl.col("kind") == "publish").collect()
     if publishes.height == 0:
         return []
     per_action = publishes.group_by("action_id").agg(
@@ -37,7 +37,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         finding.cause = "double_publish"
         finding.confidence = "certain"
         finding.figures = {"publishes": row["publishes"], "messages": row["jobs"], "event_ids": row["events"], "publish_gap_s": seconds(gap)}
-        finding.evidence = ctx.evidence(row["rid"] + ctx.key_records(action_id, exec_ids, ("receive", "side_effect", "dedup_hit", "claim_lost")),
-                                        {r: "publish" for r in row["rid"]})
+        ctx.attach_evidence(finding, row["rid"], {r: "publish" for r in row["rid"]}, executions=exec_ids,
+                            kinds=("receive", "side_effect", "dedup_hit", "claim_lost"))
         findings.append(finding)
     return findings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
-from dupfind.attribution import attribute
+from dupfind.attribution import action_facts, attribute
 from dupfind.detectors._common import action_finding
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
@@ -16,14 +16,17 @@ from dupfind.rules_registry import Rule, detector
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     findings: list[Finding] = []
     duplicates = ctx.effect_counts.filter(pl.col("confidence").is_not_null())
+    counted = ctx.side_effects.with_row_index("_order").filter(pl.col("outcome").is_in(COUNTED)).join(
+        duplicates.select("action_id", "effect"), on=["action_id", "effect"], how="semi"
+    ).sort("action_id", "ts", "_order")
+    requests_of = counted.rows_by_key(["action_id", "effect"], named=True, include_key=True)
+    facts = action_facts(ctx, duplicates["action_id"].to_list())
     for row in duplicates.iter_rows(named=True):
         action_id, effect = row["action_id"], row["effect"]
-        requests = ctx.side_effects_of(action_id).filter(
-            (pl.col("effect") == effect) & pl.col("outcome").is_in(COUNTED)
-        )
+        requests = requests_of.get((action_id, effect), [])
         harmful = row["confidence"] in ("certain", "likely")
         count = row["success"] + row["uncertain"]
-        exec_ids = [e for e in requests["exec_id"].unique(maintain_order=True).to_list() if e is not None]
+        exec_ids = [e for e in dict.fromkeys(r["exec_id"] for r in requests) if e is not None]
         summary = (
             f"{effect} side effect requested {count} times for one action "
             f"({row['success']} succeeded, {row['uncertain']} uncertain): {row['confidence']} duplicate"
@@ -32,7 +35,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             ctx, rule, action_id, exec_ids, summary, identity_suffix=effect,
             severity=None if harmful else rule.param("possible_severity", "medium"),
         )
-        why = attribute(ctx, action_id, requests)
+        why = attribute(ctx, action_id, requests, facts[action_id])
         finding.harmful = harmful
         finding.cause, finding.confidence, finding.cause_detail = why.cause, why.confidence, why.detail
         finding.figures = {
@@ -46,8 +49,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "duplicate_confidence": row["confidence"],
             **why.figures,
         }
-        rids = list(dict.fromkeys([*why.rids, *requests["rid"].to_list(), *ctx.key_records(action_id, exec_ids, ("receive", "start", "commit", "ack", "fail"))]))
-        finding.evidence = ctx.evidence(rids, why.notes)
+        ctx.attach_evidence(finding, [*why.rids, *(r["rid"] for r in requests)], why.notes, executions=exec_ids,
+                            kinds=("receive", "start", "commit", "ack", "fail"))
         findings.append(finding)
     if not ctx.has_side_effect_records:
         findings.extend(_without_side_effect_records(ctx, rule))
@@ -72,6 +75,6 @@ def _without_side_effect_records(ctx: AnalysisContext, rule: Rule) -> list[Findi
         finding.confidence = "possible"
         finding.figures = {"side_effect": None, "executions": row["runs"], "completed_executions": row["completed"],
                            "duplicate_confidence": "possible"}
-        finding.evidence = ctx.evidence(ctx.key_records(row["action_id"], row["exec_id"]))
+        ctx.attach_evidence(finding, [], executions=row["exec_id"])
         findings.append(finding)
     return findings

@@ -18,6 +18,7 @@ def completed_durations(ctx: AnalysisContext) -> pl.DataFrame:
         ctx.action_records.filter(pl.col("job_type").is_not_null())
         .group_by("action_id")
         .agg(pl.col("job_type").first())
+        .collect()
     )
     done = (
         ctx.executions.filter(pl.col("completed"))
@@ -53,6 +54,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         ctx.action_records.filter(pl.col("job_type").is_not_null())
         .group_by("action_id")
         .agg(pl.col("job_type").first())
+        .collect()
     )
     cut = (
         cut.join(job_types, on="action_id", how="left")
@@ -105,7 +107,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         stop_rids = model.workers.filter(pl.col("worker_id").is_in(workers_cut))["stop_rid"].drop_nulls().to_list()
         kill_rids = [int(r) for r in group["kill_rid"].unique().to_list() if r is not None]
         notes = {r: "stop signal" for r in stop_rids} | {r: "worker ended" for r in kill_rids}
-        rids = [*stop_rids, *kill_rids, *ctx.execution_records(exec_ids, ("receive", "start", "side_effect"))]
-        finding.evidence = ctx.evidence(rids, notes)
+        ctx.attach_evidence(finding, [*stop_rids, *kill_rids], notes, executions=exec_ids, kinds=("receive", "start", "side_effect"))
         findings.append(finding)
     return findings

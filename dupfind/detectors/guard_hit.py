@@ -12,7 +12,7 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("guard_hit")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    guards = ctx.action_records.filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", "name")
+    guards = ctx.action_records.filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", "name").collect()
     replays = ctx.side_effects.filter(pl.col("outcome") == "replay").select(
         "action_id", pl.coalesce("result_rid", "rid").alias("rid"), "exec_id", pl.lit("provider replay").alias("name")
     ) if ctx.side_effects.height else None
@@ -25,6 +25,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         summary = f"{group.height} repeat(s) stopped by a guard ({', '.join(kinds)}); the side effect did not repeat"
         finding = action_finding(ctx, rule, action_id, exec_ids, summary)
         finding.figures = {"guard_hits": group.height}
-        finding.evidence = ctx.evidence(group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
+        ctx.attach_evidence(finding, group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
         findings.append(finding)
     return findings

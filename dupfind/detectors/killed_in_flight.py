@@ -62,10 +62,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         notes = {
             int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"
         }
-        rids = [
-            int(kill_rid),
-            *ctx.execution_records(exec_ids, ("receive", "start", "side_effect", "side_effect_result")),
-        ]
-        finding.evidence = ctx.evidence(rids, notes)
+        ctx.attach_evidence(finding, [int(kill_rid)], notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "side_effect_result"))
         findings.append(finding)
     return findings

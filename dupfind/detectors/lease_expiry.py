@@ -32,7 +32,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     tolerance = float(rule.param("gap_tolerance", 0.25))
     pairs = redelivery_pairs(ctx)
     lease_logged = set(
-        ctx.action_records.filter(pl.col("kind") == "lease_expired")["action_id"].unique().to_list()
+        ctx.action_records.filter(pl.col("kind") == "lease_expired").select("action_id").collect()["action_id"].unique().to_list()
     )
     findings: list[Finding] = []
     for (action_id,), group in pairs.group_by("action_id", maintain_order=True):
@@ -67,8 +67,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             finding.figures["duration_over_timeout"] = round(duration / timeout, 2) if timeout else None
         expiry_rids = ctx.records_of(action_id).filter(pl.col("kind") == "lease_expired")["rid"].to_list()
         notes = {r: "lease expired" for r in expiry_rids}
-        finding.evidence = ctx.evidence(
-            expiry_rids + ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "commit", "ack", "finish")), notes
-        )
+        ctx.attach_evidence(finding, expiry_rids, notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "commit", "ack", "finish"))
         findings.append(finding)
     return findings

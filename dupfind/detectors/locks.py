@@ -47,7 +47,7 @@ def _lock_records(ctx: AnalysisContext, key: str, exec_ids: list[int]) -> list[i
 
 def _span(finding: Finding, ctx: AnalysisContext, rids: list[int]) -> None:
     """The time span of a finding that is not tied to an action: its evidence records."""
-    if finding.first_ts is None:
+    if finding.action_id is None and finding.first_ts is None:
         times = ctx.table[sorted(set(rids))]["ts"]
         finding.first_ts, finding.last_ts = times.min(), times.max()
 
@@ -158,7 +158,7 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             first["acquire_rid_b"]: "second holder, while the first held it",
         }
         notes.update({r: "released by a non-holder" for r in between["rid"].to_list()})
-        finding.evidence = ctx.evidence(rids, notes)
+        ctx.attach_evidence(finding, rids, notes)
         _span(finding, ctx, rids)
         findings.append(finding)
     return findings
@@ -229,7 +229,7 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         notes = {row["rid"]: "release by a non-holder"}
         if row["live_rid"] is not None:
             notes[row["live_rid"]] = "the actual holder"
-        finding.evidence = ctx.evidence(list(dict.fromkeys(rids)), notes)
+        ctx.attach_evidence(finding, list(dict.fromkeys(rids)), notes)
         _span(finding, ctx, rids)
         findings.append(finding)
     return findings
@@ -299,11 +299,9 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if row["taker_rid"] is not None:
             notes[row["taker_rid"]] = "taken by another holder after the TTL"
         rids = [row["acquire_rid"], *_lock_records(ctx, row["key"], exec_ids)]
-        if row["action_id"] is not None:
-            rids += ctx.key_records(
-                row["action_id"], [row["exec_id"]], ("start", "side_effect", "commit", "finish", "ack")
-            )
-        finding.evidence = ctx.evidence(list(dict.fromkeys(r for r in rids if r is not None)), notes)
+        ctx.attach_evidence(finding, list(dict.fromkeys(r for r in rids if r is not None)), notes,
+                            executions=[row["exec_id"]] if row["action_id"] is not None else [],
+                            kinds=("start", "side_effect", "commit", "finish", "ack"))
         _span(finding, ctx, rids)
         findings.append(finding)
     return findings

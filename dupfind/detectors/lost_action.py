@@ -16,7 +16,7 @@ TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
 
 @detector("lost_action")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    records = ctx.action_records
+    records = ctx.action_records.select("action_id", "kind", "ts", "rid", "exec_id", "worker_id").collect()
     if records.height == 0:
         return []
     timeout = ctx.timeout_for(None) or 0.0
@@ -36,6 +36,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         state = "received but never finished" if row["received"] else "published but never received"
         finding = action_finding(ctx, rule, action_id, exec_ids, f"{state}; last record {(end_of_logs - row['last']).total_seconds():.0f} s before the end of the logs")
         finding.figures = {"silence_s": round((end_of_logs - row["last"]).total_seconds(), 1), "grace_s": grace}
-        finding.evidence = ctx.evidence(row["rid"])
+        ctx.attach_evidence(finding, row["rid"])
         findings.append(finding)
     return findings

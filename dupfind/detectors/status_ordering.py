@@ -23,7 +23,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("ts").min().alias("effect_ts"), pl.col("rid").sort_by("ts").first().alias("effect_rid"),
         pl.col("result_ts").drop_nulls().min().alias("result_ts"),
     )
-    commits = ctx.action_records.filter(pl.col("kind") == "commit").select("exec_id", pl.col("ts").alias("commit_ts_all"), pl.col("rid").alias("commit_rid"))
+    commits = ctx.action_records.filter(pl.col("kind") == "commit").select("exec_id", pl.col("ts").alias("commit_ts_all"), pl.col("rid").alias("commit_rid")).collect()
     windows = ctx.executions.join(first_request, on="exec_id").join(commits, on="exec_id", how="left").filter(
         pl.col("commit_ts_all").is_null() | (pl.col("commit_ts_all") >= pl.col("effect_ts"))
     ).sort("commit_ts_all").group_by("exec_id").agg(pl.all().first())
@@ -79,6 +79,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if hit["commit_rid"] is not None:
             rids.append(hit["commit_rid"])
             notes[hit["commit_rid"]] = "status write"
-        finding.evidence = ctx.evidence(rids + ctx.key_records(action_id, exec_ids, ("receive", "start", "side_effect", "side_effect_result", "commit", "fail", "ack")), notes)
+        ctx.attach_evidence(finding, rids, notes, executions=exec_ids,
+                            kinds=("receive", "start", "side_effect", "side_effect_result", "commit", "fail", "ack"))
         findings.append(finding)
     return findings

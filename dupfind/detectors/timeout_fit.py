@@ -69,7 +69,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "recommended_timeout_s": advice.recommended_s,
             "redeliveries_avoided": advice.avoided,
         }
-        finding.evidence = ctx.evidence(_evidence_rids(ctx, queue, longest), _notes(ctx, queue))
+        ctx.attach_evidence(finding, _evidence_rids(ctx, queue), _notes(ctx, queue), executions=longest["exec_id"].to_list(),
+                            kinds=("receive", "start", "ack", "finish", "fail"))
         findings.append(finding)
     return findings
 
@@ -80,9 +81,8 @@ def _statement(ctx: AnalysisContext, queue: str) -> pl.DataFrame:
     return stated.filter(pl.col("queue").fill_null("") == queue).head(1) if queue else stated.head(1)
 
 
-def _evidence_rids(ctx: AnalysisContext, queue: str, longest: pl.DataFrame) -> list[int]:
+def _evidence_rids(ctx: AnalysisContext, queue: str) -> list[int]:
     rids = _statement(ctx, queue)["rid"].to_list()
-    rids += ctx.execution_records(longest["exec_id"].to_list(), ("receive", "start", "ack", "finish", "fail"))
     return rids + ctx.redelivery_gaps.filter(pl.col("queue") == queue)["rid"].head(2).to_list()
 
 

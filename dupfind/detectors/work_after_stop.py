@@ -17,16 +17,23 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     interrupted = set(model.interrupted["exec_id"].to_list())
     duplicated = set(ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list())
     findings: list[Finding] = []
-    for (worker, stop_rid), group in model.after_stop.group_by("worker_id", "stop_rid", maintain_order=True):
-        group = group.sort("entry")
-        first, last = group.row(0, named=True), group.row(group.height - 1, named=True)
-        exec_ids = group["exec_id"].to_list()
+    after = model.after_stop.with_row_index("_order").sort("worker_id", "stop_rid", "entry", "_order")
+    entries = ctx.action_records.filter(
+        pl.col("exec_id").is_in(after["exec_id"].implode()) & pl.col("kind").is_in(["receive", "start"])
+    ).sort("ts", "source", "line").unique("exec_id", keep="first", maintain_order=True).collect()
+    entry_rid = dict(entries.select("exec_id", "rid").iter_rows())
+    groups = after.rows_by_key(["worker_id", "stop_rid"], named=True, include_key=True)
+    order = after.group_by("worker_id", "stop_rid").agg(pl.col("_order").min()).sort("_order")
+    for worker, stop_rid in order.select("worker_id", "stop_rid").iter_rows():
+        group = groups[(worker, stop_rid)]
+        first, last = group[0], group[-1]
+        exec_ids = [r["exec_id"] for r in group]
         cut = [e for e in exec_ids if e in interrupted]
-        repeated = {a for a in group["action_id"].to_list() if a in duplicated}
+        repeated = {r["action_id"] for r in group if r["action_id"] in duplicated}
         window = model.window_at(first["stop_ts"], tail_s=0)
         clock = "its own log" if first["same_clock"] else "the stop record (beyond the clock-skew tolerance)"
         summary = (
-            f"took {group.height} job(s) after its stop signal at {iso(first['stop_ts'])} (by {clock}), "
+            f"took {len(group)} job(s) after its stop signal at {iso(first['stop_ts'])} (by {clock}), "
             f"the last {last['after_s']:.1f} s after it"
             + (f"; {len(cut)} of them {'was' if len(cut) == 1 else 'were'} cut short when it ended" if cut else "")
             + (f"; {len(repeated)} of their actions had a side effect repeated" if repeated else "")
@@ -37,7 +44,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         finding.confidence = "certain"
         finding.first_ts = first["stop_ts"]
         finding.figures = {
-            "executions_after_stop": group.height,
+            "executions_after_stop": len(group),
             "first_after_s": seconds(first["after_s"]),
             "last_after_s": seconds(last["after_s"]),
             "interrupted_after_stop": len(cut),
@@ -45,9 +52,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "stop_from_own_log": bool(first["same_clock"]),
             "deploy": window["deploy"] if window else None,
         }
-        entries = ctx.records_of_executions(exec_ids).filter(pl.col("kind").is_in(["receive", "start"]))
-        entry_rids = entries.sort("ts").unique("exec_id", keep="first", maintain_order=True)["rid"].to_list()
+        entry_rids = [entry_rid[e] for e in dict.fromkeys(exec_ids) if e in entry_rid]
         notes = {int(stop_rid): "stop signal"} | {r: "taken after the stop signal" for r in entry_rids}
-        finding.evidence = ctx.evidence([int(stop_rid), *entry_rids], notes)
+        ctx.attach_evidence(finding, [int(stop_rid), *entry_rids], notes)
         findings.append(finding)
     return findings
