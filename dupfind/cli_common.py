@@ -213,10 +213,33 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
     return Redactor.for_table(table() if callable(table) else table, business_keys)
 
 
+# Formats whose renderers use nothing from the options but the redactor (render/registry.py).
+MACHINE_FORMATS = ("json", "ndjson")
+
+
 def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> None:
-    """Render a report to stdout or --output, then say on stderr what redaction masked."""
+    """Render a report to stdout or --output, then say on stderr what redaction masked.
+
+    An analysis from the result cache rendered without redaction reuses the bytes an earlier run
+    rendered for the same format and options (nothing else shapes them)."""
+    import dataclasses
+    import io
+
+    from dupfind.pipeline import cached_output
     from dupfind.render.registry import render
 
+    if options.redactor is None:
+        def rendered() -> bytes:
+            buffer = io.BytesIO()
+            render(renderers, fmt, report, buffer, options)
+            return buffer.getvalue()
+
+        shape = {} if fmt in MACHINE_FORMATS else {
+            k: v for k, v in dataclasses.asdict(options).items() if k != "redactor"
+        }
+        data = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
+        write_output(lambda out: out.write(data), output)
+        return
     write_output(lambda out: render(renderers, fmt, report, out, options), output)
     summary = options.redactor.summary() if options.redactor is not None else None
     if summary:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -183,7 +184,7 @@ def analyze_correlated(
         if hit is not None and sorted(hit["report"]) == sorted(stored_fields):
             # The context exactly as analyze() builds it; its derived facts are read or computed when used.
             ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
-            report = AnalysisReport(
+            report = cached_report_class()(
                 inputs=loaded.result, findings=hit["findings"], rules=rules, context=ctx, **hit["report"]
             )
             report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
@@ -193,10 +194,26 @@ def analyze_correlated(
     if key is not None and loaded.cache.store_analysis(
         loaded.set_key, key, report.findings, {name: getattr(report, name) for name in stored_fields}
     ):
+        report = cached_report_class()(**{f.name: getattr(report, f.name) for f in fields(report)})
         report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
     if report.context is not None:
         _remember_context(loaded, report.context)
     return report
+
+
+def cached_output(report: AnalysisReport, kind: str, params: Any, render: Callable[[], bytes]) -> bytes:
+    """`render()` (bytes of a report derived from `report` alone and `params`), or the bytes an
+    earlier run rendered for the same cached analysis, kind and params."""
+    known = getattr(report, "__dict__", {}).get(_CACHE_REF)
+    if known is None:
+        return render()
+    cache, set_key, analysis_key = known
+    key = ResultCache.value_key(analysis_key, f"output:{kind}", params)
+    data = cache.load_blob(set_key, key)
+    if data is None:
+        data = render()
+        cache.store_blob(set_key, key, data)
+    return data
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:
@@ -252,6 +269,31 @@ def store_context_facts(ctx) -> None:
 # what is derived from it can be cached beside it. A report rebuilt from other findings
 # (--baseline) is another object without it, so nothing derived from that one is cached.
 _CACHE_REF = "_result_cache_ref"
+
+
+@lru_cache(maxsize=1)
+def cached_report_class() -> type:
+    """AnalysisReport as the result cache gives it back: findings decoded when first used, and the
+    JSON document (to_dict) kept beside the analysis, so `analyze --format json` decodes nothing."""
+    from dupfind.analyze import AnalysisReport
+
+    class CachedAnalysisReport(AnalysisReport):
+        @property
+        def findings(self) -> list:
+            value = self.__dict__["_findings"]
+            if callable(value):  # the cache's decoder
+                value = self.__dict__["_findings"] = value()
+            return value
+
+        @findings.setter
+        def findings(self, value) -> None:
+            self.__dict__["_findings"] = value
+
+        def to_dict(self) -> dict[str, Any]:
+            return cached_value(self, "analysis-document", {}, lambda: AnalysisReport.to_dict(self))
+
+    CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
+    return CachedAnalysisReport
 
 
 def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> Any:

@@ -14,6 +14,9 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
     sets/<set key>/analyses/<value key>.value.json
                                         a document derived from one analysis (the timeline
                                         document, the stats tables) for the options that shape it
+    sets/<set key>/analyses/<value key>.out
+                                        a rendered report (analyze in a format, the timeline
+                                        JSON) when nothing was redacted, for the options it used
     sets/<set key>/facts/<context key>/<name>/
                                         frames an AnalysisContext derived (side effects, deploy
                                         model, ...) for one --skew and timeouts (ContextFacts)
@@ -63,7 +66,9 @@ SET_FORMAT = "1"
 ANALYSIS_FORMAT = "1"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
+BLOB_FORMAT = "out-1"
 FACT_MAX_BYTES = 64 << 20
+VALUE_FACT_MIN_S = 0.05
 STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
 FRAMES = ("table", "actions", "executions", "rejects")
@@ -262,6 +267,7 @@ class ContextFacts:
         self.set_key = set_key
         self.folder = cache._entry_dir(set_key) / "facts" / context_key
         self.loaded: set[str] = set()
+        self.compute_s: dict[str, float] = {}  # how long each fact derived in this run took
 
     def load(self, name: str) -> tuple[bool, Any]:
         folder = self.folder / name
@@ -325,7 +331,10 @@ class ContextFacts:
                 continue
             found = self._parts(value)
             if found is None:
-                self._store_value(name, value)
+                # A value (a dict of ids, ...) only when deriving it took a while: decoding a large
+                # dict can cost more than building it again from a frame.
+                if self.compute_s.get(name, 0.0) >= VALUE_FACT_MIN_S:
+                    self._store_value(name, value, self.compute_s[name])
                 continue
             cls, parts = found
             if sum(p.estimated_size() for p in parts.values()) > FACT_MAX_BYTES:
@@ -350,14 +359,16 @@ class ContextFacts:
                 if staging is not None:
                     shutil.rmtree(staging, ignore_errors=True)
 
-    def _store_value(self, name: str, value: Any) -> None:
+    def _store_value(self, name: str, value: Any, compute_s: float) -> None:
         from dupfind.exact_json import decode, encode
 
         try:
             encoded = encode(value)
-            if decode(encoded) != value:
-                return
             body = orjson.dumps({"name": name, "value": encoded})
+            start = time.perf_counter()
+            back = decode(orjson.loads(body)["value"])
+            if back != value or time.perf_counter() - start > compute_s / 2:
+                return
             if len(body) > FACT_MAX_BYTES:
                 return
             (self.folder / name).mkdir(parents=True, exist_ok=True)
@@ -381,7 +392,10 @@ class StoredFact:
         facts = obj.__dict__.get(STORED_FACTS)
         found, value = facts.load(self.name) if facts is not None else (False, None)
         if not found:
+            start = time.perf_counter()
             value = self.func(obj)
+            if facts is not None:
+                facts.compute_s[self.name] = time.perf_counter() - start
         obj.__dict__[self.name] = value
         return value
 
@@ -505,7 +519,8 @@ class ResultCache:
     # -- analyses ---------------------------------------------------------------------------
 
     def load_analysis(self, set_key: str, key: str) -> dict[str, Any] | None:
-        """A stored analysis (findings as Finding, other report fields decoded), or None."""
+        """A stored analysis, or None: {"report": its other fields decoded, "findings": a function that
+        decodes the findings (a warm `analyze --format json` or `timeline` never needs them)."""
         from dupfind.exact_json import decode
         from dupfind.findings import FINDING_FIELDS, Finding
 
@@ -518,7 +533,9 @@ class ResultCache:
             data = orjson.loads(_unchecked(raw, ANALYSIS_FORMAT))
             if data["set"] != set_key or data["key"] != key or data["finding_fields"] != list(FINDING_FIELDS):
                 raise CorruptEntry("analysis of another entry or finding layout")
-            findings = [Finding.from_state(f) for f in data["findings"]]
+            states = data["findings"]
+            if not isinstance(states, list):
+                raise CorruptEntry("findings are not a list")
             report = {name: decode(value) for name, value in data["report"].items()}
         except Exception:
             path.unlink(missing_ok=True)
@@ -528,7 +545,7 @@ class ResultCache:
             os.utime(path)
         except OSError:
             pass
-        return {"findings": findings, "report": report}
+        return {"findings": lambda: [Finding.from_state(f) for f in states], "report": report}
 
     def store_analysis(self, set_key: str, key: str, findings: list, report_fields: dict[str, Any]) -> bool:
         """Write an analysis beside its set (atomically); False when it cannot be stored exactly."""
@@ -606,11 +623,45 @@ class ResultCache:
         self._prune_analyses(folder)
         return True
 
+    def load_blob(self, set_key: str, key: str) -> bytes | None:
+        """Stored bytes (a rendered report), or None."""
+        path = self._entry_dir(set_key) / "analyses" / f"{key}.out"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        head, _, rest = raw.partition(b"\n")
+        try:
+            if head != f"{set_key} {key}".encode():
+                raise CorruptEntry("output of another entry")
+            data = _unchecked(rest, BLOB_FORMAT)
+        except (CorruptEntry, ValueError):
+            path.unlink(missing_ok=True)
+            return None
+        self.value_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return data
+
+    def store_blob(self, set_key: str, key: str, data: bytes) -> bool:
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            if not folder.is_dir():
+                return False
+            _write_atomic(folder / f"{key}.out", f"{set_key} {key}\n".encode() + _checked(data, BLOB_FORMAT))
+        except OSError:
+            return False
+        self._prune_analyses(folder)
+        return True
+
     # -- growth -----------------------------------------------------------------------------
 
     def _prune_analyses(self, folder: Path) -> None:
         try:
-            stored = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)  # values too
+            stored = [p for p in folder.iterdir() if not p.name.startswith(".")]  # analyses, values, outputs
+            stored.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
             for path in stored[KEEP_ANALYSES:]:
                 path.unlink(missing_ok=True)
         except OSError:

@@ -153,6 +153,11 @@ def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls,
         calls.reset()
         assert run(*base, *extra) == changed and calls.analyze == 0
     assert orjson.loads(run(*base, "--disable", "DF201"))["rules"] != orjson.loads(cold)["rules"]
+    # Rendering options: each rendered output is its own.
+    table = ["analyze", str(logs), "--format", "table"]
+    for worst in ("1", "3", "1"):
+        assert run(*table, "--worst", worst) == run(*table, "--worst", worst, "--no-cache")
+    assert run(*table, "--worst", "1") != run(*table, "--worst", "3")
     # Inputs and correlation options: read and correlated again.
     for extra in (["--since", "2000-01-01T00:00:00Z"], ["--max-jobs-per-value", "3"]):
         calls.reset()
@@ -211,6 +216,8 @@ DAMAGE = {
     "value-garbage": (lambda e: list(e.glob("analyses/*.value.json")), _garbage),
     "fact-garbage": (lambda e: list(e.glob("facts/*/deploys/*.arrow")), _garbage),
     "fact-meta-truncated": (lambda e: list(e.glob("facts/*/side_effects/meta.json")), _truncate),
+    "output-garbage": (lambda e: list(e.glob("analyses/*.out")), _garbage),
+    "output-truncated": (lambda e: list(e.glob("analyses/*.out")), _truncate),
 }
 
 
@@ -219,8 +226,10 @@ def test_damaged_entries_are_rebuilt_and_never_trusted(damage, logs, cache_dir):
     finding = _finding(logs)
     commands = [
         ["analyze", str(logs), "--format", "markdown"],
+        ["analyze", str(logs), "--format", "json"],
         ["trace", finding["ids"]["job_id"][0], str(logs), "--format", "json"],
         ["stats", str(logs), "--format", "json"],
+        ["timeline", str(logs), "--format", "json"],
     ]
     cold = [run(*c) for c in commands]
     [entry] = _set_dirs(cache_dir)

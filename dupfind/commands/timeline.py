@@ -82,7 +82,7 @@ def timeline(
 
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
-    from dupfind.pipeline import cached_value, store_context_facts
+    from dupfind.pipeline import cached_output, cached_value, store_context_facts
     from dupfind.render.timeline_html import render_html
     from dupfind.render.timeline_text import render_timeline
     from dupfind.timeline import parse_duration, select_windows, timeline_document
@@ -100,13 +100,26 @@ def timeline(
     report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
                                use_cache=not no_cache, cfg=cfg)
     shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
-    document = cached_value(
-        report, "timeline", shape, lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s))
-    )
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)
-    if redactor is not None:  # the document holds every value that any of the views shows
-        document = redactor.tree(document)
+
+    def timeline_data() -> dict:
+        document = cached_value(
+            report, "timeline", shape,
+            lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s)),
+        )
+        # The document holds every value that any of the views shows.
+        return redactor.tree(document) if redactor is not None else document
+
+    if output_format == TableOrJson.json and html is None and redactor is None:
+        # The JSON as an earlier run wrote it (the document is not even read).
+        data = cached_output(
+            report, "timeline:json", shape, lambda: orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n"
+        )
+        write_output(lambda out: out.write(data), output)
+        store_context_facts(report.context)
+        return
+    document = timeline_data()
     if html is not None:
         write_output(lambda out: out.write(render_html(document).encode()), html)
     if output_format == TableOrJson.json:
