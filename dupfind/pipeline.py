@@ -273,8 +273,8 @@ _CACHE_REF = "_result_cache_ref"
 
 @lru_cache(maxsize=1)
 def cached_report_class() -> type:
-    """AnalysisReport as the result cache gives it back: findings decoded when first used, and the
-    JSON document (to_dict) kept beside the analysis, so `analyze --format json` decodes nothing."""
+    """AnalysisReport as the result cache gives it back: findings decoded when first used (a warm
+    timeline, or analyze output rendered before, never decodes them)."""
     from dupfind.analyze import AnalysisReport
 
     class CachedAnalysisReport(AnalysisReport):
@@ -288,9 +288,6 @@ def cached_report_class() -> type:
         @findings.setter
         def findings(self, value) -> None:
             self.__dict__["_findings"] = value
-
-        def to_dict(self) -> dict[str, Any]:
-            return cached_value(self, "analysis-document", {}, lambda: AnalysisReport.to_dict(self))
 
     CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
     return CachedAnalysisReport
