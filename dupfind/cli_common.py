@@ -220,27 +220,25 @@ MACHINE_FORMATS = ("json", "ndjson")
 def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> None:
     """Render a report to stdout or --output, then say on stderr what redaction masked.
 
-    An analysis from the result cache rendered without redaction reuses the bytes an earlier run
-    rendered for the same format and options (nothing else shapes them)."""
+    An analysis from the result cache reuses the bytes (and the note of what redaction masked) an
+    earlier run rendered for the same format and options: nothing else shapes them, the ids that
+    redaction protects come from the same inputs."""
     import dataclasses
     import io
 
     from dupfind.pipeline import cached_output
     from dupfind.render.registry import render
 
-    if options.redactor is None:
-        def rendered() -> bytes:
-            buffer = io.BytesIO()
-            render(renderers, fmt, report, buffer, options)
-            return buffer.getvalue()
+    def rendered() -> tuple[bytes, str | None]:
+        buffer = io.BytesIO()
+        render(renderers, fmt, report, buffer, options)
+        return buffer.getvalue(), options.redactor.summary() if options.redactor is not None else None
 
-        shape = {} if fmt in MACHINE_FORMATS else {
-            k: v for k, v in dataclasses.asdict(options).items() if k != "redactor"
-        }
-        data = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
-        write_output(lambda out: out.write(data), output)
-        return
-    write_output(lambda out: render(renderers, fmt, report, out, options), output)
-    summary = options.redactor.summary() if options.redactor is not None else None
+    shape = {k: v for k, v in dataclasses.asdict(options).items() if k != "redactor"}
+    if fmt in MACHINE_FORMATS:
+        shape = {}
+    shape["redacted"] = options.redactor is not None
+    data, summary = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
+    write_output(lambda out: out.write(data), output)
     if summary:
         sys.stderr.write(f"dupfind: {summary}\n")

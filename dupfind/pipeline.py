@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from functools import lru_cache
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
-from dupfind.result_cache import STORED_FACTS, ContextFacts, ResultCache, facts_class
+from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs
 from dupfind.timeparse import parse_time_bound
 
@@ -184,8 +184,16 @@ def analyze_correlated(
         if hit is not None and sorted(hit["report"]) == sorted(stored_fields):
             # The context exactly as analyze() builds it; its derived facts are read or computed when used.
             ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
+
+            def findings() -> list:
+                try:
+                    return hit["findings"]()
+                except CorruptEntry:  # deleted; the detectors give the same findings again
+                    return analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
+                                   correlation=loaded.correlation).findings
+
             report = cached_report_class()(
-                inputs=loaded.result, findings=hit["findings"], rules=rules, context=ctx, **hit["report"]
+                inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
             )
             report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
@@ -201,19 +209,21 @@ def analyze_correlated(
     return report
 
 
-def cached_output(report: AnalysisReport, kind: str, params: Any, render: Callable[[], bytes]) -> bytes:
-    """`render()` (bytes of a report derived from `report` alone and `params`), or the bytes an
-    earlier run rendered for the same cached analysis, kind and params."""
+def cached_output(report, kind: str, params: Any, render: Callable[[], tuple[bytes, str | None]]):
+    """`render()` (the bytes of a report derived from `report` alone and `params`, and a note for
+    stderr or None), or what an earlier run rendered for the same cached analysis, kind and params."""
     known = getattr(report, "__dict__", {}).get(_CACHE_REF)
     if known is None:
         return render()
     cache, set_key, analysis_key = known
     key = ResultCache.value_key(analysis_key, f"output:{kind}", params)
-    data = cache.load_blob(set_key, key)
-    if data is None:
-        data = render()
-        cache.store_blob(set_key, key, data)
-    return data
+    stored = cache.load_blob(set_key, key)
+    if stored is not None:
+        head, _, data = stored.partition(b"\n")
+        return data, orjson.loads(head)
+    data, note = render()
+    cache.store_blob(set_key, key, orjson.dumps(note) + b"\n" + data)
+    return data, note
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:

@@ -8,8 +8,8 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
     sets/<set key>/{table,actions,executions,rejects}.arrow
                                         the correlated table (rid, action_id, exec_id), the actions
                                         and executions frames, the ingest rejects (Arrow IPC, LZ4)
-    sets/<set key>/analyses/<analysis key>.json
-                                        findings and the rest of an AnalysisReport, exactly
+    sets/<set key>/analyses/<analysis key>.json, .findings
+                                        the rest of an AnalysisReport and its findings, exactly
                                         (exact_json), for one rule set and --skew/--timeout
     sets/<set key>/analyses/<value key>.value.json
                                         a document derived from one analysis (the timeline
@@ -63,7 +63,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
 
 SET_FORMAT = "1"
-ANALYSIS_FORMAT = "1"
+ANALYSIS_FORMAT = "2"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
@@ -519,12 +519,14 @@ class ResultCache:
     # -- analyses ---------------------------------------------------------------------------
 
     def load_analysis(self, set_key: str, key: str) -> dict[str, Any] | None:
-        """A stored analysis, or None: {"report": its other fields decoded, "findings": a function that
-        decodes the findings (a warm `analyze --format json` or `timeline` never needs them)."""
+        """A stored analysis, or None: {"report": its other fields decoded, "findings": a function
+        that reads and decodes the findings (a warm `analyze --format json` or `timeline` never needs
+        them; it raises CorruptEntry when they fail their checks)}."""
         from dupfind.exact_json import decode
         from dupfind.findings import FINDING_FIELDS, Finding
 
-        path = self._entry_dir(set_key) / "analyses" / f"{key}.json"
+        folder = self._entry_dir(set_key) / "analyses"
+        path = folder / f"{key}.json"
         try:
             raw = path.read_bytes()
         except OSError:
@@ -533,22 +535,41 @@ class ResultCache:
             data = orjson.loads(_unchecked(raw, ANALYSIS_FORMAT))
             if data["set"] != set_key or data["key"] != key or data["finding_fields"] != list(FINDING_FIELDS):
                 raise CorruptEntry("analysis of another entry or finding layout")
-            states = data["findings"]
-            if not isinstance(states, list):
-                raise CorruptEntry("findings are not a list")
             report = {name: decode(value) for name, value in data["report"].items()}
+            expected = (data["findings"]["bytes"], data["findings"]["crc32"], data["findings"]["count"])
         except Exception:
-            path.unlink(missing_ok=True)
+            self.discard_analysis(set_key, key)
             return None
         self.analysis_hits += 1
         try:
             os.utime(path)
         except OSError:
             pass
-        return {"findings": lambda: [Finding.from_state(f) for f in states], "report": report}
+
+        def findings() -> list:
+            findings_path = folder / f"{key}.findings"
+            try:
+                body = findings_path.read_bytes()
+                if (len(body), zlib.crc32(body)) != expected[:2]:
+                    raise CorruptEntry("findings differ from their checksum")
+                states = orjson.loads(body)
+                if len(states) != expected[2]:
+                    raise CorruptEntry("another number of findings")
+                return [Finding.from_state(f) for f in states]
+            except Exception as exc:
+                self.discard_analysis(set_key, key)
+                raise CorruptEntry(f"stored findings unusable: {exc}") from exc
+
+        return {"findings": findings, "report": report}
+
+    def discard_analysis(self, set_key: str, key: str) -> None:
+        folder = self._entry_dir(set_key) / "analyses"
+        for name in (f"{key}.json", f"{key}.findings"):
+            (folder / name).unlink(missing_ok=True)
 
     def store_analysis(self, set_key: str, key: str, findings: list, report_fields: dict[str, Any]) -> bool:
-        """Write an analysis beside its set (atomically); False when it cannot be stored exactly."""
+        """Write an analysis beside its set: the findings, then the report fields that name their size
+        and checksum (each file atomically); False when it cannot be stored exactly."""
         from dupfind.exact_json import decode, encode
         from dupfind.findings import FINDING_FIELDS, Finding
 
@@ -561,13 +582,15 @@ class ResultCache:
                 return False
             if {name: decode(value) for name, value in encoded.items()} != report_fields:
                 return False
-            body = orjson.dumps({
-                "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "findings": states,
-                "report": encoded,
+            body = orjson.dumps(states)
+            head = orjson.dumps({
+                "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
+                "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states)},
             })
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)
-            _write_atomic(folder / f"{key}.json", _checked(body, ANALYSIS_FORMAT))
+            _write_atomic(folder / f"{key}.findings", body)
+            _write_atomic(folder / f"{key}.json", _checked(head, ANALYSIS_FORMAT))
         except (OSError, TypeError, ValueError):
             return False
         self._prune_analyses(folder)

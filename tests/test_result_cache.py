@@ -216,6 +216,8 @@ DAMAGE = {
     "value-garbage": (lambda e: list(e.glob("analyses/*.value.json")), _garbage),
     "fact-garbage": (lambda e: list(e.glob("facts/*/deploys/*.arrow")), _garbage),
     "fact-meta-truncated": (lambda e: list(e.glob("facts/*/side_effects/meta.json")), _truncate),
+    "findings-garbage": (lambda e: list(e.glob("analyses/*.findings")), _garbage),
+    "findings-missing": (lambda e: list(e.glob("analyses/*.findings")), Path.unlink),
     "output-garbage": (lambda e: list(e.glob("analyses/*.out")), _garbage),
     "output-truncated": (lambda e: list(e.glob("analyses/*.out")), _truncate),
 }

@@ -113,8 +113,9 @@ def timeline(
 
     if output_format == TableOrJson.json and html is None and redactor is None:
         # The JSON as an earlier run wrote it (the document is not even read).
-        data = cached_output(
-            report, "timeline:json", shape, lambda: orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n"
+        data, _ = cached_output(
+            report, "timeline:json", shape,
+            lambda: (orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n", None),
         )
         write_output(lambda out: out.write(data), output)
         store_context_facts(report.context)
