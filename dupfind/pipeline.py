@@ -209,14 +209,24 @@ def analyze_correlated(
     return report
 
 
-def cached_output(report, kind: str, params: Any, render: Callable[[], tuple[bytes, str | None]]):
-    """`render()` (the bytes of a report derived from `report` alone and `params`, and a note for
-    stderr or None), or what an earlier run rendered for the same cached analysis, kind and params."""
-    known = getattr(report, "__dict__", {}).get(_CACHE_REF)
+def _output_ref(source) -> tuple[ResultCache, str, str] | None:
+    """(cache, set key, key) of a cached analysis report, or of a context backed by the cache."""
+    attrs = getattr(source, "__dict__", {})
+    if _CACHE_REF in attrs:
+        return attrs[_CACHE_REF]
+    facts = attrs.get(STORED_FACTS)
+    return (facts.cache, facts.set_key, facts.folder.name) if facts is not None else None
+
+
+def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[bytes, Any]]) -> tuple[bytes, Any]:
+    """`render()` (the bytes of a report derived from `source` alone and `params`, and notes for
+    stderr as JSON data), or what an earlier run rendered for the same cached analysis or context
+    (`source`), kind and params."""
+    known = _output_ref(source)
     if known is None:
         return render()
-    cache, set_key, analysis_key = known
-    key = ResultCache.value_key(analysis_key, f"output:{kind}", params)
+    cache, set_key, base_key = known
+    key = ResultCache.value_key(base_key, f"output:{kind}", params)
     stored = cache.load_blob(set_key, key)
     if stored is not None:
         head, _, data = stored.partition(b"\n")

@@ -416,3 +416,17 @@ def test_relative_bounds_store_no_set(logs, cache_dir, calls):
     calls.reset()
     run("analyze", str(logs), "--format", "json", "--since", "-100000d")
     assert calls.ingest == 1  # the per-file cache still serves the files
+
+
+def test_warm_trace_repeats_its_notes(cli, logs, tmp_path):
+    """A trace written again from the cache says the same on stderr (ids not found, what was masked)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
+    job = _finding(logs)["ids"]["job_id"][0]
+    for fmt in ("json", "markdown"):
+        args = ["trace", "--id", job, "--id", "no-such-id-anywhere", str(logs), "--format", fmt]
+        cold, warm = cli(*args, env=env), cli(*args, env=env)
+        uncached = cli(*args, "--no-cache", env=env)
+        assert cold.returncode == warm.returncode == 0
+        assert warm.stdout == cold.stdout == uncached.stdout
+        assert warm.stderr == cold.stderr == uncached.stderr
+        assert b"no record carries 'no-such-id-anywhere'" in warm.stderr
