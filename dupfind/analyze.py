@@ -10,7 +10,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
-from dupfind.correlate import correlate
+from dupfind.correlate import Correlation, correlate
 from dupfind.deploy_concentration import deploy_summary
 from dupfind.deploy_records import refine_object_records
 from dupfind.findings import Finding, severity_rank
@@ -122,10 +122,12 @@ def analyze(
     skew_s: float = 0.5,
     timeouts: dict[str, float] | None = None,
     max_jobs_per_value: int = 25,
+    correlation: Correlation | None = None,
 ) -> AnalysisReport:
-    """Run the whole analysis on an ingested table."""
-    table = refine_object_records(result.table, config)
-    correlation = correlate(table, config.link_keys, max_jobs_per_value)
+    """Run the whole analysis on an ingested table (or on its `correlation`, already computed)."""
+    if correlation is None:
+        table = refine_object_records(result.table, config)
+        correlation = correlate(table, config.link_keys, max_jobs_per_value)
     ctx = AnalysisContext(correlation, config, skew_s, {**config.timeouts, **(timeouts or {})})
     findings: list[Finding] = []
     for rule in rules:

@@ -93,6 +93,10 @@ class TableCache:
             self.misses += 1
             return None
         self.hits += 1
+        try:
+            os.utime(entry)  # recently used: kept by the result cache's pruning of old entries
+        except OSError:
+            pass
         return report, table, rejects
 
     def store(self, key: str, report: FileReport, table: pl.DataFrame, rejects: pl.DataFrame) -> None:

@@ -131,15 +131,30 @@ def write_output(data_writer, output: Path | None) -> None:
 
 def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=True):
     """Read the inputs; write --rejects; enforce --strict."""
-    from dupfind.pipeline import load_inputs, write_rejects
+    from dupfind.pipeline import load_inputs
 
     result = load_inputs(paths, since=since, until=until, stderr=stderr_console(), config=cfg, use_cache=use_cache)
+    _rejects_and_strict(result, rejects_file, strict)
+    return result
+
+
+def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jobs_per_value=25, use_cache=True):
+    """Read and correlate the inputs (or take both from the result cache); write --rejects; enforce --strict."""
+    from dupfind.pipeline import load_correlated
+
+    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=stderr_console(), use_cache=use_cache)
+    _rejects_and_strict(loaded.result, rejects_file, strict)
+    return loaded
+
+
+def _rejects_and_strict(result, rejects_file, strict) -> None:
+    from dupfind.pipeline import write_rejects
+
     if rejects_file is not None:
         write_rejects(result, rejects_file)
     if strict and result.rejects.height:
         total = result.totals()["rejected_total"]
         raise DupfindError(f"{total} input line(s) were rejected and --strict is set (see `dupfind formats` for reasons).")
-    return result
 
 
 def parse_timeouts(values: list[str]) -> dict[str, float]:
@@ -177,20 +192,53 @@ def report_width(output: Path | None) -> int:
     return shutil.get_terminal_size((100, 24)).columns if output is None else 120
 
 
-def make_redactor(redact: bool | None, fmt: str, table, business_keys=()):
-    """The redactor for this output (None: show values as logged); on by default for Markdown."""
+def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None):
+    """The redactor for this output (None: show values as logged); on by default for Markdown.
+
+    `table` may be a function that gives the table: it is only called when redaction is on (a
+    cached analysis then need not read the table at all). With the analysis `context`, the ids it
+    protects are the context table's, kept in the result cache beside the inputs."""
     if not (redact if redact is not None else fmt == "markdown"):
         return None
     from dupfind.redact import Redactor
 
-    return Redactor.for_table(table, business_keys)
+    if context is not None:
+        from dupfind.pipeline import cached_set_value
+
+        keys = tuple(business_keys)
+        return Redactor(cached_set_value(
+            context, "redactor", {"business_keys": keys},
+            lambda: sorted(Redactor.for_table(context.table, keys).protected),
+        ))
+    return Redactor.for_table(table() if callable(table) else table, business_keys)
+
+
+# Formats whose renderers use nothing from the options but the redactor (render/registry.py).
+MACHINE_FORMATS = ("json", "ndjson")
 
 
 def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> None:
-    """Render a report to stdout or --output, then say on stderr what redaction masked."""
+    """Render a report to stdout or --output, then say on stderr what redaction masked.
+
+    An analysis from the result cache reuses the bytes (and the note of what redaction masked) an
+    earlier run rendered for the same format and options: nothing else shapes them, the ids that
+    redaction protects come from the same inputs."""
+    import dataclasses
+    import io
+
+    from dupfind.pipeline import cached_output
     from dupfind.render.registry import render
 
-    write_output(lambda out: render(renderers, fmt, report, out, options), output)
-    summary = options.redactor.summary() if options.redactor is not None else None
+    def rendered() -> tuple[bytes, str | None]:
+        buffer = io.BytesIO()
+        render(renderers, fmt, report, buffer, options)
+        return buffer.getvalue(), options.redactor.summary() if options.redactor is not None else None
+
+    shape = {k: v for k, v in dataclasses.asdict(options).items() if k != "redactor"}
+    if fmt in MACHINE_FORMATS:
+        shape = {}
+    shape["redacted"] = options.redactor is not None
+    data, summary = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
+    write_output(lambda out: out.write(data), output)
     if summary:
         sys.stderr.write(f"dupfind: {summary}\n")

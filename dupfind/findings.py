@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -107,3 +107,33 @@ class Finding:
             "evidence": [e.to_dict() for e in self.evidence],
             "remediation": self.remediation,
         }
+
+    def to_state(self) -> dict[str, Any]:
+        """Every field (action_id and the evidence too), exactly, as JSON-safe data (the result cache):
+        `Finding.from_state(f.to_state()) == f` with the same types (datetimes with their zone,
+        tuples, ...). Raises TypeError for a value it could not give back."""
+        from dupfind.exact_json import encode_values
+
+        # Evidence by column: a column of plain values (most) is read back without a walk.
+        rows = [[getattr(e, name) for name in EVIDENCE_FIELDS] for e in self.evidence]
+        return {
+            "values": encode_values([getattr(self, name) for name in _FINDING_VALUES]),
+            "evidence": [encode_values(list(column)) for column in zip(*rows)] if rows else [],
+        }
+
+    @classmethod
+    def from_state(cls, data: dict[str, Any]) -> Finding:
+        from dupfind.exact_json import decode_values
+
+        values = dict(zip(_FINDING_VALUES, decode_values(data["values"], len(_FINDING_VALUES))))
+        columns = data["evidence"]
+        if columns and len(columns) != len(EVIDENCE_FIELDS):
+            raise ValueError("evidence state has other fields")
+        count = len(columns[0]) - 1 if columns else 0
+        evidence = [Evidence(*row) for row in zip(*(decode_values(c, count) for c in columns))]
+        return cls(**values, evidence=evidence)
+
+
+EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
+FINDING_FIELDS = tuple(f.name for f in fields(Finding))  # a cached finding's layout (result_cache checks it)
+_FINDING_VALUES = tuple(name for name in FINDING_FIELDS if name != "evidence")

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
+import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
+from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
+from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
+from dupfind.sources import expand_inputs
 from dupfind.timeparse import parse_time_bound
+
+if TYPE_CHECKING:
+    from dupfind.analyze import AnalysisReport
 
 
 def _progress_for(paths: list[str], stderr: Console | None):
@@ -35,6 +47,33 @@ def _progress_for(paths: list[str], stderr: Console | None):
     return progress, lambda n: progress.advance(task, n)
 
 
+def time_bounds(config: Config, since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """--since and --until as UTC datetimes (relative bounds against now)."""
+    since_ts = parse_time_bound(since, "--since", assume_tz=config.assume_tz) if since else None
+    until_ts = parse_time_bound(until, "--until", assume_tz=config.assume_tz) if until else None
+    if since_ts and until_ts and since_ts > until_ts:
+        raise DupfindError("--since is later than --until, so no record could match.")
+    return since_ts, until_ts
+
+
+def _relative(config: Config, bound: str | None) -> bool:
+    """Whether a --since/--until value is relative to now (-2h, 30m)."""
+    if not bound:
+        return False
+    epoch = datetime(2000, 1, 1, tzinfo=UTC)
+    at = [parse_time_bound(bound, "--since", now=now, assume_tz=config.assume_tz)
+          for now in (epoch, epoch + timedelta(seconds=1))]
+    return at[0] != at[1]
+
+
+def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
+    progress, advance = _progress_for(paths, stderr)
+    if progress is None:
+        return ingest(paths, config, since_ts, until_ts, cache=cache)
+    with progress:
+        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache)
+
+
 def load_inputs(
     paths: list[str],
     config_file: Path | None = None,
@@ -49,15 +88,246 @@ def load_inputs(
     """Load the configuration and read every input into the canonical table."""
     config = config or load_config(config_file, rules_dir, assume_tz)
     cache = TableCache(default_cache_dir(), config.digest()) if use_cache else None
-    since_ts = parse_time_bound(since, "--since", assume_tz=config.assume_tz) if since else None
-    until_ts = parse_time_bound(until, "--until", assume_tz=config.assume_tz) if until else None
-    if since_ts and until_ts and since_ts > until_ts:
-        raise DupfindError("--since is later than --until, so no record could match.")
-    progress, advance = _progress_for(paths, stderr)
-    if progress is None:
-        return ingest(paths, config, since_ts, until_ts, cache=cache)
-    with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache)
+    since_ts, until_ts = time_bounds(config, since, until)
+    return _ingest(paths, config, since_ts, until_ts, stderr, cache)
+
+
+def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: int = 25) -> Correlation:
+    """The canonical table's records about objects refined (kubectl events), then correlated."""
+    from dupfind.correlate import correlate
+    from dupfind.deploy_records import refine_object_records
+
+    return correlate(refine_object_records(table, config), config.link_keys, max_jobs_per_value)
+
+
+@dataclass
+class Correlated:
+    """Inputs read and correlated; `cache` and `set_key` say where their analyses are cached."""
+
+    result: IngestResult
+    correlation: Correlation
+    cache: ResultCache | None = None
+    set_key: str | None = None
+
+
+def load_correlated(
+    paths: list[str],
+    config: Config,
+    since: str | None = None,
+    until: str | None = None,
+    max_jobs_per_value: int = 25,
+    stderr: Console | None = None,
+    use_cache: bool = True,
+) -> Correlated:
+    """Read and correlate every input, or take both from the result cache when no input changed.
+
+    A warm hit reads no log line: the file reports come from the set entry, the frames are read
+    from it when first used (see result_cache)."""
+    since_ts, until_ts = time_bounds(config, since, until)
+    if not use_cache:
+        result = _ingest(paths, config, since_ts, until_ts, stderr, None)
+        return Correlated(result, correlate_inputs(result.table, config, max_jobs_per_value))
+    root = default_cache_dir()
+    digest = config.digest()
+    files = TableCache(root, digest)
+    results = ResultCache(root)
+
+    def set_key() -> str | None:
+        if _relative(config, since) or _relative(config, until):
+            return None  # `--since -2h` is another bound on every run: such a set is never read again
+        keys = []
+        for src in expand_inputs(paths):
+            key = files.key(src.file) if src.file is not None else None
+            if key is None:
+                return None  # standard input, or a file that cannot be examined: no set entry
+            keys.append((src.path, key))
+        return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value)
+
+    key = set_key()
+
+    def fresh() -> tuple[IngestResult, Correlation]:
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files)
+        correlation = correlate_inputs(result.table, config, max_jobs_per_value)
+        if key is not None and set_key() == key:  # no input changed while it was read
+            results.store_set(key, result, correlation)
+        return result, correlation
+
+    if key is not None:
+        entry = results.open_set(key, rebuild=fresh)
+        if entry is not None:
+            return Correlated(entry.ingest_result(), entry.correlation(), results, key)
+    result, correlation = fresh()
+    return Correlated(result, correlation, results, key)
+
+
+# AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
+_LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")
+
+
+def analyze_correlated(
+    loaded: Correlated,
+    config: Config,
+    rules: list,
+    skew_s: float = 0.5,
+    timeouts: dict[str, float] | None = None,
+    max_jobs_per_value: int = 25,
+) -> AnalysisReport:
+    """analyze.analyze over correlated inputs, or its cached result for the same rules and options."""
+    from dupfind.analyze import AnalysisReport, analyze
+
+    timeouts = timeouts or {}
+    key = None
+    stored_fields = [f.name for f in fields(AnalysisReport) if f.name not in _LIVE_REPORT_FIELDS]
+    if loaded.cache is not None and loaded.set_key is not None:
+        key = ResultCache.analysis_key(loaded.set_key, rules, skew_s, timeouts, config.timeouts)
+        hit = loaded.cache.load_analysis(loaded.set_key, key)
+        if hit is not None and sorted(hit["report"]) == sorted(stored_fields):
+            # The context exactly as analyze() builds it; its derived facts are read or computed when used.
+            ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
+
+            def findings() -> list:
+                try:
+                    return hit["findings"]()
+                except CorruptEntry:  # deleted; the detectors give the same findings again
+                    return analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
+                                   correlation=loaded.correlation).findings
+
+            report = cached_report_class()(
+                inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
+            )
+            report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
+            return report
+    report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
+                     correlation=loaded.correlation)
+    if key is not None and loaded.cache.store_analysis(
+        loaded.set_key, key, report.findings, {name: getattr(report, name) for name in stored_fields}
+    ):
+        report = cached_report_class()(**{f.name: getattr(report, f.name) for f in fields(report)})
+        report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
+    if report.context is not None:
+        _remember_context(loaded, report.context)
+    return report
+
+
+def _output_ref(source) -> tuple[ResultCache, str, str] | None:
+    """(cache, set key, key) of a cached analysis report, or of a context backed by the cache."""
+    attrs = getattr(source, "__dict__", {})
+    if _CACHE_REF in attrs:
+        return attrs[_CACHE_REF]
+    facts = attrs.get(STORED_FACTS)
+    return (facts.cache, facts.set_key, facts.folder.name) if facts is not None else None
+
+
+def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[bytes, Any]]) -> tuple[bytes, Any]:
+    """`render()` (the bytes of a report derived from `source` alone and `params`, and notes for
+    stderr as JSON data), or what an earlier run rendered for the same cached analysis or context
+    (`source`), kind and params."""
+    known = _output_ref(source)
+    if known is None:
+        return render()
+    cache, set_key, base_key = known
+    key = ResultCache.value_key(base_key, f"output:{kind}", params)
+    stored = cache.load_blob(set_key, key)
+    if stored is not None:
+        head, _, data = stored.partition(b"\n")
+        return data, orjson.loads(head)
+    data, note = render()
+    cache.store_blob(set_key, key, orjson.dumps(note) + b"\n" + data)
+    return data, note
+
+
+def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:
+    """Like cached_value, for a value derived from the correlated inputs of a context alone."""
+    facts = ctx.__dict__.get(STORED_FACTS) if ctx is not None else None
+    if facts is None:
+        return build()
+    key = ResultCache.value_key(facts.set_key, kind, params)
+    found, value = facts.cache.load_value(facts.set_key, key)
+    if found:
+        return value
+    value = build()
+    facts.cache.store_value(facts.set_key, key, value)
+    return value
+
+
+def analysis_context(loaded: Correlated, config: Config, skew_s: float, timeouts: dict[str, float]):
+    """An AnalysisContext over correlated inputs; with the cache on, the frames it derives (side
+    effects, the deploy model, ...) are read from the set entry when an earlier run stored them, and
+    the ones it derives now are stored by store_context_facts()."""
+    from dupfind.analysis import AnalysisContext
+
+    if loaded.cache is None or loaded.set_key is None:
+        return AnalysisContext(loaded.correlation, config, skew_s, timeouts)
+    ctx = facts_class(AnalysisContext)(loaded.correlation, config, skew_s, timeouts)
+    _remember_context(loaded, ctx)
+    return ctx
+
+
+def _context_key(set_key: str, ctx) -> str:
+    """The context's own parameters (every dataclass field but the correlation and configuration,
+    which the set key covers) and class."""
+    params = {f.name: getattr(ctx, f.name) for f in fields(ctx) if f.name not in ("correlation", "config")}
+    cls = type(ctx)  # facts_class(C) has C's module and qualname
+    return ResultCache.value_key(set_key, f"context:{cls.__module__}.{cls.__qualname__}", params)
+
+
+def _remember_context(loaded: Correlated, ctx) -> None:
+    """Attach the context's ContextFacts (read by facts_class contexts, written by store_context_facts)."""
+    if loaded.cache is None or loaded.set_key is None or STORED_FACTS in ctx.__dict__:
+        return
+    ctx.__dict__[STORED_FACTS] = ContextFacts(loaded.cache, loaded.set_key, _context_key(loaded.set_key, ctx))
+
+
+def store_context_facts(ctx) -> None:
+    """Store the frames `ctx` derived that no earlier run stored (a command calls it when its output is out)."""
+    facts = ctx.__dict__.get(STORED_FACTS) if ctx is not None else None
+    if facts is not None:
+        facts.store_new(ctx)
+
+
+# Set on a report whose analysis is in the result cache: (cache, set key, analysis key), so that
+# what is derived from it can be cached beside it. A report rebuilt from other findings
+# (--baseline) is another object without it, so nothing derived from that one is cached.
+_CACHE_REF = "_result_cache_ref"
+
+
+@lru_cache(maxsize=1)
+def cached_report_class() -> type:
+    """AnalysisReport as the result cache gives it back: findings decoded when first used (a warm
+    timeline, or analyze output rendered before, never decodes them)."""
+    from dupfind.analyze import AnalysisReport
+
+    class CachedAnalysisReport(AnalysisReport):
+        @property
+        def findings(self) -> list:
+            value = self.__dict__["_findings"]
+            if callable(value):  # the cache's decoder
+                value = self.__dict__["_findings"] = value()
+            return value
+
+        @findings.setter
+        def findings(self, value) -> None:
+            self.__dict__["_findings"] = value
+
+    CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
+    return CachedAnalysisReport
+
+
+def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> Any:
+    """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
+    analysis is cached and the same kind and params were built before. Values go through exact_json:
+    a value it cannot give back exactly is simply not cached."""
+    known = report.__dict__.get(_CACHE_REF)
+    if known is None:
+        return build()
+    cache, set_key, analysis_key = known
+    key = ResultCache.value_key(analysis_key, kind, params)
+    found, value = cache.load_value(set_key, key)
+    if found:
+        return value
+    value = build()
+    cache.store_value(set_key, key, value)
+    return value
 
 
 def write_rejects(result: IngestResult, target: Path) -> None:

@@ -10,26 +10,29 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, ReportFormat,
-    RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, command_line, emit,
-    load_with_config, make_redactor, parse_timeouts,
+    RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, command_line,
+    correlate_with_config, emit, make_redactor, parse_timeouts,
 )
 from dupfind.errors import DupfindError
 
 
 def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
-                 rejects, strict, use_cache=True):
-    """Load, correlate and run every enabled rule: the AnalysisReport and the effective config."""
-    from dupfind.analyze import analyze as analyze_report
+                 rejects, strict, use_cache=True, cfg=None):
+    """Load, correlate and run every enabled rule: the AnalysisReport and the effective config.
+
+    With the cache on, unchanged inputs are not read again and the same rules and options reuse
+    the stored findings (see dupfind/result_cache.py); `cfg` is a configuration already loaded."""
     from dupfind.config import load_config
+    from dupfind.pipeline import analyze_correlated
     from dupfind.rules_registry import load_rules
 
     if skew < 0:
         raise DupfindError("--skew must be zero or more seconds.")
     timeouts = parse_timeouts(timeout or [])
-    cfg = load_config(config, rules, assume_tz)
+    cfg = cfg or load_config(config, rules, assume_tz)
     rule_list = load_rules(cfg, rules, tuple(disable or ()))
-    result = load_with_config(cfg, paths, since, until, rejects, strict, use_cache=use_cache)
-    return analyze_report(result, cfg, rule_list, skew, timeouts, max_jobs_per_value), cfg
+    loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=use_cache)
+    return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value), cfg
 
 
 @app.command()
@@ -65,6 +68,7 @@ def analyze(
     """Find side effects executed more than once (which actions, workers, attempts, deploys),
     name the root cause with the log lines that prove it, and list the fixes."""
     from dupfind.findings import severity_rank
+    from dupfind.pipeline import store_context_facts
     from dupfind.render.registry import RENDERERS, RenderOptions
 
     if baseline:
@@ -80,9 +84,10 @@ def analyze(
         report = apply_baseline(report, baseline)
     options = RenderOptions(
         worst=worst, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
-        redactor=make_redactor(redact, output_format.value, report.context.table if report.context else None,
-                               cfg.business_keys),
+        redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
+                               cfg.business_keys, context=report.context),
     )
     emit(RENDERERS, output_format.value, report, options, output)
+    store_context_facts(report.context)
     if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):
         raise typer.Exit(1)

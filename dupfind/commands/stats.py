@@ -62,7 +62,7 @@ def stats(
     lost, duplicated; processing duration percentiles; queue wait), receives vs publishes over time,
     the visibility timeout (configured, logged or inferred) with advice, and lock findings."""
     from dupfind.commands.analyze import run_analysis
-    from dupfind.queue_stats import build_stats
+    from dupfind.pipeline import store_context_facts
     from dupfind.render.registry import STATS_RENDERERS, RenderOptions
     from dupfind.timeline import parse_duration
 
@@ -82,10 +82,40 @@ def stats(
         strict,
         use_cache=not no_cache,
     )
-    stats_report = build_stats(report, bucket_s)
+    stats_report = _stats_report(report, bucket_s)
     options = RenderOptions(
         width=report_width(output),
         color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, report.context.table, cfg.business_keys),
+        redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
     )
     emit(STATS_RENDERERS, output_format.value, stats_report, options, output)
+    store_context_facts(report.context)
+
+
+def _stats_report(report, bucket_s: float | None):
+    """build_stats, or its tables from the result cache (the findings are the analysis' own, by position)."""
+    from dataclasses import fields
+
+    from dupfind.pipeline import cached_value
+    from dupfind.queue_stats import StatsReport, build_stats
+
+    def state() -> dict:
+        stats = build_stats(report, bucket_s)
+        position = {id(f): i for i, f in enumerate(report.findings)}
+        out = {}
+        for field in fields(StatsReport):
+            value = getattr(stats, field.name)
+            if value is report:
+                out[field.name] = {"analysis": True}
+            elif isinstance(value, list) and value and all(id(v) in position for v in value):
+                out[field.name] = {"findings": [position[id(v)] for v in value]}
+            else:
+                out[field.name] = {"value": value}
+        return out
+
+    parts = cached_value(report, "stats", {"bucket_s": bucket_s}, state)
+    return StatsReport(**{
+        name: report if "analysis" in part else [report.findings[i] for i in part["findings"]] if "findings" in part
+        else part["value"]
+        for name, part in parts.items()
+    })

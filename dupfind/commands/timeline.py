@@ -10,6 +10,7 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt,
+    NoCacheOpt,
     OutputOpt,
     PathsArg,
     RedactOpt,
@@ -21,7 +22,6 @@ from dupfind.cli_common import (
     TzOpt,
     UntilOpt,
     app,
-    load_with_config,
     make_redactor,
     write_output,
 )
@@ -70,6 +70,7 @@ def timeline(
     until: UntilOpt = None,
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Deploy-window report: generations and their workers' lifetimes, stop signals and kills,
     executions as bars with duplicated actions marked, and duplicates inside vs outside deploys.
@@ -79,11 +80,11 @@ def timeline(
     import orjson
     from rich.console import Console
 
-    from dupfind.analyze import analyze as run_analysis
+    from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
+    from dupfind.pipeline import cached_output, cached_value, store_context_facts
     from dupfind.render.timeline_html import render_html
     from dupfind.render.timeline_text import render_timeline
-    from dupfind.rules_registry import load_rules
     from dupfind.timeline import parse_duration, select_windows, timeline_document
     from dupfind.timeparse import parse_time_bound
 
@@ -96,18 +97,36 @@ def timeline(
     width_s = parse_duration(window, "--window")
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
-    result = load_with_config(cfg, paths, since, until, rejects, strict)
-    report = run_analysis(result, cfg, load_rules(cfg, rules), skew)
-    document = timeline_document(report, select_windows(report, deploy, around_ts, width_s))
-    redactor = make_redactor(redact, output_format.value, report.context.table if report.context else None,
-                             cfg.business_keys)
-    if redactor is not None:  # the document holds every value that any of the views shows
-        document = redactor.tree(document)
+    report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
+                               use_cache=not no_cache, cfg=cfg)
+    shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
+    redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
+                             cfg.business_keys, context=report.context)
+
+    def timeline_data() -> dict:
+        document = cached_value(
+            report, "timeline", shape,
+            lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s)),
+        )
+        # The document holds every value that any of the views shows.
+        return redactor.tree(document) if redactor is not None else document
+
+    if output_format == TableOrJson.json and html is None and redactor is None:
+        # The JSON as an earlier run wrote it (the document is not even read).
+        data, _ = cached_output(
+            report, "timeline:json", shape,
+            lambda: (orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n", None),
+        )
+        write_output(lambda out: out.write(data), output)
+        store_context_facts(report.context)
+        return
+    document = timeline_data()
     if html is not None:
         write_output(lambda out: out.write(render_html(document).encode()), html)
     if output_format == TableOrJson.json:
         write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), output)
         _say_masked(redactor)
+        store_context_facts(report.context)
         return
     color = output is None and sys.stdout.isatty()
     buffer = io.StringIO()
@@ -122,6 +141,7 @@ def timeline(
     render_timeline(document, console, max_rows)
     write_output(lambda out: out.write(buffer.getvalue().encode()), output)
     _say_masked(redactor)
+    store_context_facts(report.context)
 
 
 def _say_masked(redactor) -> None:

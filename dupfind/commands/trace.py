@@ -10,8 +10,8 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt,
-    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, emit, load_with_config, make_redactor, parse_timeouts,
-    report_width,
+    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, correlate_with_config, make_redactor,
+    parse_timeouts, report_width, write_output,
 )
 from dupfind.errors import DupfindError
 
@@ -66,8 +66,11 @@ def trace(
     """Print every record of the action(s) an id belongs to, from all files in time order: time,
     delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
     story turns (a redelivery while the first attempt ran, a second provider request, a kill)."""
-    from dupfind.render.registry import TRACE_RENDERERS, RenderOptions
-    from dupfind.trace import correlation_context, trace_finding, trace_ids
+    import io
+
+    from dupfind.pipeline import cached_output, store_context_facts
+    from dupfind.render.registry import TRACE_RENDERERS, RenderOptions, render
+    from dupfind.trace import trace_finding, trace_ids
 
     if ids and finding:
         raise DupfindError("give either ids (--id or the first argument) or --finding, not both.")
@@ -79,21 +82,40 @@ def trace(
 
         analysis, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
                                      since, until, rejects, strict, use_cache=not no_cache)
-        report = trace_finding(analysis.context, analysis.findings, finding, max_records)
+        ctx, cached = analysis.context, analysis
+        build = lambda: trace_finding(ctx, analysis.findings, finding, max_records)  # noqa: E731
     else:
         from dupfind.config import load_config
+        from dupfind.pipeline import analysis_context
 
         if skew < 0:
             raise DupfindError("--skew must be zero or more seconds.")
         timeouts = parse_timeouts(timeout or [])
         cfg = load_config(config, rules, assume_tz)
-        result = load_with_config(cfg, paths, since, until, rejects, strict, use_cache=not no_cache)
-        ctx = correlation_context(result.table, cfg, skew, timeouts, max_jobs_per_value)
-        report = trace_ids(ctx, queries, max_actions, max_records)
-    for query in report.not_found:
+        loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value,
+                                       use_cache=not no_cache)
+        ctx = cached = analysis_context(loaded, cfg, skew, timeouts)  # no rules run: enough to trace any id
+        build = lambda: trace_ids(ctx, queries, max_actions, max_records)  # noqa: E731
+    width, color = report_width(output), output is None and sys.stdout.isatty()
+
+    def traced() -> tuple[bytes, dict]:
+        report = build()
+        options = RenderOptions(
+            width=width, color=color,
+            redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
+        )
+        buffer = io.BytesIO()
+        render(TRACE_RENDERERS, output_format.value, report, buffer, options)
+        masked = options.redactor.summary() if options.redactor is not None else None
+        return buffer.getvalue(), {"not_found": report.not_found, "masked": masked}
+
+    # The same trace of the same (cached) inputs and analysis is written again as an earlier run did.
+    shape = {"ids": queries, "finding": finding, "max_actions": max_actions, "max_records": max_records,
+             "format": output_format.value, "width": width, "color": color, "redact": redact}
+    data, notes = cached_output(cached, "trace", shape, traced)
+    for query in notes["not_found"]:
         sys.stderr.write(f"dupfind: no record carries {query!r}\n")
-    options = RenderOptions(
-        width=report_width(output), color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, report.context.table, cfg.business_keys),
-    )
-    emit(TRACE_RENDERERS, output_format.value, report, options, output)
+    write_output(lambda out: out.write(data), output)
+    if notes["masked"]:
+        sys.stderr.write(f"dupfind: {notes['masked']}\n")
+    store_context_facts(ctx)

@@ -1,0 +1,722 @@
+"""Whole-input result cache: a second command over the same unchanged files skips ingestion,
+correlation and (for the same rules and options) the detectors.
+
+Layout under the cache directory (beside the per-file entries of cache.TableCache):
+
+    sets/<set key>/meta.json            format, key, file reports, correlation warnings, and for
+                                        each frame its rows, bytes, CRC-32 and schema
+    sets/<set key>/{table,actions,executions,rejects}.arrow
+                                        the correlated table (rid, action_id, exec_id), the actions
+                                        and executions frames, the ingest rejects (Arrow IPC, LZ4)
+    sets/<set key>/analyses/<analysis key>.json, .findings
+                                        the rest of an AnalysisReport and its findings, exactly
+                                        (exact_json), for one rule set and --skew/--timeout
+    sets/<set key>/analyses/<value key>.value.json
+                                        a document derived from one analysis (the timeline
+                                        document, the stats tables) for the options that shape it
+    sets/<set key>/analyses/<value key>.out
+                                        a rendered report (analyze in a format, the timeline
+                                        JSON) when nothing was redacted, for the options it used
+    sets/<set key>/facts/<context key>/<name>/
+                                        frames an AnalysisContext derived (side effects, deploy
+                                        model, ...) for one --skew and timeouts (ContextFacts)
+
+A set key covers the ordered inputs (each one's path as given and its per-file key: resolved
+path, size, mtime, dupfind version, configuration digest), the --since/--until bounds, the
+configuration digest, --max-jobs-per-value, the dupfind version, the polars version and the
+fingerprint of dupfind's own source files (so an edited checkout never reads stale results).
+An analysis key adds the rules (every field of every rule, --disable included), --skew and the
+visibility timeouts (configuration and --timeout).
+
+Nothing is trusted unchecked: meta.json and analysis files carry a CRC-32 of their body; a frame
+is checked against its recorded size and CRC-32 before it is read, then against its row count
+and schema. An entry that fails any check is deleted and rebuilt. Writes go to a staging
+directory or file renamed into place; an unwritable cache only means no cache. The frames of a
+set are read lazily: `analyze --format json` over a cached analysis never reads the table.
+
+Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
+mtime), KEEP_ANALYSES analyses and derived values per set, and per-file entries unused for FILE_ENTRY_MAX_AGE_S are
+removed (checked at most once a day).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, fields, is_dataclass
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from dupfind import __version__
+from dupfind.correlate import Correlation, GlueWarning
+from dupfind.errors import DupfindError
+from dupfind.ingest import FileReport, IngestResult
+
+SET_FORMAT = "1"
+ANALYSIS_FORMAT = "2"
+VALUE_FORMAT = "value-1"
+FACT_FORMAT = "fact-1"
+BLOB_FORMAT = "out-1"
+FACT_MAX_BYTES = 64 << 20
+VALUE_FACT_MIN_S = 0.05
+STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
+SETS_DIR = "sets"
+FRAMES = ("table", "actions", "executions", "rejects")
+COMPRESSION = "lz4"
+KEEP_SETS = 4
+KEEP_ANALYSES = 32
+FILE_ENTRY_MAX_AGE_S = 30 * 86400
+PRUNE_EVERY_S = 86400
+_HEADER = b"dupfind-cache"
+
+
+class CorruptEntry(Exception):
+    """A cache entry that failed a check: it is deleted, and the result rebuilt."""
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Names, sizes and mtimes of dupfind's source and rules files: an edited checkout is another code."""
+    package = Path(__file__).resolve().parent
+    roots = [package]
+    try:
+        from dupfind.config import default_rules_dir
+
+        roots.append(default_rules_dir())
+    except DupfindError:  # no rules folder: loading the configuration says so
+        pass
+    digest = hashlib.sha256(f"{__version__}|{pl.__version__}".encode())
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+            for name in sorted(files):
+                if name.endswith((".py", ".toml")):
+                    try:
+                        stat = os.stat(os.path.join(folder, name))
+                    except OSError:
+                        continue
+                    digest.update(f"{folder}/{name}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:32]
+
+
+def _checked(body: bytes, fmt: str) -> bytes:
+    return b"%s %s %08x %d\n" % (_HEADER, fmt.encode(), zlib.crc32(body), len(body)) + body
+
+
+def _unchecked(raw: bytes, fmt: str) -> bytes:
+    """The body of a checked file; CorruptEntry when its header, length or CRC-32 do not match."""
+    head, sep, body = raw.partition(b"\n")
+    parts = head.split(b" ")
+    if not sep or len(parts) != 4 or parts[0] != _HEADER or parts[1] != fmt.encode():
+        raise CorruptEntry("not a cache file of this format")
+    if int(parts[3]) != len(body) or int(parts[2], 16) != zlib.crc32(body):
+        raise CorruptEntry("length or checksum differs")
+    return body
+
+
+def _schema(frame: pl.DataFrame) -> list[list[str]]:
+    return [[name, str(dtype)] for name, dtype in frame.schema.items()]
+
+
+def _report_state(report: FileReport) -> dict[str, Any]:
+    from dupfind.exact_json import encode
+
+    data = asdict(report)
+    data["rejected"] = dict(report.rejected)
+    return encode(data)
+
+
+def _report_from_state(data: dict[str, Any]) -> FileReport:
+    from dupfind.exact_json import decode
+
+    values = decode(data)
+    if set(values) != {f.name for f in fields(FileReport)}:
+        raise CorruptEntry("cached file report has other fields")
+    values["rejected"] = Counter(values["rejected"])
+    return FileReport(**values)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(staging, target)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
+class CachedCorrelation(Correlation):
+    """A Correlation whose frames are read from a set entry when first used."""
+
+    def __init__(self, entry: SetEntry, warnings: list[GlueWarning]) -> None:
+        self._entry = entry
+        self.warnings = warnings
+
+    @property
+    def table(self) -> pl.DataFrame:
+        return self._entry.frame("table")
+
+    @property
+    def actions(self) -> pl.DataFrame:
+        return self._entry.frame("actions")
+
+    @property
+    def executions(self) -> pl.DataFrame:
+        return self._entry.frame("executions")
+
+
+class CachedIngest(IngestResult):
+    """The IngestResult of a set entry: file reports from its meta, rejects read when first used.
+
+    `table` is the correlated table (the canonical table after correlation), since nothing after
+    correlation needs the table as ingested."""
+
+    def __init__(self, entry: SetEntry, files: list[FileReport], filtered_out: int) -> None:
+        self._entry = entry
+        self.files = files
+        self.filtered_out = filtered_out
+
+    @property
+    def table(self) -> pl.DataFrame:
+        return self._entry.frame("table")
+
+    @property
+    def rejects(self) -> pl.DataFrame:
+        return self._entry.frame("rejects")
+
+
+class SetEntry:
+    """A set entry whose meta.json passed its checks; frames are read (and checked) on demand.
+
+    When a frame fails its checks, the entry is deleted and `rebuild()` (ingest and correlate
+    again, then store a fresh entry) supplies every frame from then on."""
+
+    def __init__(self, cache: ResultCache, key: str, path: Path, meta: dict[str, Any],
+                 rebuild: Callable[[], tuple[IngestResult, Correlation]] | None) -> None:
+        self.cache = cache
+        self.key = key
+        self.path = path
+        self.meta = meta
+        self._rebuild = rebuild
+        self._frames: dict[str, pl.DataFrame] = {}
+        self._rebuilt: tuple[IngestResult, Correlation] | None = None
+        # Decoded now, so that a damaged meta is a miss rather than an error later.
+        self._ingest = CachedIngest(self, [_report_from_state(r) for r in meta["files"]], int(meta["filtered_out"]))
+        self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
+
+    def frame(self, name: str) -> pl.DataFrame:
+        if name in self._frames:
+            return self._frames[name]
+        if self._rebuilt is None:
+            try:
+                self._frames[name] = self._read(name)
+                return self._frames[name]
+            except Exception:
+                self.cache.discard(self.key)
+                if self._rebuild is None:
+                    raise
+                self._rebuilt = self._rebuild()
+        result, correlation = self._rebuilt
+        rebuilt = {"table": correlation.table, "actions": correlation.actions,
+                   "executions": correlation.executions, "rejects": result.rejects}
+        self._frames.update((k, v) for k, v in rebuilt.items() if k not in self._frames)
+        return self._frames[name]
+
+    def _read(self, name: str) -> pl.DataFrame:
+        info = self.meta["frames"][name]
+        raw = (self.path / f"{name}.arrow").read_bytes()
+        if len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]:
+            raise CorruptEntry(f"{name}.arrow differs from its checksum")
+        frame = pl.read_ipc(raw)
+        if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+            raise CorruptEntry(f"{name}.arrow has other rows or columns")
+        return frame
+
+    def ingest_result(self) -> CachedIngest:
+        return self._ingest
+
+    def correlation(self) -> CachedCorrelation:
+        return self._correlation
+
+
+class ContextFacts:
+    """What an AnalysisContext derived (its cached properties: side effects, the deploy model, the
+    queue of each action, ...), stored under `sets/<set>/facts/<context key>/<name>/`, so that a
+    warm trace or ticket does not derive it again. DataFrames and dataclasses made of DataFrames
+    (DeployModel) up to FACT_MAX_BYTES are stored as IPC, values exact_json gives back exactly
+    (dicts of ids, ...) as JSON; anything else (an index object) is derived as usual."""
+
+    def __init__(self, cache: ResultCache, set_key: str, context_key: str) -> None:
+        self.cache = cache
+        self.set_key = set_key
+        self.folder = cache._entry_dir(set_key) / "facts" / context_key
+        self.loaded: set[str] = set()
+        self.compute_s: dict[str, float] = {}  # how long each fact derived in this run took
+
+    def load(self, name: str) -> tuple[bool, Any]:
+        folder = self.folder / name
+        try:
+            raw = (folder / "meta.json").read_bytes()
+        except OSError:
+            return False, None
+        try:
+            meta = orjson.loads(_unchecked(raw, FACT_FORMAT))
+            if meta["name"] != name:
+                raise CorruptEntry("fact of another name")
+            if "value" in meta:
+                from dupfind.exact_json import decode
+
+                self.loaded.add(name)
+                return True, decode(meta["value"])
+            parts = {}
+            for part, info in meta["parts"].items():
+                data = (folder / f"{part}.arrow").read_bytes()
+                if len(data) != info["bytes"] or zlib.crc32(data) != info["crc32"]:
+                    raise CorruptEntry("fact differs from its checksum")
+                frame = pl.read_ipc(data)
+                if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+                    raise CorruptEntry("fact has other rows or columns")
+                parts[part] = frame
+            if meta["class"] is None:
+                value = parts["frame"]
+            else:
+                import importlib
+
+                module, _, qualname = meta["class"].partition(":")
+                cls = importlib.import_module(module)
+                for attr in qualname.split("."):
+                    cls = getattr(cls, attr)
+                if not is_dataclass(cls) or [f.name for f in fields(cls)] != list(parts):
+                    raise CorruptEntry("fact of another layout")
+                value = cls(**parts)
+        except Exception:
+            shutil.rmtree(folder, ignore_errors=True)
+            return False, None
+        self.loaded.add(name)
+        return True, value
+
+    @staticmethod
+    def _parts(value: Any) -> tuple[str | None, dict[str, pl.DataFrame]] | None:
+        if isinstance(value, pl.DataFrame):
+            return None, {"frame": value}
+        if is_dataclass(value) and not isinstance(value, type):
+            parts = {f.name: getattr(value, f.name) for f in fields(value)}
+            if parts and all(isinstance(v, pl.DataFrame) for v in parts.values()):
+                cls = type(value)
+                return f"{cls.__module__}:{cls.__qualname__}", parts
+        return None
+
+    def store_new(self, ctx: Any) -> None:
+        """Store every storable cached property of `ctx` that is not stored yet."""
+        for name, value in list(vars(ctx).items()):
+            if name in self.loaded or not isinstance(getattr(type(ctx), name, None), (cached_property, StoredFact)):
+                continue
+            if (self.folder / name / "meta.json").exists():
+                continue
+            found = self._parts(value)
+            if found is None:
+                # A value (a dict of ids, ...) only when deriving it took a while: decoding a large
+                # dict can cost more than building it again from a frame.
+                if self.compute_s.get(name, 0.0) >= VALUE_FACT_MIN_S:
+                    self._store_value(name, value, self.compute_s[name])
+                continue
+            cls, parts = found
+            if sum(p.estimated_size() for p in parts.values()) > FACT_MAX_BYTES:
+                continue
+            staging: Path | None = None
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.folder))
+                meta = {"name": name, "class": cls, "parts": {}}
+                for part, frame in parts.items():
+                    raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
+                    (staging / f"{part}.arrow").write_bytes(raw)
+                    meta["parts"][part] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
+                                           "schema": _schema(frame)}
+                (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), FACT_FORMAT))
+                os.replace(staging, self.folder / name)
+                staging = None
+                self.loaded.add(name)
+            except (OSError, pl.exceptions.PolarsError):
+                return  # an unwritable or vanished cache: derived again next time
+            finally:
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
+
+    def _store_value(self, name: str, value: Any, compute_s: float) -> None:
+        from dupfind.exact_json import decode, encode
+
+        try:
+            encoded = encode(value)
+            body = orjson.dumps({"name": name, "value": encoded})
+            start = time.perf_counter()
+            back = decode(orjson.loads(body)["value"])
+            if back != value or time.perf_counter() - start > compute_s / 2:
+                return
+            if len(body) > FACT_MAX_BYTES:
+                return
+            (self.folder / name).mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.folder / name / "meta.json", _checked(body, FACT_FORMAT))
+            self.loaded.add(name)
+        except (OSError, TypeError, ValueError):
+            return  # not a value exact_json gives back, or an unwritable cache
+
+
+class StoredFact:
+    """A cached property of a context class that first looks in the context's ContextFacts."""
+
+    def __init__(self, name: str, func: Callable[[Any], Any]) -> None:
+        self.name = name
+        self.func = func
+        self.__doc__ = func.__doc__
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        facts = obj.__dict__.get(STORED_FACTS)
+        found, value = facts.load(self.name) if facts is not None else (False, None)
+        if not found:
+            start = time.perf_counter()
+            value = self.func(obj)
+            if facts is not None:
+                facts.compute_s[self.name] = time.perf_counter() - start
+        obj.__dict__[self.name] = value
+        return value
+
+
+@lru_cache(maxsize=8)
+def facts_class(base: type) -> type:
+    """A subclass of a context class whose cached properties read stored facts first."""
+    attrs = {}
+    for klass in reversed(base.__mro__):
+        for name, attr in vars(klass).items():
+            if isinstance(attr, cached_property):
+                attrs[name] = StoredFact(name, attr.func)
+    return type(base.__name__, (base,), {**attrs, "__module__": base.__module__, "__qualname__": base.__qualname__})
+
+
+class ResultCache:
+    """Set entries (correlated inputs) and their analyses under `root/sets`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sets = root / SETS_DIR
+        self.hits = 0
+        self.misses = 0
+        self.analysis_hits = 0
+        self.value_hits = 0
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def set_key(self, inputs: list[tuple[str, str]], config_digest: str, since, until,
+                max_jobs_per_value: int) -> str:
+        """The key of a set: `inputs` are (path as given, per-file cache key) in input order."""
+        return _digest({
+            "format": SET_FORMAT, "version": __version__, "code": code_fingerprint(), "config": config_digest,
+            "inputs": inputs, "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None, "max_jobs_per_value": max_jobs_per_value,
+        })
+
+    @staticmethod
+    def analysis_key(set_key: str, rules, skew_s: float, timeouts: dict[str, float],
+                     config_timeouts: dict[str, float]) -> str:
+        """The key of an analysis of a set: every field of every rule (--disable included), --skew, timeouts."""
+        return _digest({
+            "format": ANALYSIS_FORMAT, "set": set_key, "rules": [asdict(r) for r in rules],
+            "skew": float(skew_s), "timeouts": timeouts, "config_timeouts": config_timeouts,
+        })
+
+    # -- set entries ------------------------------------------------------------------------
+
+    def _entry_dir(self, key: str) -> Path:
+        return self.sets / key
+
+    def discard(self, key: str) -> None:
+        shutil.rmtree(self._entry_dir(key), ignore_errors=True)
+
+    def open_set(
+        self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None
+    ) -> SetEntry | None:
+        """The entry of a set key when its meta passes the checks (else it is deleted): None on a miss."""
+        path = self._entry_dir(key)
+        try:
+            raw = (path / "meta.json").read_bytes()
+        except OSError:
+            if path.exists():
+                self.discard(key)
+            self.misses += 1
+            return None
+        try:
+            meta = orjson.loads(_unchecked(raw, SET_FORMAT))
+            if meta.get("key") != key or set(meta.get("frames", {})) != set(FRAMES):
+                raise CorruptEntry("meta of another entry")
+            for name, info in meta["frames"].items():
+                if (path / f"{name}.arrow").stat().st_size != info["bytes"]:
+                    raise CorruptEntry(f"{name}.arrow has another size")
+            entry = SetEntry(self, key, path, meta, rebuild)
+        except Exception:
+            self.discard(key)
+            self.misses += 1
+            return None
+        self.hits += 1
+        try:
+            os.utime(path)  # most recently used, for pruning
+        except OSError:
+            pass
+        return entry
+
+    def store_set(self, key: str, result: IngestResult, correlation: Correlation) -> bool:
+        """Write a set entry (atomically); False when the cache directory cannot take it."""
+        frames = {"table": correlation.table, "actions": correlation.actions,
+                  "executions": correlation.executions, "rejects": result.rejects}
+        staging: Path | None = None
+        try:
+            meta = {
+                "key": key,
+                "files": [_report_state(f) for f in result.files],
+                "filtered_out": result.filtered_out,
+                "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
+                "frames": {},
+            }
+            self.sets.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))
+            for name, frame in frames.items():
+                raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
+                (staging / f"{name}.arrow").write_bytes(raw)
+                meta["frames"][name] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
+                                        "schema": _schema(frame)}
+            (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))
+            (staging / "analyses").mkdir()
+            final = self._entry_dir(key)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(staging, final)
+            staging = None
+        except (OSError, TypeError, ValueError, pl.exceptions.PolarsError):
+            # A read-only or full cache directory (or a value it cannot hold) must never break a run.
+            return False
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+        self.prune()
+        return True
+
+    # -- analyses ---------------------------------------------------------------------------
+
+    def load_analysis(self, set_key: str, key: str) -> dict[str, Any] | None:
+        """A stored analysis, or None: {"report": its other fields decoded, "findings": a function
+        that reads and decodes the findings (a warm `analyze --format json` or `timeline` never needs
+        them; it raises CorruptEntry when they fail their checks)}."""
+        from dupfind.exact_json import decode
+        from dupfind.findings import FINDING_FIELDS, Finding
+
+        folder = self._entry_dir(set_key) / "analyses"
+        path = folder / f"{key}.json"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            data = orjson.loads(_unchecked(raw, ANALYSIS_FORMAT))
+            if data["set"] != set_key or data["key"] != key or data["finding_fields"] != list(FINDING_FIELDS):
+                raise CorruptEntry("analysis of another entry or finding layout")
+            report = {name: decode(value) for name, value in data["report"].items()}
+            expected = (data["findings"]["bytes"], data["findings"]["crc32"], data["findings"]["count"])
+        except Exception:
+            self.discard_analysis(set_key, key)
+            return None
+        self.analysis_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+
+        def findings() -> list:
+            findings_path = folder / f"{key}.findings"
+            try:
+                body = findings_path.read_bytes()
+                if (len(body), zlib.crc32(body)) != expected[:2]:
+                    raise CorruptEntry("findings differ from their checksum")
+                states = orjson.loads(body)
+                if len(states) != expected[2]:
+                    raise CorruptEntry("another number of findings")
+                return [Finding.from_state(f) for f in states]
+            except Exception as exc:
+                self.discard_analysis(set_key, key)
+                raise CorruptEntry(f"stored findings unusable: {exc}") from exc
+
+        return {"findings": findings, "report": report}
+
+    def discard_analysis(self, set_key: str, key: str) -> None:
+        folder = self._entry_dir(set_key) / "analyses"
+        for name in (f"{key}.json", f"{key}.findings"):
+            (folder / name).unlink(missing_ok=True)
+
+    def store_analysis(self, set_key: str, key: str, findings: list, report_fields: dict[str, Any]) -> bool:
+        """Write an analysis beside its set: the findings, then the report fields that name their size
+        and checksum (each file atomically); False when it cannot be stored exactly."""
+        from dupfind.exact_json import decode, encode
+        from dupfind.findings import FINDING_FIELDS, Finding
+
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            states = [f.to_state() for f in findings]
+            encoded = {name: encode(value) for name, value in report_fields.items()}
+            # Exactness check: what a warm run would read back must equal what this run reports.
+            if [Finding.from_state(s) for s in states] != findings:
+                return False
+            if {name: decode(value) for name, value in encoded.items()} != report_fields:
+                return False
+            body = orjson.dumps(states)
+            head = orjson.dumps({
+                "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
+                "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states)},
+            })
+            if not folder.is_dir():
+                return False  # the set entry is gone (pruned, or never written)
+            _write_atomic(folder / f"{key}.findings", body)
+            _write_atomic(folder / f"{key}.json", _checked(head, ANALYSIS_FORMAT))
+        except (OSError, TypeError, ValueError):
+            return False
+        self._prune_analyses(folder)
+        return True
+
+    # -- values derived from an analysis (timeline and stats documents) ---------------------
+
+    @staticmethod
+    def value_key(base_key: str, kind: str, params: Any) -> str:
+        return _digest({"format": VALUE_FORMAT, "base": base_key, "kind": kind, "params": params})
+
+    def load_value(self, set_key: str, key: str) -> tuple[bool, Any]:
+        """(True, value) for a stored value, (False, None) otherwise."""
+        from dupfind.exact_json import decode
+
+        path = self._entry_dir(set_key) / "analyses" / f"{key}.value.json"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return False, None
+        try:
+            data = orjson.loads(_unchecked(raw, VALUE_FORMAT))
+            if data["set"] != set_key or data["key"] != key:
+                raise CorruptEntry("value of another entry")
+            value = data["value"] if data["plain"] else decode(data["value"])
+        except Exception:
+            path.unlink(missing_ok=True)
+            return False, None
+        self.value_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return True, value
+
+    def store_value(self, set_key: str, key: str, value: Any) -> bool:
+        """Store a value beside its set's analyses (exact_json, atomically); False when it cannot."""
+        from dupfind.exact_json import decode, encode
+
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            encoded = encode(value)
+            if decode(encoded) != value:
+                return False
+            # Plain JSON data (no tag was needed) is read back without walking it.
+            plain = type(encoded) is type(value) and encoded == value
+            body = orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
+            if not folder.is_dir():
+                return False
+            _write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
+        except (OSError, TypeError, ValueError):
+            return False
+        self._prune_analyses(folder)
+        return True
+
+    def load_blob(self, set_key: str, key: str) -> bytes | None:
+        """Stored bytes (a rendered report), or None."""
+        path = self._entry_dir(set_key) / "analyses" / f"{key}.out"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        head, _, rest = raw.partition(b"\n")
+        try:
+            if head != f"{set_key} {key}".encode():
+                raise CorruptEntry("output of another entry")
+            data = _unchecked(rest, BLOB_FORMAT)
+        except (CorruptEntry, ValueError):
+            path.unlink(missing_ok=True)
+            return None
+        self.value_hits += 1
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return data
+
+    def store_blob(self, set_key: str, key: str, data: bytes) -> bool:
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            if not folder.is_dir():
+                return False
+            _write_atomic(folder / f"{key}.out", f"{set_key} {key}\n".encode() + _checked(data, BLOB_FORMAT))
+        except OSError:
+            return False
+        self._prune_analyses(folder)
+        return True
+
+    # -- growth -----------------------------------------------------------------------------
+
+    def _prune_analyses(self, folder: Path) -> None:
+        try:
+            stored = [p for p in folder.iterdir() if not p.name.startswith(".")]  # analyses, values, outputs
+            stored.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for path in stored[KEEP_ANALYSES:]:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    def prune(self) -> None:
+        """Keep the KEEP_SETS most recently used sets; drop per-file entries unused for a long time."""
+        try:
+            entries = [p for p in self.sets.iterdir() if p.is_dir()]
+            now = time.time()
+            stale = [p for p in entries if p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600]
+            entries = [p for p in entries if not p.name.startswith(".tmp-")]
+            entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for path in stale + entries[KEEP_SETS:]:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+        self._prune_file_entries()
+
+    def _prune_file_entries(self) -> None:
+        """Per-file entries (cache.TableCache) not used for FILE_ENTRY_MAX_AGE_S; at most once a day."""
+        stamp = self.root / ".pruned"
+        try:
+            now = time.time()
+            if stamp.exists() and now - stamp.stat().st_mtime < PRUNE_EVERY_S:
+                return
+            stamp.touch()
+            for shard in self.root.iterdir():
+                if len(shard.name) != 2 or not shard.is_dir():
+                    continue
+                for entry in shard.iterdir():
+                    if now - entry.stat().st_mtime > FILE_ENTRY_MAX_AGE_S:
+                        shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass

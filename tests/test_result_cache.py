@@ -1,0 +1,432 @@
+"""The whole-input result cache: warm outputs equal cold ones byte for byte, a warm run reads no
+log line and runs no detector, what matters invalidates, what does not reuses, and nothing
+corrupt, foreign or unwritable is trusted or breaks a run."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import orjson
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import dupfind.analyze
+import dupfind.pipeline
+import dupfind.result_cache
+from dupfind.cli import app
+from dupfind.config import load_config
+from dupfind.exact_json import decode, encode
+from dupfind.findings import Evidence, Finding
+from dupfind.pipeline import analyze_correlated, load_correlated
+from dupfind.result_cache import CachedCorrelation
+from dupfind.rules_registry import load_rules
+
+from conftest import FIXTURES
+
+SCENARIO = FIXTURES / "synth" / "deploy-overlap" / "logs"
+
+
+@pytest.fixture
+def logs(tmp_path):
+    target = tmp_path / "logs"
+    shutil.copytree(SCENARIO, target)
+    return target
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(path))
+    return path
+
+
+def run(*args: str) -> bytes:
+    """One in-process CLI run: its stdout, after checking it succeeded."""
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+class Calls:
+    """Counts (and optionally forbids) ingestion, correlation and the detectors."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.ingest = self.correlate = self.analyze = 0
+        self.forbid = False
+        ingest, correlate = dupfind.pipeline._ingest, dupfind.pipeline.correlate_inputs
+        analyze = dupfind.analyze.analyze
+
+        def counted(name, fn):
+            def wrapper(*a, **k):
+                assert not self.forbid, f"a warm run called {name}"
+                setattr(self, name, getattr(self, name) + 1)
+                return fn(*a, **k)
+            return wrapper
+
+        monkeypatch.setattr(dupfind.pipeline, "_ingest", counted("ingest", ingest))
+        monkeypatch.setattr(dupfind.pipeline, "correlate_inputs", counted("correlate", correlate))
+        monkeypatch.setattr(dupfind.analyze, "analyze", counted("analyze", analyze))
+
+    def reset(self) -> Calls:
+        self.ingest = self.correlate = self.analyze = 0
+        return self
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    return Calls(monkeypatch)
+
+
+def _finding(logs: Path) -> dict:
+    doc = orjson.loads(run("analyze", str(logs), "--format", "json", "--no-cache"))
+    return next(f for f in doc["findings"] if f["harmful"])
+
+
+COMMANDS = {
+    "analyze-json": ["analyze", "{logs}", "--format", "json"],
+    "analyze-ndjson": ["analyze", "{logs}", "--format", "ndjson"],
+    "analyze-markdown": ["analyze", "{logs}", "--format", "markdown"],
+    "analyze-table": ["analyze", "{logs}", "--format", "table"],
+    "trace-json": ["trace", "{job}", "{logs}", "--format", "json"],
+    "trace-table": ["trace", "{job}", "{logs}"],
+    "trace-markdown": ["trace", "{job}", "{logs}", "--format", "markdown"],
+    "trace-finding": ["trace", "--finding", "{fingerprint}", "{logs}", "--format", "json"],
+    "timeline-json": ["timeline", "{logs}", "--format", "json"],
+    "timeline-table": ["timeline", "{logs}"],
+    "stats-json": ["stats", "{logs}", "--format", "json"],
+    "stats-table": ["stats", "{logs}"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_warm_output_equals_cold_and_reads_nothing(name, logs, cache_dir, calls):
+    finding = _finding(logs)
+    values = {"logs": str(logs), "job": finding["ids"]["job_id"][0], "fingerprint": finding["fingerprint"]}
+    args = [a.format(**values) for a in COMMANDS[name]]
+    uncached = run(*args, "--no-cache")
+    calls.reset()
+    cold = run(*args)
+    assert calls.ingest == 1 and calls.correlate == 1
+    calls.reset().forbid = True
+    warm = run(*args)
+    assert warm == cold == uncached
+    again = run(*args)  # the facts and documents stored by the first warm run read back the same
+    assert again == cold
+
+
+def test_one_warm_set_serves_every_command(logs, cache_dir, calls):
+    finding = _finding(logs)
+    cold = run("analyze", str(logs), "--format", "json")
+    calls.reset().forbid = True
+    warm_trace = run("trace", finding["ids"]["job_id"][0], str(logs), "--format", "json")
+    warm_stats = run("stats", str(logs), "--format", "json")
+    warm_timeline = run("timeline", str(logs), "--format", "json")
+    calls.forbid = False
+    assert warm_trace == run("trace", finding["ids"]["job_id"][0], str(logs), "--format", "json", "--no-cache")
+    assert warm_stats == run("stats", str(logs), "--format", "json", "--no-cache")
+    assert warm_timeline == run("timeline", str(logs), "--format", "json", "--no-cache")
+    assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls, tmp_path):
+    base = ["analyze", str(logs), "--format", "json"]
+    cold = run(*base)
+    assert (calls.ingest, calls.analyze) == (1, 1)
+    # Output options: the same analysis.
+    calls.reset()
+    assert run("analyze", str(logs), "--format", "table")
+    run(*base, "--output", str(tmp_path / "report.json"))
+    assert (tmp_path / "report.json").read_bytes() == cold
+    assert (calls.ingest, calls.correlate, calls.analyze) == (0, 0, 0)
+    # Analysis options: the correlated set is reused, the detectors run again (once per new value).
+    for extra in (["--skew", "2"], ["--disable", "DF201"], ["--timeout", "45"]):
+        calls.reset()
+        changed = run(*base, *extra)
+        assert (calls.ingest, calls.analyze) == (0, 1), extra
+        assert changed == run(*base, *extra, "--no-cache")
+        calls.reset()
+        assert run(*base, *extra) == changed and calls.analyze == 0
+    assert orjson.loads(run(*base, "--disable", "DF201"))["rules"] != orjson.loads(cold)["rules"]
+    # Rendering options: each rendered output is its own.
+    table = ["analyze", str(logs), "--format", "table"]
+    for worst in ("1", "3", "1"):
+        assert run(*table, "--worst", worst) == run(*table, "--worst", worst, "--no-cache")
+    assert run(*table, "--worst", "1") != run(*table, "--worst", "3")
+    # Inputs and correlation options: read and correlated again.
+    for extra in (["--since", "2000-01-01T00:00:00Z"], ["--max-jobs-per-value", "3"]):
+        calls.reset()
+        run(*base, *extra)
+        assert calls.ingest == 1 and calls.correlate == 1, extra
+    calls.reset()
+    assert run(*base) == cold and calls.ingest == 0
+
+
+def test_changed_added_or_removed_file_invalidates_the_set(logs, cache_dir, calls):
+    base = ["analyze", str(logs), "--format", "json"]
+    cold = run(*base)
+    victim = min(logs.glob("worker-*.log"))
+    os.utime(victim, ns=(victim.stat().st_atime_ns, victim.stat().st_mtime_ns + 1_000_000_000))
+    calls.reset()
+    assert run(*base) == cold  # same bytes, new mtime: read again (that one file), same answer
+    assert calls.ingest == 1
+    extra = logs / "zz-extra.log"
+    extra.write_bytes(victim.read_bytes()[:2000].rsplit(b"\n", 1)[0] + b"\n")
+    calls.reset()
+    added = orjson.loads(run(*base))
+    assert calls.ingest == 1
+    assert added["inputs"]["totals"]["files"] == orjson.loads(cold)["inputs"]["totals"]["files"] + 1
+    extra.unlink()
+    calls.reset()
+    assert run(*base) == cold and calls.ingest == 0  # the set before the file was added, still cached
+
+
+def _set_dirs(cache_dir: Path) -> list[Path]:
+    return sorted(p for p in (cache_dir / "sets").iterdir() if not p.name.startswith("."))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _garbage(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = os.urandom(64)
+    path.write_bytes(bytes(data))
+
+
+def _analyses(entry: Path) -> list[Path]:
+    return [p for p in entry.glob("analyses/*.json") if not p.name.endswith(".value.json")]
+
+
+DAMAGE = {
+    "table-truncated": (lambda e: [e / "table.arrow"], _truncate),
+    "table-garbage": (lambda e: [e / "table.arrow"], _garbage),
+    "executions-garbage": (lambda e: [e / "executions.arrow"], _garbage),
+    "meta-garbage": (lambda e: [e / "meta.json"], _garbage),
+    "meta-missing": (lambda e: [e / "meta.json"], Path.unlink),
+    "analysis-truncated": (_analyses, _truncate),
+    "analysis-garbage": (_analyses, _garbage),
+    "value-garbage": (lambda e: list(e.glob("analyses/*.value.json")), _garbage),
+    "fact-garbage": (lambda e: list(e.glob("facts/*/deploys/*.arrow")), _garbage),
+    "fact-meta-truncated": (lambda e: list(e.glob("facts/*/side_effects/meta.json")), _truncate),
+    "findings-garbage": (lambda e: list(e.glob("analyses/*.findings")), _garbage),
+    "findings-missing": (lambda e: list(e.glob("analyses/*.findings")), Path.unlink),
+    "output-garbage": (lambda e: list(e.glob("analyses/*.out")), _garbage),
+    "output-truncated": (lambda e: list(e.glob("analyses/*.out")), _truncate),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_entries_are_rebuilt_and_never_trusted(damage, logs, cache_dir):
+    finding = _finding(logs)
+    commands = [
+        ["analyze", str(logs), "--format", "markdown"],
+        ["analyze", str(logs), "--format", "json"],
+        ["trace", finding["ids"]["job_id"][0], str(logs), "--format", "json"],
+        ["stats", str(logs), "--format", "json"],
+        ["timeline", str(logs), "--format", "json"],
+    ]
+    cold = [run(*c) for c in commands]
+    [entry] = _set_dirs(cache_dir)
+    select, harm = DAMAGE[damage]
+    targets = select(entry)
+    assert targets and all(t.is_file() for t in targets)
+    for target in targets:
+        harm(target)
+    assert [run(*c) for c in commands] == cold
+    assert [run(*c) for c in commands] == cold  # and again, from what the rebuild stored
+    [entry] = _set_dirs(cache_dir)
+    loaded = load_correlated([str(logs)], load_config(cwd=Path("/")))
+    assert isinstance(loaded.correlation, CachedCorrelation)
+    assert loaded.correlation.table.height > 0  # every frame passes its checks again
+
+
+def test_foreign_entry_is_not_trusted(logs, cache_dir, tmp_path):
+    cold = run("analyze", str(logs), "--format", "json")
+    other = tmp_path / "other"
+    shutil.copytree(logs, other)
+    run("analyze", str(other), "--format", "json")
+    first, second = _set_dirs(cache_dir)
+    # Swap the two entries' contents: each meta now names the other key.
+    shutil.move(first, first.with_name(".swap"))
+    shutil.move(second, first)
+    shutil.move(first.with_name(".swap"), second)
+    assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_unwritable_cache_never_breaks_a_run(logs, tmp_path, monkeypatch):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(blocker))
+    out = run("analyze", str(logs), "--format", "json")
+    assert out == run("analyze", str(logs), "--format", "json", "--no-cache")
+    assert run("timeline", str(logs), "--format", "json")
+    assert blocker.read_text().startswith("a file")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
+def test_read_only_set_entry_still_serves(logs, cache_dir):
+    cold = run("analyze", str(logs), "--format", "json")
+    for path in sorted(cache_dir.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        assert run("analyze", str(logs), "--format", "json") == cold
+        assert run("stats", str(logs), "--format", "json")
+    finally:
+        for path in cache_dir.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.mark.parametrize("command", ["analyze", "timeline", "stats", "trace"])
+def test_no_cache_writes_nothing(command, logs, cache_dir):
+    args = [command, str(logs)] if command != "trace" else ["trace", _finding(logs)["ids"]["job_id"][0], str(logs)]
+    run(*args, "--format", "json", "--no-cache")
+    assert not cache_dir.exists()
+
+
+def test_set_entries_are_pruned_to_the_most_recent(logs, cache_dir, monkeypatch):
+    monkeypatch.setattr(dupfind.result_cache, "KEEP_SETS", 2)
+    for jobs in (21, 22, 23):
+        run("analyze", str(logs), "--format", "json", "--max-jobs-per-value", str(jobs))
+    assert len(_set_dirs(cache_dir)) == 2
+    config = load_config(cwd=Path("/"))
+    assert isinstance(load_correlated([str(logs)], config, max_jobs_per_value=23).correlation, CachedCorrelation)
+    assert not isinstance(load_correlated([str(logs)], config, max_jobs_per_value=21).correlation, CachedCorrelation)
+
+
+def test_stdin_input_is_not_cached(cache_dir):
+    data = b"".join(p.read_bytes() for p in sorted(SCENARIO.glob("worker-*.log")))
+    result = CliRunner().invoke(app, ["analyze", "-", "--format", "json"], input=data, catch_exceptions=False)
+    assert result.exit_code == 0
+    assert not (cache_dir / "sets").exists()
+
+
+def test_cached_report_is_the_report(logs, cache_dir):
+    config = load_config(cwd=Path("/"))
+    rules = load_rules(config)
+    cold = analyze_correlated(load_correlated([str(logs)], config), config, rules, 0.5, {})
+    warm = analyze_correlated(load_correlated([str(logs)], config), config, rules, 0.5, {})
+    assert isinstance(warm.context.correlation, CachedCorrelation)
+    assert warm.findings == cold.findings and warm.summary == cold.summary and warm.to_dict() == cold.to_dict()
+    assert warm.context.table.equals(cold.context.table)
+    assert warm.context.executions.equals(cold.context.executions)
+    assert warm.context.side_effects.equals(cold.context.side_effects)
+    assert warm.inputs.rejects.equals(cold.inputs.rejects)
+    assert warm.inputs.totals() == cold.inputs.totals()
+
+
+# -- exact round trips -------------------------------------------------------------------------
+
+
+def _same(a, b) -> bool:
+    """Equal, with the same types all the way down (datetime zones included)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(k1, k2) and _same(a[k1], b[k2]) for k1, k2 in zip(a, b))
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, datetime):
+        return a == b and type(a.tzinfo) is type(b.tzinfo) and a.tzinfo == b.tzinfo and a.utcoffset() == b.utcoffset()
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 0, -(1 << 70), 1.5, 3.0, float("nan"), float("-inf"), "$t", [1, "a", None],
+    (1, (2, 3)), {"a": (1,), "b": [datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=ZoneInfo("UTC"))]},
+    {1: "int key", "x": 2}, {"$t": [1]}, {"$dt": "not a tag"}, date(2026, 1, 2), timedelta(seconds=1.5),
+    datetime(2026, 1, 2, 3, 4, 5), datetime(2026, 1, 2, tzinfo=timezone(timedelta(hours=2))),
+    datetime(2026, 3, 29, 2, 30, tzinfo=ZoneInfo("Europe/Berlin")), datetime(2026, 1, 2, tzinfo=UTC),
+])
+def test_exact_json_round_trip(value):
+    assert _same(decode(orjson.loads(orjson.dumps(encode(value)))), value)
+
+
+def test_exact_json_refuses_what_it_cannot_give_back():
+    for value in (object(), {1, 2}, b"bytes", pl.Series([1])):
+        with pytest.raises(TypeError):
+            encode(value)
+
+
+def test_finding_state_round_trip_on_real_findings():
+    config = load_config(cwd=Path("/"))
+    rules = load_rules(config)
+    seen = 0
+    for preset in ("deploy-overlap", "visibility-timeout", "lock-nonatomic", "double-publish", "db-update-fails"):
+        loaded = load_correlated([str(FIXTURES / "synth" / preset / "logs")], config, use_cache=False)
+        for finding in analyze_correlated(loaded, config, rules).findings:
+            back = Finding.from_state(orjson.loads(orjson.dumps(finding.to_state())))
+            assert back == finding and back.to_dict() == finding.to_dict()
+            assert _same(vars(back)["figures"], finding.figures) and _same(back.first_ts, finding.first_ts)
+            assert all(_same(a.ts, b.ts) for a, b in zip(back.evidence, finding.evidence))
+            seen += 1
+    assert seen > 20
+
+
+def test_finding_state_with_unusual_values():
+    utc = ZoneInfo("UTC")
+    finding = Finding(
+        "DF999", "x.y", "title", "high", "identity", "summary", True, "unknown", "likely", None,
+        {"job_id": ["j-1"]}, ["w-1"], [1, 2], ["d-1"], datetime(2026, 1, 1, tzinfo=utc), None,
+        {"gap_s": 1.25, "nan": float("nan"), "pair": (1, 2), "at": datetime(2026, 1, 1, 0, 0, 1, tzinfo=utc), 7: "x"},
+        [Evidence(datetime(2026, 1, 1, 0, 0, 0, 5, tzinfo=utc), "a.log", 3, None, "receive", "got", None, "note")],
+        ["fix it"], 42,
+    )
+    back = Finding.from_state(orjson.loads(orjson.dumps(finding.to_state())))
+    assert _same(back.figures, finding.figures) and back.action_id == 42
+    assert _same(back.evidence[0].ts, finding.evidence[0].ts) and back.evidence[0].note == "note"
+
+
+def test_cli_process_warm_equals_cold(cli, logs, tmp_path):
+    """As a user runs it: a second process prints the same bytes (markdown's command line included)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
+    for args in (["analyze", str(logs), "--format", "json"], ["analyze", str(logs), "--format", "markdown"],
+                 ["timeline", str(logs), "--format", "json"], ["stats", str(logs), "--format", "json"]):
+        cold = cli(*args, env=env)
+        warm = cli(*args, env=env)
+        assert cold.returncode == warm.returncode == 0
+        assert warm.stdout == cold.stdout, args
+    assert any((tmp_path / "cli-cache" / "sets").glob("*/analyses/*.json"))
+
+
+def test_warm_rejects_and_strict_equal_cold(tmp_path, cache_dir, calls):
+    dirty = FIXTURES / "formats" / "ndjson-dirty" / "logs"
+    args = ["analyze", str(dirty), "--config", str(dirty.parent / "dupfind.toml"), "--format", "json"]
+    cold = run(*args, "--rejects", str(tmp_path / "cold.ndjson"))
+    calls.reset().forbid = True
+    assert run(*args, "--rejects", str(tmp_path / "warm.ndjson")) == cold
+    assert (tmp_path / "warm.ndjson").read_bytes() == (tmp_path / "cold.ndjson").read_bytes()
+    assert (tmp_path / "cold.ndjson").read_bytes().count(b"\n") >= 7
+    strict = CliRunner().invoke(app, [*args, "--strict"])
+    assert strict.exit_code != 0 and "--strict" in str(strict.exception)
+
+
+def test_relative_bounds_store_no_set(logs, cache_dir, calls):
+    run("analyze", str(logs), "--format", "json", "--since", "-100000d")
+    assert not (cache_dir / "sets").exists() or not _set_dirs(cache_dir)
+    calls.reset()
+    run("analyze", str(logs), "--format", "json", "--since", "-100000d")
+    assert calls.ingest == 1  # the per-file cache still serves the files
+
+
+def test_warm_trace_repeats_its_notes(cli, logs, tmp_path):
+    """A trace written again from the cache says the same on stderr (ids not found, what was masked)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
+    job = _finding(logs)["ids"]["job_id"][0]
+    for fmt in ("json", "markdown"):
+        args = ["trace", "--id", job, "--id", "no-such-id-anywhere", str(logs), "--format", fmt]
+        cold, warm = cli(*args, env=env), cli(*args, env=env)
+        uncached = cli(*args, "--no-cache", env=env)
+        assert cold.returncode == warm.returncode == 0
+        assert warm.stdout == cold.stdout == uncached.stdout
+        assert warm.stderr == cold.stderr == uncached.stderr
+        assert b"no record carries 'no-such-id-anywhere'" in warm.stderr
