@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime, timedelta
+from functools import cached_property
 
 import polars as pl
 
@@ -40,17 +42,26 @@ class DeployModel:
         return dict(self.workers.select("worker_id", "generation").rows())
 
     @cached_property
-    def _window_rows(self) -> list[dict]:
+    def _window_rows(self) -> tuple[list[dict], list, list]:
+        """Windows in start order, their starts, and the latest end among each prefix."""
         rows = self.windows.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
-        return sorted(rows.iter_rows(named=True), key=lambda w: w["start"])
+        ordered = sorted(rows.iter_rows(named=True), key=lambda w: w["start"])
+        latest_end = list(itertools.accumulate((w["end"] for w in ordered), max))
+        return ordered, [w["start"] for w in ordered], latest_end
 
     def window_at(self, ts: datetime | None, tail_s: float = 0.0) -> dict | None:
         """The latest deploy window that started at or before `ts` and ended (plus a tail) after it."""
         if ts is None:
             return None
-        tail = timedelta(seconds=tail_s)
-        hits = [w for w in self._window_rows if w["start"] <= ts and w["end"] + tail >= ts]
-        return hits[-1] if hits else None
+        ordered, starts, latest_end = self._window_rows
+        edge = ts - timedelta(seconds=tail_s)
+        # Walk back from the last window started by `ts`; stop once no earlier one ends late enough.
+        for i in range(bisect.bisect_right(starts, ts) - 1, -1, -1):
+            if latest_end[i] < edge:
+                return None
+            if ordered[i]["end"] >= edge:
+                return ordered[i]
+        return None
 
     @cached_property
     def worker_rows(self) -> dict[str, dict]:

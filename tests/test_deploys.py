@@ -157,3 +157,30 @@ def test_logged_generation_wins_over_deploy_timing():
     report, _ = analyze_folder(FIXTURES / "synth" / "deploy-overlap")
     sources = set(report.context.deploys.workers["generation_source"].to_list())
     assert sources == {"logged"}
+
+
+def test_window_at_is_the_latest_started_window_covering_the_time():
+    # window_at walks back from a bisection; it must agree with checking every window.
+    import random
+    from datetime import timedelta
+
+    from dupfind.deploys import DeployModel
+
+    rng = random.Random(7)
+    t0 = datetime(2026, 7, 21, 10, 0, 0)
+    starts = sorted(t0 + timedelta(seconds=rng.uniform(0, 3600)) for _ in range(60))
+    windows = pl.DataFrame({
+        "deploy": [f"d{i}" for i in range(60)],
+        "start": starts,
+        "end": [s + timedelta(seconds=rng.choice([5, 30, 120, 900])) for s in starts],
+    })
+    empty = pl.DataFrame()
+    model = DeployModel(empty, empty, windows, empty, empty)
+    rows = windows.rows(named=True)
+    for _ in range(500):
+        ts = t0 + timedelta(seconds=rng.uniform(-60, 4600))
+        tail = rng.choice([0.0, 60.0])
+        hits = [w for w in rows if w["start"] <= ts and w["end"] + timedelta(seconds=tail) >= ts]
+        expected = max(hits, key=lambda w: w["start"])["deploy"] if hits else None
+        found = model.window_at(ts, tail_s=tail)
+        assert (found["deploy"] if found else None) == expected
