@@ -35,8 +35,9 @@ directory or file renamed into place; an unwritable cache only means no cache. T
 set are read lazily: `analyze --format json` over a cached analysis never reads the table.
 
 Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
-mtime), KEEP_ANALYSES analyses and derived values per set, and per-file entries unused for FILE_ENTRY_MAX_AGE_S are
-removed (checked at most once a day).
+mtime); per set, the KEEP_ANALYSES most recent analyses, documents and outputs within
+ANALYSES_MAX_BYTES; per-file entries unused for FILE_ENTRY_MAX_AGE_S are removed (checked at most
+once a day).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ FRAMES = ("table", "actions", "executions", "rejects")
 COMPRESSION = "lz4"
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
+ANALYSES_MAX_BYTES = 1 << 30  # and at most this much of them (a timeline JSON of 1M lines is ~100 MB)
 FILE_ENTRY_MAX_AGE_S = 30 * 86400
 PRUNE_EVERY_S = 86400
 _HEADER = b"dupfind-cache"
@@ -683,10 +685,13 @@ class ResultCache:
 
     def _prune_analyses(self, folder: Path) -> None:
         try:
-            stored = [p for p in folder.iterdir() if not p.name.startswith(".")]  # analyses, values, outputs
-            stored.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
-            for path in stored[KEEP_ANALYSES:]:
-                path.unlink(missing_ok=True)
+            stored = [(p, p.stat()) for p in folder.iterdir() if not p.name.startswith(".")]  # analyses, outputs
+            stored.sort(key=lambda item: item[1].st_mtime_ns, reverse=True)
+            total = 0
+            for count, (path, stat) in enumerate(stored):
+                total += stat.st_size
+                if count >= KEEP_ANALYSES or (count and total > ANALYSES_MAX_BYTES):
+                    path.unlink(missing_ok=True)
         except OSError:
             pass
 

@@ -430,3 +430,15 @@ def test_warm_trace_repeats_its_notes(cli, logs, tmp_path):
         assert warm.stdout == cold.stdout == uncached.stdout
         assert warm.stderr == cold.stderr == uncached.stderr
         assert b"no record carries 'no-such-id-anywhere'" in warm.stderr
+
+
+def test_analyses_and_outputs_of_a_set_are_bounded(logs, cache_dir, monkeypatch):
+    monkeypatch.setattr(dupfind.result_cache, "KEEP_ANALYSES", 3)
+    for skew in ("0.1", "0.2", "0.3"):
+        run("analyze", str(logs), "--format", "json", "--skew", skew)
+    [entry] = _set_dirs(cache_dir)
+    assert len(list((entry / "analyses").iterdir())) == 3
+    monkeypatch.setattr(dupfind.result_cache, "ANALYSES_MAX_BYTES", 1)
+    out = run("analyze", str(logs), "--format", "json", "--skew", "0.4")
+    assert len(list((entry / "analyses").iterdir())) == 1  # the newest alone, whatever its size
+    assert run("analyze", str(logs), "--format", "json", "--skew", "0.4") == out
