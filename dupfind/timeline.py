@@ -87,12 +87,21 @@ def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
     return {row["action_id"]: {k: row[k] for k in keys if row[k]} for row in grouped.to_dicts()}
 
 
-def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
-    """Everything one window's timeline shows, as plain data (times as ISO strings)."""
+@dataclass
+class _Marks:
+    """What marks an execution, the same in every window (computed once per document)."""
+
+    duplicated: set[int]  # actions with a certain or likely repeated side effect
+    repeat_execs: set[int]  # executions that repeated it
+    effect_at: dict[int, Any]  # execution -> its first counted side-effect request
+    interrupted: dict[int, str]  # execution -> how its worker ended
+    after_stop: set[int]  # executions taken after their worker's stop signal
+    duplicates: pl.Series  # when each duplicate happened
+
+
+def _marks(report: AnalysisReport) -> _Marks:
     ctx = report.context
     model = ctx.deploys
-    start, end = window.start, window.end
-    ex = ctx.executions.filter((pl.col("start") <= end) & (pl.col("end") >= start))
     duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list()
     counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
     first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
@@ -102,9 +111,25 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
         .drop_nulls()
         .to_list()
     )
-    effect_at = dict(counted.group_by("exec_id").agg(pl.col("ts").min()).drop_nulls("exec_id").rows())
-    interrupted = dict(model.interrupted.select("exec_id", "kill_kind").rows())
-    after_stop = set(model.after_stop["exec_id"].to_list())
+    return _Marks(
+        duplicated=set(duplicated),
+        repeat_execs=repeat_execs,
+        effect_at=dict(counted.group_by("exec_id").agg(pl.col("ts").min()).drop_nulls("exec_id").rows()),
+        interrupted=dict(model.interrupted.select("exec_id", "kill_kind").rows()),
+        after_stop=set(model.after_stop["exec_id"].to_list()),
+        duplicates=duplicate_times(ctx),
+    )
+
+
+def build_timeline(report: AnalysisReport, window: Window, marks: _Marks | None = None) -> dict[str, Any]:
+    """Everything one window's timeline shows, as plain data (times as ISO strings)."""
+    ctx = report.context
+    model = ctx.deploys
+    marks = marks or _marks(report)
+    start, end = window.start, window.end
+    ex = ctx.executions.filter((pl.col("start") <= end) & (pl.col("end") >= start))
+    duplicated, repeat_execs, effect_at = marks.duplicated, marks.repeat_execs, marks.effect_at
+    interrupted, after_stop = marks.interrupted, marks.after_stop
     ids = _ids(ctx, ex["action_id"].unique().to_list())
     executions = []
     for row in ex.sort("start").iter_rows(named=True):
@@ -176,7 +201,7 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
                 },
             }
         )
-    dups = duplicate_times(ctx)
+    dups = marks.duplicates
     inside = int(dups.is_between(start, end).sum()) if dups.len() else 0
     deploy = window.deploy
     overlap = None
@@ -206,4 +231,5 @@ def build_timeline(report: AnalysisReport, window: Window) -> dict[str, Any]:
 
 
 def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
-    return {"schema": SCHEMA, "verdict": report.verdict, "windows": [build_timeline(report, w) for w in windows]}
+    marks = _marks(report) if windows else None
+    return {"schema": SCHEMA, "verdict": report.verdict, "windows": [build_timeline(report, w, marks) for w in windows]}
