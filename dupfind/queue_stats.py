@@ -158,8 +158,8 @@ def _waits(ctx: AnalysisContext) -> pl.DataFrame:
     )
 
 
-def _grouped(ctx: AnalysisContext, keys: list[str], lost_actions: list[int], with_waits: bool) -> list[dict[str, Any]]:
-    records, execs, gaps, extra, lost = _count_frames(ctx, lost_actions)
+def _grouped(ctx: AnalysisContext, keys: list[str], frames: list[pl.DataFrame], with_waits: bool) -> list[dict[str, Any]]:
+    records, execs, gaps, extra, lost = frames
     parts = [
         records.group_by(keys).agg(
             *[pl.col(c).sum() for c in ("published", "received", "started", "retried", "lease_expired_logged")],
@@ -302,10 +302,11 @@ def build_stats(report: AnalysisReport, bucket_s: float | None = None) -> StatsR
     """Queue health from an analysis: counters, durations, waits, a timeline, timeout advice, health findings."""
     ctx = report.context
     lost_actions = [f.action_id for f in report.findings if f.rule == "DF107" and f.action_id is not None]
+    frames = _count_frames(ctx, lost_actions)  # labelled once, grouped two ways
     return StatsReport(
         analysis=report,
-        queues=_grouped(ctx, ["queue", "job_type"], lost_actions, with_waits=True),
-        deployments=_grouped(ctx, ["deployment"], lost_actions, with_waits=False),
+        queues=_grouped(ctx, ["queue", "job_type"], frames, with_waits=True),
+        deployments=_grouped(ctx, ["deployment"], frames, with_waits=False),
         timeline=_timeline(ctx, bucket_s),
         timeouts=_timeouts(ctx),
         findings=[f for f in report.findings if f.rule.startswith(HEALTH_RULES)],
