@@ -11,11 +11,10 @@ from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
-from dupfind.finding_details import EVIDENCE_LIMIT, DetailRequest, fill_details
+from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
-from dupfind.schema import ID_COLUMNS
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
@@ -299,23 +298,8 @@ class AnalysisContext:
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
-        records = self.records_of(action_id)
-        columns = [c for c in (*ID_COLUMNS, *self.config.business_keys) if c in records.columns]
-        values = records.select([pl.col(c).drop_nulls().unique().sort().implode() for c in columns]).row(0)
-        return {
-            c: v for c, v in zip(columns, (list(x) for x in values))
-            if v or c in ("job_id", "event_id", "idempotency_key")
-        }
+        found = ids_and_spans(self, {action_id}).get(action_id)
+        return found[0] if found else {k: [] for k in EXECUTION_ID_KEYS}
 
     def action_identity(self, action_id: int) -> str:
         return self._identities.get(action_id, f"action-{action_id}")
-
-    @cached_property
-    def _exec_records_index(self) -> GroupIndex:
-        return GroupIndex(self.table, "exec_id", ("ts", "source", "line"))
-
-    def records_of_executions(self, exec_ids: list[int]) -> pl.DataFrame:
-        """Every record of some executions (of any actions), without scanning the whole table."""
-        parts = [self._exec_records_index.get(e) for e in dict.fromkeys(exec_ids)]
-        parts = [p for p in parts if p.height]
-        return pl.concat(parts) if parts else self._exec_records_index.source.clear()

@@ -46,7 +46,7 @@ class Correlation:
 
 def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame:
     """Min-label propagation with pointer jumping over dense positions (gather/scatter, no hash
-    joins); `nodes` sorted and unique. Returns node -> label (the smallest node of its component)."""
+    joins); `nodes` unique. Returns node -> label (the smallest node of its component)."""
     nodes = nodes.sort()
     if edges.height == 0:
         return pl.DataFrame({"node": nodes, "label": nodes})
@@ -134,7 +134,7 @@ def build_actions(
         .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
     )
     linked = long.select("nid").unique()
-    labels = _connected_components(edges, linked["nid"].sort())
+    labels = _connected_components(edges, linked["nid"])
     tuple_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("tid", "label")
     # Stable identity: the sorted ids of the component (independent of input order); action ids
     # follow a seeded hash of the identity, as independent of input order as sorting the
@@ -195,8 +195,9 @@ def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
 
 def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
     """For (action, worker) pairs whose work was logged by several processes. Prefork pools
-    (Celery) log receive and ack from the main process and the work from a child: a receive belongs to the child that starts next, everything else to the child
-    that logged last. Adds pid_filled and identity (worker, or worker/process where needed)."""
+    (Celery) log receive and ack from the main process and the work from a child: a receive
+    belongs to the child that starts next, everything else to the child that logged last.
+    Adds pid_filled and identity (worker, or worker/process where needed)."""
     base = base.sort("action_id", "worker_id", "ts", "source", "line")
     pair = ["action_id", "worker_id"]
     work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))

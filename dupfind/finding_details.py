@@ -44,7 +44,7 @@ def _frame(pairs: list[tuple[int, int]], names: tuple[str, str]) -> pl.DataFrame
     return pl.DataFrame({names[0]: list(a), names[1]: list(b)}, schema={names[0]: pl.Int64, names[1]: pl.Int64})
 
 
-def _action_facts(ctx: AnalysisContext, action_ids: set[int]) -> dict[int, tuple[dict, object, object]]:
+def ids_and_spans(ctx: AnalysisContext, action_ids: set[int]) -> dict[int, tuple[dict, object, object]]:
     """Per action: its ids (link keys and entity ids on its records) and first/last record time."""
     if not action_ids:
         return {}
@@ -81,17 +81,16 @@ def _execution_facts(ctx: AnalysisContext, requests: list[DetailRequest]) -> dic
     }
 
 
-def _execution_ids(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, dict[str, list[str]]]:
-    """Per worker request: the job, event and idempotency ids of its executions."""
-    pairs = [(i, e) for i, r in enumerate(requests) if r.worker is not None for e in set(r.exec_ids) if e is not None]
-    wanted = _frame(pairs, ("req", "exec_id"))
+def execution_ids_of(ctx: AnalysisContext, groups: dict[int, list[int]]) -> dict[int, dict[str, list[str]]]:
+    """Per group of executions: the job, event and idempotency ids their records carry."""
+    pairs = [(g, e) for g, exec_ids in groups.items() for e in set(exec_ids) if e is not None]
+    wanted = _frame(pairs, ("group", "exec_id"))
     records = ctx.action_records.select("exec_id", *EXECUTION_ID_KEYS).collect()
-    rows = wanted.join(records, on="exec_id").group_by("req").agg(
+    rows = wanted.join(records, on="exec_id").group_by("group").agg(
         *[pl.col(k).drop_nulls().unique().sort() for k in EXECUTION_ID_KEYS]
     )
     found = {row[0]: {k: list(v) for k, v in zip(EXECUTION_ID_KEYS, row[1:])} for row in rows.iter_rows()}
-    empty = {k: [] for k in EXECUTION_ID_KEYS}
-    return {i: found.get(i, empty) for i, r in enumerate(requests) if r.worker is not None}
+    return {g: found.get(g) or {k: [] for k in EXECUTION_ID_KEYS} for g in groups}
 
 
 def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, list[Evidence]]:
@@ -134,9 +133,9 @@ def fill_details(ctx: AnalysisContext, requests: list[DetailRequest]) -> None:
     """Answer every request; a field a detector already set is left as it is."""
     if not requests:
         return
-    actions = _action_facts(ctx, {r.action_id for r in requests if r.action_id is not None})
+    actions = ids_and_spans(ctx, {r.action_id for r in requests if r.action_id is not None})
     execs = _execution_facts(ctx, requests)
-    worker_ids = _execution_ids(ctx, requests)
+    worker_ids = execution_ids_of(ctx, {i: r.exec_ids for i, r in enumerate(requests) if r.worker is not None})
     evidence = _evidence(ctx, requests)
     generations = ctx.generation_of if any(r.worker is not None for r in requests) else {}
     for i, r in enumerate(requests):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from dupfind.analysis import AnalysisContext
+from dupfind.finding_details import execution_ids_of
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule
 
@@ -45,5 +44,4 @@ def worker_finding(
 
 def execution_ids(ctx: AnalysisContext, exec_ids: list[int]) -> dict[str, list[str]]:
     """The job, event and idempotency ids of some executions (the JSON contract always carries these three)."""
-    records = ctx.records_of_executions(exec_ids)
-    return {k: sorted(records[k].drop_nulls().unique().to_list()) for k in ("job_id", "event_id", "idempotency_key")}
+    return execution_ids_of(ctx, {0: exec_ids})[0]

@@ -14,12 +14,7 @@ from dupfind.rules_registry import Rule, detector
 
 def completed_durations(ctx: AnalysisContext) -> pl.DataFrame:
     """p95 duration (s) of completed executions per job type ('' for any)."""
-    job_types = (
-        ctx.action_records.filter(pl.col("job_type").is_not_null())
-        .group_by("action_id")
-        .agg(pl.col("job_type").first())
-        .collect()
-    )
+    job_types = ctx.action_attributes.select("action_id", "job_type")
     done = (
         ctx.executions.filter(pl.col("completed"))
         .join(job_types, on="action_id", how="left")
@@ -50,12 +45,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         return []
     p95 = completed_durations(ctx)
     overall = p95.filter(pl.col("job_type") == "")["p95_s"].first()
-    job_types = (
-        ctx.action_records.filter(pl.col("job_type").is_not_null())
-        .group_by("action_id")
-        .agg(pl.col("job_type").first())
-        .collect()
-    )
+    job_types = ctx.action_attributes.select("action_id", "job_type")
     cut = (
         cut.join(job_types, on="action_id", how="left")
         .join(p95, on="job_type", how="left")
