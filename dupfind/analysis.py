@@ -15,6 +15,7 @@ from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailReq
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
+from dupfind.schema import as_strings
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
@@ -79,7 +80,7 @@ class AnalysisContext:
     def action_records(self) -> pl.LazyFrame:
         """Records that belong to an action, lazily: each reader collects just the rows and
         columns it needs instead of everyone sharing a full copy of the table."""
-        return self.table.lazy().filter(pl.col("action_id").is_not_null())
+        return self.table.lazy().filter(pl.col("action_id").is_not_null()).pipe(as_strings)
 
     @cached_property
     def _records_index(self) -> GroupIndex:
@@ -99,7 +100,7 @@ class AnalysisContext:
 
     def records_of(self, action_id: int) -> pl.DataFrame:
         """Every record of one action, in time order."""
-        return self._records_index.get(action_id)
+        return as_strings(self._records_index.get(action_id))
 
     def executions_of(self, action_id: int) -> pl.DataFrame:
         return self._executions_index.get(action_id)
@@ -123,7 +124,7 @@ class AnalysisContext:
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        stated = self.table.filter(pl.col("visibility_timeout_s").is_not_null())
+        stated = as_strings(self.table.filter(pl.col("visibility_timeout_s").is_not_null()))
         found: dict[str, float] = {}
         if stated.height:
             per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
@@ -151,7 +152,7 @@ class AnalysisContext:
     def lease_extensions(self) -> dict[str, int]:
         """Lease extensions (heartbeats) logged per queue ('' = unknown queue)."""
         queues = self.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
-        rows = self.table.filter(pl.col("kind") == "lease_extended").join(queues, on="action_id", how="left")
+        rows = as_strings(self.table.filter(pl.col("kind") == "lease_extended")).join(queues, on="action_id", how="left")
         counts = rows.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len()
         return dict(counts.rows())
 
@@ -246,7 +247,7 @@ class AnalysisContext:
     @cached_property
     def worker_events(self) -> pl.DataFrame:
         """Stop signals, exits and kills per worker (records of the worker, not of a job)."""
-        return self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null()).select(
+        return as_strings(self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null())).select(
             "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id"
         ).sort("ts")
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from dupfind.schema import as_strings
+
 # Values that never link records: they mean "no id", not "the same id".
 PLACEHOLDERS = (
     "", "null", "none", "nil", "-", "0", "unknown", "undefined", "n/a", "na", "nan", "<nil>",
@@ -97,7 +99,7 @@ def build_actions(
         .group_by(keys).agg(pl.col("rid")).with_row_index("tid")
     )
     long = (
-        tuples.select("tid", *keys)
+        tuples.select("tid", *[pl.col(k).cast(pl.String) for k in keys])
         .unpivot(index="tid", on=keys, variable_name="key", value_name="value")
         .drop_nulls("value")
         .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
@@ -215,7 +217,7 @@ def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         identity=pl.when(pl.col("pid_filled").is_not_null())
         .then(pl.concat_str("worker_id", pl.lit("/"), "pid_filled"))
-        .otherwise(pl.col("worker_id"))
+        .otherwise(pl.col("worker_id").cast(pl.String)).cast(base.schema["worker_id"])
     ).drop("work_pids")
 
 
@@ -298,6 +300,7 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.len().alias("records"),
         )
         .sort("action_id", "start", "identity")
+        .pipe(as_strings)
     )
     echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo").fill_null(False)
     return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id"), echo=echo), executions

@@ -23,9 +23,9 @@ def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
     vocabulary = pl.DataFrame(
         rows, schema={"__subject": pl.String, "__folded": pl.String, "__kind": pl.String}, orient="row"
     )
-    subject = pl.col("object_kind").str.to_lowercase()
-    folded = pl.col("name").str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
-    scaled = pl.col("message").str.extract_groups(_SCALED)
+    subject = pl.col("object_kind").cast(pl.String).str.to_lowercase()
+    folded = pl.col("name").cast(pl.String).str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
+    scaled = pl.col("message").cast(pl.String).str.extract_groups(_SCALED)
     table = (
         table.with_columns(__subject=subject, __folded=folded)
         .join(vocabulary, on=["__subject", "__folded"], how="left", maintain_order="left")
@@ -45,4 +45,4 @@ def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
         deployment_id=pl.when(rollout & scale_up)
         .then(pl.coalesce(pl.col("deployment_id"), pl.col("__scale").struct.field("2")))
         .otherwise(pl.col("deployment_id")),
-    ).drop("__subject", "__folded", "__kind", "__scale")
+    ).drop("__subject", "__folded", "__kind", "__scale").cast({c: table.schema[c] for c in ("kind", "worker_id", "deployment_id")})

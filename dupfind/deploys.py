@@ -10,6 +10,8 @@ from functools import cached_property
 
 import polars as pl
 
+from dupfind.schema import as_strings
+
 LIFECYCLE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
 END_KINDS = ("worker_exit", "worker_killed")
 DEPLOY_KINDS = ("deploy_start", "deploy_finish")
@@ -76,6 +78,7 @@ def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
 def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """Per worker: lifetime, last stop signal, end (explicit, or inferred when it went silent)."""
     columns = ("worker_id", "source", "line", "kind", "ts", "rid", "deployment_id", "exit_code", "grace_period_s")
+    # Per-record work stays in the table's (Categorical) types; the per-worker result is text.
     records = table.lazy().filter(pl.col("worker_id").is_not_null()).select(columns).collect()
     own_sources = (
         table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
@@ -116,8 +119,8 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
         grace_logged_s=pl.col("grace_period_s").filter(stop).max(),
         logged=logged_generation.mode().sort().first(),
         records=pl.len(),
-    )
-    entries = executions.group_by("worker_id").agg(
+    ).pipe(as_strings)
+    entries = as_strings(executions.select("worker_id", "entry_ts", "start", "end")).group_by("worker_id").agg(
         executions=pl.len(),
         last_entry_ts=pl.coalesce("entry_ts", "start").max(),
         last_exec_end=pl.col("end").max(),
@@ -125,7 +128,7 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
     workers = workers.join(entries, on="worker_id", how="left").with_columns(pl.col("executions").fill_null(0))
     # A producer or the deploy pipeline's own host is not a consumer: keep hosts that ran jobs
     # or have a lifecycle (started, stopped, exited).
-    lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique()
+    lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique().pipe(as_strings)
     workers = workers.filter((pl.col("executions") > 0) | pl.col("worker_id").is_in(lifecycle["worker_id"].implode()))
     gone = pl.col("end_ts").is_null() & pl.col("stop_ts").is_not_null()
     return (
@@ -161,8 +164,8 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
 def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Generation per worker: logged, else shared pod-template hash, else the deploy that started it."""
     workers = workers.with_columns(
-        replica_set=pl.col("worker_id").str.extract(POD_NAME, 1),
-        service=pl.col("worker_id").str.extract(POD_NAME, 2),
+        replica_set=pl.col("worker_id").cast(pl.String).str.extract(POD_NAME, 1),
+        service=pl.col("worker_id").cast(pl.String).str.extract(POD_NAME, 2),
     )
     peers = (
         workers.filter(pl.col("replica_set").is_not_null())
@@ -209,7 +212,7 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
 
 def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
     """Per deployment id named by a deploy record: first start and last finish, with their records."""
-    records = table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null()).sort("ts")
+    records = as_strings(table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null())).sort("ts")
     if records.height == 0:
         ts = _ts_dtype(table)
         return pl.DataFrame(
@@ -262,6 +265,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
             pl.col("kind").alias("life_kind"),
             pl.col("rid").alias("life_rid"),
         )
+        .pipe(as_strings)
         .sort("life_ts")
     )
     entries = executions.select(
@@ -272,7 +276,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         "attempt",
         pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"),
         pl.col("first_source").alias("source"),
-    ).sort("entry")
+    ).pipe(as_strings).sort("entry")
     schema = {
         "exec_id": pl.Int64,
         "worker_id": pl.String,
@@ -349,7 +353,7 @@ def _interrupted(
     }
     # A run the same worker took up again for the same action (a prefork receive split from its
     # child's run, a retry) was not what the worker held when it ended.
-    resumed = executions.sort("action_id", "worker_id", "start").with_columns(
+    resumed = as_strings(executions.select("exec_id", "action_id", "worker_id", "start", "end", "completed", "failed", "guarded")).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
     )
     # The kill is often logged by another host (the orchestrator): within the clock-skew
@@ -370,6 +374,7 @@ def _interrupted(
             pl.col("rid").alias("kill_rid"),
             pl.col("kind").alias("kill_kind"),
         )
+        .pipe(as_strings)
         .sort("kill_ts")
     )
     explicit = (

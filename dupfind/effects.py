@@ -21,7 +21,7 @@ COUNTED = ("success", "uncertain")
 
 
 def _classify(text: pl.Expr) -> pl.Expr:
-    lowered = text.str.to_lowercase()
+    lowered = text.cast(pl.String).str.to_lowercase()
     return (
         pl.when(lowered.str.contains(_REPLAY)).then(pl.lit("replay"))
         .when(lowered.str.contains(_TIMEOUT)).then(pl.lit("uncertain"))
@@ -46,10 +46,10 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         )
     # The execution, else (records outside any execution) the action: one integer, negative for actions.
     scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
-    name = pl.col("name").fill_null("").str.to_lowercase()
+    name = pl.col("name").cast(pl.String).fill_null("").str.to_lowercase()
     effects = effects.with_columns(
         scope=scope,
-        effect=pl.col("action").fill_null("side_effect"),
+        effect=pl.col("action").cast(pl.String).fill_null("side_effect"),
         completed_name=name.str.contains(_COMPLETED_NAME),
     ).with_columns(
         prev_kind=pl.col("kind").shift(1).over("scope", "effect"),
@@ -88,7 +88,7 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("completed_name")).then(pl.lit("success")),
         pl.lit("uncertain"),
     )
-    protected = ~pl.col("provider_idempotency").fill_null("").str.to_lowercase().str.strip_chars().is_in(
+    protected = ~pl.col("provider_idempotency").cast(pl.String).fill_null("").str.to_lowercase().str.strip_chars().is_in(
         ["", "false", "0", "no", "none", "null", "off"]
     )
     return requests.with_columns(outcome=outcome, provider_protected=protected).drop(

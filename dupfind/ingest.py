@@ -23,7 +23,7 @@ from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
-from dupfind.schema import canonical_schema
+from dupfind.schema import canonical_schema, stored_dtype
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
@@ -998,15 +998,16 @@ def _assemble(
     constants: list[pl.Expr] = []
     for name, dtype in schema.items():
         if name == "source":
-            columns.append(paths.gather(keys["__file"]).alias("source"))
+            columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
         elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
-            constants.append(pl.lit(None, dtype=dtype).alias(name))
+            constants.append(pl.lit(None, dtype=stored_dtype(name, dtype)).alias(name))
         else:
             pieces = [
                 t.drop_in_place(name).cast(dtype) if name in t.columns else pl.repeat(None, t.height, dtype=dtype, eager=True)
                 for t in tables
             ]
-            columns.append(pl.concat(pieces, how="vertical").gather(order).alias(name))
+            column = pl.concat(pieces, how="vertical").gather(order).alias(name)
+            columns.append(column.cast(stored_dtype(name, dtype)))
             del pieces
         for t in tables:
             if name in t.columns:

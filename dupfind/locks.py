@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from dupfind.schema import as_strings
 LOCK_END_KINDS = ("lock_release", "lock_expired")
 
 
@@ -24,6 +25,7 @@ def lock_events(table: pl.DataFrame) -> pl.DataFrame:
     kinds = ["lock_acquire", "lock_denied", *LOCK_END_KINDS]
     return (
         table.filter(pl.col("kind").is_in(kinds) & pl.col("lock_key").is_not_null())
+        .pipe(as_strings)
         .select(
             "rid",
             "ts",

@@ -14,6 +14,7 @@ from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.queue_health import QUANTILES, queue_advice
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
+from dupfind.schema import as_strings
 from dupfind.timefmt import iso_us
 
 SCHEMA = "dupfind.stats/1"
@@ -93,9 +94,9 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     records = _labelled(
         ctx.table.filter(
             (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
-             | pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
+             | pl.col("name").cast(pl.String).fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
             & ~pl.col("echo")  # a run another log of the same worker already tells counts once
-        ).select(cols),
+        ).select(cols).pipe(as_strings),
         ctx,
     )
     message = pl.coalesce("job_id", pl.col("action_id").cast(pl.String))
@@ -105,7 +106,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         started=pl.col("kind") == "start",
         retried=pl.col("kind") == "retry",
         lease_expired_logged=pl.col("kind") == "lease_expired",
-        dead_letter=pl.when(pl.col("name").fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)).then(message),
+        dead_letter=pl.when(pl.col("name").cast(pl.String).fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)).then(message),
     )
     execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
         finished=pl.col("completed"),
@@ -219,14 +220,14 @@ def bucket_size(span_s: float, requested_s: float | None = None) -> int:
 
 
 def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]:
-    events = ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
+    events = as_strings(ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"])))
     if events.height == 0:
         return {"bucket_s": None, "buckets": []}
     first, last = events["ts"].min(), events["ts"].max()
     size = bucket_size((last - first).total_seconds(), requested_s)
     every = f"{size}s"
     redelivered = (
-        ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind")
+        as_strings(ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind"))
         if ctx.redelivery_gaps.height
         else events.clear().select("ts", "kind")
     )

@@ -134,7 +134,7 @@ class Redactor:
             return cls()
         columns = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *business_keys)) if c in table.columns]
         values = (
-            pl.concat([table.get_column(c).cast(pl.String).drop_nulls().unique() for c in columns])
+            pl.concat([table.get_column(c).drop_nulls().unique().cast(pl.String) for c in columns])
             if columns else pl.Series(dtype=pl.String)
         )
         values = values.unique()

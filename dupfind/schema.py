@@ -61,3 +61,20 @@ def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
 def empty_table(business_keys: tuple[str, ...] = ()) -> pl.DataFrame:
     """A canonical table with no rows."""
     return pl.DataFrame(schema=canonical_schema(business_keys))
+
+
+# Text columns are held as Categorical in the assembled table (4 bytes a row instead of a
+# 16-byte string view); `message` stays String (mostly distinct text).
+STORED_AS_STRING = ("message",)
+
+
+def stored_dtype(name: str, dtype: pl.DataType) -> pl.DataType:
+    """The dtype a canonical column is held in once the table is assembled."""
+    return pl.Categorical if dtype == pl.String and name not in STORED_AS_STRING else dtype
+
+
+def as_strings(frame: pl.DataFrame | pl.LazyFrame):
+    """`frame` with its Categorical columns as String: for small derived frames that meet
+    string literals, string functions or frames built from Python values."""
+    cats = [c for c, t in frame.collect_schema().items() if t == pl.Categorical]
+    return frame.with_columns(pl.col(c).cast(pl.String) for c in cats) if cats else frame

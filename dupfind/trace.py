@@ -14,7 +14,7 @@ from dupfind.correlate import correlate
 from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
-from dupfind.schema import ID_COLUMNS
+from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.timefmt import iso_us
 from dupfind.trace_notes import annotate
 
@@ -155,7 +155,7 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
     for query in queries:
         column, value = _parse_query(query, columns)
         for col in ([column] if column else columns):
-            found = ctx.table.filter(pl.col(col) == value).select(
+            found = ctx.table.filter(pl.col(col) == value).pipe(as_strings).select(
                 "rid", "action_id", pl.lit(query).alias("query"), pl.lit(f"{col}={value}").alias("match")
             )
             if found.height:
@@ -224,7 +224,7 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
         if column in table.columns:
             values = records[column].drop_nulls().unique()
             if values.len():
-                rids += unlinked.filter(pl.col(column).is_in(values.implode()))["rid"].to_list()
+                rids += unlinked.filter(pl.col(column).is_in(values.to_list()))["rid"].to_list()
     if execs.height:
         kills = ctx.exec_killed.filter(pl.col("exec_id").is_in(execs["exec_id"].implode()))
         rids += [int(r) for r in kills["kill_rid"].to_list()]
@@ -242,12 +242,12 @@ def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] 
                 extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
     """The trace of one action (or, with action_id None, of records no action holds)."""
     table = ctx.table
-    own = ctx.records_of(action_id) if action_id is not None else table.clear()
+    own = ctx.records_of(action_id) if action_id is not None else as_strings(table.clear())
     execs = (ctx.executions_of(action_id) if action_id is not None else ctx.executions.clear()).sort("start", "exec_id")
     rids = set(extra_rids or [])
     if own.height:
         rids |= set(_related_rids(ctx, action_id, own, execs))
-    records = pl.concat([own, table.filter(pl.col("rid").is_in(sorted(rids)) & pl.col("action_id").is_null())]) \
+    records = pl.concat([own, as_strings(table.filter(pl.col("rid").is_in(sorted(rids)) & pl.col("action_id").is_null()))]) \
         if rids else own
     records = records.unique("rid").sort("ts", "source", "line")
     total = records.height

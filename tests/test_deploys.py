@@ -126,7 +126,7 @@ def _k8s_report(name: str):
 
 def test_kubectl_events_become_lifecycle_records():
     report = _k8s_report("k8s-sigterm-keep-polling")
-    events = report.context.table.filter(pl.col("source").str.ends_with("kubectl-events.json"))
+    events = report.context.table.filter(pl.col("source").cast(pl.String).str.ends_with("kubectl-events.json"))
     kinds = dict(events.group_by("name").agg(pl.col("kind").unique()).rows())
     assert kinds["Started"] == ["worker_start"] and kinds["Killing"] == ["stop_signal"]
     assert kinds["Pulled"] == ["other"] and sorted(kinds["ScalingReplicaSet"]) == ["deploy_start", "other"]
