@@ -80,7 +80,7 @@ class AnalysisContext:
     def action_records(self) -> pl.LazyFrame:
         """Records that belong to an action, lazily: each reader collects just the rows and
         columns it needs instead of everyone sharing a full copy of the table."""
-        return self.table.lazy().filter(pl.col("action_id").is_not_null()).pipe(as_strings)
+        return self.table.lazy().filter(pl.col("action_id").is_not_null())
 
     @cached_property
     def _records_index(self) -> GroupIndex:
@@ -141,7 +141,7 @@ class AnalysisContext:
     @cached_property
     def action_attributes(self) -> pl.DataFrame:
         """Queue and job type of each action."""
-        return action_attributes(self.action_records)
+        return as_strings(action_attributes(self.action_records))
 
     @cached_property
     def execution_durations(self) -> pl.DataFrame:

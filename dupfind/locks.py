@@ -7,6 +7,7 @@ from datetime import timedelta
 import polars as pl
 
 from dupfind.schema import as_strings
+
 LOCK_END_KINDS = ("lock_release", "lock_expired")
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from dupfind.schema import as_strings
+
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
 REQUESTED_REDELIVERY_KINDS = ("fail", "retry", "lock_denied")
 GAP_SCHEMA = {
@@ -42,7 +43,7 @@ class InferredTimeout:
 
 
 def _message() -> pl.Expr:
-    return pl.coalesce("job_id", pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String)))
+    return pl.coalesce(pl.col("job_id").cast(pl.String), pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String)))
 
 
 def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -55,9 +56,9 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
     rows = (
         table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
         .filter(~pl.col("echo") if "echo" in table.columns else pl.lit(True))  # one log's account per run
-        .pipe(as_strings)
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
         .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
+        .pipe(as_strings)
         .collect()
     )
     if rows.height == 0:
