@@ -74,9 +74,11 @@ def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame
     return pl.DataFrame({"node": nodes, "label": nodes.gather(labels)})
 
 
-def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str) -> pl.Series:
-    """`column` of `values` (rid, column) aligned to the table's rows (rid == row position), null elsewhere."""
-    return table.select("rid").join(values, on="rid", how="left", maintain_order="left")[column]
+def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str, default=None) -> pl.Series:
+    """`column` of `values` (rid, column; rids unique) aligned to the table's rows (rid == row
+    position), `default` elsewhere: a scatter, not a join over the whole table."""
+    out = pl.repeat(default, table.height, dtype=values.schema[column], eager=True).alias(column)
+    return out.scatter(values["rid"], values[column]) if values.height else out
 
 
 def build_actions(
@@ -302,7 +304,7 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .sort("action_id", "start", "identity")
         .pipe(as_strings)
     )
-    echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo").fill_null(False)
+    echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo", default=False)
     return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id"), echo=echo), executions
 
 

@@ -877,7 +877,12 @@ class _Normaliser:
             # Columns null on every row are left out (put back as constants by `_assemble`).
             table = result.table
             nulls = table.null_count().row(0)
-            self.tables.append(table.select(c for c, n in zip(table.columns, nulls) if n < table.height or c in KEY_COLUMNS))
+            # Held until assembly in the assembled table's types (text as Categorical, but
+            # `source`, which assembly rebuilds from the distinct paths).
+            self.tables.append(table.select(
+                pl.col(c).cast(stored_dtype(c, t)) if c != "source" else pl.col(c)
+                for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
+            ))
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
             for source, records, naive in counts:
                 report = self.reports[source]
@@ -1002,12 +1007,12 @@ def _assemble(
         elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
             constants.append(pl.lit(None, dtype=stored_dtype(name, dtype)).alias(name))
         else:
+            stored = stored_dtype(name, dtype)
             pieces = [
-                t.drop_in_place(name).cast(dtype) if name in t.columns else pl.repeat(None, t.height, dtype=dtype, eager=True)
+                t.drop_in_place(name).cast(stored) if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
                 for t in tables
             ]
-            column = pl.concat(pieces, how="vertical").gather(order).alias(name)
-            columns.append(column.cast(stored_dtype(name, dtype)))
+            columns.append(pl.concat(pieces, how="vertical").gather(order).alias(name))
             del pieces
         for t in tables:
             if name in t.columns:
