@@ -634,11 +634,18 @@ class ResultCache:
 
         folder = self._entry_dir(set_key) / "analyses"
         try:
-            encoded = encode(value)
-            if decode(encoded) != value:
-                return False
-            # Plain JSON data (no tag was needed) is read back without walking it.
-            plain = type(encoded) is type(value) and encoded == value
+            # Plain JSON data (what JSON gives back equals the value: no tuples, times or
+            # non-string keys) is stored and read back as is, checked at orjson's speed
+            # rather than walked by exact_json (seconds for a large timeline document).
+            try:
+                plain = orjson.loads(orjson.dumps(value)) == value
+            except (TypeError, ValueError):
+                plain = False
+            encoded = value
+            if not plain:
+                encoded = encode(value)
+                if decode(encoded) != value:
+                    return False
             body = orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
             if not folder.is_dir():
                 return False
