@@ -87,7 +87,7 @@ def build_actions(
     """Connected components over link-key values that appear together on one record.
 
     Returns the table with `rid` and `action_id` (null when a record carries no link key),
-    an actions table (action_id, identity, per-key id lists) and the glue warnings.
+    an actions table (action_id, identity) and the glue warnings.
     """
     table = table.with_row_index("rid")
     keys = [k for k in link_keys if k in table.columns]
@@ -143,12 +143,10 @@ def build_actions(
     # Stable identity: the sorted ids of the component (independent of input order); action ids
     # follow a seeded hash of the identity, as independent of input order as sorting the
     # identities and far cheaper at millions of actions.
-    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").sort("label", "node")
+    members = labels.rename({"node": "nid"}).join(node_ids.select("nid", "node"), on="nid").sort("label", "node")
     actions = (
         members.group_by("label", maintain_order=True)
-        .agg(pl.col("node").str.join("|").alias("identity"), *[
-            pl.col("value").filter(pl.col("key") == k).alias(k) for k in keys
-        ])
+        .agg(pl.col("node").str.join("|").alias("identity"))
         .sort(pl.col("identity").hash(seed=0))
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))

@@ -78,18 +78,9 @@ def _ts_dtype(table: pl.DataFrame) -> pl.DataType:
 def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """Per worker: lifetime, last stop signal, end (explicit, or inferred when it went silent)."""
     columns = ("worker_id", "source", "line", "kind", "ts", "rid", "deployment_id", "exit_code", "grace_period_s")
-    # Per-record work stays in the table's (Categorical) types; the per-worker result is text.
-    records = table.lazy().filter(pl.col("worker_id").is_not_null()).select(columns).collect()
-    own_sources = (
-        table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
-        .select("worker_id", "source")
-        .unique()
-        .collect()
-        .with_columns(own=pl.lit(True))
-    )
-    records = records.join(own_sources, on=["worker_id", "source"], how="left").with_columns(
-        pl.col("own").fill_null(False)
-    )
+    # Lazy and in the table's (Categorical) types: whole-table aggregates need no sort, and only
+    # the few stop and end records are sorted and matched to their worker's starts and sources.
+    records = table.lazy().filter(pl.col("worker_id").is_not_null()).select(columns)
     kind = pl.col("kind")
     starts = (
         records.filter(kind == "worker_start")
@@ -99,27 +90,50 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
             last_start_ts=pl.col("ts").max(),
         )
     )
-    records = records.join(starts, on="worker_id", how="left")
-    current = pl.col("last_start_ts").is_null() | (pl.col("ts") >= pl.col("last_start_ts"))
-    by_ts = records.sort("ts", "source", "line")
+    own_sources = (
+        table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
+        .select("worker_id", "source")
+        .unique()
+        .with_columns(own=pl.lit(True))
+    )
     stop = kind == "stop_signal"
     end = kind.is_in(END_KINDS)
     logged_generation = pl.col("deployment_id").filter(~kind.is_in(DEPLOY_KINDS)).drop_nulls()
-    workers = by_ts.group_by("worker_id").agg(
+    whole = records.group_by("worker_id").agg(
         first_ts=pl.col("ts").min(),
         last_ts=pl.col("ts").max(),
-        start_ts=pl.col("start_ts").first(),
-        stop_ts=pl.col("ts").filter(stop & current).min(),
-        stop_rid=pl.col("rid").filter(stop & current).first(),
-        own_stop_ts=pl.col("ts").filter(stop & current & pl.col("own")).min(),
-        end_ts=pl.col("ts").filter(end & current).min(),
-        end_rid=pl.col("rid").filter(end & current).first(),
-        end_record_kind=pl.col("kind").filter(end & current).first(),
-        exit_code=pl.col("exit_code").filter(end & current).drop_nulls().first(),
-        grace_logged_s=pl.col("grace_period_s").filter(stop).max(),
         logged=logged_generation.mode().sort().first(),
         records=pl.len(),
-    ).pipe(as_strings)
+    )
+    current = pl.col("last_start_ts").is_null() | (pl.col("ts") >= pl.col("last_start_ts"))
+    ends = (
+        records.filter(stop | end)
+        .join(own_sources, on=["worker_id", "source"], how="left")
+        .with_columns(pl.col("own").fill_null(False))
+        .join(starts, on="worker_id", how="left")
+        .sort("ts", "source", "line")
+        .group_by("worker_id")
+        .agg(
+            stop_ts=pl.col("ts").filter(stop & current).min(),
+            stop_rid=pl.col("rid").filter(stop & current).first(),
+            own_stop_ts=pl.col("ts").filter(stop & current & pl.col("own")).min(),
+            end_ts=pl.col("ts").filter(end & current).min(),
+            end_rid=pl.col("rid").filter(end & current).first(),
+            end_record_kind=pl.col("kind").filter(end & current).first(),
+            exit_code=pl.col("exit_code").filter(end & current).drop_nulls().first(),
+            grace_logged_s=pl.col("grace_period_s").filter(stop).max(),
+        )
+    )
+    workers = (
+        whole.join(starts.select("worker_id", "start_ts"), on="worker_id", how="left")
+        .join(ends, on="worker_id", how="left")
+        .select(
+            "worker_id", "first_ts", "last_ts", "start_ts", "stop_ts", "stop_rid", "own_stop_ts", "end_ts", "end_rid",
+            "end_record_kind", "exit_code", "grace_logged_s", "logged", "records",
+        )
+        .collect()
+        .pipe(as_strings)
+    )
     entries = as_strings(executions.select("worker_id", "entry_ts", "start", "end")).group_by("worker_id").agg(
         executions=pl.len(),
         last_entry_ts=pl.coalesce("entry_ts", "start").max(),
@@ -128,7 +142,7 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
     workers = workers.join(entries, on="worker_id", how="left").with_columns(pl.col("executions").fill_null(0))
     # A producer or the deploy pipeline's own host is not a consumer: keep hosts that ran jobs
     # or have a lifecycle (started, stopped, exited).
-    lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique().pipe(as_strings)
+    lifecycle = records.filter(kind.is_in(LIFECYCLE_KINDS)).select("worker_id").unique().collect().pipe(as_strings)
     workers = workers.filter((pl.col("executions") > 0) | pl.col("worker_id").is_in(lifecycle["worker_id"].implode()))
     gone = pl.col("end_ts").is_null() & pl.col("stop_ts").is_not_null()
     return (

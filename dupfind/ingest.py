@@ -1033,6 +1033,9 @@ def _store_in_cache(
             if source in keys:
                 pieces.setdefault(source, []).append(part)
     rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
+    # Stored in the types normalised blocks are held in (text Categorical: small dictionary-encoded
+    # files, nothing to convert); `source` is set from the path when an entry is read.
+    schema = {c: t if c == "source" else stored_dtype(c, t) for c, t in schema.items()}
     empty = pl.DataFrame(schema=schema)
     for source, key in keys.items():
         parts = pieces.pop(source, [])

@@ -24,7 +24,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("result_ts").drop_nulls().min().alias("result_ts"),
     )
     commits = ctx.action_records.filter(pl.col("kind") == "commit").select("exec_id", pl.col("ts").alias("commit_ts_all"), pl.col("rid").alias("commit_rid")).collect()
-    windows = ctx.executions.join(first_request, on="exec_id").join(commits, on="exec_id", how="left").filter(
+    windows = ctx.executions.select("exec_id", "action_id", "identity", "completed", "failed").join(first_request, on="exec_id").join(commits, on="exec_id", how="left").filter(
         pl.col("commit_ts_all").is_null() | (pl.col("commit_ts_all") >= pl.col("effect_ts"))
     ).sort("commit_ts_all").group_by("exec_id").agg(pl.all().first())
     # Window end: the status write; without one, the window never closed (failure, kill, lease loss).
