@@ -221,13 +221,50 @@ def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
     ).drop("work_pids")
 
 
-def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split each action's records into executions: one run on one worker (and process)."""
+# Records of at most about this many are split into executions at a time (whole actions per part).
+EXECUTION_PART_ROWS = 500_000
+
+
+def build_executions(table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split each action's records into executions: one run on one worker (and process).
+
+    Works on ranges of action ids holding about `part_rows` records each, so its sorted and
+    widened copies are bounded by a part, not the table; executions are numbered in the order
+    a single pass over the whole table would number them."""
     columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
                "deployment_id", "job_id", "lock_key"]
-    base = table.select([c for c in columns if c in table.columns]).filter(
-        pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
-    )
+    in_runs = pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
+    records = table.lazy().filter(in_runs).select([c for c in columns if c in table.columns])
+    sizes = records.group_by("action_id").len().sort("action_id").collect()
+    part = ((sizes["len"].cum_sum() - 1) // max(part_rows, 1)).alias("part")
+    ranges = sizes.with_columns(part).group_by("part").agg(
+        pl.col("action_id").min().alias("lo"), pl.col("action_id").max().alias("hi")
+    ).sort("part").select("lo", "hi").rows()
+    runs, parts, echoes = [], [], []
+    offset = 0
+    for lo, hi in ranges:
+        rows = records.filter(pl.col("action_id").is_between(lo, hi)).collect()
+        run_rows, part_executions, part_echoes = _executions_of(rows, offset)
+        offset += part_executions.height
+        runs.append(run_rows)
+        parts.append(part_executions)
+        echoes.append(part_echoes)
+    if parts:
+        executions = pl.concat(parts, how="vertical")
+    else:
+        empty = records.clear().collect()
+        run_rows, executions, part_echoes = _executions_of(empty, 0)
+        runs.append(run_rows)
+        echoes.append(part_echoes)
+    executions = executions.sort("action_id", "start", "identity").pipe(as_strings)
+    echo = _by_rid(table, pl.concat(echoes).with_columns(echo=pl.lit(True)), "echo", default=False)
+    exec_ids = _by_rid(table, pl.concat(runs), "exec_id")
+    return table.with_columns(exec_id=exec_ids, echo=echo), executions
+
+
+def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Executions of whole actions' records, numbered from `first_id`: (rid, exec_id) of the
+    records in a run, the executions in number order, and the rids of echo records."""
     base, echoes = _one_account_of_runs(base)
     # Use the process id only where it is needed to tell runs apart on one worker.
     work_pids = pl.col("process_id").filter(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).drop_nulls()
@@ -270,7 +307,9 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     # Segments with consumer work are executions, numbered in order; rows stay sorted by
     # (action, identity, time), so each execution's rows are contiguous and in time order.
     base = base.filter(pl.col("kind").is_in(CONSUMER_KINDS).any().over("seg"))
-    base = base.with_columns(exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1)
+    base = base.with_columns(
+        exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1 + first_id
+    )
     is_kind = lambda *k: pl.col("kind").is_in(list(k))  # noqa: E731
     executions = (
         base.group_by("exec_id", maintain_order=True)
@@ -299,11 +338,8 @@ def build_executions(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.col("line").first().alias("first_line"),
             pl.len().alias("records"),
         )
-        .sort("action_id", "start", "identity")
-        .pipe(as_strings)
     )
-    echo = _by_rid(table, echoes.with_columns(echo=pl.lit(True)), "echo", default=False)
-    return table.with_columns(exec_id=_by_rid(table, base.select("rid", "exec_id"), "exec_id"), echo=echo), executions
+    return base.select("rid", "exec_id"), executions, echoes
 
 
 def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:

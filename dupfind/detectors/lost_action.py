@@ -16,19 +16,22 @@ TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
 
 @detector("lost_action")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    records = ctx.action_records.select("action_id", "kind", "ts", "rid", "exec_id", "worker_id").collect()
-    if records.height == 0:
-        return []
     timeout = ctx.timeout_for(None) or 0.0
     grace = max(float(rule.param("grace_s", 120)), 2 * timeout)
     end_of_logs = ctx.table["ts"].max()
-    per_action = records.group_by("action_id").agg(
+    # Aggregated lazily over the records; the rids are gathered for the lost actions only.
+    lost = ctx.action_records.group_by("action_id").agg(
         pl.col("kind").is_in(["publish", "receive", "start"]).any().alias("entered"),
         pl.col("kind").is_in(TERMINAL).any().alias("terminal"),
         pl.col("kind").is_in(["receive", "start"]).any().alias("received"),
         pl.col("ts").max().alias("last"),
-        pl.col("rid"),
-    ).filter(pl.col("entered") & ~pl.col("terminal") & (pl.col("last") < end_of_logs - timedelta(seconds=grace)))
+    ).filter(pl.col("entered") & ~pl.col("terminal") & (pl.col("last") < end_of_logs - timedelta(seconds=grace))).collect()
+    if lost.height == 0:
+        return []
+    rids = ctx.action_records.filter(pl.col("action_id").is_in(lost["action_id"].implode())).group_by("action_id").agg(
+        pl.col("rid")
+    ).collect()
+    per_action = lost.join(rids, on="action_id")
     findings: list[Finding] = []
     for row in per_action.sort("action_id").iter_rows(named=True):
         action_id = row["action_id"]
