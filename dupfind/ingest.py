@@ -880,7 +880,7 @@ class _Normaliser:
             # Held until assembly in the assembled table's types (text as Categorical, but
             # `source`, which assembly rebuilds from the distinct paths).
             self.tables.append(table.select(
-                pl.col(c).cast(stored_dtype(c, t)) if c != "source" else pl.col(c)
+                pl.col(c).cast(stored_dtype(t)) if c != "source" else pl.col(c)
                 for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
             ))
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
@@ -987,7 +987,7 @@ def _assemble(
     """
     keys = pl.concat([t.select("ts", "source", "line") for t in tables], how="vertical") if tables else None
     if keys is None or keys.height == 0:
-        return pl.DataFrame(schema=schema), 0
+        return pl.DataFrame(schema={c: stored_dtype(t) for c, t in schema.items()}), 0
     paths = keys["source"].unique().sort()
     keys = keys.with_row_index("__row").with_columns(
         __file=pl.col("source").replace_strict(paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32)
@@ -1005,9 +1005,9 @@ def _assemble(
         if name == "source":
             columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
         elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
-            constants.append(pl.lit(None, dtype=stored_dtype(name, dtype)).alias(name))
+            constants.append(pl.lit(None, dtype=stored_dtype(dtype)).alias(name))
         else:
-            stored = stored_dtype(name, dtype)
+            stored = stored_dtype(dtype)
             pieces = [
                 t.drop_in_place(name).cast(stored) if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
                 for t in tables
@@ -1033,9 +1033,8 @@ def _store_in_cache(
             if source in keys:
                 pieces.setdefault(source, []).append(part)
     rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
-    # Stored in the types normalised blocks are held in (text Categorical: small dictionary-encoded
-    # files, nothing to convert); `source` is set from the path when an entry is read.
-    schema = {c: t if c == "source" else stored_dtype(c, t) for c, t in schema.items()}
+    # Stored as text: writing a Categorical column costs time in proportion to every category
+    # the process has seen, which across thousands of files is quadratic (minutes at 10M lines).
     empty = pl.DataFrame(schema=schema)
     for source, key in keys.items():
         parts = pieces.pop(source, [])

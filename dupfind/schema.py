@@ -67,7 +67,7 @@ def empty_table(business_keys: tuple[str, ...] = ()) -> pl.DataFrame:
 # 16-byte string view, and each distinct text once. Even `message` repeats far more often than
 # not (templates such as "job done", "calling sendgrid (email)"), and all-distinct text costs
 # about what a string view does.
-def stored_dtype(name: str, dtype: pl.DataType) -> pl.DataType:
+def stored_dtype(dtype: pl.DataType) -> pl.DataType:
     """The dtype a canonical column is held in once the table is assembled."""
     return pl.Categorical if dtype == pl.String else dtype
 
