@@ -66,7 +66,21 @@ def _relative(config: Config, bound: str | None) -> bool:
     return at[0] != at[1]
 
 
+def _warn_if_too_large(paths: list[str]) -> None:
+    """A warning on stderr before a read that would likely exhaust memory (see memory_check)."""
+    from dupfind.memory_check import memory_warning
+
+    try:
+        sources = expand_inputs(paths)
+    except DupfindError:
+        return  # ingest says what is wrong with the paths
+    warning = memory_warning(sources)
+    if warning:
+        sys.stderr.write(f"dupfind: warning: {warning}\n")
+
+
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
+    _warn_if_too_large(paths)
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
         return ingest(paths, config, since_ts, until_ts, cache=cache)

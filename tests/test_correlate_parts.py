@@ -27,7 +27,7 @@ CASES = [
 @pytest.mark.parametrize("part_rows", [1, 37, 500])
 def test_parts_give_the_same_executions_as_one_pass(logs: Path, part_rows: int) -> None:
     table = ingest([str(logs)], CONFIG).table
-    linked, actions, _ = build_actions(table, CONFIG.link_keys)
+    linked, _, _ = build_actions(table, CONFIG.link_keys)
     whole_table, whole = build_executions(linked, part_rows=10**12)
     parted_table, parted = build_executions(linked, part_rows=part_rows)
     ranges = linked.filter(pl.col("action_id").is_not_null())["action_id"].n_unique()

@@ -1,0 +1,110 @@
+"""Before reading logs: warn when they look too large for the memory this process can get."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from dupfind.sources import Source, detect_compression
+
+# Peak RSS of a cold `analyze`, fitted on bench/compare.py (1M lines: 0.75 GB for 0.40 GB of
+# logs; 10M lines: 5.9 GB for 4.04 GB): about 1.4 bytes a byte of log text, plus 0.2 GB.
+PEAK_PER_LOG_BYTE = 1.4
+PEAK_FIXED_BYTES = 200 * 10**6
+# bz2 and xz keep no uncompressed size; text logs shrink at least this much.
+ASSUMED_RATIO = 5
+# A cgroup "limit" this large means no limit (cgroup v1 writes 2^63 rounded to a page).
+NO_LIMIT = 1 << 60
+
+
+def log_bytes(sources: list[Source]) -> int:
+    """About how many bytes of log text the files hold once decompressed (stdin counts nothing)."""
+    total = 0
+    for src in sources:
+        if src.file is None:
+            continue
+        try:
+            size = src.file.stat().st_size
+            with src.file.open("rb") as fh:
+                compression = detect_compression(fh.read(8))
+                if compression == "gzip" and size >= 18:
+                    # The gzip trailer holds the uncompressed size modulo 2^32 (of the last member).
+                    fh.seek(-4, 2)
+                    isize = struct.unpack("<I", fh.read(4))[0]
+                    total += max(isize, size)
+                    continue
+        except (OSError, struct.error):
+            continue
+        total += size * ASSUMED_RATIO if compression in ("bz2", "xz") else size
+    return total
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_limit_files(cgroup: Path, membership: Path) -> list[Path]:
+    """The memory limit files of this process's cgroup and of each of its ancestors (v2 and v1)."""
+    files: list[Path] = []
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers == "":
+            base, name = cgroup, "memory.max"  # v2: one unified hierarchy
+        elif "memory" in controllers.split(","):
+            base, name = cgroup / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        files += [base.joinpath(*parts[:depth]) / name for depth in range(len(parts), -1, -1)]
+    return files
+
+
+def available_bytes(
+    meminfo: Path = Path("/proc/meminfo"), cgroup: Path = Path("/sys/fs/cgroup"),
+    membership: Path = Path("/proc/self/cgroup"),
+) -> int | None:
+    """Memory this process can get: the kernel's MemAvailable, capped by the memory limit of its
+    cgroup or any ancestor (v2 `memory.max`, v1 `memory.limit_in_bytes`); None where neither is known."""
+    found: list[int] = []
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file in _cgroup_limit_files(cgroup, membership):
+        limit = _read_int(limit_file)
+        if limit is not None and limit < NO_LIMIT:
+            found.append(limit)
+    return min(found) if found else None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def memory_warning(sources: list[Source], available: int | None = None) -> str | None:
+    """One sentence when a cold analysis of these inputs would likely need more memory than is
+    available (it may then be killed by the kernel), else None."""
+    size = log_bytes(sources)
+    if size == 0:
+        return None
+    available = available if available is not None else available_bytes()
+    needed = PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+    if available is None or needed <= available:
+        return None
+    return (
+        f"these inputs hold about {_gb(size)} of log text; analysing them needs about {_gb(needed)} "
+        f"of memory and about {_gb(available)} is available, so the run may be killed: analyse fewer "
+        "files at a time (--since/--until narrow the report, not the memory of reading)."
+    )

@@ -1,0 +1,76 @@
+"""A read that would likely exhaust memory is announced on stderr before it starts, and still runs."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from dupfind import memory_check
+from dupfind.cli import app
+from dupfind.memory_check import available_bytes, log_bytes, memory_warning
+from dupfind.sources import expand_inputs
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+LOGS = FIXTURES / "synth" / "deploy-overlap" / "logs"
+
+
+def test_log_bytes_counts_decompressed_text(tmp_path: Path) -> None:
+    text = b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"q-1"}\n' * 2000
+    (tmp_path / "plain.log").write_bytes(text)
+    (tmp_path / "packed.log.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "packed.log.bz2").write_bytes(bz2.compress(text))
+    sources = {s.file.name: s for s in expand_inputs([str(tmp_path)])}
+    assert log_bytes([sources["plain.log"]]) == len(text)
+    assert log_bytes([sources["packed.log.gz"]]) == len(text)  # from the gzip trailer, not the packed size
+    packed = (tmp_path / "packed.log.bz2").stat().st_size
+    assert log_bytes([sources["packed.log.bz2"]]) == packed * memory_check.ASSUMED_RATIO
+    assert log_bytes(expand_inputs(["-"])) == 0
+
+
+def test_available_memory_is_capped_by_the_cgroup_limit_of_this_process(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
+    root = tmp_path / "cgroup"
+    job = root / "memory" / "runner" / "job-7"
+    job.mkdir(parents=True)
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    (root / "memory" / "runner" / "memory.limit_in_bytes").write_text("6000000000\n")
+    (job / "memory.limit_in_bytes").write_text("3000000000\n")
+    v1 = tmp_path / "v1-cgroup"
+    v1.write_text("5:devices:/\n4:memory:/runner/job-7\n1:cpu:/\n0::/\n")
+    assert available_bytes(meminfo, root, v1) == 3_000_000_000
+    (job / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert available_bytes(meminfo, root, v1) == 6_000_000_000  # an ancestor's limit applies too
+    (root / "pod").mkdir()
+    (root / "pod" / "memory.max").write_text("max\n")
+    v2 = tmp_path / "v2-cgroup"
+    v2.write_text("0::/pod\n")
+    assert available_bytes(meminfo, root, v2) == 20_000_000 * 1024  # "max": only MemAvailable counts
+    (root / "pod" / "memory.max").write_text("2500000000\n")
+    assert available_bytes(meminfo, root, v2) == 2_500_000_000
+    assert available_bytes(tmp_path / "missing", tmp_path / "none", tmp_path / "none") is None
+
+
+def test_warning_only_when_the_estimate_exceeds_what_is_available() -> None:
+    sources = expand_inputs([str(LOGS)])
+    size = log_bytes(sources)
+    needed = memory_check.PEAK_PER_LOG_BYTE * size + memory_check.PEAK_FIXED_BYTES
+    assert memory_warning(sources, available=int(needed) + 1) is None
+    warning = memory_warning(sources, available=int(needed) - 1)
+    assert warning is not None and "may be killed" in warning and "fewer files" in warning
+
+
+@pytest.mark.parametrize("available", [10**6, 10**12])
+def test_analyze_warns_on_stderr_and_still_completes(monkeypatch, available: int) -> None:
+    monkeypatch.setattr(memory_check, "available_bytes", lambda: available)
+    result = CliRunner().invoke(app, ["analyze", str(LOGS), "--format", "json", "--no-cache"])
+    assert result.exit_code in (0, 1), result.output
+    assert orjson.loads(result.stdout)["verdict"]  # the report is whole and on stdout only
+    warned = "dupfind: warning: these inputs hold about" in result.stderr
+    assert warned == (available == 10**6)
+    assert result.stderr.count("\n") <= 1
