@@ -27,7 +27,7 @@ from dupfind.schema import canonical_schema, stored_dtype
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
-NORMALISE_BATCH_ROWS = 64_000  # rows normalised together (bounds the transient memory of normalize)
+NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
@@ -857,13 +857,19 @@ class _FileRead:
 class _Normaliser:
     """Normalises raw frames in batches across files: many small files cost one pass."""
 
-    def __init__(self, config: Config, reports: dict[str, FileReport]) -> None:
+    def __init__(
+        self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
+    ) -> None:
         self.config = config
         self.reports = reports
+        self.since, self.until = since, until
         self.pending: list[tuple[pl.DataFrame, str]] = []
         self.pending_rows = 0
         self.tables: list[pl.DataFrame] = []
         self.rejects: list[pl.DataFrame] = []
+        self.spans: list[pl.DataFrame] = []  # per batch: first and last time per file
+        self.unmapped: list[pl.DataFrame] = []  # per batch: records of kind `other` per file and name
+        self.filtered_out = 0  # records outside --since/--until, dropped batch by batch
 
     def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:
         self.pending.extend(raws)
@@ -876,6 +882,15 @@ class _Normaliser:
             result = normalize(raw, config_for_format(self.config, fmt), fmt)
             # Columns null on every row are left out (put back as constants by `_assemble`).
             table = result.table
+            # File reports describe every record; --since/--until then drop rows batch by batch,
+            # so a narrow window over a large export holds only the records it keeps.
+            self.spans.append(table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")))
+            self.unmapped.append(
+                table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null()).group_by("source", "name").len()
+            )
+            kept = _within(table, self.since, self.until)
+            self.filtered_out += table.height - kept.height
+            table = kept
             nulls = table.null_count().row(0)
             # Held until assembly in the assembled table's types (text as Categorical, but
             # `source`, which assembly rebuilds from the distinct paths).
@@ -899,16 +914,27 @@ class _Normaliser:
         self.pending_rows = 0
 
 
-def _finalize_reports(reports: dict[str, FileReport], table: pl.DataFrame | None) -> None:
-    """Time span and unmapped event names per file, from the whole table in two group-bys."""
-    if table is None or table.height == 0:
+def _within(table: pl.DataFrame, since: datetime | None, until: datetime | None) -> pl.DataFrame:
+    if since is not None:
+        table = table.filter(pl.col("ts") >= since)
+    if until is not None:
+        table = table.filter(pl.col("ts") <= until)
+    return table
+
+
+def _finalize_reports(reports: dict[str, FileReport], spans: list[pl.DataFrame], unmapped: list[pl.DataFrame]) -> None:
+    """Time span and unmapped event names per file, from the per-batch summaries of the normaliser."""
+    if not spans:
         return
-    spans = table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"))
-    for source, first, last in spans.rows():
+    spans_all = pl.concat(spans, how="vertical").group_by("source").agg(pl.col("first").min(), pl.col("last").max())
+    for source, first, last in spans_all.rows():
         reports[source].first_ts, reports[source].last_ts = first, last
-    other = table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null())
+    other = pl.concat(unmapped, how="vertical")
     if other.height:
-        counts = other.group_by("source", "name").len().sort(["source", "len", "name"], descending=[False, True, False])
+        counts = (
+            other.group_by("source", "name").agg(pl.col("len").sum())
+            .sort(["source", "len", "name"], descending=[False, True, False])
+        )
         for (source,), group in counts.group_by("source", maintain_order=True):
             report = reports[source]
             report.unmapped_distinct = group.height
@@ -929,7 +955,7 @@ def ingest(
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
-    normaliser = _Normaliser(config, reports)
+    normaliser = _Normaliser(config, reports, since, until)
     ingestor = Ingestor(config, sink=normaliser.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
     reads: list[_FileRead] = []
@@ -947,7 +973,7 @@ def ingest(
             continue
         reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
         reads.append(ingestor.read(src, reports[src.path]))
-        if key is not None:
+        if key is not None and since is None and until is None:  # rows of a window are not the file's
             to_store[src.path] = key
     ingestor.flush()
     for read in reads:  # a batched file's rejects are known once its batch was parsed
@@ -959,7 +985,7 @@ def ingest(
         detail = f" ({truncated[0]} is compressed data cut off before its first line)" if truncated else ""
         raise DupfindError(f"the input is empty: no log lines were found{detail}.")
     schema = canonical_schema(config.business_keys)
-    _finalize_reports(reports, pl.concat([t.select(KEY_COLUMNS) for t in normaliser.tables], how="vertical") if normaliser.tables else None)
+    _finalize_reports(reports, normaliser.spans, normaliser.unmapped)
     all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
     rejects = (
         pl.concat(all_rejects, how="vertical") if all_rejects
@@ -970,8 +996,8 @@ def ingest(
     tables = [*cached_tables, *normaliser.tables]
     cached_tables.clear()
     normaliser.tables.clear()
-    table, filtered_out = _assemble(tables, schema, since, until)
-    return IngestResult(table, ordered, rejects, filtered_out)
+    table, filtered_out = _assemble(tables, schema, since, until)  # cached files' rows are filtered here
+    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out)
 
 
 def _assemble(

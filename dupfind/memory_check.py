@@ -105,6 +105,6 @@ def memory_warning(sources: list[Source], available: int | None = None) -> str |
         return None
     return (
         f"these inputs hold about {_gb(size)} of log text; analysing them needs about {_gb(needed)} "
-        f"of memory and about {_gb(available)} is available, so the run may be killed: analyse fewer "
-        "files at a time (--since/--until narrow the report, not the memory of reading)."
+        f"of memory and about {_gb(available)} is available, so the run may be killed: narrow it with "
+        "--since/--until (records outside the window are dropped as they are read) or fewer files."
     )

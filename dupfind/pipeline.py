@@ -67,7 +67,8 @@ def _relative(config: Config, bound: str | None) -> bool:
 
 
 def _warn_if_too_large(paths: list[str]) -> None:
-    """A warning on stderr before a read that would likely exhaust memory (see memory_check)."""
+    """A warning on stderr before a read of whole files that would likely exhaust memory (see
+    memory_check); a --since/--until window keeps an unknown share of the records, so none then."""
     from dupfind.memory_check import memory_warning
 
     try:
@@ -80,7 +81,8 @@ def _warn_if_too_large(paths: list[str]) -> None:
 
 
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
-    _warn_if_too_large(paths)
+    if since_ts is None and until_ts is None:
+        _warn_if_too_large(paths)
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
         return ingest(paths, config, since_ts, until_ts, cache=cache)

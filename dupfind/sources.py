@@ -21,7 +21,7 @@ MAGIC = (
     (b"PK\x03\x04", "zip"),
 )
 SUPPORTED_COMPRESSION = {"none", "gzip", "bz2", "xz"}
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 16 << 20
 
 
 @dataclass

@@ -97,3 +97,33 @@ def test_cli_uses_the_cache_dir_and_no_cache(cli, tmp_path, logs):
     os.utime(next(logs.iterdir()), None)  # touched: same bytes, new mtime -> parsed again, same answer
     third = cli("analyze", str(logs), "--format", "json", env=env)
     assert orjson.loads(third.stdout) == orjson.loads(first.stdout)
+
+
+def test_a_time_window_reads_through_the_cache_but_never_stores_its_rows(logs, tmp_path):
+    """--since/--until drop records batch by batch, so a windowed run must not store a file's
+    rows (they are only the window's); it may read entries a full run stored."""
+    config = load_config(cwd=Path("/"))
+    full = ingest([str(logs)], config).table
+    first, last = full["ts"].min(), full["ts"].max()
+    since, until = first + (last - first) * 0.3, first + (last - first) * 0.6
+
+    def windowed(cache_dir: Path | None):
+        cache = TableCache(cache_dir, config.digest()) if cache_dir else None
+        return ingest([str(logs)], config, since=since, until=until, cache=cache), cache
+
+    cold, _ = windowed(None)
+    assert 0 < cold.table.height < full.height
+    assert cold.filtered_out == full.height - cold.table.height
+    assert cold.table["ts"].min() >= since and cold.table["ts"].max() <= until
+    # Per-file reports still describe every record of the file, not the window.
+    assert min(f.first_ts for f in cold.files) == first and max(f.last_ts for f in cold.files) == last
+    assert sum(f.records for f in cold.files) == full.height
+
+    after_window, cache = windowed(tmp_path / "cache")
+    assert cache.hits == 0 and not any((tmp_path / "cache").rglob("table.arrow"))
+    assert after_window.table.equals(cold.table)
+
+    _run(logs, tmp_path / "cache")  # a full run stores every file
+    from_entries, cache = windowed(tmp_path / "cache")
+    assert cache.hits == len(cold.files)
+    assert from_entries.table.equals(cold.table) and from_entries.filtered_out == cold.filtered_out

@@ -19,6 +19,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     timeout = ctx.timeout_for(None) or 0.0
     grace = max(float(rule.param("grace_s", 120)), 2 * timeout)
     end_of_logs = ctx.table["ts"].max()
+    if end_of_logs is None:  # no record at all (every line outside --since/--until, say)
+        return []
     # Aggregated lazily over the records; the rids are gathered for the lost actions only.
     lost = ctx.action_records.group_by("action_id").agg(
         pl.col("kind").is_in(["publish", "receive", "start"]).any().alias("entered"),
