@@ -240,23 +240,14 @@ def build_executions(table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS) 
     ranges = sizes.with_columns(part).group_by("part").agg(
         pl.col("action_id").min().alias("lo"), pl.col("action_id").max().alias("hi")
     ).sort("part").select("lo", "hi").rows()
+    selections = [records.filter(pl.col("action_id").is_between(lo, hi)) for lo, hi in ranges] or [records.clear()]
     runs, parts, echoes = [], [], []
-    offset = 0
-    for lo, hi in ranges:
-        rows = records.filter(pl.col("action_id").is_between(lo, hi)).collect()
-        run_rows, part_executions, part_echoes = _executions_of(rows, offset)
-        offset += part_executions.height
+    for selection in selections:
+        run_rows, part_executions, part_echoes = _executions_of(selection.collect(), sum(p.height for p in parts))
         runs.append(run_rows)
         parts.append(part_executions)
         echoes.append(part_echoes)
-    if parts:
-        executions = pl.concat(parts, how="vertical")
-    else:
-        empty = records.clear().collect()
-        run_rows, executions, part_echoes = _executions_of(empty, 0)
-        runs.append(run_rows)
-        echoes.append(part_echoes)
-    executions = executions.sort("action_id", "start", "identity").pipe(as_strings)
+    executions = pl.concat(parts, how="vertical").sort("action_id", "start", "identity").pipe(as_strings)
     echo = _by_rid(table, pl.concat(echoes).with_columns(echo=pl.lit(True)), "echo", default=False)
     exec_ids = _by_rid(table, pl.concat(runs), "exec_id")
     return table.with_columns(exec_id=exec_ids, echo=echo), executions
