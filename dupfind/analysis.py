@@ -124,7 +124,7 @@ class AnalysisContext:
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        stated = as_strings(self.table.filter(pl.col("visibility_timeout_s").is_not_null()))
+        stated = as_strings(self.table.filter(pl.col("visibility_timeout_s").is_not_null()).select("queue", "visibility_timeout_s"))
         found: dict[str, float] = {}
         if stated.height:
             per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
@@ -152,7 +152,9 @@ class AnalysisContext:
     def lease_extensions(self) -> dict[str, int]:
         """Lease extensions (heartbeats) logged per queue ('' = unknown queue)."""
         queues = self.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
-        rows = as_strings(self.table.filter(pl.col("kind") == "lease_extended")).join(queues, on="action_id", how="left")
+        rows = as_strings(self.table.filter(pl.col("kind") == "lease_extended").select("action_id", "queue")).join(
+            queues, on="action_id", how="left"
+        )
         counts = rows.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len()
         return dict(counts.rows())
 
@@ -247,9 +249,9 @@ class AnalysisContext:
     @cached_property
     def worker_events(self) -> pl.DataFrame:
         """Stop signals, exits and kills per worker (records of the worker, not of a job)."""
-        return as_strings(self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null())).select(
+        return as_strings(self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null()).select(
             "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id"
-        ).sort("ts")
+        )).sort("ts")
 
     @cached_property
     def deploys(self) -> DeployModel:

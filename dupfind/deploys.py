@@ -134,7 +134,7 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
         .collect()
         .pipe(as_strings)
     )
-    entries = as_strings(executions.select("worker_id", "entry_ts", "start", "end")).group_by("worker_id").agg(
+    entries = executions.group_by("worker_id").agg(
         executions=pl.len(),
         last_entry_ts=pl.coalesce("entry_ts", "start").max(),
         last_exec_end=pl.col("end").max(),
@@ -226,7 +226,10 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
 
 def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
     """Per deployment id named by a deploy record: first start and last finish, with their records."""
-    records = as_strings(table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null())).sort("ts")
+    records = as_strings(
+        table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("deployment_id").is_not_null())
+        .select("deployment_id", "kind", "ts", "rid")
+    ).sort("ts")
     if records.height == 0:
         ts = _ts_dtype(table)
         return pl.DataFrame(
@@ -290,7 +293,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         "attempt",
         pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"),
         pl.col("first_source").alias("source"),
-    ).pipe(as_strings).sort("entry")
+    ).sort("entry")
     schema = {
         "exec_id": pl.Int64,
         "worker_id": pl.String,
@@ -367,7 +370,7 @@ def _interrupted(
     }
     # A run the same worker took up again for the same action (a prefork receive split from its
     # child's run, a retry) was not what the worker held when it ended.
-    resumed = as_strings(executions.select("exec_id", "action_id", "worker_id", "start", "end", "completed", "failed", "guarded")).sort("action_id", "worker_id", "start").with_columns(
+    resumed = executions.sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
     )
     # The kill is often logged by another host (the orchestrator): within the clock-skew

@@ -220,7 +220,10 @@ def bucket_size(span_s: float, requested_s: float | None = None) -> int:
 
 
 def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]:
-    events = as_strings(ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"])))
+    events = as_strings(
+        ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
+        .select("ts", "kind", "name", "deployment_id")
+    )
     if events.height == 0:
         return {"bucket_s": None, "buckets": []}
     first, last = events["ts"].min(), events["ts"].max()

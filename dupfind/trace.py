@@ -10,7 +10,6 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
-from dupfind.correlate import correlate
 from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
@@ -131,8 +130,10 @@ class TraceReport:
 
 def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5,
                         timeouts: dict[str, float] | None = None, max_jobs_per_value: int = 25) -> AnalysisContext:
-    """Correlate a canonical table (no rules run): enough to trace any id."""
-    return AnalysisContext(correlate(table, config.link_keys, max_jobs_per_value), config, skew_s, timeouts or {})
+    """Correlate a canonical table as every command does (no rules run): enough to trace any id."""
+    from dupfind.pipeline import correlate_inputs
+
+    return AnalysisContext(correlate_inputs(table, config, max_jobs_per_value), config, skew_s, timeouts or {})
 
 
 def _id_columns(ctx: AnalysisContext) -> list[str]:
@@ -155,7 +156,7 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
     for query in queries:
         column, value = _parse_query(query, columns)
         for col in ([column] if column else columns):
-            found = ctx.table.filter(pl.col(col) == value).pipe(as_strings).select(
+            found = ctx.table.filter(pl.col(col) == value).select(
                 "rid", "action_id", pl.lit(query).alias("query"), pl.lit(f"{col}={value}").alias("match")
             )
             if found.height:

@@ -9,7 +9,6 @@ from dupfind.detectors._common import execution_ids
 from dupfind.findings import Finding
 from dupfind.queue_health import queue_advice
 from dupfind.rules_registry import Rule, detector
-from dupfind.schema import as_strings
 
 
 @detector("timeout_below_duration")
@@ -78,7 +77,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
 
 def _statement(ctx: AnalysisContext, queue: str) -> pl.DataFrame:
     """The first record stating the timeout of the queue."""
-    stated = as_strings(ctx.table.filter(pl.col("visibility_timeout_s").is_not_null()))
+    stated = ctx.table.filter(pl.col("visibility_timeout_s").is_not_null()).select("rid", pl.col("queue").cast(pl.String))
     return stated.filter(pl.col("queue").fill_null("") == queue).head(1) if queue else stated.head(1)
 
 
