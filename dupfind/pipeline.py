@@ -257,13 +257,7 @@ def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> A
     facts = ctx.__dict__.get(STORED_FACTS) if ctx is not None else None
     if facts is None:
         return build()
-    key = ResultCache.value_key(facts.set_key, kind, params)
-    found, value = facts.cache.load_value(facts.set_key, key)
-    if found:
-        return value
-    value = build()
-    facts.cache.store_value(facts.set_key, key, value)
-    return value
+    return _stored_or_built(facts.cache, facts.set_key, ResultCache.value_key(facts.set_key, kind, params), build)
 
 
 def analysis_context(loaded: Correlated, config: Config, skew_s: float, timeouts: dict[str, float]):
@@ -337,7 +331,11 @@ def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable
     if known is None:
         return build()
     cache, set_key, analysis_key = known
-    key = ResultCache.value_key(analysis_key, kind, params)
+    return _stored_or_built(cache, set_key, ResultCache.value_key(analysis_key, kind, params), build)
+
+
+def _stored_or_built(cache: ResultCache, set_key: str, key: str, build: Callable[[], Any]) -> Any:
+    """The value stored under `key` beside the set, else `build()`, stored there for next time."""
     found, value = cache.load_value(set_key, key)
     if found:
         return value

@@ -134,6 +134,31 @@ def _schema(frame: pl.DataFrame) -> list[list[str]]:
     return [[name, str(dtype)] for name, dtype in frame.schema.items()]
 
 
+def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
+    """Write a frame as LZ4 Arrow IPC; what `_read_frame` checks it against (for the meta)."""
+    raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
+    path.write_bytes(raw)
+    return {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw), "schema": _schema(frame)}
+
+
+def _read_frame(path: Path, info: dict[str, Any]) -> pl.DataFrame:
+    """A frame `_write_frame` wrote, checked against its size and CRC-32 before it is read and its
+    rows and schema after; CorruptEntry when anything differs."""
+    raw = path.read_bytes()
+    if len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]:
+        raise CorruptEntry(f"{path.name} differs from its checksum")
+    frame = pl.read_ipc(raw)
+    if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+        raise CorruptEntry(f"{path.name} has other rows or columns")
+    return frame
+
+
+def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
+    """The frames of a set entry (FRAMES)."""
+    return {"table": correlation.table, "actions": correlation.actions,
+            "executions": correlation.executions, "rejects": result.rejects}
+
+
 def _report_state(report: FileReport) -> dict[str, Any]:
     from dupfind.exact_json import encode
 
@@ -234,21 +259,12 @@ class SetEntry:
                 if self._rebuild is None:
                     raise
                 self._rebuilt = self._rebuild()
-        result, correlation = self._rebuilt
-        rebuilt = {"table": correlation.table, "actions": correlation.actions,
-                   "executions": correlation.executions, "rejects": result.rejects}
+        rebuilt = _set_frames(*self._rebuilt)
         self._frames.update((k, v) for k, v in rebuilt.items() if k not in self._frames)
         return self._frames[name]
 
     def _read(self, name: str) -> pl.DataFrame:
-        info = self.meta["frames"][name]
-        raw = (self.path / f"{name}.arrow").read_bytes()
-        if len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]:
-            raise CorruptEntry(f"{name}.arrow differs from its checksum")
-        frame = pl.read_ipc(raw)
-        if frame.height != info["rows"] or _schema(frame) != info["schema"]:
-            raise CorruptEntry(f"{name}.arrow has other rows or columns")
-        return frame
+        return _read_frame(self.path / f"{name}.arrow", self.meta["frames"][name])
 
     def ingest_result(self) -> CachedIngest:
         return self._ingest
@@ -286,15 +302,7 @@ class ContextFacts:
 
                 self.loaded.add(name)
                 return True, decode(meta["value"])
-            parts = {}
-            for part, info in meta["parts"].items():
-                data = (folder / f"{part}.arrow").read_bytes()
-                if len(data) != info["bytes"] or zlib.crc32(data) != info["crc32"]:
-                    raise CorruptEntry("fact differs from its checksum")
-                frame = pl.read_ipc(data)
-                if frame.height != info["rows"] or _schema(frame) != info["schema"]:
-                    raise CorruptEntry("fact has other rows or columns")
-                parts[part] = frame
+            parts = {part: _read_frame(folder / f"{part}.arrow", info) for part, info in meta["parts"].items()}
             if meta["class"] is None:
                 value = parts["frame"]
             else:
@@ -345,12 +353,8 @@ class ContextFacts:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.folder))
-                meta = {"name": name, "class": cls, "parts": {}}
-                for part, frame in parts.items():
-                    raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
-                    (staging / f"{part}.arrow").write_bytes(raw)
-                    meta["parts"][part] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
-                                           "schema": _schema(frame)}
+                meta = {"name": name, "class": cls,
+                        "parts": {part: _write_frame(staging / f"{part}.arrow", frame) for part, frame in parts.items()}}
                 (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), FACT_FORMAT))
                 os.replace(staging, self.folder / name)
                 staging = None
@@ -485,8 +489,6 @@ class ResultCache:
 
     def store_set(self, key: str, result: IngestResult, correlation: Correlation) -> bool:
         """Write a set entry (atomically); False when the cache directory cannot take it."""
-        frames = {"table": correlation.table, "actions": correlation.actions,
-                  "executions": correlation.executions, "rejects": result.rejects}
         staging: Path | None = None
         try:
             meta = {
@@ -494,15 +496,12 @@ class ResultCache:
                 "files": [_report_state(f) for f in result.files],
                 "filtered_out": result.filtered_out,
                 "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
-                "frames": {},
             }
             self.sets.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))
-            for name, frame in frames.items():
-                raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
-                (staging / f"{name}.arrow").write_bytes(raw)
-                meta["frames"][name] = {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw),
-                                        "schema": _schema(frame)}
+            meta["frames"] = {
+                name: _write_frame(staging / f"{name}.arrow", frame) for name, frame in _set_frames(result, correlation).items()
+            }
             (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))
             (staging / "analyses").mkdir()
             final = self._entry_dir(key)
