@@ -10,9 +10,8 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
-from dupfind.correlate import Correlation, correlate
+from dupfind.correlate import Correlation
 from dupfind.deploy_concentration import deploy_summary
-from dupfind.deploy_records import refine_object_records
 from dupfind.findings import Finding, severity_rank
 from dupfind.ingest import IngestResult
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
@@ -126,8 +125,9 @@ def analyze(
 ) -> AnalysisReport:
     """Run the whole analysis on an ingested table (or on its `correlation`, already computed)."""
     if correlation is None:
-        table = refine_object_records(result.table, config)
-        correlation = correlate(table, config.link_keys, max_jobs_per_value)
+        from dupfind.pipeline import correlate_inputs
+
+        correlation = correlate_inputs(result.table, config, max_jobs_per_value)
     ctx = AnalysisContext(correlation, config, skew_s, {**config.timeouts, **(timeouts or {})})
     findings: list[Finding] = []
     for rule in rules:

@@ -127,7 +127,7 @@ def _resolve_column(
     for path in usable:
         expr = pl.col(path)
         if column not in STRUCTURED_OK and path in structured:
-            expr = pl.when(expr.str.starts_with("{") | expr.str.starts_with("[")).then(None).otherwise(expr)
+            expr = pl.when(_is_structured(expr)).then(None).otherwise(expr)
         exprs.append(expr)
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
@@ -199,8 +199,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
     # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
-    # or array) only counts for the columns that keep it.
-    # Counted per source: the values of each path, and its scalar values where it has structured ones.
+    # or array) only counts for the columns that keep it, so such paths count their scalar values.
     counts: dict[str, pl.Expr] = {}
     flag_names = []
     for column, usable in candidates_by_column.items():

@@ -58,11 +58,6 @@ def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
     )
 
 
-def empty_table(business_keys: tuple[str, ...] = ()) -> pl.DataFrame:
-    """A canonical table with no rows."""
-    return pl.DataFrame(schema=canonical_schema(business_keys))
-
-
 # Text columns are held as Categorical in the assembled table: 4 bytes a row instead of a
 # 16-byte string view, and each distinct text once. Even `message` repeats far more often than
 # not (templates such as "job done", "calling sendgrid (email)"), and all-distinct text costs

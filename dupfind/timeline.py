@@ -127,14 +127,16 @@ def _window_executions(report: AnalysisReport, window: Window) -> pl.DataFrame:
 
 def build_timeline(
     report: AnalysisReport, window: Window, marks: _Marks | None = None, ids: dict[int, dict[str, list[str]]] | None = None,
+    ex: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Everything one window's timeline shows, as plain data (times as ISO strings). `ids`: the
-    ids of (at least) the window's actions, when a document of many windows looked them up at once."""
+    """Everything one window's timeline shows, as plain data (times as ISO strings). A document of
+    many windows passes what it looked up for all of them at once: `ids` of (at least) the
+    window's actions, and `ex`, the window's executions."""
     ctx = report.context
     model = ctx.deploys
     marks = marks or _marks(report)
     start, end = window.start, window.end
-    ex = _window_executions(report, window)
+    ex = ex if ex is not None else _window_executions(report, window)
     duplicated, repeat_execs, effect_at = marks.duplicated, marks.repeat_execs, marks.effect_at
     interrupted, after_stop = marks.interrupted, marks.after_stop
     if ids is None:
@@ -241,6 +243,9 @@ def build_timeline(
 def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
     marks = _marks(report) if windows else None
     # One pass over the records for the ids of every window's actions (not one pass per window).
-    actions = sorted({a for w in windows for a in _window_executions(report, w)["action_id"].to_list()})
-    ids = _ids(report.context, actions) if windows else None
-    return {"schema": SCHEMA, "verdict": report.verdict, "windows": [build_timeline(report, w, marks, ids) for w in windows]}
+    executions = [_window_executions(report, w) for w in windows]
+    ids = _ids(report.context, sorted({a for ex in executions for a in ex["action_id"].to_list()})) if windows else None
+    return {
+        "schema": SCHEMA, "verdict": report.verdict,
+        "windows": [build_timeline(report, w, marks, ids, ex) for w, ex in zip(windows, executions)],
+    }
