@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -29,25 +30,40 @@ WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 class GroupIndex:
     """Rows of a frame grouped by one key, for O(1) lookups per key (no full-table filter).
 
-    Keeps row positions, not a sorted copy of the frame: a lookup gathers its few rows."""
+    Keeps row positions, not a sorted copy of the frame: a lookup gathers its few rows, from
+    `frame` or, when given, through `rows` (positions -> rows of a wider frame, such as the
+    table's AnalysisContext.rows, of which `frame` holds the key and order columns). The first
+    DIRECT_LOOKUPS lookups filter the frame instead: a trace asks for one action, where sorting
+    the whole frame would cost a hundred filters."""
 
-    def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = ()) -> None:
-        self.source = frame
-        keyed = (
-            frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"), key, *order)
-            .filter(pl.col(key).is_not_null())
-            .sort(key, *order, maintain_order=True)
-        )
+    DIRECT_LOOKUPS = 16
+
+    def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = (),
+                 rows: Callable[[pl.Series], pl.DataFrame] | None = None) -> None:
+        self.rows = rows or (lambda positions: frame[positions])
+        self.key, self.order = key, order
+        self.keyed = frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"), key, *order)
+        self.lookups = 0
+        self.spans: dict | None = None
+
+    def _build(self) -> None:
+        keyed = self.keyed.filter(pl.col(self.key).is_not_null()).sort(self.key, *self.order, maintain_order=True)
         self.positions = keyed["_pos"]
-        counts = keyed.group_by(key, maintain_order=True).len()
+        counts = keyed.group_by(self.key, maintain_order=True).len()
         starts = counts["len"].cum_sum() - counts["len"]
-        self.spans = dict(zip(counts[key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
+        self.spans = dict(zip(counts[self.key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
 
     def get(self, value) -> pl.DataFrame:
+        if self.spans is None and self.lookups < self.DIRECT_LOOKUPS:
+            self.lookups += 1
+            found = self.keyed.filter(pl.col(self.key) == value)
+            if self.order:
+                found = found.sort(*self.order, maintain_order=True)
+            return self.rows(found["_pos"])
+        if self.spans is None:
+            self._build()
         span = self.spans.get(value)
-        if not span:
-            return self.source.clear()
-        return self.source[self.positions.slice(span[0], span[1])]
+        return self.rows(self.positions.slice(span[0], span[1]) if span else self.positions.clear())
 
 
 @dataclass
@@ -63,6 +79,18 @@ class AnalysisContext:
     @property
     def table(self) -> pl.DataFrame:
         return self.correlation.table
+
+    @property
+    def column_names(self) -> list[str]:
+        return self.correlation.column_names
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        """Some columns of the table (a cached table reads only these)."""
+        return self.correlation.columns(*names)
+
+    def rows(self, rids) -> pl.DataFrame:
+        """Rows of the table by rid, in the order given (a cached table reads only the parts that hold them)."""
+        return self.correlation.rows(rids)
 
     @property
     def actions(self) -> pl.DataFrame:
@@ -84,7 +112,8 @@ class AnalysisContext:
 
     @cached_property
     def _records_index(self) -> GroupIndex:
-        return GroupIndex(self.table, "action_id", ("ts", "source", "line"))
+        return GroupIndex(self.columns("action_id", "ts", "source", "line"), "action_id", ("ts", "source", "line"),
+                          rows=self.rows)
 
     @cached_property
     def _executions_index(self) -> GroupIndex:
@@ -124,7 +153,7 @@ class AnalysisContext:
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        stated = as_strings(self.table.filter(pl.col("visibility_timeout_s").is_not_null()).select("queue", "visibility_timeout_s"))
+        stated = as_strings(self.columns("queue", "visibility_timeout_s").filter(pl.col("visibility_timeout_s").is_not_null()))
         found: dict[str, float] = {}
         if stated.height:
             per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
@@ -152,7 +181,7 @@ class AnalysisContext:
     def lease_extensions(self) -> dict[str, int]:
         """Lease extensions (heartbeats) logged per queue ('' = unknown queue)."""
         queues = self.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
-        rows = as_strings(self.table.filter(pl.col("kind") == "lease_extended").select("action_id", "queue")).join(
+        rows = as_strings(self.columns("kind", "action_id", "queue").filter(pl.col("kind") == "lease_extended").drop("kind")).join(
             queues, on="action_id", how="left"
         )
         counts = rows.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len()
@@ -249,9 +278,9 @@ class AnalysisContext:
     @cached_property
     def worker_events(self) -> pl.DataFrame:
         """Stop signals, exits and kills per worker (records of the worker, not of a job)."""
-        return as_strings(self.table.filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null()).select(
+        return as_strings(self.columns(
             "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id"
-        )).sort("ts")
+        ).filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null())).sort("ts")
 
     @cached_property
     def deploys(self) -> DeployModel:

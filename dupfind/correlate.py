@@ -45,6 +45,19 @@ class Correlation:
     executions: pl.DataFrame
     warnings: list[GlueWarning] = field(default_factory=list)
 
+    # Readers that need a few columns or rows of the table ask for them: a cached correlation
+    # (result_cache.CachedCorrelation) then reads only those instead of the whole table.
+    @property
+    def column_names(self) -> list[str]:
+        return self.table.columns
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        return self.table.select(names)
+
+    def rows(self, positions) -> pl.DataFrame:
+        """Rows by position, which is their rid, in the order given."""
+        return self.table[pl.Series("pos", positions, dtype=pl.Int64)]
+
 
 def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame:
     """Min-label propagation with pointer jumping over dense positions (gather/scatter, no hash

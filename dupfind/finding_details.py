@@ -48,8 +48,9 @@ def ids_and_spans(ctx: AnalysisContext, action_ids: set[int]) -> dict[int, tuple
     """Per action: its ids (link keys and entity ids on its records) and first/last record time."""
     if not action_ids:
         return {}
-    records = ctx.action_records.filter(pl.col("action_id").is_in(list(action_ids))).collect()
-    columns = [c for c in dict.fromkeys((*ID_COLUMNS, *ctx.config.business_keys)) if c in records.columns]
+    present = set(ctx.column_names)
+    columns = [c for c in dict.fromkeys((*ID_COLUMNS, *ctx.config.business_keys)) if c in present]
+    records = ctx.columns(*dict.fromkeys(("action_id", "ts", *columns))).filter(pl.col("action_id").is_in(list(action_ids)))
     rows = records.group_by("action_id").agg(
         *[pl.col(c).drop_nulls().unique().sort().alias(f"id:{c}") for c in columns],
         pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"),

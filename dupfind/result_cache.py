@@ -5,9 +5,12 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
 
     sets/<set key>/meta.json            format, key, file reports, correlation warnings, and for
                                         each frame its rows, bytes, CRC-32 and schema
-    sets/<set key>/{table,actions,executions,rejects}.arrow
-                                        the correlated table (rid, action_id, exec_id), the actions
-                                        and executions frames, the ingest rejects (Arrow IPC, LZ4)
+    sets/<set key>/{actions,executions,rejects}.arrow
+                                        the actions and executions frames and the ingest rejects
+                                        (Arrow IPC, LZ4)
+    sets/<set key>/table-<part>.arrow   the correlated table (rid, action_id, exec_id) in parts of
+                                        TABLE_PART_ROWS rows: a warm command reads the columns it
+                                        needs, or the few parts that hold the rows it shows
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
                                         (exact_json), for one rule set and --skew/--timeout
@@ -32,7 +35,8 @@ Nothing is trusted unchecked: meta.json and analysis files carry a CRC-32 of the
 is checked against its recorded size and CRC-32 before it is read, then against its row count
 and schema. An entry that fails any check is deleted and rebuilt. Writes go to a staging
 directory or file renamed into place; an unwritable cache only means no cache. The frames of a
-set are read lazily: `analyze --format json` over a cached analysis never reads the table.
+set are read lazily: `analyze --format json` over a cached analysis never reads the table, a
+trace reads a few columns and the parts that hold its records.
 
 Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
 mtime); per set, the KEEP_ANALYSES most recent analyses, documents and outputs within
@@ -47,6 +51,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -63,7 +68,7 @@ from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
 
-SET_FORMAT = "1"
+SET_FORMAT = "2"
 ANALYSIS_FORMAT = "2"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
@@ -72,7 +77,8 @@ FACT_MAX_BYTES = 64 << 20
 VALUE_FACT_MIN_S = 0.05
 STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
-FRAMES = ("table", "actions", "executions", "rejects")
+FRAMES = ("actions", "executions", "rejects")  # and the table, in parts
+TABLE_PART_ROWS = 1 << 16
 COMPRESSION = "lz4"
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
@@ -141,22 +147,36 @@ def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
     return {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw), "schema": _schema(frame)}
 
 
-def _read_frame(path: Path, info: dict[str, Any]) -> pl.DataFrame:
-    """A frame `_write_frame` wrote, checked against its size and CRC-32 before it is read and its
-    rows and schema after; CorruptEntry when anything differs."""
-    raw = path.read_bytes()
+def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
     if len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]:
-        raise CorruptEntry(f"{path.name} differs from its checksum")
-    frame = pl.read_ipc(raw)
-    if frame.height != info["rows"] or _schema(frame) != info["schema"]:
+        raise CorruptEntry(f"{name} differs from its checksum")
+    return raw
+
+
+def _read_frame(path: Path, info: dict[str, Any], columns: list[str] | None = None, raw: bytes | None = None) -> pl.DataFrame:
+    """A frame `_write_frame` wrote (or some of its columns), checked against its size and CRC-32
+    before it is read (unless its checked bytes are given) and its rows and schema after;
+    CorruptEntry when anything differs."""
+    if raw is None:
+        raw = _verified(path.read_bytes(), info, path.name)
+    frame = pl.read_ipc(raw, columns=columns)
+    schema = _schema(frame)
+    expected = info["schema"] if columns is None else [c for c in info["schema"] if c[0] in columns]
+    if columns is not None:  # in the order asked for
+        schema, expected = sorted(schema), sorted(expected)
+    if frame.height != info["rows"] or schema != expected or (columns is not None and len(schema) != len(columns)):
         raise CorruptEntry(f"{path.name} has other rows or columns")
     return frame
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
-    """The frames of a set entry (FRAMES)."""
+    """The frames of a set entry: FRAMES and the table."""
     return {"table": correlation.table, "actions": correlation.actions,
             "executions": correlation.executions, "rejects": result.rejects}
+
+
+def _part_name(index: int) -> str:
+    return f"table-{index:04d}.arrow"
 
 
 def _report_state(report: FileReport) -> dict[str, Any]:
@@ -200,6 +220,16 @@ class CachedCorrelation(Correlation):
         return self._entry.frame("table")
 
     @property
+    def column_names(self) -> list[str]:
+        return self._entry.table_column_names()
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        return self._entry.table_columns(list(names))
+
+    def rows(self, positions) -> pl.DataFrame:
+        return self._entry.table_rows(positions)
+
+    @property
     def actions(self) -> pl.DataFrame:
         return self._entry.frame("actions")
 
@@ -228,6 +258,12 @@ class CachedIngest(IngestResult):
         return self._entry.frame("rejects")
 
 
+def _close_all(descriptors: dict[int, int]) -> None:
+    for fd in descriptors.values():
+        os.close(fd)
+    descriptors.clear()
+
+
 class SetEntry:
     """A set entry whose meta.json passed its checks; frames are read (and checked) on demand.
 
@@ -243,6 +279,11 @@ class SetEntry:
         self._rebuild = rebuild
         self._frames: dict[str, pl.DataFrame] = {}
         self._rebuilt: tuple[IngestResult, Correlation] | None = None
+        # Of the table, before all of it is read: columns read so far, and parts read whole.
+        self._columns: dict[str, pl.Series] = {}
+        self._parts: dict[int, pl.DataFrame] = {}
+        self._part_files: dict[int, int] = {}  # descriptors of parts whose bytes passed their check
+        weakref.finalize(self, _close_all, self._part_files)
         # Decoded now, so that a damaged meta is a miss rather than an error later.
         self._ingest = CachedIngest(self, [_report_from_state(r) for r in meta["files"]], int(meta["filtered_out"]))
         self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
@@ -252,19 +293,120 @@ class SetEntry:
             return self._frames[name]
         if self._rebuilt is None:
             try:
-                self._frames[name] = self._read(name)
+                self._frames[name] = self._read_table() if name == "table" else self._read(name)
                 return self._frames[name]
-            except Exception:
-                self.cache.discard(self.key)
-                if self._rebuild is None:
-                    raise
-                self._rebuilt = self._rebuild()
+            except Exception as exc:
+                self._failed(exc)
+        return self._rebuilt_frame(name)
+
+    def _failed(self, error: Exception) -> None:
+        """A frame failed its checks: the entry is deleted, and every frame is rebuilt."""
+        self.cache.discard(self.key)
+        if self._rebuild is None:
+            raise error
+        self._rebuilt = self._rebuild()
+        self._columns.clear()
+        self._parts.clear()
+        _close_all(self._part_files)
+
+    def _rebuilt_frame(self, name: str) -> pl.DataFrame:
         rebuilt = _set_frames(*self._rebuilt)
         self._frames.update((k, v) for k, v in rebuilt.items() if k not in self._frames)
         return self._frames[name]
 
     def _read(self, name: str) -> pl.DataFrame:
         return _read_frame(self.path / f"{name}.arrow", self.meta["frames"][name])
+
+    # -- the table, whole or by columns and parts ---------------------------------------------
+
+    def table_column_names(self) -> list[str]:
+        return [name for name, _ in self.meta["table"]["schema"]]
+
+    def _whole_table(self) -> pl.DataFrame | None:
+        """The table when it is read whole (or rebuilt); None while only columns or parts are."""
+        if "table" in self._frames:
+            return self._frames["table"]
+        return self._rebuilt_frame("table") if self._rebuilt is not None else None
+
+    def _part(self, index: int, columns: list[str] | None = None) -> pl.DataFrame:
+        """Some columns (or all) of one part of the table. Its bytes are checked against their CRC-32
+        once, then read again through the descriptor kept open: the same checked file, even if the
+        entry is replaced meanwhile."""
+        info = self.meta["table"]["parts"][index]
+        path = self.path / _part_name(index)
+        fd = self._part_files.get(index)
+        if fd is not None:
+            return _read_frame(path, info, columns, raw=os.pread(fd, info["bytes"], 0))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            frame = _read_frame(path, info, columns, raw=_verified(os.pread(fd, info["bytes"] + 1, 0), info, path.name))
+        except BaseException:
+            os.close(fd)
+            raise
+        self._part_files[index] = fd
+        return frame
+
+    def _read_columns(self, names: list[str]) -> None:
+        missing = [n for n in dict.fromkeys(names) if n not in self._columns]
+        if not missing:
+            return
+        parts = [self._part(i, missing) for i in range(len(self.meta["table"]["parts"]))]
+        frame = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+        self._columns.update((name, frame.get_column(name)) for name in missing)
+
+    def _read_table(self) -> pl.DataFrame:
+        names = self.table_column_names()
+        self._read_columns(names)
+        table = pl.DataFrame([self._columns[n] for n in names])
+        self._columns.clear()
+        self._parts.clear()
+        _close_all(self._part_files)
+        return table
+
+    def table_columns(self, names: list[str]) -> pl.DataFrame:
+        """Some columns of the table: only those are read (once) while the whole table is not needed."""
+        whole = self._whole_table()
+        if whole is None:
+            try:
+                self._read_columns(names)
+                return pl.DataFrame([self._columns[n] for n in names])
+            except Exception as exc:
+                self._failed(exc)
+                whole = self._whole_table()
+        return whole.select(names)
+
+    def table_rows(self, positions) -> pl.DataFrame:
+        """Rows of the table by position (= rid), in the order given: only the parts that hold them are read."""
+        positions = pl.Series("pos", positions, dtype=pl.Int64)
+        rows = sum(info["rows"] for info in self.meta["table"]["parts"])
+        if positions.len() and (positions.min() < 0 or positions.max() >= rows):
+            raise IndexError("a row position outside the table")
+        whole = self._whole_table()
+        if whole is None:
+            try:
+                return self._rows_from_parts(positions)
+            except Exception as exc:
+                self._failed(exc)
+                whole = self._whole_table()
+        return whole[positions]
+
+    def _rows_from_parts(self, positions: pl.Series) -> pl.DataFrame:
+        infos = self.meta["table"]["parts"]
+        starts = pl.Series([0, *[info["rows"] for info in infos]]).cum_sum()
+        part_of = starts.search_sorted(positions, side="right") - 1
+        needed = sorted(set(part_of.to_list())) or [0]
+        for index in needed:
+            if index not in self._parts:
+                self._parts[index] = self._part(index)
+        held = pl.concat([self._parts[i] for i in needed], how="vertical") if len(needed) > 1 else self._parts[needed[0]]
+        # Part i's rows sit in `held` after the rows of the needed parts before it.
+        offset = [0] * len(infos)
+        at = 0
+        for index in needed:
+            offset[index] = at
+            at += infos[index]["rows"]
+        local = positions - starts.gather(part_of) + pl.Series(offset, dtype=pl.Int64).gather(part_of)
+        return held[local]
 
     def ingest_result(self) -> CachedIngest:
         return self._ingest
@@ -472,9 +614,13 @@ class ResultCache:
             meta = orjson.loads(_unchecked(raw, SET_FORMAT))
             if meta.get("key") != key or set(meta.get("frames", {})) != set(FRAMES):
                 raise CorruptEntry("meta of another entry")
-            for name, info in meta["frames"].items():
-                if (path / f"{name}.arrow").stat().st_size != info["bytes"]:
-                    raise CorruptEntry(f"{name}.arrow has another size")
+            files = [(f"{name}.arrow", info) for name, info in meta["frames"].items()]
+            files += [(_part_name(i), info) for i, info in enumerate(meta["table"]["parts"])]
+            if not meta["table"]["parts"]:
+                raise CorruptEntry("a table of no parts")
+            for name, info in files:
+                if (path / name).stat().st_size != info["bytes"]:
+                    raise CorruptEntry(f"{name} has another size")
             entry = SetEntry(self, key, path, meta, rebuild)
         except Exception:
             self.discard(key)
@@ -499,9 +645,13 @@ class ResultCache:
             }
             self.sets.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))
-            meta["frames"] = {
-                name: _write_frame(staging / f"{name}.arrow", frame) for name, frame in _set_frames(result, correlation).items()
-            }
+            frames = _set_frames(result, correlation)
+            table = frames.pop("table")
+            meta["frames"] = {name: _write_frame(staging / f"{name}.arrow", frame) for name, frame in frames.items()}
+            meta["table"] = {"schema": _schema(table), "parts": [
+                _write_frame(staging / _part_name(i), table.slice(start, TABLE_PART_ROWS))
+                for i, start in enumerate(range(0, max(table.height, 1), TABLE_PART_ROWS))
+            ]}
             (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))
             (staging / "analyses").mkdir()
             final = self._entry_dir(key)

@@ -138,7 +138,8 @@ def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5
 
 def _id_columns(ctx: AnalysisContext) -> list[str]:
     wanted = (*ID_COLUMNS, *ctx.config.link_keys, *ctx.config.business_keys)
-    return [c for c in dict.fromkeys(wanted) if c in ctx.table.columns]
+    present = set(ctx.column_names)
+    return [c for c in dict.fromkeys(wanted) if c in present]
 
 
 def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
@@ -152,11 +153,13 @@ def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
 def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame, list[str]]:
     """Records carrying any queried id: (rid, action_id, query, match) rows, and the queries that found nothing."""
     columns = _id_columns(ctx)
+    parsed = [_parse_query(query, columns) for query in queries]
+    searched = [c for c in columns if any(column in (None, c) for column, _ in parsed)]
+    table = ctx.columns("rid", "action_id", *searched)
     hits = []
-    for query in queries:
-        column, value = _parse_query(query, columns)
+    for query, (column, value) in zip(queries, parsed):
         for col in ([column] if column else columns):
-            found = ctx.table.filter(pl.col(col) == value).select(
+            found = table.filter(pl.col(col) == value).select(
                 "rid", "action_id", pl.lit(query).alias("query"), pl.lit(f"{col}={value}").alias("match")
             )
             if found.height:
@@ -218,14 +221,13 @@ def _side_effect_summary(ctx: AnalysisContext, action_id: int | None) -> list[di
 def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, execs: pl.DataFrame) -> list[int]:
     """Records outside the action that belong to its story: per-action ids without a link key,
     its workers' stop signals and kills while it ran, and deploys during it."""
-    table = ctx.table
+    present = [c for c in PER_ACTION_IDS if c in ctx.column_names]
     rids: list[int] = []
-    unlinked = table.filter(pl.col("action_id").is_null())
-    for column in PER_ACTION_IDS:
-        if column in table.columns:
-            values = records[column].drop_nulls().unique()
-            if values.len():
-                rids += unlinked.filter(pl.col(column).is_in(values.to_list()))["rid"].to_list()
+    unlinked = ctx.columns("rid", "action_id", *present).filter(pl.col("action_id").is_null())
+    for column in present:
+        values = records[column].drop_nulls().unique()
+        if values.len():
+            rids += unlinked.filter(pl.col(column).is_in(values.to_list()))["rid"].to_list()
     if execs.height:
         kills = ctx.exec_killed.filter(pl.col("exec_id").is_in(execs["exec_id"].implode()))
         rids += [int(r) for r in kills["kill_rid"].to_list()]
@@ -235,20 +237,20 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
         )
         rids += stops["rid"].unique().to_list()
     first, last = records["ts"].min(), records["ts"].max()
-    rids += table.filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("ts").is_between(first, last))["rid"].to_list()
+    deploys = ctx.columns("rid", "kind", "ts").filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("ts").is_between(first, last))
+    rids += deploys["rid"].to_list()
     return rids
 
 
 def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] | None = None,
                 extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
     """The trace of one action (or, with action_id None, of records no action holds)."""
-    table = ctx.table
-    own = ctx.records_of(action_id) if action_id is not None else as_strings(table.clear())
+    own = ctx.records_of(action_id) if action_id is not None else as_strings(ctx.rows([]))
     execs = (ctx.executions_of(action_id) if action_id is not None else ctx.executions.clear()).sort("start", "exec_id")
     rids = set(extra_rids or [])
     if own.height:
         rids |= set(_related_rids(ctx, action_id, own, execs))
-    records = pl.concat([own, as_strings(table.filter(pl.col("rid").is_in(sorted(rids)) & pl.col("action_id").is_null()))]) \
+    records = pl.concat([own, as_strings(ctx.rows(sorted(rids)).filter(pl.col("action_id").is_null()))]) \
         if rids else own
     records = records.unique("rid").sort("ts", "source", "line")
     total = records.height
@@ -293,7 +295,7 @@ def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, m
     linked = hits.filter(pl.col("action_id").is_not_null())
     per_action = linked.group_by("action_id").agg(pl.col("match").unique().sort(), pl.col("rid").min().alias("first"))
     per_action = per_action.join(
-        ctx.table.select("rid", "ts"), left_on="first", right_on="rid"
+        ctx.columns("rid", "ts"), left_on="first", right_on="rid"
     ).sort("ts", "action_id")
     traces = [
         build_trace(ctx, row["action_id"], row["match"], max_records=max_records)

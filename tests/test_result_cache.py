@@ -120,18 +120,53 @@ def test_warm_output_equals_cold_and_reads_nothing(name, logs, cache_dir, calls)
     assert again == cold
 
 
-def test_one_warm_set_serves_every_command(logs, cache_dir, calls):
+@pytest.mark.parametrize("part_rows", [dupfind.result_cache.TABLE_PART_ROWS, 37])
+def test_one_warm_set_serves_every_command(part_rows, logs, cache_dir, calls, monkeypatch):
+    # With parts of 37 rows, the table of the scenario is stored in dozens of parts, and the warm
+    # commands read some columns of all of them, or a few of them whole.
+    monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", part_rows)
     finding = _finding(logs)
+    commands = [
+        ["trace", finding["ids"]["job_id"][0], str(logs), "--format", "json"],
+        ["trace", "--finding", finding["fingerprint"], str(logs), "--format", "markdown"],
+        ["analyze", str(logs), "--format", "markdown"],
+        ["stats", str(logs), "--format", "json"],
+        ["timeline", str(logs), "--format", "json"],
+    ]
     cold = run("analyze", str(logs), "--format", "json")
     calls.reset().forbid = True
-    warm_trace = run("trace", finding["ids"]["job_id"][0], str(logs), "--format", "json")
-    warm_stats = run("stats", str(logs), "--format", "json")
-    warm_timeline = run("timeline", str(logs), "--format", "json")
+    warm = [run(*c) for c in commands]
     calls.forbid = False
-    assert warm_trace == run("trace", finding["ids"]["job_id"][0], str(logs), "--format", "json", "--no-cache")
-    assert warm_stats == run("stats", str(logs), "--format", "json", "--no-cache")
-    assert warm_timeline == run("timeline", str(logs), "--format", "json", "--no-cache")
+    assert warm == [run(*c, "--no-cache") for c in commands]
     assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monkeypatch):
+    monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)
+    config = load_config(cwd=Path("/"))
+    table = load_correlated([str(logs)], config, use_cache=False).correlation.table
+    run("analyze", str(logs), "--format", "json")
+    [entry] = _set_dirs(cache_dir)
+    assert len(list(entry.glob("table-*.arrow"))) == math.ceil(table.height / 37) > 3
+
+    def cached() -> CachedCorrelation:
+        correlation = load_correlated([str(logs)], config).correlation
+        assert isinstance(correlation, CachedCorrelation)
+        return correlation
+
+    warm = cached()
+    assert warm.column_names == table.columns
+    assert warm.columns("kind", "rid", "job_id").equals(table.select("kind", "rid", "job_id"))
+    picks = [table.height - 1, 40, 0, 36, 37, 40, 74, table.height // 2]  # unordered, repeated, at part edges
+    assert warm.rows(picks).equals(table[picks])
+    assert warm.rows([]).equals(table.clear())
+    with pytest.raises(IndexError):
+        warm.rows([table.height])
+    assert warm.table.equals(table)
+    # A part read whole holds the rows asked for; the others are not read whole.
+    warm = cached()
+    assert warm.rows([38, 40]).equals(table[[38, 40]])
+    assert set(warm._entry._parts) == {1}
 
 
 def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls, tmp_path):
@@ -206,8 +241,8 @@ def _analyses(entry: Path) -> list[Path]:
 
 
 DAMAGE = {
-    "table-truncated": (lambda e: [e / "table.arrow"], _truncate),
-    "table-garbage": (lambda e: [e / "table.arrow"], _garbage),
+    "table-truncated": (lambda e: sorted(e.glob("table-*.arrow")), _truncate),
+    "table-garbage": (lambda e: sorted(e.glob("table-*.arrow")), _garbage),
     "executions-garbage": (lambda e: [e / "executions.arrow"], _garbage),
     "meta-garbage": (lambda e: [e / "meta.json"], _garbage),
     "meta-missing": (lambda e: [e / "meta.json"], Path.unlink),
@@ -246,6 +281,25 @@ def test_damaged_entries_are_rebuilt_and_never_trusted(damage, logs, cache_dir):
     loaded = load_correlated([str(logs)], load_config(cwd=Path("/")))
     assert isinstance(loaded.correlation, CachedCorrelation)
     assert loaded.correlation.table.height > 0  # every frame passes its checks again
+
+
+@pytest.mark.parametrize("harm", [_garbage, _truncate, Path.unlink])
+def test_a_damaged_part_of_the_table_is_never_trusted(harm, logs, cache_dir, monkeypatch):
+    monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)
+    finding = _finding(logs)
+    commands = [
+        ["stats", str(logs), "--format", "json"],
+        ["trace", finding["ids"]["job_id"][0], str(logs), "--format", "json"],
+        ["timeline", str(logs), "--format", "json"],
+    ]
+    cold = [run(*c, "--no-cache") for c in commands]
+    run("analyze", str(logs), "--format", "json")
+    [entry] = _set_dirs(cache_dir)
+    parts = sorted(entry.glob("table-*.arrow"))
+    harm(parts[len(parts) // 2])
+    assert [run(*c) for c in commands] == cold
+    [entry] = _set_dirs(cache_dir)
+    assert len(sorted(entry.glob("table-*.arrow"))) == len(parts)  # rebuilt whole
 
 
 def test_foreign_entry_is_not_trusted(logs, cache_dir, tmp_path):
