@@ -104,11 +104,10 @@ class AnalysisContext:
     def warnings(self) -> list[GlueWarning]:
         return self.correlation.warnings
 
-    @cached_property
-    def action_records(self) -> pl.LazyFrame:
-        """Records that belong to an action, lazily: each reader collects just the rows and
-        columns it needs instead of everyone sharing a full copy of the table."""
-        return self.table.lazy().filter(pl.col("action_id").is_not_null())
+    def action_records(self, *columns: str) -> pl.LazyFrame:
+        """Records that belong to an action, lazily, with these columns and action_id: each reader
+        collects just the rows and columns it needs (a cached table reads only those columns)."""
+        return self.columns(*dict.fromkeys(("action_id", *columns))).lazy().filter(pl.col("action_id").is_not_null())
 
     @cached_property
     def _records_index(self) -> GroupIndex:
@@ -170,7 +169,7 @@ class AnalysisContext:
     @cached_property
     def action_attributes(self) -> pl.DataFrame:
         """Queue and job type of each action."""
-        return as_strings(action_attributes(self.action_records))
+        return as_strings(action_attributes(self.action_records("queue", "job_type")))
 
     @cached_property
     def execution_durations(self) -> pl.DataFrame:
@@ -190,7 +189,9 @@ class AnalysisContext:
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
-        return redelivery_gaps(self.table, self.action_attributes.select("action_id", "queue"))
+        wanted = ("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id")
+        table = self.columns(*(c for c in wanted if c in self.column_names))
+        return redelivery_gaps(table, self.action_attributes.select("action_id", "queue"))
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:

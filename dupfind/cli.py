@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -12,9 +13,16 @@ from dupfind.render.safe import safe_str
 
 __all__ = ["app", "main"]
 
+# The cyclic garbage collector's default first threshold (700 new objects) makes it scan every
+# live object again and again while a warm run decodes its cached findings or a timeline builds
+# its documents: a third to half of those runs went into collections that free nothing, since
+# these objects hold no cycles. A CLI process is short-lived, so collect far less often.
+GC_THRESHOLDS = (100_000, 10, 10)
+
 
 def main() -> None:
     """Console-script entry point: one-line errors and exit code 2, never a traceback."""
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         app()
     except DupfindError as exc:

@@ -208,7 +208,7 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
         keys = tuple(business_keys)
         return Redactor(cached_set_value(
             context, "redactor", {"business_keys": keys},
-            lambda: sorted(Redactor.for_table(context.table, keys).protected),
+            lambda: sorted(Redactor.for_context(context, keys).protected),
         ))
     return Redactor.for_table(table() if callable(table) else table, business_keys)
 

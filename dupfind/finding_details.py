@@ -86,7 +86,7 @@ def execution_ids_of(ctx: AnalysisContext, groups: dict[int, list[int]]) -> dict
     """Per group of executions: the job, event and idempotency ids their records carry."""
     pairs = [(g, e) for g, exec_ids in groups.items() for e in set(exec_ids) if e is not None]
     wanted = _frame(pairs, ("group", "exec_id"))
-    records = ctx.action_records.select("exec_id", *EXECUTION_ID_KEYS).collect()
+    records = ctx.action_records("exec_id", *EXECUTION_ID_KEYS).select("exec_id", *EXECUTION_ID_KEYS).collect()
     rows = wanted.join(records, on="exec_id").group_by("group").agg(
         *[pl.col(k).drop_nulls().unique().sort() for k in EXECUTION_ID_KEYS]
     )
@@ -113,7 +113,7 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
             [(k, kind) for kinds, k in kinds_ids.items() for kind in kinds],
             schema={"kinds": pl.Int64, "kind": pl.String}, orient="row",
         )
-        records = ctx.action_records.select("exec_id", "kind", "rid").filter(pl.col("exec_id").is_not_null()).collect()
+        records = ctx.action_records("exec_id", "kind", "rid").select("exec_id", "kind", "rid").filter(pl.col("exec_id").is_not_null()).collect()
         matched = (wanted.join(records.with_columns(pl.col("kind").cast(pl.String)), on="exec_id")
                    .join(allowed, on=["kinds", "kind"], how="semi"))
         parts.append(matched.select("req", pl.col("rid").cast(pl.Int64)))

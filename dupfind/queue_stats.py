@@ -92,7 +92,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
     cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
     records = _labelled(
-        ctx.table.filter(
+        ctx.columns(*cols, "echo").filter(
             (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
              | pl.col("name").cast(pl.String).fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
             & ~pl.col("echo")  # a run another log of the same worker already tells counts once
@@ -138,9 +138,9 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
 
 def _waits(ctx: AnalysisContext) -> pl.DataFrame:
     """Per action: first publish to first receive/start, and how long a never-delivered message waited."""
-    end_of_logs = ctx.table["ts"].max()
+    end_of_logs = ctx.columns("ts")["ts"].max()
     per_action = (
-        ctx.action_records.filter(pl.col("kind").is_in(["publish", "receive", "start"]))
+        ctx.action_records("kind", "ts").filter(pl.col("kind").is_in(["publish", "receive", "start"]))
         .group_by("action_id")
         .agg(
             pl.col("ts").filter(pl.col("kind") == "publish").min().alias("published_at"),
@@ -221,8 +221,8 @@ def bucket_size(span_s: float, requested_s: float | None = None) -> int:
 
 def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]:
     events = as_strings(
-        ctx.table.filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
-        .select("ts", "kind", "name", "deployment_id")
+        ctx.columns("ts", "kind", "name", "deployment_id")
+        .filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
     )
     if events.height == 0:
         return {"bucket_s": None, "buckets": []}
@@ -230,7 +230,7 @@ def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]
     size = bucket_size((last - first).total_seconds(), requested_s)
     every = f"{size}s"
     redelivered = (
-        as_strings(ctx.table[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()].select("ts", "kind"))
+        as_strings(ctx.columns("ts", "kind")[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()])
         if ctx.redelivery_gaps.height
         else events.clear().select("ts", "kind")
     )

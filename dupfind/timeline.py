@@ -41,10 +41,10 @@ class Window:
 def select_windows(report: AnalysisReport, deploy: str | None, around: datetime | None, width_s: float) -> list[Window]:
     """--deploy ID, or --around TIME (width centred on it), or each deploy, or the busiest duplicate period."""
     ctx = report.context
-    table = ctx.table
-    if table.height == 0:
+    times = ctx.columns("ts")["ts"]
+    if times.len() == 0:
         raise DupfindError("no records were read, so there is no timeline to draw.")
-    first, last = table["ts"].min(), table["ts"].max()
+    first, last = times.min(), times.max()
     tail = timedelta(seconds=redelivery_tail_s(ctx))
     windows = report.summary["deploys"]["windows"]
     model = ctx.deploys.windows
@@ -81,8 +81,8 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
 
 
 def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
-    records = ctx.action_records.filter(pl.col("action_id").is_in(action_ids)).collect()
-    keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in records.columns]
+    keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in ctx.column_names]
+    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(action_ids)).collect()
     grouped = records.group_by("action_id").agg([pl.col(k).drop_nulls().unique().sort().head(4) for k in keys])
     return {row["action_id"]: {k: row[k] for k in keys if row[k]} for row in grouped.to_dicts()}
 

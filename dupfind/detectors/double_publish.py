@@ -12,7 +12,7 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("double_publish")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    publishes = ctx.action_records.filter(pl.col("kind") == "publish").select("action_id", "job_id", "event_id", "ts", "rid").collect()
+    publishes = ctx.action_records("kind", "job_id", "event_id", "ts", "rid").filter(pl.col("kind") == "publish").select("action_id", "job_id", "event_id", "ts", "rid").collect()
     if publishes.height == 0:
         return []
     per_action = publishes.group_by("action_id").agg(

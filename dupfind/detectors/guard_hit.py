@@ -12,7 +12,7 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("guard_hit")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    guards = ctx.action_records.filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", pl.col("name").cast(pl.String)).collect()
+    guards = ctx.action_records("kind", "rid", "exec_id", "name").filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", pl.col("name").cast(pl.String)).collect()
     replays = ctx.side_effects.filter(pl.col("outcome") == "replay").select(
         "action_id", pl.coalesce("result_rid", "rid").alias("rid"), "exec_id", pl.lit("provider replay").alias("name")
     ) if ctx.side_effects.height else None

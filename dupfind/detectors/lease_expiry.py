@@ -32,7 +32,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     tolerance = float(rule.param("gap_tolerance", 0.25))
     pairs = redelivery_pairs(ctx)
     lease_logged = set(
-        ctx.action_records.filter(pl.col("kind") == "lease_expired").select("action_id").collect()["action_id"].unique().to_list()
+        ctx.action_records("kind").filter(pl.col("kind") == "lease_expired").select("action_id").collect()["action_id"].unique().to_list()
     )
     findings: list[Finding] = []
     for (action_id,), group in pairs.group_by("action_id", maintain_order=True):

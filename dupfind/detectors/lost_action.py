@@ -18,11 +18,11 @@ TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     timeout = ctx.timeout_for(None) or 0.0
     grace = max(float(rule.param("grace_s", 120)), 2 * timeout)
-    end_of_logs = ctx.table["ts"].max()
+    end_of_logs = ctx.columns("ts")["ts"].max()
     if end_of_logs is None:  # no record at all (every line outside --since/--until, say)
         return []
     # Aggregated lazily over the records; the rids are gathered for the lost actions only.
-    lost = ctx.action_records.group_by("action_id").agg(
+    lost = ctx.action_records("kind", "ts").group_by("action_id").agg(
         pl.col("kind").is_in(["publish", "receive", "start"]).any().alias("entered"),
         pl.col("kind").is_in(TERMINAL).any().alias("terminal"),
         pl.col("kind").is_in(["receive", "start"]).any().alias("received"),
@@ -30,7 +30,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     ).filter(pl.col("entered") & ~pl.col("terminal") & (pl.col("last") < end_of_logs - timedelta(seconds=grace))).collect()
     if lost.height == 0:
         return []
-    rids = ctx.action_records.filter(pl.col("action_id").is_in(lost["action_id"].implode())).group_by("action_id").agg(
+    rids = ctx.action_records("rid").filter(pl.col("action_id").is_in(lost["action_id"].implode())).group_by("action_id").agg(
         pl.col("rid")
     ).collect()
     per_action = lost.join(rids, on="action_id")

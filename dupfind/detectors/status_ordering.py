@@ -23,7 +23,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("ts").min().alias("effect_ts"), pl.col("rid").sort_by("ts").first().alias("effect_rid"),
         pl.col("result_ts").drop_nulls().min().alias("result_ts"),
     )
-    commits = ctx.action_records.filter(pl.col("kind") == "commit").select("exec_id", pl.col("ts").alias("commit_ts_all"), pl.col("rid").alias("commit_rid")).collect()
+    commits = ctx.action_records("kind", "exec_id", "ts", "rid").filter(pl.col("kind") == "commit").select("exec_id", pl.col("ts").alias("commit_ts_all"), pl.col("rid").alias("commit_rid")).collect()
     windows = ctx.executions.select("exec_id", "action_id", "identity", "completed", "failed").join(first_request, on="exec_id").join(commits, on="exec_id", how="left").filter(
         pl.col("commit_ts_all").is_null() | (pl.col("commit_ts_all") >= pl.col("effect_ts"))
     ).sort("commit_ts_all").group_by("exec_id").agg(pl.all().first())

@@ -18,7 +18,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     duplicated = set(ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list())
     findings: list[Finding] = []
     after = model.after_stop.with_row_index("_order").sort("worker_id", "stop_rid", "entry", "_order")
-    entries = ctx.action_records.filter(
+    entries = ctx.action_records("exec_id", "kind", "ts", "source", "line", "rid").filter(
         pl.col("exec_id").is_in(after["exec_id"].implode()) & pl.col("kind").is_in(["receive", "start"])
     ).sort("ts", "source", "line").unique("exec_id", keep="first", maintain_order=True).collect()
     entry_rid = dict(entries.select("exec_id", "rid").iter_rows())
