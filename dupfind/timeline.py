@@ -82,9 +82,11 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
 
 def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
     keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in ctx.column_names]
-    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(action_ids)).collect()
-    grouped = records.group_by("action_id").agg([pl.col(k).drop_nulls().unique().sort().head(4) for k in keys])
-    return {row["action_id"]: {k: row[k] for k in keys if row[k]} for row in grouped.to_dicts()}
+    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(pl.Series(action_ids, dtype=pl.Int64).implode()))
+    grouped = records.group_by("action_id").agg(
+        [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String) for k in keys]
+    ).collect()
+    return {row[0]: {k: v for k, v in zip(keys, row[1:]) if v} for row in grouped.iter_rows()}
 
 
 @dataclass
@@ -122,56 +124,95 @@ def _marks(report: AnalysisReport) -> _Marks:
 
 
 def _window_executions(report: AnalysisReport, window: Window) -> pl.DataFrame:
-    return report.context.executions.filter((pl.col("start") <= window.end) & (pl.col("end") >= window.start))
+    return _windows_executions(report, [window])[0]
+
+
+def _windows_executions(report: AnalysisReport, windows: list[Window]) -> list[pl.DataFrame]:
+    """The executions of each window (running at some point inside it), in the executions' order:
+    one inequality join for every window instead of a filter per window."""
+    ex = report.context.executions
+    moment = ex.schema["start"]
+    bounds = pl.DataFrame(
+        {"_w": range(len(windows)), "_from": [w.start for w in windows], "_to": [w.end for w in windows]},
+        schema={"_w": pl.Int64, "_from": moment, "_to": moment},
+    )
+    pairs = bounds.join_where(
+        ex.select("start", "end").with_row_index("_row"), pl.col("start") <= pl.col("_to"), pl.col("end") >= pl.col("_from")
+    )
+    rows = dict(pairs.group_by("_w").agg(pl.col("_row").sort()).iter_rows())
+    return [ex[rows.get(w, pl.Series(dtype=pl.UInt32))] for w in range(len(windows))]
+
+
+_ISO_MS = "%Y-%m-%dT%H:%M:%S%.3fZ"  # timefmt.iso, vectorised
+
+
+def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
+                       ids: dict[int, dict[str, list[str]]]) -> dict[int, dict[str, Any]]:
+    """The entry of each execution, by exec_id, computed once for every window that shows it."""
+    ctx = report.context
+    identities = ctx.actions.select("action_id", pl.col("identity").alias("_action"))
+    effect_at = pl.DataFrame(
+        {"exec_id": list(marks.effect_at), "_effect_at": list(marks.effect_at.values())},
+        schema={"exec_id": pl.Int64, "_effect_at": ex.schema["start"]},
+    )
+    state = (
+        pl.when(pl.col("exec_id").is_in(list(marks.interrupted))).then(pl.lit("interrupted"))
+        .when(pl.col("completed")).then(pl.lit("completed"))
+        .when(pl.col("failed")).then(pl.lit("failed"))
+        .when(pl.col("guarded")).then(pl.lit("guarded"))
+        .otherwise(pl.lit("open"))
+    )
+    text = lambda column: pl.col(column).cast(pl.String).fill_null("None")  # noqa: E731  (as an f-string shows it)
+    rows = (
+        ex.unique("exec_id", keep="first", maintain_order=True)
+        .join(identities, on="action_id", how="left", maintain_order="left")
+        .join(effect_at, on="exec_id", how="left", maintain_order="left")
+        .select(
+            "exec_id", "action_id",
+            pl.coalesce("_action", pl.format("action-{}", "action_id")).alias("action"),
+            pl.col("worker_id").cast(pl.String).alias("worker"),
+            pl.col("identity").cast(pl.String).alias("process"),
+            "attempt",
+            pl.col("start").dt.strftime(_ISO_MS).alias("start"),
+            pl.col("end").dt.strftime(_ISO_MS).alias("end"),
+            state.alias("state"),
+            pl.col("action_id").is_in(list(marks.duplicated)).alias("duplicate"),
+            pl.col("exec_id").is_in(list(marks.repeat_execs)).alias("repeat"),
+            pl.col("exec_id").is_in(list(marks.after_stop)).alias("after_stop"),
+            pl.col("_effect_at").dt.strftime(_ISO_MS).alias("side_effect_at"),
+            pl.concat_str(text("first_source"), pl.lit(":"), text("first_line")).alias("where"),
+        )
+    )
+    return {
+        row["exec_id"]: {
+            "id": row["exec_id"], "action": row["action"], "ids": ids.get(row["action_id"], {}),
+            "worker": row["worker"], "process": row["process"], "attempt": row["attempt"],
+            "start": row["start"], "end": row["end"], "state": row["state"], "duplicate": row["duplicate"],
+            "repeat": row["repeat"], "after_stop": row["after_stop"], "side_effect_at": row["side_effect_at"],
+            "where": row["where"],
+        }
+        for row in rows.iter_rows(named=True)
+    }
 
 
 def build_timeline(
     report: AnalysisReport, window: Window, marks: _Marks | None = None, ids: dict[int, dict[str, list[str]]] | None = None,
-    ex: pl.DataFrame | None = None,
+    ex: pl.DataFrame | None = None, entries: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything one window's timeline shows, as plain data (times as ISO strings). A document of
     many windows passes what it looked up for all of them at once: `ids` of (at least) the
-    window's actions, and `ex`, the window's executions."""
+    window's actions, `ex`, the window's executions, and `entries`, the executions' entries
+    (an execution shown in several windows is one entry)."""
     ctx = report.context
     model = ctx.deploys
     marks = marks or _marks(report)
     start, end = window.start, window.end
     ex = ex if ex is not None else _window_executions(report, window)
-    duplicated, repeat_execs, effect_at = marks.duplicated, marks.repeat_execs, marks.effect_at
-    interrupted, after_stop = marks.interrupted, marks.after_stop
-    if ids is None:
-        ids = _ids(ctx, ex["action_id"].unique().to_list())
-    executions = []
-    for row in ex.sort("start").iter_rows(named=True):
-        state = (
-            "interrupted"
-            if row["exec_id"] in interrupted
-            else "completed"
-            if row["completed"]
-            else "failed"
-            if row["failed"]
-            else "guarded"
-            if row["guarded"]
-            else "open"
-        )
-        executions.append(
-            {
-                "id": row["exec_id"],
-                "action": ctx.action_identity(row["action_id"]),
-                "ids": ids.get(row["action_id"], {}),
-                "worker": row["worker_id"],
-                "process": row["identity"],
-                "attempt": row["attempt"],
-                "start": iso(row["start"]),
-                "end": iso(row["end"]),
-                "state": state,
-                "duplicate": row["action_id"] in duplicated,
-                "repeat": row["exec_id"] in repeat_execs,
-                "after_stop": row["exec_id"] in after_stop,
-                "side_effect_at": iso(effect_at.get(row["exec_id"])),
-                "where": f"{row['first_source']}:{row['first_line']}",
-            }
-        )
+    if entries is None:
+        if ids is None:
+            ids = _ids(ctx, ex["action_id"].unique().to_list())
+        entries = _execution_entries(report, ex, marks, ids)
+    executions = [entries[e] for e in ex.sort("start")["exec_id"].to_list()]
     by_worker: dict[str, list[dict]] = {}
     for e in executions:
         by_worker.setdefault(e["worker"], []).append(e)
@@ -243,9 +284,13 @@ def build_timeline(
 def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
     marks = _marks(report) if windows else None
     # One pass over the records for the ids of every window's actions (not one pass per window).
-    executions = [_window_executions(report, w) for w in windows]
-    ids = _ids(report.context, sorted({a for ex in executions for a in ex["action_id"].to_list()})) if windows else None
+    executions = _windows_executions(report, windows)
+    entries = None
+    if windows:
+        shown = pl.concat(executions)
+        ids = _ids(report.context, shown["action_id"].unique().sort().to_list())
+        entries = _execution_entries(report, shown, marks, ids)
     return {
         "schema": SCHEMA, "verdict": report.verdict,
-        "windows": [build_timeline(report, w, marks, ids, ex) for w, ex in zip(windows, executions)],
+        "windows": [build_timeline(report, w, marks, ex=ex, entries=entries) for w, ex in zip(windows, executions)],
     }

@@ -103,19 +103,20 @@ def timeline(
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)
 
-    def timeline_data() -> dict:
+    def timeline_data(store: bool = True) -> dict:
         document = cached_value(
             report, "timeline", shape,
-            lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s)),
+            lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s)), store=store,
         )
         # The document holds every value that any of the views shows.
         return redactor.tree(document) if redactor is not None else document
 
     if output_format == TableOrJson.json and html is None and redactor is None:
-        # The JSON as an earlier run wrote it (the document is not even read).
+        # The JSON as an earlier run wrote it (the document is not even read). A document built now
+        # is kept only as this JSON: storing it twice cost more than building it again for a view.
         data, _ = cached_output(
             report, "timeline:json", shape,
-            lambda: (orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n", None),
+            lambda: (orjson.dumps(timeline_data(store=False), option=orjson.OPT_INDENT_2) + b"\n", None),
         )
         write_output(lambda out: out.write(data), output)
         store_context_facts(report.context)
