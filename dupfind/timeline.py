@@ -146,6 +146,11 @@ def _windows_executions(report: AnalysisReport, windows: list[Window]) -> list[p
 _ISO_MS = "%Y-%m-%dT%H:%M:%S%.3fZ"  # timefmt.iso, vectorised
 
 
+def _as_fstring(column: str) -> pl.Expr:
+    """A column as an f-string shows its values (None as "None")."""
+    return pl.col(column).cast(pl.String).fill_null("None")
+
+
 def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
                        ids: dict[int, dict[str, list[str]]]) -> dict[int, dict[str, Any]]:
     """The entry of each execution, by exec_id, computed once for every window that shows it."""
@@ -162,7 +167,6 @@ def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
         .when(pl.col("guarded")).then(pl.lit("guarded"))
         .otherwise(pl.lit("open"))
     )
-    text = lambda column: pl.col(column).cast(pl.String).fill_null("None")  # noqa: E731  (as an f-string shows it)
     rows = (
         ex.unique("exec_id", keep="first", maintain_order=True)
         .join(identities, on="action_id", how="left", maintain_order="left")
@@ -180,7 +184,7 @@ def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
             pl.col("exec_id").is_in(list(marks.repeat_execs)).alias("repeat"),
             pl.col("exec_id").is_in(list(marks.after_stop)).alias("after_stop"),
             pl.col("_effect_at").dt.strftime(_ISO_MS).alias("side_effect_at"),
-            pl.concat_str(text("first_source"), pl.lit(":"), text("first_line")).alias("where"),
+            pl.concat_str(_as_fstring("first_source"), pl.lit(":"), _as_fstring("first_line")).alias("where"),
         )
     )
     return {
