@@ -73,7 +73,11 @@ ANALYSIS_FORMAT = "2"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
-FACT_MAX_BYTES = 64 << 20
+# Frames a context derived are stored up to this size: at 5M lines the side effects alone take
+# ~0.2 GB in memory, and deriving them again means reading the whole table (3.5 s there).
+FACT_MAX_BYTES = 1 << 30
+FACT_VALUE_MAX_BYTES = 64 << 20  # a JSON value decodes far slower than a frame
+FACT_VALUE_MAX_ITEMS = 10_000  # and a value of more items is not even tried
 VALUE_FACT_MIN_S = 0.05
 STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
@@ -420,7 +424,8 @@ class ContextFacts:
     queue of each action, ...), stored under `sets/<set>/facts/<context key>/<name>/`, so that a
     warm trace or ticket does not derive it again. DataFrames and dataclasses made of DataFrames
     (DeployModel) up to FACT_MAX_BYTES are stored as IPC, values exact_json gives back exactly
-    (dicts of ids, ...) as JSON; anything else (an index object) is derived as usual."""
+    (dicts of ids, ...) up to FACT_VALUE_MAX_BYTES as JSON; anything else (an index object) is
+    derived as usual."""
 
     def __init__(self, cache: ResultCache, set_key: str, context_key: str) -> None:
         self.cache = cache
@@ -510,6 +515,8 @@ class ContextFacts:
     def _store_value(self, name: str, value: Any, compute_s: float) -> None:
         from dupfind.exact_json import decode, encode
 
+        if isinstance(value, (dict, list, set, tuple)) and len(value) > FACT_VALUE_MAX_ITEMS:
+            return  # a dict per action: decoding it costs about what deriving it again does
         try:
             encoded = encode(value)
             body = orjson.dumps({"name": name, "value": encoded})
@@ -517,7 +524,7 @@ class ContextFacts:
             back = decode(orjson.loads(body)["value"])
             if back != value or time.perf_counter() - start > compute_s / 2:
                 return
-            if len(body) > FACT_MAX_BYTES:
+            if len(body) > FACT_VALUE_MAX_BYTES:
                 return
             (self.folder / name).mkdir(parents=True, exist_ok=True)
             _write_atomic(self.folder / name / "meta.json", _checked(body, FACT_FORMAT))
