@@ -39,6 +39,11 @@ class AnalysisReport:
     def harmful(self) -> list[Finding]:
         return [f for f in self.findings if f.harmful]
 
+    def findings_of(self, *rules: str) -> list[Finding]:
+        """The findings of these rules (codes or code prefixes such as "DF3"), in report order; a
+        cached report decodes only those."""
+        return [f for f in self.findings if f.rule.startswith(rules)]
+
     def root_causes(self) -> dict[str, int]:
         counts = Counter(f.cause or "unknown" for f in self.harmful)
         return dict(counts.most_common())

@@ -201,12 +201,13 @@ def analyze_correlated(
             # The context exactly as analyze() builds it; its derived facts are read or computed when used.
             ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
 
-            def findings() -> list:
+            def findings(of_rules: tuple[str, ...] | None = None) -> list:
                 try:
-                    return hit["findings"]()
+                    return hit["findings"](of_rules)
                 except CorruptEntry:  # deleted; the detectors give the same findings again
-                    return analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
-                                   correlation=loaded.correlation).findings
+                    found = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
+                                    correlation=loaded.correlation).findings
+                    return found if of_rules is None else [f for f in found if f.rule.startswith(of_rules)]
 
             report = cached_report_class()(
                 inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
@@ -318,6 +319,12 @@ def cached_report_class() -> type:
         @findings.setter
         def findings(self, value) -> None:
             self.__dict__["_findings"] = value
+
+        def findings_of(self, *rules: str) -> list:
+            value = self.__dict__["_findings"]
+            if callable(value):  # still undecoded: decode only these rules' findings
+                return value(rules)
+            return [f for f in value if f.rule.startswith(rules)]
 
     CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
     return CachedAnalysisReport

@@ -704,7 +704,8 @@ class ResultCache:
         except OSError:
             pass
 
-        def findings() -> list:
+        def findings(of_rules: tuple[str, ...] | None = None) -> list:
+            """Every finding, or those of these rule codes or code prefixes (the others not decoded)."""
             findings_path = folder / f"{key}.findings"
             try:
                 body = findings_path.read_bytes()
@@ -713,6 +714,8 @@ class ResultCache:
                 states = orjson.loads(body)
                 if len(states) != expected[2]:
                     raise CorruptEntry("another number of findings")
+                if of_rules is not None:
+                    states = [f for f in states if Finding.rule_of_state(f).startswith(of_rules)]
                 return [Finding.from_state(f) for f in states]
             except Exception as exc:
                 self.discard_analysis(set_key, key)

@@ -376,6 +376,20 @@ def test_cached_report_is_the_report(logs, cache_dir):
     assert warm.inputs.totals() == cold.inputs.totals()
 
 
+def test_a_cached_analysis_decodes_the_findings_of_some_rules_alone(logs, cache_dir):
+    config = load_config(cwd=Path("/"))
+    rules = load_rules(config)
+    cold = analyze_correlated(load_correlated([str(logs)], config), config, rules, 0.5, {})
+    codes = sorted({f.rule for f in cold.findings})
+    assert len(codes) >= 2
+    for wanted in [(codes[0],), (codes[-1], codes[0]), ("DF1",), ("DF9",)]:
+        warm = analyze_correlated(load_correlated([str(logs)], config), config, rules, 0.5, {})
+        expected = [f for f in cold.findings if f.rule.startswith(wanted)]
+        assert warm.findings_of(*wanted) == expected == cold.findings_of(*wanted)
+        assert callable(warm.__dict__["_findings"])  # the other findings were never decoded
+        assert warm.findings == cold.findings and warm.findings_of(*wanted) == expected
+
+
 # -- exact round trips -------------------------------------------------------------------------
 
 

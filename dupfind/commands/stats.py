@@ -93,29 +93,29 @@ def stats(
 
 
 def _stats_report(report, bucket_s: float | None):
-    """build_stats, or its tables from the result cache (the findings are the analysis' own, by position)."""
+    """build_stats, or its tables from the result cache (the findings are the analysis' own health
+    findings, decoded alone from a cached analysis)."""
     from dataclasses import fields
 
     from dupfind.pipeline import cached_value
-    from dupfind.queue_stats import StatsReport, build_stats
+    from dupfind.queue_stats import HEALTH_RULES, StatsReport, build_stats
 
     def state() -> dict:
         stats = build_stats(report, bucket_s)
-        position = {id(f): i for i, f in enumerate(report.findings)}
         out = {}
         for field in fields(StatsReport):
             value = getattr(stats, field.name)
             if value is report:
                 out[field.name] = {"analysis": True}
-            elif isinstance(value, list) and value and all(id(v) in position for v in value):
-                out[field.name] = {"findings": [position[id(v)] for v in value]}
+            elif field.name == "findings":
+                out[field.name] = {"findings_of": list(HEALTH_RULES)}
             else:
                 out[field.name] = {"value": value}
         return out
 
     parts = cached_value(report, "stats", {"bucket_s": bucket_s}, state)
     return StatsReport(**{
-        name: report if "analysis" in part else [report.findings[i] for i in part["findings"]] if "findings" in part
+        name: report if "analysis" in part else report.findings_of(*part["findings_of"]) if "findings_of" in part
         else part["value"]
         for name, part in parts.items()
     })
