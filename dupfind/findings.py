@@ -126,7 +126,7 @@ class Finding:
         """The rule code of a finding's state, without decoding the rest."""
         rule = data["values"][1 + _FINDING_VALUES.index("rule")]
         if not isinstance(rule, str):
-            raise ValueError("finding state without a rule code")
+            raise TypeError("finding state without a rule code")
         return rule
 
     @classmethod
