@@ -97,3 +97,74 @@ def test_config_file_timeouts(tmp_path: Path):
     (tmp_path / "dupfind.toml").write_text('[timeouts]\nnotifications = "soon"\n')
     with pytest.raises(DupfindError, match="timeouts.notifications"):
         load_config(cwd=tmp_path)
+
+
+def _gaps_by_windows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The redelivery gaps as window functions over each message state them (the reference for
+    the run-based formulation in timeouts.redelivery_gaps)."""
+    from dupfind.timeouts import REQUESTED_REDELIVERY_KINDS
+
+    rows = rows.with_columns(has_receive=(pl.col("kind") == "receive").any().over("message"))
+    delivery_kind = pl.when(pl.col("has_receive")).then(pl.lit("receive")).otherwise(pl.lit("start"))
+    rows = rows.filter((pl.col("kind") == delivery_kind) | pl.col("kind").is_in(REQUESTED_REDELIVERY_KINDS))
+    rows = rows.with_columns(is_delivery=pl.col("kind").is_in(["receive", "start"])).sort(
+        "message", "ts", "is_delivery", "rid"
+    ).with_columns(
+        requests=(~pl.col("is_delivery")).cast(pl.Int32).cum_sum().over("message"),
+        queue=pl.col("queue").forward_fill().backward_fill().over("message"),
+        action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
+    )
+    return rows.filter(pl.col("is_delivery")).with_columns(
+        prev_ts=pl.col("ts").shift(1).over("message"),
+        prev_rid=pl.col("rid").shift(1).over("message"),
+        prev_exec_id=pl.col("exec_id").shift(1).over("message"),
+        asked=pl.col("requests") - pl.col("requests").shift(1).over("message"),
+    ).filter(pl.col("prev_ts").is_not_null() & (pl.col("asked") == 0)).select(
+        pl.col("queue").fill_null(""), pl.col("message"), "action_id",
+        gap_s=(pl.col("ts") - pl.col("prev_ts")).dt.total_microseconds() / 1e6,
+        prev_rid="prev_rid", rid="rid", prev_exec_id="prev_exec_id", exec_id="exec_id",
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_redelivery_gaps_equal_their_window_function_statement(seed):
+    """Random messages (few and many records, receives or only starts, failures and retries
+    between deliveries, queues and actions named on some records only, ties in time) give the
+    same gaps, in the same order, as the per-message window functions."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from dupfind.timeouts import GAP_SCHEMA, redelivery_gaps
+
+    rnd = random.Random(seed)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    records = []
+    for m in range(rnd.randint(1, 300)):
+        kinds = ["receive", "start", "fail", "retry", "lock_denied", "finish"]
+        logs_receives = rnd.random() < 0.6
+        for _ in range(rnd.randint(1, 9)):
+            kind = rnd.choice(kinds if logs_receives else kinds[1:])
+            records.append({
+                "job_id": f"job-{m % 97}" if rnd.random() < 0.8 else None,
+                "action_id": m if rnd.random() < 0.7 else None,
+                "ts": start + timedelta(seconds=rnd.randint(0, 40)),
+                "kind": kind,
+                "queue": rnd.choice([None, None, "emails", "push"]),
+                "exec_id": rnd.choice([None, m * 10, m * 10 + 1]),
+                "echo": rnd.random() < 0.05,
+            })
+    table = pl.DataFrame(records, schema={
+        "job_id": pl.String, "action_id": pl.Int64, "ts": pl.Datetime("us", "UTC"), "kind": pl.String,
+        "queue": pl.String, "exec_id": pl.Int64, "echo": pl.Boolean,
+    }).with_row_index("rid").with_columns(pl.col("kind", "queue", "job_id").cast(pl.Categorical))
+    got = redelivery_gaps(table)
+    rows = (
+        table.filter((pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null()) & ~pl.col("echo"))
+        .filter(pl.col("kind").is_in(["receive", "start", "fail", "retry", "lock_denied"]))
+        .select("rid", "ts", pl.col("kind").cast(pl.String), pl.col("queue").cast(pl.String), "action_id", "exec_id",
+                message=pl.coalesce(pl.col("job_id").cast(pl.String),
+                                    pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String))))
+    )
+    expected = _gaps_by_windows(rows).cast(GAP_SCHEMA)
+    assert got.height > 0
+    assert got.equals(expected)
