@@ -331,7 +331,7 @@ class AnalysisContext:
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
-        found = ids_and_spans(self, {action_id}).get(action_id)
+        found = ids_and_spans(self, {action_id}, self.records_of(action_id)).get(action_id)
         return found[0] if found else {k: [] for k in EXECUTION_ID_KEYS}
 
     def action_identity(self, action_id: int) -> str:

@@ -44,13 +44,17 @@ def _frame(pairs: list[tuple[int, int]], names: tuple[str, str]) -> pl.DataFrame
     return pl.DataFrame({names[0]: list(a), names[1]: list(b)}, schema={names[0]: pl.Int64, names[1]: pl.Int64})
 
 
-def ids_and_spans(ctx: AnalysisContext, action_ids: set[int]) -> dict[int, tuple[dict, object, object]]:
-    """Per action: its ids (link keys and entity ids on its records) and first/last record time."""
+def ids_and_spans(ctx: AnalysisContext, action_ids: set[int],
+                  records: pl.DataFrame | None = None) -> dict[int, tuple[dict, object, object]]:
+    """Per action: its ids (link keys and entity ids on its records) and first/last record time.
+    `records`, when given, are every record of these actions (no column of the table is read)."""
     if not action_ids:
         return {}
     present = set(ctx.column_names)
     columns = [c for c in dict.fromkeys((*ID_COLUMNS, *ctx.config.business_keys)) if c in present]
-    records = ctx.columns(*dict.fromkeys(("action_id", "ts", *columns))).filter(pl.col("action_id").is_in(list(action_ids)))
+    if records is None:
+        records = ctx.columns(*dict.fromkeys(("action_id", "ts", *columns)))
+    records = records.filter(pl.col("action_id").is_in(list(action_ids)))
     rows = records.group_by("action_id").agg(
         *[pl.col(c).drop_nulls().unique().sort().alias(f"id:{c}") for c in columns],
         pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"),

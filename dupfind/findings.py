@@ -121,14 +121,6 @@ class Finding:
             "evidence": [encode_values(list(column)) for column in zip(*rows)] if rows else [],
         }
 
-    @staticmethod
-    def rule_of_state(data: dict[str, Any]) -> str:
-        """The rule code of a finding's state, without decoding the rest."""
-        rule = data["values"][1 + _FINDING_VALUES.index("rule")]
-        if not isinstance(rule, str):
-            raise TypeError("finding state without a rule code")
-        return rule
-
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> Finding:
         from dupfind.exact_json import decode_values

@@ -13,7 +13,9 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
                                         needs, or the few parts that hold the rows it shows
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
-                                        (exact_json), for one rule set and --skew/--timeout
+                                        (exact_json, one finding a line, their rules in the .json
+                                        so a command decodes only the rules it shows), for one
+                                        rule set and --skew/--timeout
     sets/<set key>/analyses/<value key>.value.json
                                         a document derived from one analysis (the timeline
                                         document, the stats tables) for the options that shape it
@@ -69,7 +71,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
 
 SET_FORMAT = "2"
-ANALYSIS_FORMAT = "2"
+ANALYSIS_FORMAT = "3"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
@@ -695,6 +697,9 @@ class ResultCache:
                 raise CorruptEntry("analysis of another entry or finding layout")
             report = {name: decode(value) for name, value in data["report"].items()}
             expected = (data["findings"]["bytes"], data["findings"]["crc32"], data["findings"]["count"])
+            rule_of = data["findings"]["rules"]
+            if len(rule_of) != expected[2] or not all(isinstance(r, str) for r in rule_of):
+                raise CorruptEntry("finding rules of another count")
         except Exception:
             self.discard_analysis(set_key, key)
             return None
@@ -704,20 +709,27 @@ class ResultCache:
         except OSError:
             pass
 
+        lines: list[bytes] = []  # the checked findings file, one state a line, once read
+
         def findings(of_rules: tuple[str, ...] | None = None) -> list:
-            """Every finding, or those of these rule codes or code prefixes (the others not decoded)."""
-            findings_path = folder / f"{key}.findings"
+            """Every finding, or those of these rule codes or code prefixes (only those lines parsed)."""
+            wanted = [i for i, rule in enumerate(rule_of) if of_rules is None or rule.startswith(of_rules)]
+            if not wanted:
+                return []
             try:
-                body = findings_path.read_bytes()
-                if (len(body), zlib.crc32(body)) != expected[:2]:
-                    raise CorruptEntry("findings differ from their checksum")
-                states = orjson.loads(body)
-                if len(states) != expected[2]:
-                    raise CorruptEntry("another number of findings")
-                if of_rules is not None:
-                    states = [f for f in states if Finding.rule_of_state(f).startswith(of_rules)]
-                return [Finding.from_state(f) for f in states]
+                if not lines:
+                    body = (folder / f"{key}.findings").read_bytes()
+                    if (len(body), zlib.crc32(body)) != expected[:2]:
+                        raise CorruptEntry("findings differ from their checksum")
+                    lines.extend(body.split(b"\n"))
+                    if len(lines) != expected[2]:
+                        raise CorruptEntry("another number of findings")
+                found = [Finding.from_state(orjson.loads(lines[i])) for i in wanted]
+                if any(f.rule != rule_of[i] for f, i in zip(found, wanted)):
+                    raise CorruptEntry("a finding of another rule")
+                return found
             except Exception as exc:
+                lines.clear()
                 self.discard_analysis(set_key, key)
                 raise CorruptEntry(f"stored findings unusable: {exc}") from exc
 
@@ -743,10 +755,11 @@ class ResultCache:
                 return False
             if {name: decode(value) for name, value in encoded.items()} != report_fields:
                 return False
-            body = orjson.dumps(states)
+            body = b"\n".join(orjson.dumps(state) for state in states)  # a line each: a subset parses alone
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
-                "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states)},
+                "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states),
+                             "rules": [f.rule for f in findings]},
             })
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)
