@@ -13,6 +13,8 @@ reruns skip generation, then measures, K times each, alternating, one fresh proc
                    (c) provider request before the status write with another execution
                    starting in between
   * jq:            check (a) alone
+  * next:          the first run of trace --finding, stats, analyze --format markdown and timeline
+                   after one analyze filled the cache (--next-cold: each of them cold too)
 
 and prints median/min wall time, lines/s, MB/s and peak RSS for each, the ratios
 dupfind-cold/DuckDB and dupfind-warm/dupfind-cold, and the counts each tool found for the
@@ -288,6 +290,15 @@ CONTENDERS = {
     "warm": "dupfind analyze (warm)",
     "duckdb": "duckdb: checks a+b+c",
     "jq": "jq: check a",
+    "next": "other commands after analyze",
+}
+# What an engineer runs after `analyze`: the first run of each, over the cache that one analyze
+# left (a fresh copy of it per run). {fingerprint} is the first harmful finding of that analyze.
+NEXT_COMMANDS = {
+    "trace --finding": ["trace", "--finding", "{fingerprint}", "--format", "json"],
+    "stats": ["stats", "--format", "json"],
+    "analyze --format markdown": ["analyze", "--format", "markdown"],
+    "timeline": ["timeline", "--format", "json"],
 }
 
 
@@ -390,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(CONTENDERS),
                     help=f"comma-separated contenders to run (default {','.join(CONTENDERS)})")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before one run is killed (default 1800)")
+    ap.add_argument("--next-cold", action="store_true",
+                    help="with the 'next' contender, also time each of those commands cold (--no-cache)")
     ap.add_argument("--at", metavar="REV",
                     help="measure dupfind as committed at REV (exported under --work), not the live checkout")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -527,9 +540,11 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
         if n == 0:
             notes.append("the priming run wrote nothing to DUPFIND_CACHE_DIR: 'warm' is a plain second run, no cache")
 
+    follow = "next" in contenders
+    contenders = [k for k in contenders if k != "next"]
     print(f"{args.repeat} runs each, alternating (order rotates), one fresh process per run, timeout {args.timeout:.0f} s")
     runs: dict[str, list[dict]] = {k: [] for k in contenders}
-    for rep in range(args.repeat):
+    for rep in range(args.repeat if contenders else 0):
         order = contenders[rep % len(contenders):] + contenders[: rep % len(contenders)]
         for kind in order:
             res = measure(kind, kind)
@@ -580,9 +595,73 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
               f"({cold_written[0][1] / 1e6:.1f} MB) into its DUPFIND_CACHE_DIR")
 
     _sanity(runs, out_dir, meta)
+    if follow:
+        failures += _next_commands(args, work, logs, child_env, out_dir, med.get("cold"))
     for kind, res in failures[:4]:
         print(f"\n{CONTENDERS[kind]} FAILED (exit {res.get('exit')}):\n{res.get('error')}")
     return 1 if failures else 0
+
+
+def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
+                   analyze_cold: float | None) -> list[tuple[str, dict]]:
+    """The first run of each NEXT_COMMANDS entry after one analyze, K times each from a fresh copy of
+    the cache that analyze left; with --next-cold, each command cold too. Prints a table."""
+    base = work / "cache-next"
+    shutil.rmtree(base, ignore_errors=True)
+    env = dict(child_env, DUPFIND_CACHE_DIR=str(base))
+    primed = out_dir / "next-prime.json"
+    res = run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", str(logs), "--format", "json"],
+              cwd=work, timeout=args.timeout, env=env, stdout_path=primed)
+    doc = _report(primed)
+    finding = next((f for f in (doc or {}).get("findings", []) if f.get("harmful")), None)
+    if finding is None:
+        print("\nother commands after analyze: skipped (the priming analyze found no harmful finding)")
+        return [("next", {"error": res.get("stderr", "")[-2000:] or "no harmful finding"})]
+    print(f"\nother commands after analyze (priming analyze with the cache on: {res['proc_seconds']:.2f} s, "
+          f"{res.get('rss_peak_mb', 0):.0f} MB; trace --finding {finding['fingerprint']}):")
+    header = f"{'command':<28} {'first run s':>11} {'min s':>7} {'peak RSS MB':>12} {'cold s':>8} {'first/cold':>10}"
+    print(header)
+    print("-" * len(header))
+    failures = []
+    for name, template in NEXT_COMMANDS.items():
+        argv = [a.format(fingerprint=finding["fingerprint"]) for a in template]
+        argv = [argv[0], str(logs), *argv[1:]]
+        firsts, colds = [], []
+        for _ in range(args.repeat):
+            scratch = Path(tempfile.mkdtemp(prefix="next-cache-", dir=work))
+            shutil.rmtree(scratch)
+            shutil.copytree(base, scratch)
+            res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv], cwd=work, timeout=args.timeout,
+                      env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
+            shutil.rmtree(scratch, ignore_errors=True)
+            if res.get("exit_code", res["exit"]) in (0, 1):
+                firsts.append(res)
+            else:
+                res.setdefault("error", res["stderr"].strip()[-2000:] or f"exit status {res['exit']}")
+                failures.append(("next", res))
+        if args.next_cold:
+            for _ in range(args.repeat):
+                scratch = Path(tempfile.mkdtemp(prefix="cold-cache-", dir=work))
+                res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv, "--no-cache"], cwd=work,
+                          timeout=args.timeout, env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)),
+                          stdout_path=out_dir / "next.out")
+                shutil.rmtree(scratch, ignore_errors=True)
+                if res.get("exit_code", res["exit"]) in (0, 1):
+                    colds.append(res)
+        if not firsts:
+            print(f"{name:<28} {'failed':>11}")
+            continue
+        first = statistics.median(r["proc_seconds"] for r in firsts)
+        cold = statistics.median(r["proc_seconds"] for r in colds) if colds else None
+        rss = max(r.get("rss_peak_mb", 0) for r in firsts)
+        ratio = f"{first / cold:.2f}x" if cold else "n/a"
+        print(f"{name:<28} {first:>11.2f} {min(r['proc_seconds'] for r in firsts):>7.2f} {rss:>12.0f} "
+              f"{(f'{cold:.2f}' if cold else 'n/a'):>8} {ratio:>10}")
+    shutil.rmtree(base, ignore_errors=True)
+    note = "each command's own cold run (--no-cache)" if args.next_cold else "not measured (--next-cold)"
+    print(f"(first run s: median wall time of the command's first run over a fresh copy of the cache one analyze left;"
+          f"\n cold s: {note}" + (f"; dupfind analyze cold took {analyze_cold:.2f} s" if analyze_cold else "") + ")")
+    return failures
 
 
 def _report(path: Path) -> dict | None:

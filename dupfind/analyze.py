@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +40,18 @@ class AnalysisReport:
     def harmful(self) -> list[Finding]:
         return [f for f in self.findings if f.harmful]
 
+    def findings_where(self, select: Callable[[str, str], bool]) -> list[Finding]:
+        """The findings whose rule code and fingerprint `select` accepts, in report order; a cached
+        report decodes only those."""
+        return [f for f in self.findings if select(f.rule, f.fingerprint)]
+
     def findings_of(self, *rules: str) -> list[Finding]:
-        """The findings of these rules (codes or code prefixes such as "DF3"), in report order; a
-        cached report decodes only those."""
-        return [f for f in self.findings if f.rule.startswith(rules)]
+        """The findings of these rules (codes or code prefixes such as "DF3"), in report order."""
+        return self.findings_where(lambda rule, _: rule.startswith(rules))
+
+    @property
+    def finding_count(self) -> int:
+        return len(self.findings)
 
     def root_causes(self) -> dict[str, int]:
         counts = Counter(f.cause or "unknown" for f in self.harmful)

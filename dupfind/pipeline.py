@@ -201,17 +201,18 @@ def analyze_correlated(
             # The context exactly as analyze() builds it; its derived facts are read or computed when used.
             ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
 
-            def findings(of_rules: tuple[str, ...] | None = None) -> list:
+            def findings(select: Callable[[str, str], bool] | None = None) -> list:
                 try:
-                    return hit["findings"](of_rules)
+                    return hit["findings"](select)
                 except CorruptEntry:  # deleted; the detectors give the same findings again
                     found = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
                                     correlation=loaded.correlation).findings
-                    return found if of_rules is None else [f for f in found if f.rule.startswith(of_rules)]
+                    return found if select is None else [f for f in found if select(f.rule, f.fingerprint)]
 
             report = cached_report_class()(
                 inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
             )
+            report.__dict__["_finding_count"] = hit["count"]
             report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
     report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
@@ -320,11 +321,16 @@ def cached_report_class() -> type:
         def findings(self, value) -> None:
             self.__dict__["_findings"] = value
 
-        def findings_of(self, *rules: str) -> list:
+        def findings_where(self, select: Callable[[str, str], bool]) -> list:
             value = self.__dict__["_findings"]
-            if callable(value):  # still undecoded: decode only these rules' findings
-                return value(rules)
-            return [f for f in value if f.rule.startswith(rules)]
+            if callable(value):  # still undecoded: decode only the findings selected
+                return value(select)
+            return [f for f in value if select(f.rule, f.fingerprint)]
+
+        @property
+        def finding_count(self) -> int:
+            value = self.__dict__["_findings"]
+            return self.__dict__["_finding_count"] if callable(value) else len(value)
 
     CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
     return CachedAnalysisReport

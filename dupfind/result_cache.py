@@ -13,8 +13,9 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
                                         needs, or the few parts that hold the rows it shows
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
-                                        (exact_json, one finding a line, their rules in the .json
-                                        so a command decodes only the rules it shows), for one
+                                        (exact_json, one finding a line, their rules and
+                                        fingerprints in the .json so a command decodes only the
+                                        findings it shows), for one
                                         rule set and --skew/--timeout
     sets/<set key>/analyses/<value key>.value.json
                                         a document derived from one analysis (the timeline
@@ -697,9 +698,10 @@ class ResultCache:
                 raise CorruptEntry("analysis of another entry or finding layout")
             report = {name: decode(value) for name, value in data["report"].items()}
             expected = (data["findings"]["bytes"], data["findings"]["crc32"], data["findings"]["count"])
-            rule_of = data["findings"]["rules"]
-            if len(rule_of) != expected[2] or not all(isinstance(r, str) for r in rule_of):
-                raise CorruptEntry("finding rules of another count")
+            rule_of, fingerprint_of = data["findings"]["rules"], data["findings"]["fingerprints"]
+            if not len(rule_of) == len(fingerprint_of) == expected[2] \
+                    or not all(isinstance(v, str) for v in (*rule_of, *fingerprint_of)):
+                raise CorruptEntry("finding rules or fingerprints of another count")
         except Exception:
             self.discard_analysis(set_key, key)
             return None
@@ -711,9 +713,10 @@ class ResultCache:
 
         lines: list[bytes] = []  # the checked findings file, one state a line, once read
 
-        def findings(of_rules: tuple[str, ...] | None = None) -> list:
-            """Every finding, or those of these rule codes or code prefixes (only those lines parsed)."""
-            wanted = [i for i, rule in enumerate(rule_of) if of_rules is None or rule.startswith(of_rules)]
+        def findings(select: Callable[[str, str], bool] | None = None) -> list:
+            """Every finding, or those whose rule code and fingerprint `select` accepts (only those
+            lines parsed)."""
+            wanted = [i for i, (rule, fp) in enumerate(zip(rule_of, fingerprint_of)) if select is None or select(rule, fp)]
             if not wanted:
                 return []
             try:
@@ -725,15 +728,15 @@ class ResultCache:
                     if len(lines) != expected[2]:
                         raise CorruptEntry("another number of findings")
                 found = [Finding.from_state(orjson.loads(lines[i])) for i in wanted]
-                if any(f.rule != rule_of[i] for f, i in zip(found, wanted)):
-                    raise CorruptEntry("a finding of another rule")
+                if any((f.rule, f.fingerprint) != (rule_of[i], fingerprint_of[i]) for f, i in zip(found, wanted)):
+                    raise CorruptEntry("a finding of another rule or fingerprint")
                 return found
             except Exception as exc:
                 lines.clear()
                 self.discard_analysis(set_key, key)
                 raise CorruptEntry(f"stored findings unusable: {exc}") from exc
 
-        return {"findings": findings, "report": report}
+        return {"findings": findings, "count": expected[2], "report": report}
 
     def discard_analysis(self, set_key: str, key: str) -> None:
         folder = self._entry_dir(set_key) / "analyses"
@@ -759,7 +762,7 @@ class ResultCache:
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
                 "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states),
-                             "rules": [f.rule for f in findings]},
+                             "rules": [f.rule for f in findings], "fingerprints": [f.fingerprint for f in findings]},
             })
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
+from dupfind.analyze import AnalysisReport
 from dupfind.config import Config
 from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
@@ -310,16 +311,17 @@ def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, m
     return TraceReport(queries, traces, not_found, max(0, per_action.height - max_actions), context=ctx)
 
 
-def trace_finding(ctx: AnalysisContext, findings: list[Finding], fingerprint: str,
+def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str,
                   max_records: int = 1000) -> TraceReport:
-    """The trace of the action behind one finding, chosen by its fingerprint (or a unique prefix of it)."""
+    """The trace of the action behind one finding of `report`, chosen by its fingerprint (or a
+    unique prefix of it); of a cached report, only the findings of that prefix are decoded."""
     wanted = fingerprint.strip().lower()
     if len(wanted) < 6:
         raise DupfindError(f"--finding {fingerprint!r} is too short: give at least 6 characters of the fingerprint.")
-    matches = [f for f in findings if f.fingerprint.startswith(wanted)]
+    matches = report.findings_where(lambda _, fp: fp.startswith(wanted))
     if not matches:
         raise DupfindError(
-            f"no finding has the fingerprint {fingerprint!r} in these logs ({len(findings)} finding(s)); "
+            f"no finding has the fingerprint {fingerprint!r} in these logs ({report.finding_count} finding(s)); "
             "run `dupfind analyze` with the same inputs and options to list them."
         )
     if len({f.fingerprint for f in matches}) > 1:

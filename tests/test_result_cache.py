@@ -388,6 +388,13 @@ def test_a_cached_analysis_decodes_the_findings_of_some_rules_alone(logs, cache_
         assert warm.findings_of(*wanted) == expected == cold.findings_of(*wanted)
         assert callable(warm.__dict__["_findings"])  # the other findings were never decoded
         assert warm.findings == cold.findings and warm.findings_of(*wanted) == expected
+    prefix = cold.findings[len(cold.findings) // 2].fingerprint[:8]
+    warm = analyze_correlated(load_correlated([str(logs)], config), config, rules, 0.5, {})
+    assert warm.finding_count == len(cold.findings)
+    assert warm.findings_where(lambda _, fp: fp.startswith(prefix)) == [
+        f for f in cold.findings if f.fingerprint.startswith(prefix)
+    ]
+    assert callable(warm.__dict__["_findings"])
 
 
 # -- exact round trips -------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def trace(
         analysis, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
                                      since, until, rejects, strict, use_cache=not no_cache)
         ctx, cached = analysis.context, analysis
-        build = lambda: trace_finding(ctx, analysis.findings, finding, max_records)  # noqa: E731
+        build = lambda: trace_finding(ctx, analysis, finding, max_records)  # noqa: E731
     else:
         from dupfind.config import load_config
         from dupfind.pipeline import analysis_context
