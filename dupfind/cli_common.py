@@ -203,12 +203,11 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
     from dupfind.redact import Redactor
 
     if context is not None:
-        from dupfind.pipeline import cached_set_value
+        from dupfind.pipeline import cached_set_value, protected_ids, redaction_ids_kind
 
-        keys = tuple(business_keys)
         return Redactor(cached_set_value(
-            context, "redactor", {"business_keys": keys},
-            lambda: sorted(Redactor.for_context(context, keys).protected),
+            context, *redaction_ids_kind(context.config),
+            lambda: protected_ids(context.columns, context.column_names, context.config),
         ))
     return Redactor.for_table(table() if callable(table) else table, business_keys)
 

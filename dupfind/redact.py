@@ -140,13 +140,6 @@ class Redactor:
         values = values.unique()
         return cls(values.filter(values.str.contains(_MAYBE_SENSITIVE)).to_list())
 
-    @classmethod
-    def for_context(cls, ctx, business_keys: Iterable[str] = ()) -> Redactor:
-        """for_table over an analysis context's table, reading only the id columns."""
-        present = set(ctx.column_names)
-        return cls.for_table(ctx.columns(*(c for c in dict.fromkeys((*PROTECTED_COLUMNS, *business_keys)) if c in present)),
-                             business_keys)
-
     def _protected(self, text: str, start: int, end: int, value: str) -> bool:
         if value in self.protected:
             return True

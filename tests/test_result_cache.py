@@ -141,6 +141,21 @@ def test_one_warm_set_serves_every_command(part_rows, logs, cache_dir, calls, mo
     assert run("analyze", str(logs), "--format", "json") == cold
 
 
+def test_the_ids_redaction_protects_are_stored_with_the_set(logs, cache_dir, monkeypatch):
+    """A first Markdown report after analyze reads its protected ids from the set entry (working
+    them out again would read every id column of the cached table)."""
+    import dupfind.redact
+
+    expected = run("analyze", str(logs), "--format", "markdown", "--no-cache")
+    run("analyze", str(logs), "--format", "json")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the protected ids were worked out again")
+
+    monkeypatch.setattr(dupfind.redact.Redactor, "for_table", refuse)
+    assert run("analyze", str(logs), "--format", "markdown") == expected
+
+
 def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)
     config = load_config(cwd=Path("/"))
