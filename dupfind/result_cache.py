@@ -50,6 +50,7 @@ once a day).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -86,6 +87,7 @@ STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its Cont
 SETS_DIR = "sets"
 FRAMES = ("actions", "executions", "rejects")  # and the table, in parts
 TABLE_PART_ROWS = 1 << 16
+PARTS_PER_SCAN = 16
 COMPRESSION = "lz4"
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
@@ -335,30 +337,43 @@ class SetEntry:
             return self._frames["table"]
         return self._rebuilt_frame("table") if self._rebuilt is not None else None
 
-    def _part(self, index: int, columns: list[str] | None = None) -> pl.DataFrame:
-        """Some columns (or all) of one part of the table. Its bytes are checked against their CRC-32
-        once, then read again through the descriptor kept open: the same checked file, even if the
-        entry is replaced meanwhile."""
+    def _part_bytes(self, index: int) -> bytes:
+        """The bytes of one part of the table. They are checked against their CRC-32 once, then read
+        again through the descriptor kept open: the same checked file, even if the entry is
+        replaced meanwhile."""
         info = self.meta["table"]["parts"][index]
-        path = self.path / _part_name(index)
         fd = self._part_files.get(index)
         if fd is not None:
-            return _read_frame(path, info, columns, raw=os.pread(fd, info["bytes"], 0))
-        fd = os.open(path, os.O_RDONLY)
+            return os.pread(fd, info["bytes"], 0)
+        name = _part_name(index)
+        fd = os.open(self.path / name, os.O_RDONLY)
         try:
-            frame = _read_frame(path, info, columns, raw=_verified(os.pread(fd, info["bytes"] + 1, 0), info, path.name))
+            raw = _verified(os.pread(fd, info["bytes"] + 1, 0), info, name)
         except BaseException:
             os.close(fd)
             raise
         self._part_files[index] = fd
-        return frame
+        return raw
+
+    def _part(self, index: int) -> pl.DataFrame:
+        """One part of the table, whole."""
+        return _read_frame(self.path / _part_name(index), self.meta["table"]["parts"][index], raw=self._part_bytes(index))
 
     def _read_columns(self, names: list[str]) -> None:
         missing = [n for n in dict.fromkeys(names) if n not in self._columns]
         if not missing:
             return
-        parts = [self._part(i, missing) for i in range(len(self.meta["table"]["parts"]))]
-        frame = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+        infos = self.meta["table"]["parts"]
+        expected = sorted(c for c in self.meta["table"]["schema"] if c[0] in missing)
+        frames = []
+        # Polars decodes the parts of one scan in parallel; PARTS_PER_SCAN bounds the bytes held.
+        for first in range(0, len(infos), PARTS_PER_SCAN):
+            indexes = range(first, min(first + PARTS_PER_SCAN, len(infos)))
+            frame = pl.scan_ipc([io.BytesIO(self._part_bytes(i)) for i in indexes]).select(missing).collect()
+            if frame.height != sum(infos[i]["rows"] for i in indexes) or sorted(_schema(frame)) != expected:
+                raise CorruptEntry("a part of the table has other rows or columns")
+            frames.append(frame)
+        frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
         self._columns.update((name, frame.get_column(name)) for name in missing)
 
     def _read_table(self) -> pl.DataFrame:
