@@ -205,7 +205,7 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
     if context is not None:
         from dupfind.pipeline import cached_set_value, protected_ids, redaction_ids_kind
 
-        return Redactor(cached_set_value(
+        return Redactor(lambda: cached_set_value(
             context, *redaction_ids_kind(context.config),
             lambda: protected_ids(context.columns, context.column_names, context.config),
         ))

@@ -265,10 +265,10 @@ def redaction_ids_kind(config: Config) -> tuple[str, dict]:
 def protected_ids(columns: Callable[..., pl.DataFrame], names: list[str], config: Config) -> list[str]:
     """The ids a Markdown redactor leaves alone (redact.Redactor.for_table), from the table's
     columns as `columns(*names)` gives them."""
-    from dupfind.redact import PROTECTED_COLUMNS, Redactor
+    from dupfind.redact import PROTECTED_COLUMNS, protected_values
 
     wanted = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *config.business_keys)) if c in names]
-    return sorted(Redactor.for_table(columns(*wanted), config.business_keys).protected)
+    return protected_values(columns(*wanted), config.business_keys).to_list()
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:

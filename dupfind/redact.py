@@ -115,6 +115,18 @@ _TOKEN_EDGE = re.compile(r"[\s\"'`,;=()\[\]{}<>|]")
 _TRAILING = ".,:;!?"
 
 
+def protected_values(table: pl.DataFrame | None, business_keys: Iterable[str] = ()) -> pl.Series:
+    """The id values of a canonical table (PROTECTED_COLUMNS and business keys) that could look
+    sensitive, distinct and sorted."""
+    if table is None or table.height == 0:
+        return pl.Series(dtype=pl.String)
+    columns = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *business_keys)) if c in table.columns]
+    if not columns:
+        return pl.Series(dtype=pl.String)
+    values = pl.concat([table.get_column(c).drop_nulls().unique().cast(pl.String) for c in columns]).unique()
+    return values.filter(values.str.contains(_MAYBE_SENSITIVE)).sort()
+
+
 class Redactor:
     """Masks e-mail addresses, phone numbers, tokens and keys, IP addresses and card numbers.
 
@@ -122,23 +134,26 @@ class Redactor:
     they occur, so `order_id=4111111111111111` or a worker named after its IP stay readable.
     """
 
-    def __init__(self, protected: Iterable[str] = ()) -> None:
-        self.protected = {p for p in protected if p}
+    def __init__(self, protected: Iterable[str] | Callable[[], Iterable[str]] = ()) -> None:
+        """`protected` may be a function giving the ids: it is called when a text first needs them
+        (a report whose rendering is cached never does)."""
+        self._ids: set[str] | None = None
+        self._ids_source = protected if callable(protected) else None
+        if self._ids_source is None:
+            self._ids = {p for p in protected if p}
         self.masked: dict[str, set[str]] = {}
         self._cache: dict[str, str] = {}
+
+    @property
+    def protected(self) -> set[str]:
+        if self._ids is None:
+            self._ids = {p for p in self._ids_source() if p}
+        return self._ids
 
     @classmethod
     def for_table(cls, table: pl.DataFrame | None, business_keys: Iterable[str] = ()) -> Redactor:
         """A redactor that protects every id value of a canonical table that could look sensitive."""
-        if table is None or table.height == 0:
-            return cls()
-        columns = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *business_keys)) if c in table.columns]
-        values = (
-            pl.concat([table.get_column(c).drop_nulls().unique().cast(pl.String) for c in columns])
-            if columns else pl.Series(dtype=pl.String)
-        )
-        values = values.unique()
-        return cls(values.filter(values.str.contains(_MAYBE_SENSITIVE)).to_list())
+        return cls(protected_values(table, business_keys).to_list())
 
     def _protected(self, text: str, start: int, end: int, value: str) -> bool:
         if value in self.protected:

@@ -828,7 +828,8 @@ class ResultCache:
             # non-string keys) is stored and read back as is, checked at orjson's speed
             # rather than walked by exact_json (seconds for a large timeline document).
             try:
-                plain = orjson.loads(orjson.dumps(value)) == value
+                plain = (type(value) is list and all(type(v) is str for v in value)) \
+                    or orjson.loads(orjson.dumps(value)) == value
             except (TypeError, ValueError):
                 plain = False
             encoded = value

@@ -130,3 +130,18 @@ def test_generated_ids_and_timestamps_survive(job: uuid.UUID, when: datetime, at
     text = (f"{ts.isoformat()} job_id={job} hex={job.hex} attempt={attempt} ts_ms={epoch_ms} "
             f"at {ts.strftime('%Y-%m-%d %H:%M:%S,%f')[:-3]} took {attempt / 1000:.3f}s")
     assert Redactor().text(text) == text
+
+
+def test_protected_ids_given_as_a_function_are_read_once_and_only_when_a_text_needs_them():
+    calls = []
+
+    def ids():
+        calls.append(1)
+        return ["+44 20 7946 0958"]
+
+    redactor = Redactor(ids)
+    assert redactor.text("job_started on worker-3, attempt 2") == "job_started on worker-3, attempt 2"
+    assert calls == []  # nothing there could be masked: the ids were not needed
+    assert redactor.text("call +44 20 7946 0958 or +44 20 7946 0959") == "call +44 20 7946 0958 or [redacted phone]"
+    assert redactor.text("again +44 20 7946 0958") == "again +44 20 7946 0958"
+    assert calls == [1]
