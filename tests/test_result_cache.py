@@ -163,6 +163,18 @@ def test_the_ids_redaction_protects_are_stored_with_the_set(logs, cache_dir, mon
     assert redactor.protected == expected
 
 
+def test_an_analysis_stores_the_frames_the_next_commands_need(logs, cache_dir, calls):
+    run("analyze", str(logs), "--format", "json")
+    [entry] = _set_dirs(cache_dir)
+    for name in dupfind.pipeline.PREPARED_FACTS:
+        assert list(entry.glob(f"facts/*/{name}/meta.json")), name
+    calls.reset().forbid = True
+    finding = next(f for f in orjson.loads(run("analyze", str(logs), "--format", "json"))["findings"] if f["harmful"])
+    calls.forbid = False
+    assert run("trace", "--finding", finding["fingerprint"], str(logs), "--format", "json") == run(
+        "trace", "--finding", finding["fingerprint"], str(logs), "--format", "json", "--no-cache")
+
+
 def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)
     config = load_config(cwd=Path("/"))
