@@ -88,6 +88,7 @@ SETS_DIR = "sets"
 FRAMES = ("actions", "executions", "rejects")  # and the table, in parts
 TABLE_PART_ROWS = 1 << 16
 PARTS_PER_SCAN = 16
+MAX_OPEN_PARTS = 256  # descriptors kept open per set entry (the usual limit is 1024 a process)
 COMPRESSION = "lz4"
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
@@ -346,6 +347,8 @@ class SetEntry:
         if fd is not None:
             return os.pread(fd, info["bytes"], 0)
         name = _part_name(index)
+        if len(self._part_files) >= MAX_OPEN_PARTS:  # a huge table: checked on every read instead
+            return _verified((self.path / name).read_bytes(), info, name)
         fd = os.open(self.path / name, os.O_RDONLY)
         try:
             raw = _verified(os.pread(fd, info["bytes"] + 1, 0), info, name)

@@ -201,6 +201,12 @@ def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monke
     warm = cached()
     assert warm.rows([38, 40]).equals(table[[38, 40]])
     assert set(warm._entry._parts) == {1}
+    # Past MAX_OPEN_PARTS descriptors, parts are read and checked on every read instead.
+    monkeypatch.setattr(dupfind.result_cache, "MAX_OPEN_PARTS", 2)
+    warm = cached()
+    assert warm.columns("rid", "message").equals(table.select("rid", "message"))
+    assert warm.rows(picks).equals(table[picks])
+    assert len(warm._entry._part_files) == 2
 
 
 def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls, tmp_path):
