@@ -163,20 +163,18 @@ def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
     return raw
 
 
-def _read_frame(path: Path, info: dict[str, Any], columns: list[str] | None = None, raw: bytes | None = None) -> pl.DataFrame:
-    """A frame `_write_frame` wrote (or some of its columns), checked against its size and CRC-32
-    before it is read (unless its checked bytes are given) and its rows and schema after;
-    CorruptEntry when anything differs."""
+def _checked_shape(frame: pl.DataFrame, rows: int, schema: list[list[str]], name: str) -> pl.DataFrame:
+    if frame.height != rows or _schema(frame) != schema:
+        raise CorruptEntry(f"{name} has other rows or columns")
+    return frame
+
+
+def _read_frame(path: Path, info: dict[str, Any], raw: bytes | None = None) -> pl.DataFrame:
+    """A frame `_write_frame` wrote, checked against its size and CRC-32 before it is read (unless
+    its checked bytes are given) and its rows and schema after; CorruptEntry when anything differs."""
     if raw is None:
         raw = _verified(path.read_bytes(), info, path.name)
-    frame = pl.read_ipc(raw, columns=columns)
-    schema = _schema(frame)
-    expected = info["schema"] if columns is None else [c for c in info["schema"] if c[0] in columns]
-    if columns is not None:  # in the order asked for
-        schema, expected = sorted(schema), sorted(expected)
-    if frame.height != info["rows"] or schema != expected or (columns is not None and len(schema) != len(columns)):
-        raise CorruptEntry(f"{path.name} has other rows or columns")
-    return frame
+    return _checked_shape(pl.read_ipc(raw), info["rows"], info["schema"], path.name)
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
@@ -367,15 +365,15 @@ class SetEntry:
         if not missing:
             return
         infos = self.meta["table"]["parts"]
-        expected = sorted(c for c in self.meta["table"]["schema"] if c[0] in missing)
+        types = dict(self.meta["table"]["schema"])
+        expected = [[name, types[name]] for name in missing]
         frames = []
         # Polars decodes the parts of one scan in parallel; PARTS_PER_SCAN bounds the bytes held.
         for first in range(0, len(infos), PARTS_PER_SCAN):
             indexes = range(first, min(first + PARTS_PER_SCAN, len(infos)))
             frame = pl.scan_ipc([io.BytesIO(self._part_bytes(i)) for i in indexes]).select(missing).collect()
-            if frame.height != sum(infos[i]["rows"] for i in indexes) or sorted(_schema(frame)) != expected:
-                raise CorruptEntry("a part of the table has other rows or columns")
-            frames.append(frame)
+            frames.append(_checked_shape(frame, sum(infos[i]["rows"] for i in indexes), expected,
+                                         f"{_part_name(indexes[0])} and the parts after it"))
         frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
         self._columns.update((name, frame.get_column(name)) for name in missing)
 
@@ -390,6 +388,9 @@ class SetEntry:
 
     def table_columns(self, names: list[str]) -> pl.DataFrame:
         """Some columns of the table: only those are read (once) while the whole table is not needed."""
+        unknown = set(names) - set(self.table_column_names())
+        if unknown:  # a caller's mistake, not a damaged entry
+            raise pl.exceptions.ColumnNotFoundError(f"the table has no column {', '.join(sorted(unknown))}")
         whole = self._whole_table()
         if whole is None:
             try:

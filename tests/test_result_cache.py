@@ -196,6 +196,9 @@ def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monke
     assert warm.rows([]).equals(table.clear())
     with pytest.raises(IndexError):
         warm.rows([table.height])
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        warm.columns("kind", "no_such_column")
+    assert entry.is_dir()  # a caller's mistake does not discard the entry
     assert warm.table.equals(table)
     # A part read whole holds the rows asked for; the others are not read whole.
     warm = cached()
