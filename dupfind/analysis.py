@@ -80,9 +80,8 @@ class AnalysisContext:
     def table(self) -> pl.DataFrame:
         return self.correlation.table
 
-    @property
-    def column_names(self) -> list[str]:
-        return self.correlation.column_names
+    def present_columns(self, *names: str) -> list[str]:
+        return self.correlation.present_columns(*names)
 
     def columns(self, *names: str) -> pl.DataFrame:
         """Some columns of the table (a cached table reads only these)."""
@@ -189,8 +188,7 @@ class AnalysisContext:
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
-        wanted = ("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id")
-        table = self.columns(*(c for c in wanted if c in self.column_names))
+        table = self.columns(*self.present_columns("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id"))
         return redelivery_gaps(table, self.action_attributes.select("action_id", "queue"))
 
     @cached_property

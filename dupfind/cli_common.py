@@ -207,7 +207,7 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
 
         return Redactor(lambda: cached_set_value(
             context, *redaction_ids_kind(context.config),
-            lambda: protected_ids(context.columns, context.column_names, context.config),
+            lambda: protected_ids(context, context.config),
         ))
     return Redactor.for_table(table() if callable(table) else table, business_keys)
 

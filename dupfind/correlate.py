@@ -51,6 +51,11 @@ class Correlation:
     def column_names(self) -> list[str]:
         return self.table.columns
 
+    def present_columns(self, *names: str) -> list[str]:
+        """These names, once each and in this order, less those the table has no column for."""
+        present = set(self.column_names)
+        return [name for name in dict.fromkeys(names) if name in present]
+
     def columns(self, *names: str) -> pl.DataFrame:
         return self.table.select(names)
 

@@ -50,8 +50,7 @@ def ids_and_spans(ctx: AnalysisContext, action_ids: set[int],
     `records`, when given, are every record of these actions (no column of the table is read)."""
     if not action_ids:
         return {}
-    present = set(ctx.column_names)
-    columns = [c for c in dict.fromkeys((*ID_COLUMNS, *ctx.config.business_keys)) if c in present]
+    columns = ctx.present_columns(*ID_COLUMNS, *ctx.config.business_keys)
     if records is None:
         records = ctx.columns(*dict.fromkeys(("action_id", "ts", *columns)))
     records = records.filter(pl.col("action_id").is_in(list(action_ids)))

@@ -167,7 +167,7 @@ def load_correlated(
         if key is not None and set_key() == key and results.store_set(key, result, correlation):  # no input changed
             # Worked out later, the ids a redactor protects would mean reading every id column of the
             # cached table (2.8 s at 5M lines); from the table in memory they take a tenth of that.
-            ids = protected_ids(lambda *names: correlation.table.select(names), correlation.table.columns, config)
+            ids = protected_ids(correlation, config)
             results.store_value(key, ResultCache.value_key(key, *redaction_ids_kind(config)), ids)
         return result, correlation
 
@@ -270,13 +270,13 @@ def redaction_ids_kind(config: Config) -> tuple[str, dict]:
     return "redactor", {"business_keys": list(config.business_keys)}
 
 
-def protected_ids(columns: Callable[..., pl.DataFrame], names: list[str], config: Config) -> list[str]:
-    """The ids a Markdown redactor leaves alone (redact.Redactor.for_table), from the table's
-    columns as `columns(*names)` gives them."""
+def protected_ids(source: Correlation, config: Config) -> list[str]:
+    """The ids a Markdown redactor leaves alone (redact.protected_values), reading only their
+    columns of the table of `source` (a correlation, or an analysis context over one)."""
     from dupfind.redact import PROTECTED_COLUMNS, protected_values
 
-    wanted = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *config.business_keys)) if c in names]
-    return protected_values(columns(*wanted), config.business_keys).to_list()
+    wanted = source.present_columns(*PROTECTED_COLUMNS, *config.business_keys)
+    return protected_values(source.columns(*wanted), config.business_keys).to_list()
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:

@@ -81,7 +81,7 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
 
 
 def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
-    keys = [k for k in ("job_id", "event_id", "idempotency_key", "notification_id", "order_id") if k in ctx.column_names]
+    keys = ctx.present_columns("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
     records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(pl.Series(action_ids, dtype=pl.Int64).implode()))
     grouped = records.group_by("action_id").agg(
         [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String) for k in keys]

@@ -138,9 +138,7 @@ def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5
 
 
 def _id_columns(ctx: AnalysisContext) -> list[str]:
-    wanted = (*ID_COLUMNS, *ctx.config.link_keys, *ctx.config.business_keys)
-    present = set(ctx.column_names)
-    return [c for c in dict.fromkeys(wanted) if c in present]
+    return ctx.present_columns(*ID_COLUMNS, *ctx.config.link_keys, *ctx.config.business_keys)
 
 
 def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
@@ -222,7 +220,7 @@ def _side_effect_summary(ctx: AnalysisContext, action_id: int | None) -> list[di
 def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, execs: pl.DataFrame) -> list[int]:
     """Records outside the action that belong to its story: per-action ids without a link key,
     its workers' stop signals and kills while it ran, and deploys during it."""
-    present = [c for c in PER_ACTION_IDS if c in ctx.column_names]
+    present = ctx.present_columns(*PER_ACTION_IDS)
     rids: list[int] = []
     unlinked = ctx.columns("rid", "action_id", *present).filter(pl.col("action_id").is_null())
     for column in present:
