@@ -350,12 +350,13 @@ def cached_report_class() -> type:
             value = self.__dict__["_findings"]
             if callable(value):  # still undecoded: decode only the findings selected
                 return value(select)
-            return [f for f in value if select(f.rule, f.fingerprint)]
+            return super().findings_where(select)
 
         @property
         def finding_count(self) -> int:
-            value = self.__dict__["_findings"]
-            return self.__dict__["_finding_count"] if callable(value) else len(value)
+            if callable(self.__dict__["_findings"]):
+                return self.__dict__["_finding_count"]
+            return super().finding_count
 
     CachedAnalysisReport.__name__ = CachedAnalysisReport.__qualname__ = "AnalysisReport"
     return CachedAnalysisReport

@@ -305,7 +305,7 @@ def _timeouts(ctx: AnalysisContext) -> list[dict[str, Any]]:
 def build_stats(report: AnalysisReport, bucket_s: float | None = None) -> StatsReport:
     """Queue health from an analysis: counters, durations, waits, a timeline, timeout advice, health findings."""
     ctx = report.context
-    lost_actions = [f.action_id for f in report.findings_of("DF107") if f.rule == "DF107" and f.action_id is not None]
+    lost_actions = [f.action_id for f in report.findings_where(lambda rule, _: rule == "DF107") if f.action_id is not None]
     frames = _count_frames(ctx, lost_actions)  # labelled once, grouped two ways
     return StatsReport(
         analysis=report,

@@ -123,10 +123,6 @@ def _marks(report: AnalysisReport) -> _Marks:
     )
 
 
-def _window_executions(report: AnalysisReport, window: Window) -> pl.DataFrame:
-    return _windows_executions(report, [window])[0]
-
-
 def _windows_executions(report: AnalysisReport, windows: list[Window]) -> list[pl.DataFrame]:
     """The executions of each window (running at some point inside it), in the executions' order:
     one inequality join for every window instead of a filter per window."""
@@ -199,23 +195,13 @@ def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
     }
 
 
-def build_timeline(
-    report: AnalysisReport, window: Window, marks: _Marks | None = None, ids: dict[int, dict[str, list[str]]] | None = None,
-    ex: pl.DataFrame | None = None, entries: dict[int, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Everything one window's timeline shows, as plain data (times as ISO strings). A document of
-    many windows passes what it looked up for all of them at once: `ids` of (at least) the
-    window's actions, `ex`, the window's executions, and `entries`, the executions' entries
-    (an execution shown in several windows is one entry)."""
-    ctx = report.context
-    model = ctx.deploys
-    marks = marks or _marks(report)
+def build_timeline(report: AnalysisReport, window: Window, marks: _Marks, ex: pl.DataFrame,
+                   entries: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Everything one window's timeline shows, as plain data (times as ISO strings), from what
+    timeline_document looked up for all windows at once: `ex`, the window's executions, and
+    `entries`, the executions' entries (an execution shown in several windows is one entry)."""
+    model = report.context.deploys
     start, end = window.start, window.end
-    ex = ex if ex is not None else _window_executions(report, window)
-    if entries is None:
-        if ids is None:
-            ids = _ids(ctx, ex["action_id"].unique().to_list())
-        entries = _execution_entries(report, ex, marks, ids)
     executions = [entries[e] for e in ex.sort("start")["exec_id"].to_list()]
     by_worker: dict[str, list[dict]] = {}
     for e in executions:
@@ -286,15 +272,14 @@ def build_timeline(
 
 
 def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
-    marks = _marks(report) if windows else None
-    # One pass over the records for the ids of every window's actions (not one pass per window).
+    document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
+    if not windows:
+        return document
+    marks = _marks(report)
     executions = _windows_executions(report, windows)
-    entries = None
-    if windows:
-        shown = pl.concat(executions)
-        ids = _ids(report.context, shown["action_id"].unique().sort().to_list())
-        entries = _execution_entries(report, shown, marks, ids)
-    return {
-        "schema": SCHEMA, "verdict": report.verdict,
-        "windows": [build_timeline(report, w, marks, ex=ex, entries=entries) for w, ex in zip(windows, executions)],
-    }
+    shown = pl.concat(executions)
+    # One pass over the records for the ids of every window's actions (not one pass per window).
+    ids = _ids(report.context, shown["action_id"].unique().sort().to_list())
+    entries = _execution_entries(report, shown, marks, ids)
+    document["windows"] = [build_timeline(report, w, marks, ex, entries) for w, ex in zip(windows, executions)]
+    return document
