@@ -302,6 +302,14 @@ NEXT_COMMANDS = {
 }
 
 
+def _dupfind_failed(res: dict) -> bool:
+    """Whether a dupfind run failed (exit 0 is clean, 1 is findings at --fail-on); its error noted."""
+    if res.get("exit_code", res["exit"]) in (0, 1):
+        return False
+    res.setdefault("error", res["stderr"].strip()[-6000:] or f"exit status {res['exit']}")
+    return True
+
+
 def _dir_bytes(path: Path) -> tuple[int, int]:
     if not path.exists():
         return 0, 0
@@ -510,8 +518,8 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
             starts = orjson.dumps(dict.fromkeys(START_EVENTS, 1)).decode()
             cmd = [*(time_prefix or []), jq, "-n", "-R", "-r", "--argjson", "starts", starts, jq_program(), *files]
         res = run(cmd, cwd=work, timeout=args.timeout, env=env, stdout_path=stdout_path)
-        if kind in ("cold", "warm") and res.get("exit_code", res["exit"]) not in (0, 1):
-            res.setdefault("error", res["stderr"].strip()[-6000:] or f"exit status {res['exit']}")
+        if kind in ("cold", "warm"):
+            _dupfind_failed(res)
         if kind == "jq":
             if "error" not in res:
                 try:
@@ -623,31 +631,26 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
     print(header)
     print("-" * len(header))
     failures = []
+
+    def once(argv: list[str], cache: Path | None) -> dict | None:
+        """One run over a fresh cache directory (a copy of `cache`, or empty); None when it failed."""
+        scratch = Path(tempfile.mkdtemp(prefix="next-cache-", dir=work))
+        if cache is not None:
+            shutil.rmtree(scratch)
+            shutil.copytree(cache, scratch)
+        res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv], cwd=work, timeout=args.timeout,
+                  env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
+        shutil.rmtree(scratch, ignore_errors=True)
+        if _dupfind_failed(res):
+            failures.append(("next", res))
+            return None
+        return res
+
     for name, template in NEXT_COMMANDS.items():
         argv = [a.format(fingerprint=finding["fingerprint"]) for a in template]
         argv = [argv[0], str(logs), *argv[1:]]
-        firsts, colds = [], []
-        for _ in range(args.repeat):
-            scratch = Path(tempfile.mkdtemp(prefix="next-cache-", dir=work))
-            shutil.rmtree(scratch)
-            shutil.copytree(base, scratch)
-            res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv], cwd=work, timeout=args.timeout,
-                      env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
-            shutil.rmtree(scratch, ignore_errors=True)
-            if res.get("exit_code", res["exit"]) in (0, 1):
-                firsts.append(res)
-            else:
-                res.setdefault("error", res["stderr"].strip()[-2000:] or f"exit status {res['exit']}")
-                failures.append(("next", res))
-        if args.next_cold:
-            for _ in range(args.repeat):
-                scratch = Path(tempfile.mkdtemp(prefix="cold-cache-", dir=work))
-                res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv, "--no-cache"], cwd=work,
-                          timeout=args.timeout, env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)),
-                          stdout_path=out_dir / "next.out")
-                shutil.rmtree(scratch, ignore_errors=True)
-                if res.get("exit_code", res["exit"]) in (0, 1):
-                    colds.append(res)
+        firsts = [r for r in (once(argv, base) for _ in range(args.repeat)) if r]
+        colds = [r for r in (once([*argv, "--no-cache"], None) for _ in range(args.repeat if args.next_cold else 0)) if r]
         if not firsts:
             print(f"{name:<28} {'failed':>11}")
             continue
