@@ -362,26 +362,24 @@ def cached_report_class() -> type:
     return CachedAnalysisReport
 
 
-def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any], store: bool = True) -> Any:
+def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> Any:
     """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
     analysis is cached and the same kind and params were built before. Values go through exact_json:
-    a value it cannot give back exactly is simply not cached. With `store` False, a value built now
-    is not stored (the caller caches what it renders from it instead)."""
+    a value it cannot give back exactly is simply not cached."""
     known = report.__dict__.get(_CACHE_REF)
     if known is None:
         return build()
     cache, set_key, analysis_key = known
-    return _stored_or_built(cache, set_key, ResultCache.value_key(analysis_key, kind, params), build, store)
+    return _stored_or_built(cache, set_key, ResultCache.value_key(analysis_key, kind, params), build)
 
 
-def _stored_or_built(cache: ResultCache, set_key: str, key: str, build: Callable[[], Any], store: bool = True) -> Any:
+def _stored_or_built(cache: ResultCache, set_key: str, key: str, build: Callable[[], Any]) -> Any:
     """The value stored under `key` beside the set, else `build()`, stored there for next time."""
     found, value = cache.load_value(set_key, key)
     if found:
         return value
     value = build()
-    if store:
-        cache.store_value(set_key, key, value)
+    cache.store_value(set_key, key, value)
     return value
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 import polars as pl
 
 from dupfind.analyze import AnalysisReport
@@ -80,52 +81,53 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
     return [Window(first, last, "whole log (no deploy and no duplicate found)", "whole")]
 
 
-def _ids(ctx, action_ids: list[int]) -> dict[int, dict[str, list[str]]]:
+def _ids(ctx, action_ids: pl.Series) -> tuple[list[str], pl.DataFrame]:
+    """The id columns shown, and per action the first four distinct values of each (`id:KEY`, text)."""
     keys = ctx.present_columns("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
-    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(pl.Series(action_ids, dtype=pl.Int64).implode()))
+    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(action_ids.implode()))
     grouped = records.group_by("action_id").agg(
-        [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String) for k in keys]
+        [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String).alias(f"id:{k}") for k in keys]
     ).collect()
-    return {row[0]: {k: v for k, v in zip(keys, row[1:]) if v} for row in grouped.iter_rows()}
+    return keys, grouped
 
 
 @dataclass
 class _Marks:
     """What marks an execution, the same in every window (computed once per document)."""
 
-    duplicated: set[int]  # actions with a certain or likely repeated side effect
-    repeat_execs: set[int]  # executions that repeated it
-    effect_at: dict[int, Any]  # execution -> its first counted side-effect request
-    interrupted: dict[int, str]  # execution -> how its worker ended
-    after_stop: set[int]  # executions taken after their worker's stop signal
+    duplicated: pl.Series  # actions with a certain or likely repeated side effect
+    repeat_execs: pl.Series  # executions that repeated it
+    effect_at: pl.DataFrame  # exec_id -> its first counted side-effect request (_effect_at)
+    interrupted: pl.Series  # executions whose worker ended with them in flight
+    after_stop: pl.Series  # executions taken after their worker's stop signal
     duplicates: pl.Series  # when each duplicate happened
 
 
 def _marks(report: AnalysisReport) -> _Marks:
     ctx = report.context
     model = ctx.deploys
-    duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list()
+    duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
     counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
     first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
-    repeat_execs = set(
+    repeat_execs = (
         counted.join(first_effects, on=["action_id", "effect"])
-        .filter(pl.col("action_id").is_in(duplicated) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
+        .filter(pl.col("action_id").is_in(duplicated.implode()) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
         .drop_nulls()
-        .to_list()
     )
     return _Marks(
-        duplicated=set(duplicated),
+        duplicated=duplicated,
         repeat_execs=repeat_execs,
-        effect_at=dict(counted.group_by("exec_id").agg(pl.col("ts").min()).drop_nulls("exec_id").rows()),
-        interrupted=dict(model.interrupted.select("exec_id", "kill_kind").rows()),
-        after_stop=set(model.after_stop["exec_id"].to_list()),
+        effect_at=counted.group_by("exec_id").agg(pl.col("ts").min().alias("_effect_at")).drop_nulls("exec_id"),
+        interrupted=model.interrupted["exec_id"],
+        after_stop=model.after_stop["exec_id"],
         duplicates=duplicate_times(ctx),
     )
 
 
-def _windows_executions(report: AnalysisReport, windows: list[Window]) -> list[pl.DataFrame]:
-    """The executions of each window (running at some point inside it), in the executions' order:
-    one inequality join for every window instead of a filter per window."""
+def _window_executions(report: AnalysisReport, windows: list[Window]) -> pl.DataFrame:
+    """Which executions each window shows (`_w`, the window's index; `_row`, the execution's row),
+    those running at some point inside it, by start time: one inequality join for every window
+    instead of a filter per window."""
     ex = report.context.executions
     moment = ex.schema["start"]
     bounds = pl.DataFrame(
@@ -135,8 +137,7 @@ def _windows_executions(report: AnalysisReport, windows: list[Window]) -> list[p
     pairs = bounds.join_where(
         ex.select("start", "end").with_row_index("_row"), pl.col("start") <= pl.col("_to"), pl.col("end") >= pl.col("_from")
     )
-    rows = dict(pairs.group_by("_w").agg(pl.col("_row").sort()).iter_rows())
-    return [ex[rows.get(w, pl.Series(dtype=pl.UInt32))] for w in range(len(windows))]
+    return pairs.sort("_w", "start", "_row", maintain_order=True).select("_w", "_row")
 
 
 _ISO_MS = "%Y-%m-%dT%H:%M:%S%.3fZ"  # timefmt.iso, vectorised
@@ -147,99 +148,203 @@ def _as_fstring(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.String).fill_null("None")
 
 
-def _execution_entries(report: AnalysisReport, ex: pl.DataFrame, marks: _Marks,
-                       ids: dict[int, dict[str, list[str]]]) -> dict[int, dict[str, Any]]:
-    """The entry of each execution, by exec_id, computed once for every window that shows it."""
+ENTRY_FIELDS = ("id", "action", "ids", "worker", "process", "attempt", "start", "end", "state", "duplicate",
+                "repeat", "after_stop", "side_effect_at", "where")
+
+
+def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> tuple[list[str], pl.DataFrame]:
+    """One row per execution shown in any window (an execution shown in several windows is one
+    entry): the id columns, and every field of its entry (ENTRY_FIELDS; ids as `id:KEY` lists)."""
     ctx = report.context
+    keys, ids = _ids(ctx, shown["action_id"].unique().sort())
     identities = ctx.actions.select("action_id", pl.col("identity").alias("_action"))
-    effect_at = pl.DataFrame(
-        {"exec_id": list(marks.effect_at), "_effect_at": list(marks.effect_at.values())},
-        schema={"exec_id": pl.Int64, "_effect_at": ex.schema["start"]},
-    )
     state = (
-        pl.when(pl.col("exec_id").is_in(list(marks.interrupted))).then(pl.lit("interrupted"))
+        pl.when(pl.col("exec_id").is_in(marks.interrupted.implode())).then(pl.lit("interrupted"))
         .when(pl.col("completed")).then(pl.lit("completed"))
         .when(pl.col("failed")).then(pl.lit("failed"))
         .when(pl.col("guarded")).then(pl.lit("guarded"))
         .otherwise(pl.lit("open"))
     )
-    rows = (
-        ex.unique("exec_id", keep="first", maintain_order=True)
+    frame = (
+        shown.unique("exec_id", keep="first", maintain_order=True)
         .join(identities, on="action_id", how="left", maintain_order="left")
-        .join(effect_at, on="exec_id", how="left", maintain_order="left")
+        .join(marks.effect_at, on="exec_id", how="left", maintain_order="left")
+        .join(ids, on="action_id", how="left", maintain_order="left")
         .select(
-            "exec_id", "action_id",
+            pl.col("exec_id").alias("id"),
             pl.coalesce("_action", pl.format("action-{}", "action_id")).alias("action"),
+            *(pl.col(f"id:{k}") for k in keys),
             pl.col("worker_id").cast(pl.String).alias("worker"),
             pl.col("identity").cast(pl.String).alias("process"),
             "attempt",
             pl.col("start").dt.strftime(_ISO_MS).alias("start"),
             pl.col("end").dt.strftime(_ISO_MS).alias("end"),
             state.alias("state"),
-            pl.col("action_id").is_in(list(marks.duplicated)).alias("duplicate"),
-            pl.col("exec_id").is_in(list(marks.repeat_execs)).alias("repeat"),
-            pl.col("exec_id").is_in(list(marks.after_stop)).alias("after_stop"),
+            pl.col("action_id").is_in(marks.duplicated.implode()).alias("duplicate"),
+            pl.col("exec_id").is_in(marks.repeat_execs.implode()).alias("repeat"),
+            pl.col("exec_id").is_in(marks.after_stop.implode()).alias("after_stop"),
             pl.col("_effect_at").dt.strftime(_ISO_MS).alias("side_effect_at"),
             pl.concat_str(_as_fstring("first_source"), pl.lit(":"), _as_fstring("first_line")).alias("where"),
         )
     )
-    return {
-        row["exec_id"]: {
-            "id": row["exec_id"], "action": row["action"], "ids": ids.get(row["action_id"], {}),
-            "worker": row["worker"], "process": row["process"], "attempt": row["attempt"],
-            "start": row["start"], "end": row["end"], "state": row["state"], "duplicate": row["duplicate"],
-            "repeat": row["repeat"], "after_stop": row["after_stop"], "side_effect_at": row["side_effect_at"],
-            "where": row["where"],
-        }
-        for row in rows.iter_rows(named=True)
+    return keys, frame
+
+
+def _entry_dicts(keys: list[str], frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """The entries as plain data, in the frame's order."""
+    entries = []
+    for row in frame.iter_rows(named=True):
+        row["ids"] = {k: v for k in keys if (v := row.pop(f"id:{k}"))}
+        entries.append({name: row[name] for name in ENTRY_FIELDS})
+    return entries
+
+
+def _json(value: pl.Expr) -> pl.Expr:
+    """A value as JSON text, escaped exactly as orjson writes it."""
+    return pl.struct(value.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
+
+
+def _indent(depth: int) -> str:
+    return "\n" + " " * depth
+
+
+# Where an entry sits in the document: windows[].generations[].workers[].executions[] (orjson's
+# two-space indent): its braces at 16 spaces, its fields at 18, an id list's items at 22.
+ENTRY_DEPTH = 16
+
+
+def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
+    """Each entry as the text orjson.dumps(entry, option=OPT_INDENT_2) writes for it at ENTRY_DEPTH:
+    a document of many thousand entries is written by polars instead of built as dicts."""
+    field, key, item = _indent(ENTRY_DEPTH + 2), _indent(ENTRY_DEPTH + 4), _indent(ENTRY_DEPTH + 6)
+    listed = [
+        pl.when(pl.col(f"id:{k}").list.len() > 0).then(pl.concat_str(
+            pl.lit(orjson.dumps(k).decode() + ": [" + item),
+            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join("," + item),
+            pl.lit(key + "]"),
+        ))
+        for k in keys
+    ]
+    ids = pl.concat_str(listed, separator="," + key, ignore_nulls=True) if listed else pl.lit("")
+    ids = pl.when(ids == "").then(pl.lit("{}")).otherwise(pl.concat_str(pl.lit("{" + key), ids, pl.lit(field + "}")))
+    parts: list[pl.Expr] = [pl.lit("{")]
+    for n, name in enumerate(ENTRY_FIELDS):
+        parts += [pl.lit(("," if n else "") + field + orjson.dumps(name).decode() + ": "),
+                  ids if name == "ids" else _json(pl.col(name))]
+    parts.append(pl.lit(_indent(ENTRY_DEPTH) + "}"))
+    return frame.select(pl.concat_str(parts).alias("json")).to_series()
+
+
+def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.DataFrame) -> pl.DataFrame:
+    """The worker rows each window draws (`_w`), in its order: workers with an execution shown in
+    it, workers told to stop while alive in it, and workers that started in it."""
+    workers = report.context.deploys.workers.with_row_index("_wk")
+    moment = workers.schema["start_ts"]
+    bounds = pl.DataFrame(
+        {"_w": range(len(windows)), "_from": [w.start for w in windows], "_to": [w.end for w in windows]},
+        schema={"_w": pl.Int64, "_from": moment, "_to": moment},
+    )
+    stopped = bounds.join_where(
+        workers.filter(pl.col("stop_ts").is_not_null())
+        .select("_wk", "start_ts", pl.coalesce("end_ts", "last_ts").alias("_last")),
+        pl.col("start_ts") <= pl.col("_to"), pl.col("_last") >= pl.col("_from"),
+    )
+    started = bounds.join_where(
+        workers.select("_wk", "start_ts"), pl.col("start_ts") >= pl.col("_from"), pl.col("start_ts") <= pl.col("_to"),
+    )
+    busy = shown.select("_w", "worker").unique().join(
+        workers.select("_wk", pl.col("worker_id").cast(pl.String).alias("worker")), on="worker",
+    )
+    chosen = pl.concat([f.select("_w", "_wk") for f in (stopped, started, busy)]).unique()
+    return chosen.join(workers, on="_wk").sort("_w", "start_ts", "worker_id", "_wk", maintain_order=True)
+
+
+def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False) -> dict[str, Any]:
+    """Everything each window's timeline shows, as plain data (times as ISO strings). With
+    `as_json`, each worker's executions are already JSON text (an orjson.Fragment): the document is
+    then only for orjson.dumps with OPT_INDENT_2, which writes what it writes without `as_json`."""
+    document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
+    if not windows:
+        return document
+    ctx = report.context
+    marks = _marks(report)
+    pairs = _window_executions(report, windows)
+    shown_rows = pairs["_row"].unique().sort()
+    keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks)
+    # Each window's executions, as positions (`_at`) in `entries`, with what they count for.
+    shown = (
+        pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id"))
+        .join(entries.select("id").with_row_index("_at"), on="id", maintain_order="left")
+        .join(entries.select("worker", "state", "duplicate", "after_stop").with_row_index("_at"), on="_at",
+              maintain_order="left")
+    )
+    listed = [pl.col("_at")]
+    if as_json:
+        shown = shown.with_columns(_entry_json(keys, entries).gather(shown["_at"]).alias("_json"))
+        listed.append(pl.col("_json").str.join("," + _indent(ENTRY_DEPTH)))
+    else:
+        dicts = _entry_dicts(keys, entries)
+    per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
+        *listed,
+        pl.col("after_stop").sum().alias("after_stop"),
+        (pl.col("state") == "interrupted").sum().alias("interrupted"),
+        pl.col("duplicate").sum().alias("duplicate"),
+    )
+    mine: dict[tuple[int, str | None], dict[str, Any]] = {}
+    for row in per_worker.iter_rows(named=True):
+        if as_json:
+            executions = orjson.Fragment("[" + _indent(ENTRY_DEPTH) + row["_json"] + _indent(ENTRY_DEPTH - 2) + "]")
+        else:
+            executions = [dicts[i] for i in row["_at"]]
+        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
+        mine[(row["_w"], row["worker"])] = {"executions": executions, "flags": flags}
+    counts = {
+        w: (n, interrupted, after_stop)
+        for w, n, interrupted, after_stop in shown.group_by("_w").agg(
+            pl.len(), (pl.col("state") == "interrupted").sum(), pl.col("after_stop").sum()
+        ).iter_rows()
     }
+    drawn: dict[int, list[dict]] = {}
+    for row in _window_workers(report, windows, shown).iter_rows(named=True):
+        drawn.setdefault(row["_w"], []).append(row)
+    sources = dict(ctx.deploys.generations.select("generation", "source").rows())
+    empty = {"executions": orjson.Fragment("[]") if as_json else [],
+             "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
+    document["windows"] = [
+        _window(report, window, drawn.get(w, []), mine.get, w, counts.get(w, (0, 0, 0)), sources, marks, empty)
+        for w, window in enumerate(windows)
+    ]
+    return document
 
 
-def build_timeline(report: AnalysisReport, window: Window, marks: _Marks, ex: pl.DataFrame,
-                   entries: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """Everything one window's timeline shows, as plain data (times as ISO strings), from what
-    timeline_document looked up for all windows at once: `ex`, the window's executions, and
-    `entries`, the executions' entries (an execution shown in several windows is one entry)."""
-    model = report.context.deploys
+def _window(report: AnalysisReport, window: Window, workers: list[dict], mine, w: int,
+            counts: tuple[int, int, int], sources: dict, marks: _Marks, empty: dict) -> dict[str, Any]:
+    """One window's timeline, from what timeline_document worked out for every window."""
     start, end = window.start, window.end
-    executions = [entries[e] for e in ex.sort("start")["exec_id"].to_list()]
-    by_worker: dict[str, list[dict]] = {}
-    for e in executions:
-        by_worker.setdefault(e["worker"], []).append(e)
-    workers = model.workers.filter(
-        pl.col("worker_id").is_in(list(by_worker))
-        | ((pl.col("start_ts") <= end) & (pl.coalesce("end_ts", "last_ts") >= start) & pl.col("stop_ts").is_not_null())
-        | (pl.col("start_ts").is_between(start, end))
-    ).sort("start_ts", "worker_id")
     generations: dict[str | None, dict] = {}
-    sources = dict(model.generations.select("generation", "source").rows())
-    for w in workers.iter_rows(named=True):
+    for row in workers:
         gen = generations.setdefault(
-            w["generation"],
+            row["generation"],
             {
-                "generation": w["generation"],
-                "source": sources.get(w["generation"], w["generation_source"]),
-                "inferred": bool(w["generation_inferred"]),
+                "generation": row["generation"],
+                "source": sources.get(row["generation"], row["generation_source"]),
+                "inferred": bool(row["generation_inferred"]),
                 "workers": [],
             },
         )
-        mine = by_worker.get(w["worker_id"], [])
+        shown = mine((w, row["worker_id"]), empty)
         gen["workers"].append(
             {
-                "worker": w["worker_id"],
-                "start": iso(w["start_ts"]),
-                "start_inferred": bool(w["start_inferred"]),
-                "end": iso(w["end_ts"]) if w["end_kind"] != "running" else None,
-                "end_kind": w["end_kind"],
-                "last_seen": iso(w["last_ts"]),
-                "stop": iso(w["stop_ts"]),
-                "grace_s": w["grace_s"],
-                "executions": mine,
-                "flags": {
-                    "after_stop": sum(e["after_stop"] for e in mine),
-                    "interrupted": sum(e["state"] == "interrupted" for e in mine),
-                    "duplicate": sum(e["duplicate"] for e in mine),
-                },
+                "worker": row["worker_id"],
+                "start": iso(row["start_ts"]),
+                "start_inferred": bool(row["start_inferred"]),
+                "end": iso(row["end_ts"]) if row["end_kind"] != "running" else None,
+                "end_kind": row["end_kind"],
+                "last_seen": iso(row["last_ts"]),
+                "stop": iso(row["stop_ts"]),
+                "grace_s": row["grace_s"],
+                "executions": shown["executions"],
+                "flags": dict(shown["flags"]),
             }
         )
     dups = marks.duplicates
@@ -248,6 +353,7 @@ def build_timeline(report: AnalysisReport, window: Window, marks: _Marks, ex: pl
     overlap = None
     if deploy and deploy.get("overlap_s"):
         overlap = {"start": deploy["overlap_start"], "end": deploy["overlap_end"], "seconds": deploy["overlap_s"]}
+    executions, interrupted, after_stop = counts
     return {
         "title": window.title,
         "reason": window.reason,
@@ -258,28 +364,14 @@ def build_timeline(report: AnalysisReport, window: Window, marks: _Marks, ex: pl
         "generations": list(generations.values()),
         "summary": {
             "generations": len(generations),
-            "workers": workers.height,
-            "executions": len(executions),
+            "workers": len(workers),
+            "executions": executions,
             "overlap_s": deploy["overlap_s"] if deploy else None,
-            "interrupted": sum(e["state"] == "interrupted" for e in executions),
-            "taken_after_stop": sum(e["after_stop"] for e in executions),
+            "interrupted": interrupted,
+            "taken_after_stop": after_stop,
             "duplicates_in_window": inside,
             "duplicates_total": dups.len(),
             "duplicates_outside_window": dups.len() - inside,
             "concentration": (report.summary["deploys"].get("concentration") or {}).get("headline"),
         },
     }
-
-
-def timeline_document(report: AnalysisReport, windows: list[Window]) -> dict[str, Any]:
-    document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
-    if not windows:
-        return document
-    marks = _marks(report)
-    executions = _windows_executions(report, windows)
-    shown = pl.concat(executions)
-    # One pass over the records for the ids of every window's actions (not one pass per window).
-    ids = _ids(report.context, shown["action_id"].unique().sort().to_list())
-    entries = _execution_entries(report, shown, marks, ids)
-    document["windows"] = [build_timeline(report, w, marks, ex, entries) for w, ex in zip(windows, executions)]
-    return document

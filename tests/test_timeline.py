@@ -257,3 +257,36 @@ def test_html_draws_every_execution_in_headless_chromium(tmp_path):
         [CHROMIUM, *flags, "--window-size=1200,900", f"--screenshot={shot}", url], capture_output=True, timeout=120
     )
     assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def _odd_text_logs(tmp_path: Path) -> Path:
+    """One worker whose ids and names hold quotes, backslashes, control characters and non-ASCII
+    text, and one action that carries five job ids (an entry lists four)."""
+    logs = tmp_path / "odd"
+    logs.mkdir()
+    worker = 'pod "a"\\b\u00e9\U0001F600'
+    rows = [{"ts": "2026-03-02T14:00:00Z", "event": "worker_started", "worker_id": worker, "deployment_id": "v1"}]
+    for n, job in enumerate(["j\"1", "j\\2", "j\u00013\n", "j\u2028-4", "j5\U0001F4E7"]):
+        at = f"2026-03-02T14:00:{2 * n + 1:02d}Z"
+        common = {"worker_id": worker, "job_id": job, "idempotency_key": "ord-7:confirm"}
+        rows += [{"ts": at, "event": "job_received", **common},
+                 {"ts": at.replace(f"{2 * n + 1:02d}Z", f"{2 * n + 2:02d}Z"), "event": "email_sent", **common}]
+    (logs / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return logs
+
+
+@pytest.mark.parametrize("folder", ["overlap", "k8s", "odd", "around"])
+def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
+    """`--format json` writes each execution's entry as text from polars; with `--html` the same
+    JSON is written from the document's dicts. The two must be the same bytes."""
+    logs = {"overlap": OVERLAP, "k8s": K8S, "around": OVERLAP}.get(folder) or _odd_text_logs(tmp_path)
+    extra = ["--around", "2026-07-21T10:01:30Z", "--window", "20m"] if folder == "around" else []
+    fast = run_cli("timeline", str(logs), *extra, "--format", "json", "--no-cache")
+    from_dicts = run_cli("timeline", str(logs), *extra, "--format", "json", "--no-cache",
+                         "--html", str(tmp_path / "t.html"))
+    assert fast.returncode == 0 and from_dicts.returncode == 0, fast.stderr.decode() + from_dicts.stderr.decode()
+    assert fast.stdout == from_dicts.stdout
+    entries = _executions(orjson.loads(fast.stdout)["windows"][0])
+    assert entries and all(e["ids"] for e in entries)
+    if folder == "odd":
+        assert entries[0]["ids"]["job_id"] == sorted(["j\"1", "j\\2", "j\u00013", "j\u2028-4", "j5\U0001F4E7"])[:4]

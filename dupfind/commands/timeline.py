@@ -103,20 +103,22 @@ def timeline(
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)
 
-    def timeline_data(store: bool = True) -> dict:
-        document = cached_value(
-            report, "timeline", shape,
-            lambda: timeline_document(report, select_windows(report, deploy, around_ts, width_s)), store=store,
-        )
+    def windows() -> list:
+        return select_windows(report, deploy, around_ts, width_s)
+
+    def timeline_data() -> dict:
+        document = cached_value(report, "timeline", shape, lambda: timeline_document(report, windows()))
         # The document holds every value that any of the views shows.
         return redactor.tree(document) if redactor is not None else document
 
     if output_format == TableOrJson.json and html is None and redactor is None:
-        # The JSON as an earlier run wrote it (the document is not even read). A document built now
-        # is kept only as this JSON: storing it twice cost more than building it again for a view.
+        # The JSON as an earlier run wrote it (the document is not even read), or written now with
+        # the executions' entries as JSON text from polars (not stored as a document: storing it
+        # as well cost more than building it again for another view).
         data, _ = cached_output(
             report, "timeline:json", shape,
-            lambda: (orjson.dumps(timeline_data(store=False), option=orjson.OPT_INDENT_2) + b"\n", None),
+            lambda: (orjson.dumps(timeline_document(report, windows(), as_json=True), option=orjson.OPT_INDENT_2)
+                     + b"\n", None),
         )
         write_output(lambda out: out.write(data), output)
         store_context_facts(report.context)
