@@ -18,6 +18,10 @@ _SUCCESS = r"\bok\b|accept|sent|success|deliver|\b20\d\b|queued|done|complete|ca
 _COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
 
 COUNTED = ("success", "uncertain")
+# What readers of the requests use (the rest of the table's columns only made the frame, and its
+# cached copy, several times larger); idempotency_key names the key a repeated request reused.
+REQUEST_COLUMNS = ("rid", "ts", "source", "line", "action_id", "exec_id", "effect", "outcome", "provider_protected",
+                   "result_rid", "result_ts", "idempotency_key")
 
 
 def _classify(text: pl.Expr) -> pl.Expr:
@@ -40,10 +44,11 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         pl.col("kind").is_in(["side_effect", "side_effect_result"]) & pl.col("action_id").is_not_null()
     ).sort("ts", "source", "line")
     if effects.height == 0:
-        return effects.with_columns(
+        return _request_columns(effects.with_columns(
             outcome=pl.lit(None, dtype=pl.String), effect=pl.lit(None, dtype=pl.String),
             provider_protected=pl.lit(None, dtype=pl.Boolean),
-        )
+            result_rid=pl.lit(None, dtype=effects.schema["rid"]), result_ts=pl.lit(None, dtype=effects.schema["ts"]),
+        ))
     # The execution, else (records outside any execution) the action: one integer, negative for actions.
     scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
     name = pl.col("name").cast(pl.String).fill_null("").str.to_lowercase()
@@ -91,9 +96,11 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     protected = ~pl.col("provider_idempotency").cast(pl.String).fill_null("").str.to_lowercase().str.strip_chars().is_in(
         ["", "false", "0", "no", "none", "null", "off"]
     )
-    return requests.with_columns(outcome=outcome, provider_protected=protected).drop(
-        "prev_kind", "prev_completed", "role", "scope"
-    )
+    return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
+
+
+def _request_columns(requests: pl.DataFrame) -> pl.DataFrame:
+    return requests.select(c for c in REQUEST_COLUMNS if c in requests.columns)
 
 
 def duplicate_effects(requests: pl.DataFrame) -> pl.DataFrame:
