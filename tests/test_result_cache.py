@@ -120,6 +120,29 @@ def test_warm_output_equals_cold_and_reads_nothing(name, logs, cache_dir, calls)
     assert again == cold
 
 
+def test_timeline_views_are_kept_as_bytes(logs, cache_dir, tmp_path, monkeypatch):
+    """Each timeline view (table, JSON, HTML; redacted or not) is stored as the bytes it wrote,
+    with its note for stderr: a later run over the same cached analysis builds no document."""
+    import dupfind.timeline
+
+    def invoke(*args: str) -> tuple[bytes, str, bytes]:
+        page = tmp_path / "t.html"
+        result = CliRunner().invoke(app, ["timeline", str(logs), *args, "--html", str(page)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout_bytes, result.stderr, page.read_bytes()
+
+    views = [(), ("--format", "json"), ("--redact",), ("--redact", "--format", "json"), ("--width", "120")]
+    cold = [invoke(*v, "--no-cache") for v in views]
+    assert len({c[0] for c in cold}) == 3  # table, JSON, wider table: the timeline of this scenario has nothing to mask
+    first = [invoke(*v) for v in views]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the timeline document was built again")
+
+    monkeypatch.setattr(dupfind.timeline, "timeline_document", refuse)
+    assert [invoke(*v) for v in views] == first == cold
+
+
 @pytest.mark.parametrize("part_rows", [dupfind.result_cache.TABLE_PART_ROWS, 37])
 def test_one_warm_set_serves_every_command(part_rows, logs, cache_dir, calls, monkeypatch):
     # With parts of 37 rows, the table of the scenario is stored in dozens of parts, and the warm

@@ -277,16 +277,26 @@ def _odd_text_logs(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("folder", ["overlap", "k8s", "odd", "around"])
 def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
-    """`--format json` writes each execution's entry as text from polars; with `--html` the same
-    JSON is written from the document's dicts. The two must be the same bytes."""
+    """`--format json` writes each execution's entry as text from polars (timeline_document with
+    as_json); the other views read the document's dicts. Both must dump to the same bytes."""
+    from dupfind.analyze import analyze
+    from dupfind.config import load_config
+    from dupfind.ingest import ingest
+    from dupfind.rules_registry import load_rules
+    from dupfind.timeline import select_windows, timeline_document
+
     logs = {"overlap": OVERLAP, "k8s": K8S, "around": OVERLAP}.get(folder) or _odd_text_logs(tmp_path)
-    extra = ["--around", "2026-07-21T10:01:30Z", "--window", "20m"] if folder == "around" else []
-    fast = run_cli("timeline", str(logs), *extra, "--format", "json", "--no-cache")
-    from_dicts = run_cli("timeline", str(logs), *extra, "--format", "json", "--no-cache",
-                         "--html", str(tmp_path / "t.html"))
-    assert fast.returncode == 0 and from_dicts.returncode == 0, fast.stderr.decode() + from_dicts.stderr.decode()
-    assert fast.stdout == from_dicts.stdout
-    entries = _executions(orjson.loads(fast.stdout)["windows"][0])
+    config = load_config(None, None, None)
+    report = analyze(ingest([str(logs)], config), config, load_rules(config))
+    around = datetime(2026, 7, 21, 10, 1, 30, tzinfo=timezone.utc) if folder == "around" else None
+    windows = select_windows(report, None, around, 1200.0 if around else 600.0)  # --window: 20m, and the default
+    as_text = orjson.dumps(timeline_document(report, windows, as_json=True), option=orjson.OPT_INDENT_2)
+    as_dicts = orjson.dumps(timeline_document(report, windows), option=orjson.OPT_INDENT_2)
+    assert as_text == as_dicts
+    entries = _executions(orjson.loads(as_text)["windows"][0])
     assert entries and all(e["ids"] for e in entries)
     if folder == "odd":
         assert entries[0]["ids"]["job_id"] == sorted(["j\"1", "j\\2", "j\u00013", "j\u2028-4", "j5\U0001F4E7"])[:4]
+    cli = run_cli("timeline", str(logs), "--format", "json", "--no-cache",
+                  *(["--around", "2026-07-21T10:01:30Z", "--window", "20m"] if around else []))
+    assert cli.returncode == 0 and cli.stdout == as_text + b"\n"

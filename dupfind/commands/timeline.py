@@ -82,7 +82,7 @@ def timeline(
 
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
-    from dupfind.pipeline import cached_output, cached_value, store_context_facts
+    from dupfind.pipeline import cached_output, store_context_facts
     from dupfind.render.timeline_html import render_html
     from dupfind.render.timeline_text import render_timeline
     from dupfind.timeline import parse_duration, select_windows, timeline_document
@@ -106,48 +106,61 @@ def timeline(
     def windows() -> list:
         return select_windows(report, deploy, around_ts, width_s)
 
-    def timeline_data() -> dict:
-        document = cached_value(report, "timeline", shape, lambda: timeline_document(report, windows()))
-        # The document holds every value that any of the views shows.
-        return redactor.tree(document) if redactor is not None else document
+    document: list[dict] = []
 
-    if output_format == TableOrJson.json and html is None and redactor is None:
-        # The JSON as an earlier run wrote it (the document is not even read), or written now with
-        # the executions' entries as JSON text from polars (not stored as a document: storing it
-        # as well cost more than building it again for another view).
-        data, _ = cached_output(
-            report, "timeline:json", shape,
-            lambda: (orjson.dumps(timeline_document(report, windows(), as_json=True), option=orjson.OPT_INDENT_2)
-                     + b"\n", None),
+    def timeline_data() -> dict:
+        # Built once for the views of this run, never stored: a view caches its bytes instead
+        # (storing the document of a large export cost as much as building it).
+        if not document:
+            built = timeline_document(report, windows())
+            # The document holds every value that any of the views shows.
+            document.append(redactor.tree(built) if redactor is not None else built)
+        return document[0]
+
+    masked: list[str] = []  # what redaction masked, said once on stderr
+
+    def view(kind: str, params: dict, render) -> bytes:
+        """A view's bytes as an earlier run over the same cached analysis rendered them, or now."""
+        data, summary = cached_output(
+            report, f"timeline:{kind}", {**shape, **params, "redacted": redactor is not None},
+            lambda: (render(), redactor.summary() if redactor is not None else None),
         )
-        write_output(lambda out: out.write(data), output)
+        masked.append(summary)
+        return data
+
+    def done() -> None:
+        said = next((m for m in reversed(masked) if m), None)
+        if said:
+            sys.stderr.write(f"dupfind: {said}\n")
         store_context_facts(report.context)
-        return
-    document = timeline_data()
+
+    def as_json() -> bytes:
+        if redactor is None:  # the executions' entries as JSON text from polars, not as dicts
+            return orjson.dumps(timeline_document(report, windows(), as_json=True), option=orjson.OPT_INDENT_2) + b"\n"
+        return orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n"
+
+    def as_table(console: Console) -> bytes:
+        render_timeline(timeline_data(), console, max_rows)
+        return console.file.getvalue().encode()
+
     if html is not None:
-        write_output(lambda out: out.write(render_html(document).encode()), html)
+        page = view("html", {}, lambda: render_html(timeline_data()).encode())
+        write_output(lambda out: out.write(page), html)
     if output_format == TableOrJson.json:
-        write_output(lambda out: out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"), output)
-        _say_masked(redactor)
-        store_context_facts(report.context)
-        return
+        data = view("json", {}, as_json)
+        write_output(lambda out: out.write(data), output)
+        return done()
     color = output is None and sys.stdout.isatty()
-    buffer = io.StringIO()
     console = Console(
-        file=buffer,
+        file=io.StringIO(),
         width=width or (None if sys.stdout.isatty() else 100),
         force_terminal=color,
         color_system="auto" if color else None,
         highlight=False,
         soft_wrap=False,
     )
-    render_timeline(document, console, max_rows)
-    write_output(lambda out: out.write(buffer.getvalue().encode()), output)
-    _say_masked(redactor)
-    store_context_facts(report.context)
+    params = {"width": console.width, "max_rows": max_rows, "color": console.color_system}
+    data = view("table", params, lambda: as_table(console))
+    write_output(lambda out: out.write(data), output)
+    done()
 
-
-def _say_masked(redactor) -> None:
-    summary = redactor.summary() if redactor is not None else None
-    if summary:
-        sys.stderr.write(f"dupfind: {summary}\n")
