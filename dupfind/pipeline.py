@@ -247,7 +247,7 @@ def _output_ref(source) -> tuple[ResultCache, str, str] | None:
     return (facts.cache, facts.set_key, facts.folder.name) if facts is not None else None
 
 
-def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[bytes, Any]]) -> tuple[bytes, Any]:
+def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[bytes, Any]]) -> tuple[bytes | memoryview, Any]:
     """`render()` (the bytes of a report derived from `source` alone and `params`, and notes for
     stderr as JSON data), or what an earlier run rendered for the same cached analysis or context
     (`source`), kind and params."""
@@ -258,11 +258,22 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[byt
     key = ResultCache.value_key(base_key, f"output:{kind}", params)
     stored = cache.load_blob(set_key, key)
     if stored is not None:
-        head, _, data = stored.partition(b"\n")
-        return data, orjson.loads(head)
+        end = _line_end(stored)
+        if end >= 0:
+            return stored[end + 1:], orjson.loads(stored[:end])
     data, note = render()
-    cache.store_blob(set_key, key, orjson.dumps(note) + b"\n" + data)
+    cache.store_blob(set_key, key, orjson.dumps(note) + b"\n", data)
     return data, note
+
+
+def _line_end(data: memoryview) -> int:
+    """Where the first line of `data` ends (-1: no newline), without copying all of it."""
+    size = 4096
+    while True:
+        end = bytes(data[:size]).find(b"\n")
+        if end >= 0 or size >= len(data):
+            return end
+        size *= 16
 
 
 def redaction_ids_kind(config: Config) -> tuple[str, dict]:

@@ -131,16 +131,26 @@ def _digest(payload: Any) -> str:
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:32]
 
 
+def _check_line(chunks: tuple[bytes, ...], fmt: str) -> bytes:
+    """The line a checked file starts with: format, CRC-32 and length of the body (these chunks)."""
+    crc = 0
+    for chunk in chunks:
+        crc = zlib.crc32(chunk, crc)
+    return b"%s %s %08x %d\n" % (_HEADER, fmt.encode(), crc, sum(len(c) for c in chunks))
+
+
 def _checked(body: bytes, fmt: str) -> bytes:
-    return b"%s %s %08x %d\n" % (_HEADER, fmt.encode(), zlib.crc32(body), len(body)) + body
+    return _check_line((body,), fmt) + body
 
 
-def _unchecked(raw: bytes, fmt: str) -> bytes:
-    """The body of a checked file; CorruptEntry when its header, length or CRC-32 do not match."""
-    head, sep, body = raw.partition(b"\n")
-    parts = head.split(b" ")
-    if not sep or len(parts) != 4 or parts[0] != _HEADER or parts[1] != fmt.encode():
+def _unchecked(raw: bytes, fmt: str, start: int = 0) -> memoryview:
+    """The body of a checked file (from `start` in `raw`), not copied; CorruptEntry when its
+    header, length or CRC-32 do not match."""
+    end = raw.find(b"\n", start)
+    parts = raw[start:end].split(b" ") if end >= 0 else []
+    if len(parts) != 4 or parts[0] != _HEADER or parts[1] != fmt.encode():
         raise CorruptEntry("not a cache file of this format")
+    body = memoryview(raw)[end + 1:]
     if int(parts[3]) != len(body) or int(parts[2], 16) != zlib.crc32(body):
         raise CorruptEntry("length or checksum differs")
     return body
@@ -205,11 +215,11 @@ def _report_from_state(data: dict[str, Any]) -> FileReport:
     return FileReport(**values)
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def _write_atomic(target: Path, *chunks: bytes) -> None:
     fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.writelines(chunks)
         os.replace(staging, target)
     except BaseException:
         Path(staging).unlink(missing_ok=True)
@@ -850,18 +860,18 @@ class ResultCache:
         self._prune_analyses(folder)
         return True
 
-    def load_blob(self, set_key: str, key: str) -> bytes | None:
-        """Stored bytes (a rendered report), or None."""
+    def load_blob(self, set_key: str, key: str) -> memoryview | None:
+        """Stored bytes (a rendered report, not copied), or None."""
         path = self._entry_dir(set_key) / "analyses" / f"{key}.out"
         try:
             raw = path.read_bytes()
         except OSError:
             return None
-        head, _, rest = raw.partition(b"\n")
+        name = f"{set_key} {key}\n".encode()
         try:
-            if head != f"{set_key} {key}".encode():
+            if not raw.startswith(name):
                 raise CorruptEntry("output of another entry")
-            data = _unchecked(rest, BLOB_FORMAT)
+            data = _unchecked(raw, BLOB_FORMAT, len(name))
         except (CorruptEntry, ValueError):
             path.unlink(missing_ok=True)
             return None
@@ -872,12 +882,13 @@ class ResultCache:
             pass
         return data
 
-    def store_blob(self, set_key: str, key: str, data: bytes) -> bool:
+    def store_blob(self, set_key: str, key: str, *chunks: bytes) -> bool:
+        """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)."""
         folder = self._entry_dir(set_key) / "analyses"
         try:
             if not folder.is_dir():
                 return False
-            _write_atomic(folder / f"{key}.out", f"{set_key} {key}\n".encode() + _checked(data, BLOB_FORMAT))
+            _write_atomic(folder / f"{key}.out", f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks)
         except OSError:
             return False
         self._prune_analyses(folder)
