@@ -25,6 +25,7 @@ EVIDENCE_KINDS = (
     "lock_release", "lock_denied", "lock_expired",
 )
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
+TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
 
 
 class GroupIndex:
@@ -326,6 +327,15 @@ class AnalysisContext:
     def exec_killed_rows(self) -> dict[int, dict]:
         """exec_killed by exec_id."""
         return {row["exec_id"]: row for row in self.exec_killed.iter_rows(named=True)}
+
+    @cached_property
+    def id_samples(self) -> pl.DataFrame:
+        """Per action, the first four distinct values (as text) of each id column a timeline entry
+        lists (`id:KEY` for each of TIMELINE_ID_KEYS the table has)."""
+        keys = self.present_columns(*TIMELINE_ID_KEYS)
+        return self.action_records(*keys).group_by("action_id").agg(
+            [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String).alias(f"id:{k}") for k in keys]
+        ).collect()
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""

@@ -180,7 +180,7 @@ def load_correlated(
 
 
 # AnalysisContext properties an analysis stored in the cache derives for the commands that follow.
-PREPARED_FACTS = ("worker_events", "redelivery_gaps")
+PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples")
 
 # AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
 _LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")
@@ -229,8 +229,9 @@ def analyze_correlated(
         report = cached_report_class()(**{f.name: getattr(report, f.name) for f in fields(report)})
         report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
         if report.context is not None:
-            # Frames the next commands (trace, stats) need and no detector derived: cheap from the
-            # table in memory, several column reads from the cached table; stored with the facts.
+            # Frames the next commands (trace, stats, timeline) need and no detector derived: cheap
+            # from the table in memory, several column reads from the cached table; stored with the
+            # facts.
             for name in PREPARED_FACTS:
                 getattr(report.context, name)
     if report.context is not None:

@@ -81,16 +81,6 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
     return [Window(first, last, "whole log (no deploy and no duplicate found)", "whole")]
 
 
-def _ids(ctx, action_ids: pl.Series) -> tuple[list[str], pl.DataFrame]:
-    """The id columns shown, and per action the first four distinct values of each (`id:KEY`, text)."""
-    keys = ctx.present_columns("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
-    records = ctx.action_records(*keys).filter(pl.col("action_id").is_in(action_ids.implode()))
-    grouped = records.group_by("action_id").agg(
-        [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String).alias(f"id:{k}") for k in keys]
-    ).collect()
-    return keys, grouped
-
-
 @dataclass
 class _Marks:
     """What marks an execution, the same in every window (computed once per document)."""
@@ -156,7 +146,8 @@ def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> 
     """One row per execution shown in any window (an execution shown in several windows is one
     entry): the id columns, and every field of its entry (ENTRY_FIELDS; ids as `id:KEY` lists)."""
     ctx = report.context
-    keys, ids = _ids(ctx, shown["action_id"].unique().sort())
+    ids = ctx.id_samples
+    keys = [c.removeprefix("id:") for c in ids.columns if c != "action_id"]
     identities = ctx.actions.select("action_id", pl.col("identity").alias("_action"))
     state = (
         pl.when(pl.col("exec_id").is_in(marks.interrupted.implode())).then(pl.lit("interrupted"))
