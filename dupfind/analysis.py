@@ -26,6 +26,9 @@ EVIDENCE_KINDS = (
 )
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
+# Ids that name one request of an action but are not link keys: records outside any action that
+# carry one of an action's values belong to its trace.
+PER_ACTION_IDS = ("request_id", "provider_message_id")
 
 
 class GroupIndex:
@@ -336,6 +339,14 @@ class AnalysisContext:
         return self.action_records(*keys).group_by("action_id").agg(
             [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String).alias(f"id:{k}") for k in keys]
         ).collect()
+
+    @cached_property
+    def unlinked_ids(self) -> pl.DataFrame:
+        """Records outside any action that carry a PER_ACTION_IDS value (rid and those columns)."""
+        present = self.present_columns(*PER_ACTION_IDS)
+        return self.columns("rid", "action_id", *present).filter(
+            pl.col("action_id").is_null() & pl.any_horizontal(pl.col(c).is_not_null() for c in present)
+        ).drop("action_id") if present else pl.DataFrame(schema={"rid": pl.UInt32})
 
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""

@@ -20,7 +20,6 @@ from dupfind.trace_notes import annotate
 
 # Ids that belong to one action only; a record carrying one of the action's values but no
 # link key (an HTTP access line with the request id, a provider webhook) is part of its story.
-PER_ACTION_IDS = ("request_id", "provider_message_id")
 # Fields shown beside each record when set, in this order (ids are added when they vary).
 DETAIL_FIELDS = (
     "status", "result", "error", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
@@ -220,10 +219,9 @@ def _side_effect_summary(ctx: AnalysisContext, action_id: int | None) -> list[di
 def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, execs: pl.DataFrame) -> list[int]:
     """Records outside the action that belong to its story: per-action ids without a link key,
     its workers' stop signals and kills while it ran, and deploys during it."""
-    present = ctx.present_columns(*PER_ACTION_IDS)
+    unlinked = ctx.unlinked_ids
     rids: list[int] = []
-    unlinked = ctx.columns("rid", "action_id", *present).filter(pl.col("action_id").is_null())
-    for column in present:
+    for column in unlinked.columns[1:]:
         values = records[column].drop_nulls().unique()
         if values.len():
             rids += unlinked.filter(pl.col(column).is_in(values.to_list()))["rid"].to_list()
