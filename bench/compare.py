@@ -42,7 +42,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _measure import dupfind_revision, dupfind_state, emit, fmt_rate, gnu_time_prefix, rss_hwm_mb, run
+from _measure import compile_package, dupfind_revision, dupfind_state, emit, fmt_rate, gnu_time_prefix, rss_hwm_mb, run
 
 HERE = os.path.abspath(__file__)
 DEFAULT_PRESET = "deploy-overlap"
@@ -463,9 +463,11 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))
         state = None
         print(f"dupfind at {sha[:12]} ({args.at}), exported to {src}: the live checkout is not measured")
+        print(compile_package(src / "dupfind"))
     else:
         state = dupfind_state()
         print(dupfind_revision())
+        print(compile_package())
     drift = _vocabulary_drift()
     if drift:
         print("WARNING: the hand-written checks miss names the synth styles use: " + "; ".join(drift))

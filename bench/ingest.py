@@ -35,8 +35,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import compile_package, emit, run
 from _measure import dupfind_revision as _dupfind_revision
-from _measure import emit, run
 from _measure import fmt_rate as _fmt_rate
 from _measure import rss_hwm_mb as _rss_hwm_mb
 
@@ -430,6 +430,7 @@ def _bench(args, path: Path, out_dir: Path) -> int:
         else:
             duck_note = "duckdb is not importable here: DuckDB runs skipped (pip install duckdb to compare)"
     print(_dupfind_revision())
+    print(compile_package())
     print(f"{versions}; {os.cpu_count()} CPUs; {args.repeat} runs each, alternating, one fresh process per run")
     if duck_note:
         print(duck_note)
