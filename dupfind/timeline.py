@@ -195,6 +195,17 @@ def _json(value: pl.Expr) -> pl.Expr:
     return pl.struct(value.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
+def _json_of(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> pl.Expr:
+    """_json, written directly for integers, booleans and `plain` text (nothing to escape)."""
+    if dtype.is_integer():
+        return value.cast(pl.String).fill_null("null")
+    if dtype == pl.Boolean:
+        return pl.when(value).then(pl.lit("true")).when(value.not_()).then(pl.lit("false")).otherwise(pl.lit("null"))
+    if plain:
+        return pl.concat_str(pl.lit('"'), value, pl.lit('"')).fill_null("null")
+    return _json(value)
+
+
 def _indent(depth: int) -> str:
     return "\n" + " " * depth
 
@@ -202,6 +213,8 @@ def _indent(depth: int) -> str:
 # Where an entry sits in the document: windows[].generations[].workers[].executions[] (orjson's
 # two-space indent): its braces at 16 spaces, its fields at 18, an id list's items at 22.
 ENTRY_DEPTH = 16
+# Entry fields whose text never needs escaping: times written by _ISO_MS, and the state's words.
+PLAIN_FIELDS = ("start", "end", "side_effect_at", "state")
 
 
 def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
@@ -221,7 +234,7 @@ def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
     parts: list[pl.Expr] = [pl.lit("{")]
     for n, name in enumerate(ENTRY_FIELDS):
         parts += [pl.lit(("," if n else "") + field + orjson.dumps(name).decode() + ": "),
-                  ids if name == "ids" else _json(pl.col(name))]
+                  ids if name == "ids" else _json_of(pl.col(name), frame.schema[name], name in PLAIN_FIELDS)]
     parts.append(pl.lit(_indent(ENTRY_DEPTH) + "}"))
     return frame.select(pl.concat_str(parts).alias("json")).to_series()
 
@@ -272,7 +285,11 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     listed = [pl.col("_at")]
     if as_json:
         shown = shown.with_columns(_entry_json(keys, entries).gather(shown["_at"]).alias("_json"))
-        listed.append(pl.col("_json").str.join("," + _indent(ENTRY_DEPTH)))
+        # Each worker's executions as the bytes of a JSON array (bytes: not decoded into a str).
+        listed.append(pl.concat_str(
+            pl.lit("[" + _indent(ENTRY_DEPTH)), pl.col("_json").str.join("," + _indent(ENTRY_DEPTH)),
+            pl.lit(_indent(ENTRY_DEPTH - 2) + "]"),
+        ).cast(pl.Binary).alias("_json"))
     else:
         dicts = _entry_dicts(keys, entries)
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
@@ -284,7 +301,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     mine: dict[tuple[int, str | None], dict[str, Any]] = {}
     for row in per_worker.iter_rows(named=True):
         if as_json:
-            executions = orjson.Fragment("[" + _indent(ENTRY_DEPTH) + row["_json"] + _indent(ENTRY_DEPTH - 2) + "]")
+            executions = orjson.Fragment(row["_json"])
         else:
             executions = [dicts[i] for i in row["_at"]]
         flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}

@@ -135,9 +135,10 @@ def timeline(
         store_context_facts(report.context)
 
     def as_json() -> bytes:
+        indented = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
         if redactor is None:  # the executions' entries as JSON text from polars, not as dicts
-            return orjson.dumps(timeline_document(report, windows(), as_json=True), option=orjson.OPT_INDENT_2) + b"\n"
-        return orjson.dumps(timeline_data(), option=orjson.OPT_INDENT_2) + b"\n"
+            return orjson.dumps(timeline_document(report, windows(), as_json=True), option=indented)
+        return orjson.dumps(timeline_data(), option=indented)
 
     def as_table(console: Console) -> bytes:
         render_timeline(timeline_data(), console, max_rows)
