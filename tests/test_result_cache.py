@@ -302,6 +302,14 @@ def _garbage(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _bad_file_report(path: Path) -> None:
+    """A set meta whose checksum holds but one of whose file reports has another layout: the
+    reports are decoded only when a command needs them, and must still never be trusted."""
+    meta = orjson.loads(bytes(dupfind.result_cache._unchecked(path.read_bytes(), dupfind.result_cache.SET_FORMAT)))
+    meta["files"][0]["unknown_field"] = 1
+    path.write_bytes(dupfind.result_cache._checked(orjson.dumps(meta), dupfind.result_cache.SET_FORMAT))
+
+
 def _analyses(entry: Path) -> list[Path]:
     return [p for p in entry.glob("analyses/*.json") if not p.name.endswith(".value.json")]
 
@@ -312,6 +320,7 @@ DAMAGE = {
     "executions-garbage": (lambda e: [e / "executions.arrow"], _garbage),
     "meta-garbage": (lambda e: [e / "meta.json"], _garbage),
     "meta-missing": (lambda e: [e / "meta.json"], Path.unlink),
+    "meta-file-report": (lambda e: [e / "meta.json"], _bad_file_report),
     "analysis-truncated": (_analyses, _truncate),
     "analysis-garbage": (_analyses, _garbage),
     "value-garbage": (lambda e: list(e.glob("analyses/*.value.json")), _garbage),
