@@ -49,6 +49,12 @@ class AnalysisReport:
         """The findings of these rules (codes or code prefixes such as "DF3"), in report order."""
         return self.findings_where(lambda rule, _: rule.startswith(rules))
 
+    def findings_without_evidence(self) -> list[Finding]:
+        """Every finding, in report order; a cached report leaves out their evidence (decoding it
+        is most of decoding a finding): for a view that shows the evidence of none, or of a few
+        it then asks for with findings_where."""
+        return self.findings
+
     @property
     def finding_count(self) -> int:
         return len(self.findings)

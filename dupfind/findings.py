@@ -122,16 +122,20 @@ class Finding:
         }
 
     @classmethod
-    def from_state(cls, data: dict[str, Any]) -> Finding:
+    def from_state(cls, data: dict[str, Any], evidence: bool = True) -> Finding:
+        """The finding `to_state` was given; with `evidence` False, without its evidence (most of
+        the decoding, for a view that shows none)."""
         from dupfind.exact_json import decode_values
 
         values = dict(zip(_FINDING_VALUES, decode_values(data["values"], len(_FINDING_VALUES))))
         columns = data["evidence"]
         if columns and len(columns) != len(EVIDENCE_FIELDS):
             raise ValueError("evidence state has other fields")
+        if not evidence:
+            return cls(**values)
         count = len(columns[0]) - 1 if columns else 0
-        evidence = [Evidence(*row) for row in zip(*(decode_values(c, count) for c in columns))]
-        return cls(**values, evidence=evidence)
+        rows = [Evidence(*row) for row in zip(*(decode_values(c, count) for c in columns))]
+        return cls(**values, evidence=rows)
 
 
 EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))

@@ -207,9 +207,9 @@ def analyze_correlated(
             # The context exactly as analyze() builds it; its derived facts are read or computed when used.
             ctx = analysis_context(loaded, config, skew_s, {**config.timeouts, **timeouts})
 
-            def findings(select: Callable[[str, str], bool] | None = None) -> list:
+            def findings(select: Callable[[str, str], bool] | None = None, evidence: bool = True) -> list:
                 try:
-                    return hit["findings"](select)
+                    return hit["findings"](select, evidence)
                 except CorruptEntry:  # deleted; the detectors give the same findings again
                     found = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
                                     correlation=loaded.correlation).findings
@@ -363,6 +363,14 @@ def cached_report_class() -> type:
             if callable(value):  # still undecoded: decode only the findings selected
                 return value(select)
             return super().findings_where(select)
+
+        def findings_without_evidence(self) -> list:
+            value = self.__dict__["_findings"]
+            if not callable(value):
+                return value
+            if "_brief_findings" not in self.__dict__:
+                self.__dict__["_brief_findings"] = value(None, False)
+            return self.__dict__["_brief_findings"]
 
         @property
         def finding_count(self) -> int:

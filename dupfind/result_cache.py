@@ -758,9 +758,9 @@ class ResultCache:
 
         lines: list[bytes] = []  # the checked findings file, one state a line, once read
 
-        def findings(select: Callable[[str, str], bool] | None = None) -> list:
+        def findings(select: Callable[[str, str], bool] | None = None, evidence: bool = True) -> list:
             """Every finding, or those whose rule code and fingerprint `select` accepts (only those
-            lines parsed)."""
+            lines parsed); with `evidence` False, without their evidence."""
             wanted = [i for i, (rule, fp) in enumerate(zip(rule_of, fingerprint_of)) if select is None or select(rule, fp)]
             if not wanted:
                 return []
@@ -772,7 +772,7 @@ class ResultCache:
                     lines.extend(body.split(b"\n"))
                     if len(lines) != expected[2]:
                         raise CorruptEntry("another number of findings")
-                found = [Finding.from_state(orjson.loads(lines[i])) for i in wanted]
+                found = [Finding.from_state(orjson.loads(lines[i]), evidence) for i in wanted]
                 if any((f.rule, f.fingerprint) != (rule_of[i], fingerprint_of[i]) for f, i in zip(found, wanted)):
                     raise CorruptEntry("a finding of another rule or fingerprint")
                 return found

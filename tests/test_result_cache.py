@@ -4,6 +4,7 @@ corrupt, foreign or unwritable is trusted or breaks a run."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -518,6 +519,8 @@ def test_finding_state_round_trip_on_real_findings():
             assert back == finding and back.to_dict() == finding.to_dict()
             assert _same(vars(back)["figures"], finding.figures) and _same(back.first_ts, finding.first_ts)
             assert all(_same(a.ts, b.ts) for a, b in zip(back.evidence, finding.evidence))
+            brief = Finding.from_state(orjson.loads(orjson.dumps(finding.to_state())), evidence=False)
+            assert brief.evidence == [] and brief == dataclasses.replace(finding, evidence=[])
             seen += 1
     assert seen > 20
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections import Counter
 
@@ -88,7 +89,9 @@ def _evidence_excerpt(finding: Finding) -> list[str]:
     return table(["time (UTC)", "where", "worker", "kind", "event", "what it shows"], cells)
 
 
-def _root_cause(report: AnalysisReport, worst: Finding | None) -> list[str]:
+def _root_cause(report: AnalysisReport, worst: Finding | None, full: AnalysisReport) -> list[str]:
+    """The main cause and the evidence of one finding of it (read from `full`, the report whose
+    findings carry their evidence)."""
     causes = report.root_causes()
     if not causes and worst is None:
         return []
@@ -107,6 +110,9 @@ def _root_cause(report: AnalysisReport, worst: Finding | None) -> list[str]:
     else:
         example = worst
         lines.append(md(worst.summary, None))
+    if example is not None:
+        example = next(iter(full.findings_where(
+            lambda rule, fingerprint: (rule, fingerprint) == (example.rule, example.fingerprint))), example)
     if example is not None and example.evidence:
         lines += ["", "Evidence:", ""] + _evidence_excerpt(example)
     return lines + [""]
@@ -159,11 +165,15 @@ def _reproduce(report: AnalysisReport, worst: Finding | None, command: list[str]
 
 def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
                     redacted: bool = False) -> str:
+    full = report
+    # The report shows the evidence of one finding: the others are read without it (a cached
+    # report then decodes none of theirs), and that one is read whole by _root_cause.
+    report = dataclasses.replace(report, findings=report.findings_without_evidence())
     worst = _worst(report)
     lines = [f"# {md(_title(report), None)}", ""]
     lines += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
     lines += _impact(report)
-    lines += _root_cause(report, worst)
+    lines += _root_cause(report, worst, full)
     lines += _worst_trace(report, worst)
     lines += _remediation(report)
     lines += _findings_by_rule(report)
