@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -42,10 +42,11 @@ class Window:
 def select_windows(report: AnalysisReport, deploy: str | None, around: datetime | None, width_s: float) -> list[Window]:
     """--deploy ID, or --around TIME (width centred on it), or each deploy, or the busiest duplicate period."""
     ctx = report.context
-    times = ctx.columns("ts")["ts"]
-    if times.len() == 0:
+    if report.summary.get("first_ts") is None:
         raise DupfindError("no records were read, so there is no timeline to draw.")
-    first, last = times.min(), times.max()
+    # The first and last record times, as the summary gives them (to the microsecond, UTC).
+    first, last = (datetime.fromisoformat(report.summary[k].replace("Z", "+00:00")).astimezone(UTC)
+                   for k in ("first_ts", "last_ts"))
     tail = timedelta(seconds=redelivery_tail_s(ctx))
     windows = report.summary["deploys"]["windows"]
     model = ctx.deploys.windows
