@@ -45,7 +45,7 @@ def select_windows(report: AnalysisReport, deploy: str | None, around: datetime 
     if report.summary.get("first_ts") is None:
         raise DupfindError("no records were read, so there is no timeline to draw.")
     # The first and last record times, as the summary gives them (to the microsecond, UTC).
-    first, last = (datetime.fromisoformat(report.summary[k].replace("Z", "+00:00")).astimezone(UTC)
+    first, last = (datetime.fromisoformat(report.summary[k]).astimezone(UTC)
                    for k in ("first_ts", "last_ts"))
     tail = timedelta(seconds=redelivery_tail_s(ctx))
     windows = report.summary["deploys"]["windows"]
