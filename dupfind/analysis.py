@@ -153,9 +153,14 @@ class AnalysisContext:
         return self.side_effects.height > 0
 
     @cached_property
+    def timeout_statements(self) -> pl.DataFrame:
+        """Queue and visibility timeout of the records that state one."""
+        return as_strings(self.columns("queue", "visibility_timeout_s").filter(pl.col("visibility_timeout_s").is_not_null()))
+
+    @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        stated = as_strings(self.columns("queue", "visibility_timeout_s").filter(pl.col("visibility_timeout_s").is_not_null()))
+        stated = self.timeout_statements
         found: dict[str, float] = {}
         if stated.height:
             per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")

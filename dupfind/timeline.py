@@ -276,16 +276,15 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     pairs = _window_executions(report, windows)
     shown_rows = pairs["_row"].unique().sort()
     keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks)
-    # Each window's executions, as positions (`_at`) in `entries`, with what they count for.
-    shown = (
-        pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id"))
-        .join(entries.select("id").with_row_index("_at"), on="id", maintain_order="left")
-        .join(entries.select("worker", "state", "duplicate", "after_stop").with_row_index("_at"), on="_at",
-              maintain_order="left")
+    # Each window's executions: their entries (and `_at`, the position in `entries`).
+    shown = pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id")).join(
+        entries.with_row_index("_at"), on="id", maintain_order="left"
     )
     listed = [pl.col("_at")]
     if as_json:
-        shown = shown.with_columns(_entry_json(keys, entries).gather(shown["_at"]).alias("_json"))
+        # Written per window's row, not gathered from one text per entry: an entry is seldom shown
+        # twice, and its fields are a tenth of its JSON.
+        shown = shown.with_columns(_entry_json(keys, shown).alias("_json"))
         # Each worker's executions as the bytes of a JSON array (bytes: not decoded into a str).
         listed.append(pl.concat_str(
             pl.lit("[" + _indent(ENTRY_DEPTH)), pl.col("_json").str.join("," + _indent(ENTRY_DEPTH)),
