@@ -222,22 +222,24 @@ def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
     """Each entry as the text orjson.dumps(entry, option=OPT_INDENT_2) writes for it at ENTRY_DEPTH:
     a document of many thousand entries is written by polars instead of built as dicts."""
     field, key, item = _indent(ENTRY_DEPTH + 2), _indent(ENTRY_DEPTH + 4), _indent(ENTRY_DEPTH + 6)
-    listed = [
-        pl.when(pl.col(f"id:{k}").list.len() > 0).then(pl.concat_str(
+    listed = [  # null for an empty list (its JSON items joined are "", and a JSON item never is)
+        pl.concat_str(
             pl.lit(orjson.dumps(k).decode() + ": [" + item),
-            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join("," + item),
+            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join("," + item).replace("", None),
             pl.lit(key + "]"),
-        ))
+        )
         for k in keys
     ]
-    ids = pl.concat_str(listed, separator="," + key, ignore_nulls=True) if listed else pl.lit("")
+    listed = pl.concat_str(listed, separator="," + key, ignore_nulls=True) if listed else pl.lit("")
+    ids = pl.col("_ids")
     ids = pl.when(ids == "").then(pl.lit("{}")).otherwise(pl.concat_str(pl.lit("{" + key), ids, pl.lit(field + "}")))
     parts: list[pl.Expr] = [pl.lit("{")]
     for n, name in enumerate(ENTRY_FIELDS):
         parts += [pl.lit(("," if n else "") + field + orjson.dumps(name).decode() + ": "),
                   ids if name == "ids" else _json_of(pl.col(name), frame.schema[name], name in PLAIN_FIELDS)]
     parts.append(pl.lit(_indent(ENTRY_DEPTH) + "}"))
-    return frame.select(pl.concat_str(parts).alias("json")).to_series()
+    # The ids' text first, in a step of its own: used twice below, it would be written twice.
+    return frame.with_columns(listed.alias("_ids")).select(pl.concat_str(parts).alias("json")).to_series()
 
 
 def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.DataFrame) -> pl.DataFrame:
@@ -266,7 +268,7 @@ def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.Dat
 
 def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False) -> dict[str, Any]:
     """Everything each window's timeline shows, as plain data (times as ISO strings). With
-    `as_json`, each worker's executions are already JSON text (an orjson.Fragment): the document is
+    `as_json`, each execution's entry is already JSON text (an orjson.Fragment): the document is
     then only for orjson.dumps with OPT_INDENT_2, which writes what it writes without `as_json`."""
     document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
     if not windows:
@@ -284,12 +286,9 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     if as_json:
         # Written per window's row, not gathered from one text per entry: an entry is seldom shown
         # twice, and its fields are a tenth of its JSON.
-        shown = shown.with_columns(_entry_json(keys, shown).alias("_json"))
-        # Each worker's executions as the bytes of a JSON array (bytes: not decoded into a str).
-        listed.append(pl.concat_str(
-            pl.lit("[" + _indent(ENTRY_DEPTH)), pl.col("_json").str.join("," + _indent(ENTRY_DEPTH)),
-            pl.lit(_indent(ENTRY_DEPTH - 2) + "]"),
-        ).cast(pl.Binary).alias("_json"))
+        # As bytes: not decoded into a str on the way to orjson.
+        shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
+        listed.append(pl.col("_json"))
     else:
         dicts = _entry_dicts(keys, entries)
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
@@ -301,7 +300,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     mine: dict[tuple[int, str | None], dict[str, Any]] = {}
     for row in per_worker.iter_rows(named=True):
         if as_json:
-            executions = orjson.Fragment(row["_json"])
+            executions = [orjson.Fragment(text) for text in row["_json"]]
         else:
             executions = [dicts[i] for i in row["_at"]]
         flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
@@ -316,8 +315,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     for row in _window_workers(report, windows, shown).iter_rows(named=True):
         drawn.setdefault(row["_w"], []).append(row)
     sources = dict(ctx.deploys.generations.select("generation", "source").rows())
-    empty = {"executions": orjson.Fragment("[]") if as_json else [],
-             "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
+    empty = {"executions": [], "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
     document["windows"] = [
         _window(report, window, drawn.get(w, []), mine.get, w, counts.get(w, (0, 0, 0)), sources, marks, empty)
         for w, window in enumerate(windows)
