@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 
 from dupfind.render.safe import safe_str, safe_text
@@ -190,8 +190,23 @@ def _summary(data: dict, console: Console) -> None:
         console.print(safe_text(s["concentration"], style="bold"))
 
 
+class _Lines:
+    """Collects what render_window prints, for one console.print of them all (a print per line
+    was most of drawing a few hundred windows)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.items: list = []
+
+    def print(self, item=None) -> None:
+        self.items.append(Text("") if item is None else item)
+
+
 def render_timeline(document: dict, console: Console, max_rows: int = 40) -> None:
+    lines = _Lines(console.width)
     for i, window in enumerate(document["windows"]):
         if i:
-            console.print()
-        render_window(window, console, max_rows)
+            lines.print()
+        render_window(window, lines, max_rows)
+    if lines.items:
+        console.print(Group(*lines.items))
