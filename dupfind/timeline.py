@@ -115,17 +115,20 @@ def _marks(report: AnalysisReport) -> _Marks:
     )
 
 
+def _bounds(windows: list[Window], moment: pl.DataType) -> pl.DataFrame:
+    """Each window's index (`_w`) and bounds (`_from`, `_to`), for inequality joins."""
+    return pl.DataFrame(
+        {"_w": range(len(windows)), "_from": [w.start for w in windows], "_to": [w.end for w in windows]},
+        schema={"_w": pl.Int64, "_from": moment, "_to": moment},
+    )
+
+
 def _window_executions(report: AnalysisReport, windows: list[Window]) -> pl.DataFrame:
     """Which executions each window shows (`_w`, the window's index; `_row`, the execution's row),
     those running at some point inside it, by start time: one inequality join for every window
     instead of a filter per window."""
     ex = report.context.executions
-    moment = ex.schema["start"]
-    bounds = pl.DataFrame(
-        {"_w": range(len(windows)), "_from": [w.start for w in windows], "_to": [w.end for w in windows]},
-        schema={"_w": pl.Int64, "_from": moment, "_to": moment},
-    )
-    pairs = bounds.join_where(
+    pairs = _bounds(windows, ex.schema["start"]).join_where(
         ex.select("start", "end").with_row_index("_row"), pl.col("start") <= pl.col("_to"), pl.col("end") >= pl.col("_from")
     )
     return pairs.sort("_w", "start", "_row", maintain_order=True).select("_w", "_row")
@@ -246,11 +249,7 @@ def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.Dat
     """The worker rows each window draws (`_w`), in its order: workers with an execution shown in
     it, workers told to stop while alive in it, and workers that started in it."""
     workers = report.context.deploys.workers.with_row_index("_wk")
-    moment = workers.schema["start_ts"]
-    bounds = pl.DataFrame(
-        {"_w": range(len(windows)), "_from": [w.start for w in windows], "_to": [w.end for w in windows]},
-        schema={"_w": pl.Int64, "_from": moment, "_to": moment},
-    )
+    bounds = _bounds(windows, workers.schema["start_ts"])
     stopped = bounds.join_where(
         workers.filter(pl.col("stop_ts").is_not_null())
         .select("_wk", "start_ts", pl.coalesce("end_ts", "last_ts").alias("_last")),
@@ -282,29 +281,26 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     shown = pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id")).join(
         entries.with_row_index("_at"), on="id", maintain_order="left"
     )
-    listed = [pl.col("_at")]
     if as_json:
-        # Written per window's row, not gathered from one text per entry: an entry is seldom shown
-        # twice, and its fields are a tenth of its JSON.
-        # As bytes: not decoded into a str on the way to orjson.
+        # Written per window's row, not gathered from one text per entry (an entry is seldom shown
+        # twice, and its fields are a tenth of its JSON); as bytes, not decoded into a str.
         shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
-        listed.append(pl.col("_json"))
     else:
         dicts = _entry_dicts(keys, entries)
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
-        *listed,
+        pl.col("_json" if as_json else "_at"),
         pl.col("after_stop").sum().alias("after_stop"),
         (pl.col("state") == "interrupted").sum().alias("interrupted"),
         pl.col("duplicate").sum().alias("duplicate"),
     )
-    mine: dict[tuple[int, str | None], dict[str, Any]] = {}
+    mine: dict[int, dict[str | None, dict[str, Any]]] = {}  # window -> worker -> its executions and flags
     for row in per_worker.iter_rows(named=True):
         if as_json:
             executions = [orjson.Fragment(text) for text in row["_json"]]
         else:
             executions = [dicts[i] for i in row["_at"]]
         flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
-        mine[(row["_w"], row["worker"])] = {"executions": executions, "flags": flags}
+        mine.setdefault(row["_w"], {})[row["worker"]] = {"executions": executions, "flags": flags}
     counts = {
         w: (n, interrupted, after_stop)
         for w, n, interrupted, after_stop in shown.group_by("_w").agg(
@@ -315,17 +311,17 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     for row in _window_workers(report, windows, shown).iter_rows(named=True):
         drawn.setdefault(row["_w"], []).append(row)
     sources = dict(ctx.deploys.generations.select("generation", "source").rows())
-    empty = {"executions": [], "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
     document["windows"] = [
-        _window(report, window, drawn.get(w, []), mine.get, w, counts.get(w, (0, 0, 0)), sources, marks, empty)
+        _window(report, window, drawn.get(w, []), mine.get(w, {}), counts.get(w, (0, 0, 0)), sources, marks)
         for w, window in enumerate(windows)
     ]
     return document
 
 
-def _window(report: AnalysisReport, window: Window, workers: list[dict], mine, w: int,
-            counts: tuple[int, int, int], sources: dict, marks: _Marks, empty: dict) -> dict[str, Any]:
-    """One window's timeline, from what timeline_document worked out for every window."""
+def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: dict[str | None, dict[str, Any]],
+            counts: tuple[int, int, int], sources: dict, marks: _Marks) -> dict[str, Any]:
+    """One window's timeline, from what timeline_document worked out for every window: its worker
+    rows, their executions and flags (`mine`, by worker), and its execution counts."""
     start, end = window.start, window.end
     generations: dict[str | None, dict] = {}
     for row in workers:
@@ -338,7 +334,9 @@ def _window(report: AnalysisReport, window: Window, workers: list[dict], mine, w
                 "workers": [],
             },
         )
-        shown = mine((w, row["worker_id"]), empty)
+        shown = mine.get(row["worker_id"])
+        if shown is None:  # a worker drawn for its stop or start in the window, with no execution in it
+            shown = {"executions": [], "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
         gen["workers"].append(
             {
                 "worker": row["worker_id"],
@@ -350,7 +348,7 @@ def _window(report: AnalysisReport, window: Window, workers: list[dict], mine, w
                 "stop": iso(row["stop_ts"]),
                 "grace_s": row["grace_s"],
                 "executions": shown["executions"],
-                "flags": dict(shown["flags"]),
+                "flags": shown["flags"],
             }
         )
     dups = marks.duplicates
