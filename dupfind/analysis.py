@@ -26,8 +26,9 @@ EVIDENCE_KINDS = (
 )
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
 TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
-# Ids that name one request of an action but are not link keys: records outside any action that
-# carry one of an action's values belong to its trace.
+# Ids that belong to one action only but are not link keys: a record carrying one of the action's
+# values but no link key (an HTTP access line with the request id, a provider webhook) is part of
+# its trace.
 PER_ACTION_IDS = ("request_id", "provider_message_id")
 
 

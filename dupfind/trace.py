@@ -18,8 +18,6 @@ from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.timefmt import iso_us
 from dupfind.trace_notes import annotate
 
-# Ids that belong to one action only; a record carrying one of the action's values but no
-# link key (an HTTP access line with the request id, a provider webhook) is part of its story.
 # Fields shown beside each record when set, in this order (ids are added when they vary).
 DETAIL_FIELDS = (
     "status", "result", "error", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
