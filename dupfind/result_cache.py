@@ -18,11 +18,13 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
                                         findings it shows), for one
                                         rule set and --skew/--timeout
     sets/<set key>/analyses/<value key>.value.json
-                                        a document derived from one analysis (the timeline
-                                        document, the stats tables) for the options that shape it
+                                        a value derived from one analysis (the stats tables) or
+                                        from the set (the ids redaction protects) for the options
+                                        that shape it
     sets/<set key>/analyses/<value key>.out
-                                        a rendered report (analyze in a format, the timeline
-                                        JSON) when nothing was redacted, for the options it used
+                                        a rendered report (analyze in a format, a trace, each
+                                        timeline view) and its note for stderr, for the options
+                                        it used
     sets/<set key>/facts/<context key>/<name>/
                                         frames an AnalysisContext derived (side effects, deploy
                                         model, ...) for one --skew and timeouts (ContextFacts)
@@ -856,7 +858,7 @@ class ResultCache:
         try:
             # Plain JSON data (what JSON gives back equals the value: no tuples, times or
             # non-string keys) is stored and read back as is, checked at orjson's speed
-            # rather than walked by exact_json (seconds for a large timeline document).
+            # rather than walked by exact_json (seconds for a large document).
             try:
                 plain = (type(value) is list and all(type(v) is str for v in value)) \
                     or orjson.loads(orjson.dumps(value)) == value
