@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import queue
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +37,7 @@ KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
 STORE_THREADS = 2  # per-file cache entries written at a time
+NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
 KEY_COLUMNS = ("ts", "kind", "name", "source", "line", "format")  # kept in every normalised block
 
 
@@ -870,6 +873,9 @@ class _Normaliser:
         self.spans: list[pl.DataFrame] = []  # per batch: first and last time per file
         self.unmapped: list[pl.DataFrame] = []  # per batch: records of kind `other` per file and name
         self.filtered_out = 0  # records outside --since/--until, dropped batch by batch
+        # What each batch adds to the file reports, applied by `apply_reports` once parsing is
+        # done: the parsing thread updates the same reports meanwhile.
+        self.report_updates: list[tuple[list[tuple], dict[str, dict[str, list[str]]], pl.DataFrame]] = []
 
     def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:
         self.pending.extend(raws)
@@ -899,19 +905,60 @@ class _Normaliser:
                 for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
             ))
             counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
+            self.report_updates.append((counts, result.fields, result.rejects))
+            if result.rejects.height:
+                self.rejects.append(_own_text(result.rejects))
+        self.pending = []
+        self.pending_rows = 0
+
+    def apply_reports(self) -> None:
+        """Records, fields and rejects of every normalised batch, added to the file reports in batch order."""
+        for counts, fields_by_source, rejects in self.report_updates:
             for source, records, naive in counts:
                 report = self.reports[source]
                 report.records += records
                 report.parsed += records
                 report.naive_ts += naive
-            for source, fields in result.fields.items():
+            for source, fields in fields_by_source.items():
                 self.reports[source].add_fields(fields)
-            if result.rejects.height:
-                for (source,), rej in result.rejects.group_by("source"):
+            if rejects.height:
+                for (source,), rej in rejects.group_by("source"):
                     self.reports[source].add_rejects(rej)
-                self.rejects.append(_own_text(result.rejects))
-        self.pending = []
-        self.pending_rows = 0
+        self.report_updates = []
+
+
+class _NormalisingThread:
+    """Normalises parsed blocks on a second thread while the next one is parsed.
+
+    polars releases the GIL while it works, so parsing and normalisation overlap on two cores. The
+    normaliser sees the same blocks in the same order as in one thread, so the result is the same."""
+
+    def __init__(self, normaliser: _Normaliser) -> None:
+        self.normaliser = normaliser
+        self.queue: queue.Queue = queue.Queue(maxsize=NORMALISE_QUEUE_BLOCKS)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="dupfind-normalise", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (raws := self.queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self.normaliser.add(raws)
+                except BaseException as exc:  # raised again in the reading thread
+                    self.error = exc
+
+    def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put(raws)
+
+    def close(self) -> None:
+        """Wait for the blocks handed over so far; raise what normalising them raised."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def _within(table: pl.DataFrame, since: datetime | None, until: datetime | None) -> pl.DataFrame:
@@ -956,29 +1003,34 @@ def ingest(
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
     normaliser = _Normaliser(config, reports, since, until)
-    ingestor = Ingestor(config, sink=normaliser.add, progress=progress)
+    normalising = _NormalisingThread(normaliser)
+    ingestor = Ingestor(config, sink=normalising.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
     reads: list[_FileRead] = []
     cached_tables: list[pl.DataFrame] = []
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
-    for src in sources:
-        key = cache.key(src.file) if cache is not None and src.file is not None else None
-        hit = cache.load(key, src.path) if key is not None else None
-        if hit is not None:
-            reports[src.path], table, rejects = hit
-            cached_tables.append(table)
-            parse_rejects.append(rejects)
-            if progress and src.file is not None:
-                progress(src.file.stat().st_size)
-            continue
-        reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
-        reads.append(ingestor.read(src, reports[src.path]))
-        if key is not None and since is None and until is None:  # rows of a window are not the file's
-            to_store[src.path] = key
-    ingestor.flush()
+    try:
+        for src in sources:
+            key = cache.key(src.file) if cache is not None and src.file is not None else None
+            hit = cache.load(key, src.path) if key is not None else None
+            if hit is not None:
+                reports[src.path], table, rejects = hit
+                cached_tables.append(table)
+                parse_rejects.append(rejects)
+                if progress and src.file is not None:
+                    progress(src.file.stat().st_size)
+                continue
+            reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
+            reads.append(ingestor.read(src, reports[src.path]))
+            if key is not None and since is None and until is None:  # rows of a window are not the file's
+                to_store[src.path] = key
+        ingestor.flush()
+    finally:
+        normalising.close()
     for read in reads:  # a batched file's rejects are known once its batch was parsed
         parse_rejects.extend(read.rejects)
     normaliser.flush()
+    normaliser.apply_reports()
     ordered = [reports[src.path] for src in sources]
     if sum(r.lines for r in ordered) == 0:
         truncated = [r.path for r in ordered if r.truncated]
