@@ -91,14 +91,18 @@ def _dist(column: str, prefix: str) -> list[pl.Expr]:
 def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.DataFrame]:
     """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
     cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
+    table = ctx.columns(*cols, "echo")
+    # The event names that mean a dead-letter queue, matched once each rather than once a row.
+    names = table["name"].unique().drop_nulls()
+    dead_names = names.filter(names.cast(pl.String).str.to_lowercase().str.contains(DEAD_LETTER))
     records = _labelled(
-        ctx.columns(*cols, "echo").filter(
-            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"])
-             | pl.col("name").cast(pl.String).fill_null("").str.to_lowercase().str.contains(DEAD_LETTER))
+        table.filter(
+            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("name").is_in(dead_names))
             & ~pl.col("echo")  # a run another log of the same worker already tells counts once
-        ).select(cols).pipe(as_strings),
+        ).with_columns(dead=pl.col("name").is_in(dead_names)).select(*cols, "dead").pipe(as_strings),
         ctx,
     )
+    del table
     message = pl.coalesce("job_id", pl.col("action_id").cast(pl.String))
     records = records.with_columns(
         published=pl.col("kind") == "publish",
@@ -106,8 +110,8 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         started=pl.col("kind") == "start",
         retried=pl.col("kind") == "retry",
         lease_expired_logged=pl.col("kind") == "lease_expired",
-        dead_letter=pl.when(pl.col("name").cast(pl.String).fill_null("").str.to_lowercase().str.contains(DEAD_LETTER)).then(message),
-    )
+        dead_letter=pl.when(pl.col("dead")).then(message),
+    ).drop("dead")
     execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
         finished=pl.col("completed"),
         failed=pl.col("failed"),
