@@ -118,29 +118,39 @@ def build_actions(
         table.select("rid", *keys).filter(pl.any_horizontal(pl.col(keys).is_not_null()))
         .group_by(keys).agg(pl.col("rid")).with_row_index("tid")
     )
-    long = (
-        tuples.select("tid", *[pl.col(k).cast(pl.String) for k in keys])
-        .unpivot(index="tid", on=keys, variable_name="key", value_name="value")
+    # One row per (tuple, key) with a value. A node (key=value) is numbered by its key's position
+    # and the value's categorical code: text columns share one string pool, so a code is one
+    # string. No "key=value" text is written a row, and none is added to the pool, which keeps
+    # every string it is given until the process ends.
+    long = pl.concat([
+        tuples.select("tid", pl.lit(i, dtype=pl.Int64).alias("key"), pl.col(k).cast(pl.Categorical).alias("value"))
         .drop_nulls("value")
-        .filter(~pl.col("value").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
-        .with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
+        for i, k in enumerate(keys)
+    ])
+    distinct = long["value"].unique()
+    placeholders = distinct.filter(distinct.cast(pl.String).str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
+    long = long.filter(~pl.col("value").is_in(placeholders.implode())).with_columns(
+        nid=pl.col("key") * (1 << 32) + pl.col("value").to_physical().cast(pl.Int64)
     )
-    # An integer per distinct node: categorical codes (a hash table over the strings, no sort or join).
-    long = long.with_columns(nid=pl.col("node").cast(pl.Categorical).to_physical().cast(pl.Int64))
-    node_ids = long.select("nid", "node", "key", "value").unique("nid")
+    node_ids = long.select("nid", "key", "value").unique("nid").select(
+        "nid",
+        pl.col("key").replace_strict(list(range(len(keys))), keys, return_dtype=pl.String),
+        pl.col("value").cast(pl.String),
+    ).with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
     long = long.select("tid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
     warnings: list[GlueWarning] = []
     if "job_id" in keys:
-        jobs = long.filter(pl.col("key") == "job_id").select("tid", pl.col("nid").alias("job"))
+        job_key = keys.index("job_id")
+        jobs = long.filter(pl.col("key") == job_key).select("tid", pl.col("nid").alias("job"))
         fanout = (
-            long.filter(pl.col("key") != "job_id").join(jobs, on="tid")
+            long.filter(pl.col("key") != job_key).join(jobs, on="tid")
             .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
         partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
         if partner:
-            partners = long.filter(pl.col("key") == partner).select("tid", pl.col("nid").alias("p"))
+            partners = long.filter(pl.col("key") == keys.index(partner)).select("tid", pl.col("nid").alias("p"))
             fanout = pl.concat([
                 fanout,
                 jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),

@@ -97,9 +97,9 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     dead_names = names.filter(names.cast(pl.String).str.to_lowercase().str.contains(DEAD_LETTER))
     records = _labelled(
         table.filter(
-            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("name").is_in(dead_names))
+            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("name").is_in(dead_names.implode()))
             & ~pl.col("echo")  # a run another log of the same worker already tells counts once
-        ).with_columns(dead=pl.col("name").is_in(dead_names)).select(*cols, "dead").pipe(as_strings),
+        ).with_columns(dead=pl.col("name").is_in(dead_names.implode())).select(*cols, "dead").pipe(as_strings),
         ctx,
     )
     del table
