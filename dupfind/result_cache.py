@@ -11,6 +11,8 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
     sets/<set key>/table-<part>.arrow   the correlated table (rid, action_id, exec_id) in parts of
                                         TABLE_PART_ROWS rows: a warm command reads the columns it
                                         needs, or the few parts that hold the rows it shows
+    Every frame file is Arrow IPC streams of a few columns each, one after the other
+    (CATEGORICALS_PER_STREAM); the meta gives each stream's columns and bytes.
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
                                         (exact_json, one finding a line, their rules and
@@ -92,6 +94,11 @@ TABLE_PART_ROWS = 1 << 16
 PARTS_PER_SCAN = 16
 MAX_OPEN_PARTS = 256  # descriptors kept open per set entry (the usual limit is 1024 a process)
 COMPRESSION = "lz4"
+# Categorical columns per Arrow IPC stream of a frame file. polars writes a Categorical column
+# with a map as large as its whole string pool (every text the process has seen), and holds the
+# maps of all columns of a stream at once: one stream of a 5M-line table part took 2 GB for a
+# moment. A frame is written as consecutive streams of a few columns each instead.
+CATEGORICALS_PER_STREAM = 4
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
 ANALYSES_MAX_BYTES = 1 << 30  # and at most this much of them (a timeline JSON of 1M lines is ~100 MB)
@@ -162,11 +169,58 @@ def _schema(frame: pl.DataFrame) -> list[list[str]]:
     return [[name, str(dtype)] for name, dtype in frame.schema.items()]
 
 
+def _column_streams(frame: pl.DataFrame) -> list[list[str]]:
+    """The frame's columns in order, cut into runs of at most CATEGORICALS_PER_STREAM Categorical columns."""
+    streams: list[list[str]] = [[]]
+    categoricals = 0
+    for name, dtype in frame.schema.items():
+        if dtype == pl.Categorical:
+            if categoricals == CATEGORICALS_PER_STREAM:
+                streams.append([])
+                categoricals = 0
+            categoricals += 1
+        streams[-1].append(name)
+    return streams
+
+
 def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
-    """Write a frame as LZ4 Arrow IPC; what `_read_frame` checks it against (for the meta)."""
-    raw = frame.write_ipc(None, compression=COMPRESSION).getvalue()
-    path.write_bytes(raw)
-    return {"rows": frame.height, "bytes": len(raw), "crc32": zlib.crc32(raw), "schema": _schema(frame)}
+    """Write a frame as LZ4 Arrow IPC streams of a few columns each, one after the other (see
+    CATEGORICALS_PER_STREAM); what `_read_frame` checks it against (for the meta)."""
+    crc, size, streams = 0, 0, []
+    with path.open("wb") as out:
+        for names in _column_streams(frame):
+            raw = frame.select(names).write_ipc(None, compression=COMPRESSION).getbuffer()
+            out.write(raw)
+            crc = zlib.crc32(raw, crc)
+            size += len(raw)
+            streams.append([len(names), len(raw)])
+            del raw
+    return {"rows": frame.height, "bytes": size, "crc32": crc, "schema": _schema(frame), "streams": streams}
+
+
+def _stream_bounds(info: dict[str, Any]) -> list[tuple[int, int, int, int]]:
+    """(first column, last column + 1, first byte, last byte + 1) of each stream of a frame file."""
+    bounds, column, at = [], 0, 0
+    for columns, size in info["streams"]:
+        bounds.append((column, column + columns, at, at + size))
+        column += columns
+        at += size
+    if at != info["bytes"] or column != len(info["schema"]):
+        raise CorruptEntry("the streams of a frame do not add up to it")
+    return bounds
+
+
+def _read_streams(raw: bytes | memoryview, info: dict[str, Any], names: list[str] | None = None) -> list[tuple[list[str], memoryview]]:
+    """The streams of a frame file that hold any of `names` (all when None): (those names, bytes)."""
+    columns = [name for name, _ in info["schema"]]
+    view = memoryview(raw)
+    wanted = None if names is None else set(names)
+    found = []
+    for first, last, start, end in _stream_bounds(info):
+        held = [c for c in columns[first:last] if wanted is None or c in wanted]
+        if held:
+            found.append((held, view[start:end]))
+    return found
 
 
 def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
@@ -186,7 +240,12 @@ def _read_frame(path: Path, info: dict[str, Any], raw: bytes | None = None) -> p
     its checked bytes are given) and its rows and schema after; CorruptEntry when anything differs."""
     if raw is None:
         raw = _verified(path.read_bytes(), info, path.name)
-    return _checked_shape(pl.read_ipc(raw), info["rows"], info["schema"], path.name)
+    streams = _read_streams(raw, info)
+    if len(streams) == 1:
+        frame = pl.read_ipc(io.BytesIO(streams[0][1]))
+    else:  # the streams decoded side by side
+        frame = pl.concat(pl.collect_all([pl.scan_ipc(io.BytesIO(data)) for _, data in streams]), how="horizontal")
+    return _checked_shape(frame, info["rows"], info["schema"], path.name)
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
@@ -399,7 +458,16 @@ class SetEntry:
         # Polars decodes the parts of one scan in parallel; PARTS_PER_SCAN bounds the bytes held.
         for first in range(0, len(infos), PARTS_PER_SCAN):
             indexes = range(first, min(first + PARTS_PER_SCAN, len(infos)))
-            frame = pl.scan_ipc([io.BytesIO(self._part_bytes(i)) for i in indexes]).select(missing).collect()
+            # One scan per stream that holds a wanted column (the parts share one schema, so one
+            # layout of columns in streams).
+            streams = [_read_streams(self._part_bytes(i), infos[i], missing) for i in indexes]
+            if len({tuple(tuple(names) for names, _ in found) for found in streams}) != 1:
+                raise CorruptEntry("the parts of the table hold their columns in other streams")
+            pieces = pl.collect_all([
+                pl.scan_ipc([io.BytesIO(found[k][1]) for found in streams]).select(names)
+                for k, (names, _) in enumerate(streams[0])
+            ])
+            frame = (pl.concat(pieces, how="horizontal") if len(pieces) > 1 else pieces[0]).select(missing)
             frames.append(_checked_shape(frame, sum(infos[i]["rows"] for i in indexes), expected,
                                          f"{_part_name(indexes[0])} and the parts after it"))
         frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]

@@ -206,6 +206,8 @@ def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monke
     run("analyze", str(logs), "--format", "json")
     [entry] = _set_dirs(cache_dir)
     assert len(list(entry.glob("table-*.arrow"))) == math.ceil(table.height / 37) > 3
+    meta = orjson.loads(bytes(dupfind.result_cache._unchecked((entry / "meta.json").read_bytes(), dupfind.result_cache.SET_FORMAT)))
+    assert len(meta["table"]["parts"][0]["streams"]) > 2  # its Categorical columns, a few a stream
 
     def cached() -> CachedCorrelation:
         correlation = load_correlated([str(logs)], config).correlation
@@ -234,6 +236,30 @@ def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monke
     assert warm.columns("rid", "message").equals(table.select("rid", "message"))
     assert warm.rows(picks).equals(table[picks])
     assert len(warm._entry._part_files) == 2
+
+
+def test_a_frame_is_written_in_streams_of_a_few_categorical_columns(tmp_path):
+    per_stream = dupfind.result_cache.CATEGORICALS_PER_STREAM
+    texts = [None if i % 5 == 0 else f"v{i % 7}" for i in range(50)]
+    columns = {"rid": pl.int_range(50, eager=True)}
+    for n in range(2 * per_stream + 1):  # three streams: 4 + 4 + 1 Categorical columns
+        columns[f"c{n}"] = pl.Series(texts, dtype=pl.Categorical)
+        columns[f"x{n}"] = pl.Series([float(i) if i % 3 else None for i in range(50)])
+    frame = pl.DataFrame(columns)
+    path = tmp_path / "frame.arrow"
+    info = dupfind.result_cache._write_frame(path, frame)
+    assert [columns for columns, _ in info["streams"]] == [2 * per_stream + 1, 2 * per_stream, 2]
+    assert sum(size for _, size in info["streams"]) == info["bytes"] == path.stat().st_size
+    assert dupfind.result_cache._read_frame(path, info).equals(frame)
+    stream_of = {name: k for k, (names, _) in enumerate(dupfind.result_cache._read_streams(path.read_bytes(), info))
+                 for name in names}
+    assert stream_of["rid"] == 0 and stream_of["c4"] == 1 and stream_of["x8"] == 2
+    with pytest.raises(dupfind.result_cache.CorruptEntry):  # a layout that does not add up
+        dupfind.result_cache._read_frame(path, {**info, "streams": [[2, 10], *info["streams"][1:]]})
+    # One that adds up but cuts the bytes elsewhere fails to decode (callers discard the entry).
+    shifted = [[n, size + d] for (n, size), d in zip(info["streams"], (8, -8, 0))]
+    with pytest.raises((dupfind.result_cache.CorruptEntry, pl.exceptions.PolarsError)):
+        dupfind.result_cache._read_frame(path, {**info, "streams": shifted})
 
 
 def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls, tmp_path):
