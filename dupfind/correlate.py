@@ -166,12 +166,16 @@ def build_actions(
         .select(pl.col("nid").alias("a"), pl.col("anchor").alias("b")).unique()
     )
     linked = long.select("nid").unique()
+    del long  # the largest frame here: released before the components are worked out
     labels = _connected_components(edges, linked["nid"])
+    del edges, linked
     tuple_labels = anchors.join(labels.rename({"node": "anchor"}), on="anchor").select("tid", "label")
+    del anchors
     # Stable identity: the sorted ids of the component (independent of input order); action ids
     # follow a seeded hash of the identity, as independent of input order as sorting the
     # identities and far cheaper at millions of actions.
     members = labels.rename({"node": "nid"}).join(node_ids.select("nid", "node"), on="nid").sort("label", "node")
+    del labels, node_ids
     actions = (
         members.group_by("label", maintain_order=True)
         .agg(pl.col("node").str.join("|").alias("identity"))
@@ -179,6 +183,7 @@ def build_actions(
         .with_row_index("action_id")
         .with_columns(pl.col("action_id").cast(pl.Int64))
     )
+    del members
     record_actions = (
         tuple_labels.join(actions.select("label", "action_id"), on="label")
         .join(tuples.select("tid", "rid"), on="tid").explode("rid").select("rid", "action_id")

@@ -34,7 +34,8 @@ def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
         harmful, on=["action_id", "effect"]
     )
     extra = (
-        requests.sort("ts").with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
+        requests.select("action_id", "effect", "ts").sort("ts")
+        .with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
     )
     return extra["ts"].sort()
 
@@ -45,8 +46,8 @@ def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
     if ex.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
-    later = (
-        ex.with_columns(entry=entry)
+    later = (  # only the two columns it needs: a sort of every column would copy the executions
+        ex.select("action_id", entry.alias("entry"))
         .sort("entry")
         .with_columns(n=pl.int_range(pl.len()).over("action_id"))
         .filter(pl.col("n") > 0)
