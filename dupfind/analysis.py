@@ -43,28 +43,35 @@ class GroupIndex:
 
     DIRECT_LOOKUPS = 16
 
-    def __init__(self, frame: pl.DataFrame, key: str, order: tuple[str, ...] = (),
+    def __init__(self, frame: pl.DataFrame | Callable[..., pl.DataFrame], key: str, order: tuple[str, ...] = (),
                  rows: Callable[[pl.Series], pl.DataFrame] | None = None) -> None:
+        """`frame`: the frame, or a function giving its columns by name (such as the table's
+        AnalysisContext.columns: a direct lookup then reads only the key column)."""
+        self.columns = frame if callable(frame) else frame.select
         self.rows = rows or (lambda positions: frame[positions])
         self.key, self.order = key, order
-        self.keyed = frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"), key, *order)
         self.lookups = 0
         self.spans: dict | None = None
+        self._keys: pl.Series | None = None
 
     def _build(self) -> None:
-        keyed = self.keyed.filter(pl.col(self.key).is_not_null()).sort(self.key, *self.order, maintain_order=True)
+        keyed = self.columns(self.key, *self.order).with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
+        keyed = keyed.filter(pl.col(self.key).is_not_null()).sort(self.key, *self.order, maintain_order=True)
         self.positions = keyed["_pos"]
         counts = keyed.group_by(self.key, maintain_order=True).len()
         starts = counts["len"].cum_sum() - counts["len"]
         self.spans = dict(zip(counts[self.key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
+        self._keys = None
 
     def get(self, value) -> pl.DataFrame:
         if self.spans is None and self.lookups < self.DIRECT_LOOKUPS:
             self.lookups += 1
-            found = self.keyed.filter(pl.col(self.key) == value)
-            if self.order:
-                found = found.sort(*self.order, maintain_order=True)
-            return self.rows(found["_pos"])
+            if self._keys is None:
+                self._keys = self.columns(self.key).get_column(self.key)
+            # The rows carry the order columns: sorted after they are gathered, in position order
+            # first, as a sort of the keyed frame would order them.
+            found = self.rows((self._keys == value).arg_true().cast(pl.UInt32))
+            return found.sort(*self.order, maintain_order=True) if self.order else found
         if self.spans is None:
             self._build()
         span = self.spans.get(value)
@@ -115,8 +122,7 @@ class AnalysisContext:
 
     @cached_property
     def _records_index(self) -> GroupIndex:
-        return GroupIndex(self.columns("action_id", "ts", "source", "line"), "action_id", ("ts", "source", "line"),
-                          rows=self.rows)
+        return GroupIndex(self.columns, "action_id", ("ts", "source", "line"), rows=self.rows)
 
     @cached_property
     def _executions_index(self) -> GroupIndex:
