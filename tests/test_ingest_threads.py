@@ -7,12 +7,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from test_ingest_batches import _mixed_dir
 
 import dupfind.ingest as ingest_module
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.sources import iter_chunks
-from tests.test_ingest_batches import _mixed_dir
 
 CONFIG = load_config(cwd=Path("/"))
 
