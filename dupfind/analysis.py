@@ -10,7 +10,7 @@ import polars as pl
 
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
-from dupfind.deploys import DeployModel, build_deploy_model
+from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
 from dupfind.effects import duplicate_effects, side_effect_requests
 from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
 from dupfind.findings import Finding
@@ -360,10 +360,20 @@ class AnalysisContext:
             pl.col("action_id").is_null() & pl.any_horizontal(pl.col(c).is_not_null() for c in present)
         ).drop("action_id") if present else pl.DataFrame(schema={"rid": pl.UInt32})
 
+    @cached_property
+    def deploy_records(self) -> pl.DataFrame:
+        """Deploy start and finish records (rid, ts), in time order: a trace shows those during its action."""
+        return self.columns("rid", "kind", "ts").filter(pl.col("kind").is_in(DEPLOY_KINDS)).select("rid", "ts").sort("ts")
+
     def action_ids(self, action_id: int) -> dict[str, list[str]]:
         """Every id of an action: link keys and the entity ids seen on its records."""
         found = ids_and_spans(self, {action_id}, self.records_of(action_id)).get(action_id)
         return found[0] if found else {k: [] for k in EXECUTION_ID_KEYS}
 
     def action_identity(self, action_id: int) -> str:
+        if "_identities" not in self.__dict__ and self.__dict__.get("_identity_lookups", 0) < GroupIndex.DIRECT_LOOKUPS:
+            # A trace asks for one identity: a filter, not a dict of every action's.
+            self.__dict__["_identity_lookups"] = self.__dict__.get("_identity_lookups", 0) + 1
+            found = self.actions.filter(pl.col("action_id") == action_id)["identity"]
+            return found[0] if found.len() else f"action-{action_id}"
         return self._identities.get(action_id, f"action-{action_id}")

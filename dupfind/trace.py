@@ -23,7 +23,6 @@ DETAIL_FIELDS = (
     "status", "result", "error", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
     "duration_ms", "visibility_timeout_s", "message",
 )
-DEPLOY_KINDS = ("deploy_start", "deploy_finish")
 STOP_LOOKBACK = timedelta(minutes=10)
 
 
@@ -232,8 +231,7 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
         )
         rids += stops["rid"].unique().to_list()
     first, last = records["ts"].min(), records["ts"].max()
-    deploys = ctx.columns("rid", "kind", "ts").filter(pl.col("kind").is_in(DEPLOY_KINDS) & pl.col("ts").is_between(first, last))
-    rids += deploys["rid"].to_list()
+    rids += ctx.deploy_records.filter(pl.col("ts").is_between(first, last))["rid"].to_list()
     return rids
 
 
