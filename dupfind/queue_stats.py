@@ -96,10 +96,10 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     names = table["name"].unique().drop_nulls()
     dead_names = names.filter(names.cast(pl.String).str.to_lowercase().str.contains(DEAD_LETTER))
     records = _labelled(
-        table.filter(
-            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("name").is_in(dead_names.implode()))
+        table.with_columns(dead=pl.col("name").is_in(dead_names.implode())).filter(
+            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("dead"))
             & ~pl.col("echo")  # a run another log of the same worker already tells counts once
-        ).with_columns(dead=pl.col("name").is_in(dead_names.implode())).select(*cols, "dead").pipe(as_strings),
+        ).select(*cols, "dead").pipe(as_strings),
         ctx,
     )
     del table
