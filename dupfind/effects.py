@@ -34,6 +34,14 @@ def _classify(text: pl.Expr) -> pl.Expr:
     )
 
 
+def _outcomes(frame: pl.DataFrame, text: pl.Expr) -> pl.Series:
+    """_classify of `text` on each row of `frame`, its regexes run once per distinct text (a few
+    dozen statuses and names, not a row each)."""
+    texts = frame.select(text.alias("text")).to_series()
+    distinct = texts.unique()
+    return texts.replace_strict(distinct, pl.select(_classify(pl.lit(distinct))).to_series(), return_dtype=pl.String)
+
+
 def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     """One row per side-effect request, with `outcome` in success|uncertain|replay|rejected.
 
@@ -56,28 +64,16 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         scope=scope,
         effect=pl.col("action").cast(pl.String).fill_null("side_effect"),
         completed_name=name.str.contains(_COMPLETED_NAME),
-    ).with_columns(
-        prev_kind=pl.col("kind").shift(1).over("scope", "effect"),
-        prev_completed=pl.col("completed_name").shift(1).over("scope", "effect"),
     )
-    # A completion-named side_effect right after an open request acts as that request's result.
-    as_result = (
-        (pl.col("kind") == "side_effect") & pl.col("completed_name")
-        & (pl.col("prev_kind") == "side_effect") & ~pl.col("prev_completed").fill_null(False)
-    )
-    effects = effects.with_columns(
-        role=pl.when(as_result | (pl.col("kind") == "side_effect_result")).then(pl.lit("result")).otherwise(pl.lit("request"))
-    ).with_columns(
-        request_seq=(pl.col("role") == "request").cast(pl.Int32).cum_sum().over("scope", "effect")
-    )
-    own = _classify(pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" "))
+    effects = effects.with_columns(_sequence_columns(effects))
+    own = pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" ")
     result_text = pl.concat_str(
         [pl.col("status").fill_null(""), pl.col("result").fill_null(""), pl.col("name").fill_null(""), pl.col("error").fill_null("")],
         separator=" ",
     )
+    results = effects.filter((pl.col("role") == "result") & (pl.col("request_seq") > 0))
     results = (
-        effects.filter((pl.col("role") == "result") & (pl.col("request_seq") > 0))
-        .with_columns(result_outcome=pl.coalesce(_classify(result_text), pl.lit("success")))
+        results.with_columns(result_outcome=_outcomes(results, result_text).fill_null("success"))
         .group_by("scope", "effect", "request_seq")
         .agg(
             pl.col("result_outcome").first(),
@@ -85,7 +81,8 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
             pl.col("ts").first().alias("result_ts"),
         )
     )
-    requests = effects.filter(pl.col("role") == "request").with_columns(own_outcome=own)
+    requests = effects.filter(pl.col("role") == "request")
+    requests = requests.with_columns(own_outcome=_outcomes(requests, own))
     requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
     outcome = pl.coalesce(
         pl.col("result_outcome"),
@@ -97,6 +94,27 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         ["", "false", "0", "no", "none", "null", "off"]
     )
     return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
+
+
+def _sequence_columns(effects: pl.DataFrame) -> list[pl.Series]:
+    """`role` (request or result) and `request_seq` (the requests so far) of each record, in its
+    run of records with one scope and effect, in time order.
+
+    Worked out over the records sorted by run: a shift or running count `over` the runs costs a
+    group per execution (0.17 s for 97k records at 1M lines, against a few ms sorted).
+    """
+    runs = effects.select("scope", "effect", "kind", "completed_name").with_row_index("_o").sort("scope", "effect", "_o")
+    same_run = (pl.col("scope") == pl.col("scope").shift(1)) & (pl.col("effect") == pl.col("effect").shift(1))
+    # A completion-named side_effect right after an open request acts as that request's result.
+    as_result = (
+        (pl.col("kind") == "side_effect") & pl.col("completed_name")
+        & same_run & (pl.col("kind").shift(1) == "side_effect") & ~pl.col("completed_name").shift(1)
+    ).fill_null(False)
+    role = pl.when(as_result | (pl.col("kind") == "side_effect_result")).then(pl.lit("result")).otherwise(pl.lit("request"))
+    requests = (pl.col("role") == "request").cast(pl.Int32)
+    before_run = pl.when(~same_run.fill_null(False)).then(requests.cum_sum() - requests).forward_fill()
+    runs = runs.with_columns(role=role).with_columns(request_seq=requests.cum_sum() - before_run).sort("_o")
+    return [runs["role"], runs["request_seq"]]
 
 
 def _request_columns(requests: pl.DataFrame) -> pl.DataFrame:

@@ -241,8 +241,9 @@ def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
         parts += [pl.lit(("," if n else "") + field + orjson.dumps(name).decode() + ": "),
                   ids if name == "ids" else _json_of(pl.col(name), frame.schema[name], name in PLAIN_FIELDS)]
     parts.append(pl.lit(_indent(ENTRY_DEPTH) + "}"))
-    # The ids' text first, in a step of its own: used twice below, it would be written twice.
-    return frame.with_columns(listed.alias("_ids")).select(pl.concat_str(parts).alias("json")).to_series()
+    # The ids' text first, in a step of its own: used twice below, it would be written twice. Lazy,
+    # the step carries only the columns the entries read (eager, it copied every column: +40 %).
+    return frame.lazy().with_columns(listed.alias("_ids")).select(pl.concat_str(parts).alias("json")).collect().to_series()
 
 
 def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,78 @@
+"""Side-effect requests: which records are requests, which are their results, and each outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dupfind.effects import _sequence_columns, side_effect_requests
+
+T0 = datetime(2026, 3, 2, 14, 0, tzinfo=timezone.utc)
+TEXT = ("name", "action", "status", "result", "error", "provider_idempotency", "idempotency_key", "source")
+
+
+def _table(rows: list[dict]) -> pl.DataFrame:
+    """A correlated table of side-effect records, one a second, as dupfind holds it (text Categorical)."""
+    full = [
+        {"rid": i, "ts": T0 + timedelta(seconds=i), "line": i + 1, "kind": "side_effect", "action_id": 1,
+         "exec_id": None, **{c: None for c in TEXT}, "source": "w.log", **row}
+        for i, row in enumerate(rows)
+    ]
+    schema = {"rid": pl.UInt32, "ts": pl.Datetime("us", "UTC"), "line": pl.Int64, "kind": pl.String,
+              "action_id": pl.Int64, "exec_id": pl.Int64, **{c: pl.String for c in TEXT}}
+    frame = pl.DataFrame(full, schema=schema, orient="row")
+    return frame.with_columns(pl.col("kind", *TEXT).cast(pl.Categorical))
+
+
+def test_a_completion_record_after_an_open_request_is_its_result():
+    table = _table([
+        {"exec_id": 10, "name": "provider_request", "action": "email"},      # request 1 of exec 10
+        {"exec_id": 11, "name": "provider_request", "action": "email"},      # exec 11, interleaved
+        {"exec_id": 10, "name": "email_sent", "action": "email"},            # result of request 1
+        {"exec_id": 10, "name": "email_sent", "action": "email"},            # a request of its own: nothing open
+        {"exec_id": 11, "kind": "side_effect_result", "action": "email", "status": "504 timed out"},
+        {"exec_id": 10, "name": "provider_request", "action": "sms"},        # another effect: its own run
+        {"exec_id": None, "name": "provider_request", "action": "email", "status": "rejected"},  # no execution
+    ])
+    requests = side_effect_requests(table).sort("rid")
+    assert requests.select("rid", "exec_id", "effect", "outcome", "result_rid").rows() == [
+        (0, 10, "email", "success", 2),
+        (1, 11, "email", "uncertain", 4),
+        (3, 10, "email", "success", None),
+        (5, 10, "sms", "uncertain", None),
+        (6, None, "email", "rejected", None),
+    ]
+
+
+def _reference(runs: pl.DataFrame) -> pl.DataFrame:
+    """role and request_seq as a shift and a running count over each run (what _sequence_columns replaces)."""
+    prev = runs.with_columns(
+        prev_kind=pl.col("kind").shift(1).over("scope", "effect"),
+        prev_completed=pl.col("completed_name").shift(1).over("scope", "effect"),
+    )
+    as_result = (
+        (pl.col("kind") == "side_effect") & pl.col("completed_name")
+        & (pl.col("prev_kind") == "side_effect") & ~pl.col("prev_completed").fill_null(False)
+    )
+    role = pl.when(as_result | (pl.col("kind") == "side_effect_result")).then(pl.lit("result")).otherwise(pl.lit("request"))
+    return prev.with_columns(role=role).with_columns(
+        request_seq=(pl.col("role") == "request").cast(pl.Int64).cum_sum().over("scope", "effect")
+    ).select("role", "request_seq")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(
+    st.tuples(st.integers(-2, 3), st.sampled_from(["email", "sms"]), st.sampled_from(["side_effect", "side_effect_result"]),
+              st.booleans()),
+    max_size=40,
+))
+def test_sequence_columns_equal_the_per_run_shift_and_count(records):
+    runs = pl.DataFrame(records, schema={"scope": pl.Int64, "effect": pl.String, "kind": pl.String, "completed_name": pl.Boolean},
+                        orient="row")
+    role, seq = _sequence_columns(runs)
+    expected = _reference(runs)
+    assert role.to_list() == expected["role"].to_list()
+    assert seq.cast(pl.Int64).to_list() == expected["request_seq"].to_list()
