@@ -330,7 +330,8 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
     base = base.with_columns(seg=boundary.cast(pl.Int64).cum_sum())
     # Segments with consumer work are executions, numbered in order; rows stay sorted by
     # (action, identity, time), so each execution's rows are contiguous and in time order.
-    base = base.filter(pl.col("kind").is_in(CONSUMER_KINDS).any().over("seg"))
+    consumed = base.filter(pl.col("kind").is_in(CONSUMER_KINDS))["seg"].unique()
+    base = base.filter(pl.col("seg").is_in(consumed.implode()))
     base = base.with_columns(
         exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1 + first_id
     )

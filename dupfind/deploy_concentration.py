@@ -35,7 +35,7 @@ def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
     )
     extra = (
         requests.select("action_id", "effect", "ts").sort("ts")
-        .with_columns(n=pl.int_range(pl.len()).over("action_id", "effect")).filter(pl.col("n") > 0)
+        .filter(~pl.struct("action_id", "effect").is_first_distinct())
     )
     return extra["ts"].sort()
 
@@ -49,8 +49,7 @@ def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
     later = (  # only the two columns it needs: a sort of every column would copy the executions
         ex.select("action_id", entry.alias("entry"))
         .sort("entry")
-        .with_columns(n=pl.int_range(pl.len()).over("action_id"))
-        .filter(pl.col("n") > 0)
+        .filter(~pl.col("action_id").is_first_distinct())
     )
     return later["entry"].sort()
 

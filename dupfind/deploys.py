@@ -369,9 +369,11 @@ def _interrupted(
         "inferred": pl.Boolean,
     }
     # A run the same worker took up again for the same action (a prefork receive split from its
-    # child's run, a retry) was not what the worker held when it ended.
+    # child's run, a retry) was not what the worker held when it ended. Sorted by pair, the next
+    # row of the same pair is the next run (a shift `over` the pairs costs a group per pair).
+    same_pair = pl.all_horizontal(pl.col(c) == pl.col(c).shift(-1) for c in ("action_id", "worker_id"))
     resumed = executions.sort("action_id", "worker_id", "start").with_columns(
-        next_start=pl.col("start").shift(-1).over("action_id", "worker_id")
+        next_start=pl.when(same_pair).then(pl.col("start").shift(-1))
     )
     # The kill is often logged by another host (the orchestrator): within the clock-skew
     # tolerance it may carry a time just before the worker's own last record.

@@ -127,7 +127,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
             ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED))
             .join(harmful, on=["action_id", "effect"])
             .sort("ts")
-            .filter(pl.int_range(pl.len()).over("action_id", "effect") > 0)
+            .filter(~pl.struct("action_id", "effect").is_first_distinct())
             .select("action_id", "exec_id")
         )
     extra = _labelled(extra, ctx)
