@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 from hypothesis import given, settings
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dupfind.effects import _sequence_columns, side_effect_requests
 
-T0 = datetime(2026, 3, 2, 14, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 TEXT = ("name", "action", "status", "result", "error", "provider_idempotency", "idempotency_key", "source")
 
 
