@@ -57,7 +57,7 @@ def path_expr(path: str, available: set[str], objects: set[str] | None = None) -
     return options[0] if len(options) == 1 else pl.coalesce(options)
 
 
-_FORMAT_CONFIGS: dict[tuple[int, str], Config] = {}
+_FORMAT_CONFIGS: dict[tuple[int, str], tuple[str, Config]] = {}  # (id, format) -> (its digest, derived)
 
 
 def config_for_format(config: Config, fmt: str) -> Config:
@@ -67,9 +67,10 @@ def config_for_format(config: Config, fmt: str) -> Config:
     that is a preset adds what it knows about where the canonical columns are.
     """
     key = (id(config), fmt)
+    digest = config.digest()
     cached = _FORMAT_CONFIGS.get(key)
-    if cached is not None and cached.digest() == config.digest():
-        return cached
+    if cached is not None and cached[0] == digest:  # the same configuration, not one at its old address
+        return cached[1]
     by_name = {p.name: p for p in config.presets}
     layers = [by_name[part] for part in fmt.split("+") if part in by_name]
     aliases = {column: list(paths) for column, paths in config.aliases.items()}
@@ -87,7 +88,7 @@ def config_for_format(config: Config, fmt: str) -> Config:
         for column, mapping in preset.values.items():
             values.setdefault(column, {}).update(mapping)
     derived = replace(config, aliases=aliases, value_maps=values)
-    _FORMAT_CONFIGS[key] = derived
+    _FORMAT_CONFIGS[key] = (digest, derived)
     return derived
 
 

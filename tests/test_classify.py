@@ -48,3 +48,15 @@ def test_a_changed_vocabulary_is_not_answered_from_memory():
     config.kinds = {**config.kinds, "job_received": "start"}
     after = _classify(BLOCKS[0], config)["kind"].to_list()
     assert before[0] == "receive" and after[0] == "start" and after[1:] == before[1:]
+
+
+def test_a_formats_configuration_is_derived_once_and_again_after_a_change():
+    from dupfind.normalize import config_for_format
+
+    config = copy.deepcopy(CONFIG)
+    first = config_for_format(config, "cri+celery")
+    assert config_for_format(config, "cri+celery") is first  # what it remembers of classified keys is kept
+    assert config_for_format(config, "ndjson") is not first
+    config.aliases = {**config.aliases, "job_id": ["job_ref", *config.aliases["job_id"]]}
+    changed = config_for_format(config, "cri+celery")
+    assert changed is not first and changed.aliases["job_id"][0] == "job_ref"
