@@ -54,6 +54,17 @@ def _key_escapes(keys: Iterable[str]) -> list[str]:
     return sorted(escapes)
 
 
+def _contains_any(texts: pl.Series, patterns: list[str]) -> pl.Series:
+    """texts.str.contains_any(patterns), with slices of a large block scanned in parallel: the
+    eager call runs on one thread, and this scan is the reading thread's longest step."""
+    parts = min(pl.thread_pool_size(), 8)
+    if parts < 2 or len(texts) < 2 * JSON_SUB_BLOCK:
+        return texts.str.contains_any(patterns)
+    frame, step = texts.to_frame("text"), -(-len(texts) // parts)
+    scans = [frame.slice(i * step, step).lazy().select(pl.col("text").str.contains_any(patterns)) for i in range(parts)]
+    return pl.concat([scan.to_series() for scan in pl.collect_all(scans)])
+
+
 @dataclass
 class FileReport:
     """What one input was read as and what became of each of its lines."""
@@ -228,7 +239,7 @@ class LineParser:
             if isinstance(value, dict):
                 keys.update(k for k in value if k in self.json_keys)
         patterns = [f'"{k}"' for k in self.json_keys if k not in keys] + self.key_escapes
-        hits = texts.str.contains_any(patterns)
+        hits = _contains_any(texts, patterns)
         if not hits.any():
             return sorted(keys)
         found = set(texts.filter(hits).str.extract_many(patterns).explode().drop_nulls().unique().to_list())

@@ -1,0 +1,42 @@
+"""The alias keys of a block are found wherever they occur, also when the block is scanned in slices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import dupfind.ingest as ingest_module
+from dupfind.config import load_config
+from dupfind.ingest import JSON_SUB_BLOCK, ingest
+
+CONFIG = load_config(cwd=Path("/"))
+LINES = 2 * JSON_SUB_BLOCK + 7  # large enough for the sliced scan
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_sliced_scan_equals_one_scan(monkeypatch, threads):
+    monkeypatch.setattr(ingest_module.pl, "thread_pool_size", lambda: threads)
+    texts = pl.Series([f'{{"n": {i}, "note": "job_id"}}' for i in range(LINES)])
+    texts = texts.scatter([0, JSON_SUB_BLOCK, LINES - 1], ['{"user_id": "u"}', '{"a": "\\u0062"}', '{"job_id": "j"}'])
+    patterns = ['"user_id"', '"job_id"', "\\u0062"]
+    assert ingest_module._contains_any(texts, patterns).equals(texts.str.contains_any(patterns))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_key_on_one_line_of_a_large_block_is_read(tmp_path, monkeypatch, threads):
+    """Keys the sampled lines lack, on the first line, in the middle and on the last line of a block
+    the key scan cuts in slices, reach the table."""
+    monkeypatch.setattr(ingest_module.pl, "thread_pool_size", lambda: threads)
+    rows = [{"ts": f"2026-03-02T14:{i // 600 % 60:02d}:{i // 10 % 60:02d}Z", "event": "heartbeat", "worker_id": "w1"}
+            for i in range(LINES)]
+    rows[0]["order_id"] = "ord-first"
+    rows[LINES // 2]["tenant_id"] = "t-middle"
+    rows[-1]["job_id"] = "job-last"
+    (tmp_path / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = ingest([str(tmp_path)], CONFIG).table
+    assert table.height == LINES
+    found = {c: table[c].cast(pl.String).drop_nulls().to_list() for c in ("order_id", "tenant_id", "job_id")}
+    assert found == {"order_id": ["ord-first"], "tenant_id": ["t-middle"], "job_id": ["job-last"]}
