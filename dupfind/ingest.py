@@ -94,11 +94,14 @@ class FileReport:
     def add_rejects(self, rejects: pl.DataFrame) -> None:
         if rejects.height == 0:
             return
-        summary = rejects.group_by("reason").agg(pl.len(), pl.col("line").min()).rows()
-        for reason, count, first in summary:
-            self.rejected[reason] += count
-            if reason not in self.examples or first < self.examples[reason]:
-                self.examples[reason] = first
+        for reason, count, first in rejects.group_by("reason").agg(pl.len(), pl.col("line").min()).rows():
+            self.count_rejects(reason, count, first)
+
+    def count_rejects(self, reason: str, count: int, first: int) -> None:
+        """`count` lines rejected for `reason`, the first of them at line `first`."""
+        self.rejected[reason] += count
+        if reason not in self.examples or first < self.examples[reason]:
+            self.examples[reason] = first
 
     def add_fields(self, fields: dict[str, list[str]]) -> None:
         for column, paths in fields.items():
@@ -149,6 +152,15 @@ def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None
     data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
     data["text"] = pl.Series(list(texts) if texts is not None else [None] * len(lines), dtype=pl.String)
     return pl.DataFrame(data)
+
+
+def _count_rejects(reports: dict[str, FileReport], rejects: pl.DataFrame, source: str) -> None:
+    """Add rejects of several files to their reports (`source` names the file column): one
+    group-by for all of them, not one a file (a batch holds hundreds of small files)."""
+    if rejects.height:
+        summary = rejects.group_by(source, "reason").agg(pl.len(), pl.col("line").min())
+        for path, reason, count, first in summary.rows():
+            reports[path].count_rejects(reason, count, first)
 
 
 def _own_text(rejects: pl.DataFrame) -> pl.DataFrame:
@@ -660,12 +672,13 @@ class Ingestor:
         self.sink(self._file_workers(raws, items))
         if block.rejects:
             rejects = _local_lines(pl.concat([r.select("line", "reason", "text") for r in block.rejects], how="vertical"), "line", paths)
-            by_source = {source: rej for (source,), rej in rejects.group_by(SOURCE)}
+            _count_rejects({item.path: item.report for item in items}, rejects, SOURCE)
+            rejects = _own_text(rejects.select("line", "reason", "text", pl.col(SOURCE).alias("source")))
+            by_source = rejects.partition_by("source", as_dict=True, maintain_order=True)
             for item in items:
-                rej = by_source.get(item.path)
+                rej = by_source.get((item.path,))
                 if rej is not None:
-                    item.report.add_rejects(rej)
-                    item.read.rejects.append(_own_text(rej.select("line", "reason", "text", pl.col(SOURCE).alias("source"))))
+                    item.read.rejects.append(rej)
         if self.progress:
             self.progress(sum(len(item.data) for item in items))
         return True
@@ -932,9 +945,7 @@ class _Normaliser:
                 report.naive_ts += naive
             for source, fields in fields_by_source.items():
                 self.reports[source].add_fields(fields)
-            if rejects.height:
-                for (source,), rej in rejects.group_by("source"):
-                    self.reports[source].add_rejects(rej)
+            _count_rejects(self.reports, rejects, "source")
         self.report_updates = []
 
 
