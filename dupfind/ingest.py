@@ -513,7 +513,8 @@ def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.Data
 
 
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split a chunk into numbered text lines; undecodable lines are rejected."""
+    """Split a chunk into numbered text lines; undecodable lines are rejected. The two frames
+    together hold _line_count(chunk) rows."""
     try:
         text = chunk.decode("utf-8")
         lines = text.split("\n")
@@ -649,9 +650,10 @@ class Ingestor:
         (their file context, multi-line records) need their own file: then False, nothing is kept,
         and the caller reads each file by itself.
         """
-        frames, block = [], _Block()
+        frames, block, counts = [], _Block(), []
         for index, item in enumerate(items):
             lines, undecodable = _decode_lines(item.data, 1)
+            counts.append(lines.height + undecodable.height)  # every line of the file, as _line_count counts them
             frames.append(lines.with_columns(pl.col("line") + (index << FILE_SHIFT)))
             if undecodable.height:
                 block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
@@ -663,8 +665,8 @@ class Ingestor:
         if per_file:
             return False
         paths = pl.Series(SOURCE, [item.path for item in items], dtype=pl.String)
-        for item in items:
-            item.report.lines += _line_count(item.data)
+        for item, count in zip(items, counts):
+            item.report.lines += count
         if block.blank_lines:
             for index, count in (pl.concat(block.blank_lines) // (1 << FILE_SHIFT)).value_counts().rows():
                 items[index].report.blank += count
@@ -708,7 +710,7 @@ class Ingestor:
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
             lines, undecodable = _decode_lines(chunk, next_line)
-            count = _line_count(chunk)
+            count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
             next_line += count
             report.lines += count
             block = _Block()

@@ -1,4 +1,4 @@
-"""The alias keys of a block are found wherever they occur, also when the block is scanned in slices."""
+"""Reading lines: every line of a chunk is counted, and the alias keys of a block are found wherever they occur."""
 
 from __future__ import annotations
 
@@ -40,3 +40,11 @@ def test_a_key_on_one_line_of_a_large_block_is_read(tmp_path, monkeypatch, threa
     assert table.height == LINES
     found = {c: table[c].cast(pl.String).drop_nulls().to_list() for c in ("order_id", "tenant_id", "job_id")}
     assert found == {"order_id": ["ord-first"], "tenant_id": ["t-middle"], "job_id": ["job-last"]}
+
+
+@pytest.mark.parametrize("chunk", [b"", b"\n", b"a", b"a\nb", b"a\nb\n", b"\n\n", b"\xef\xbb\xbf", b"x\r\n\xff\xfe\ny", b"\xff\n"])
+def test_decoded_lines_are_every_line_of_the_chunk(chunk):
+    """Line accounting reads the count from the decoded frames rather than counting newlines again."""
+    lines, undecodable = ingest_module._decode_lines(chunk, 1)
+    assert lines.height + undecodable.height == ingest_module._line_count(chunk)
+    assert sorted([*lines["line"], *undecodable["line"]]) == list(range(1, ingest_module._line_count(chunk) + 1))
