@@ -915,7 +915,10 @@ class _Normaliser:
             table = result.table
             # File reports describe every record; --since/--until then drop rows batch by batch,
             # so a narrow window over a large export holds only the records it keeps.
-            self.spans.append(table.group_by("source").agg(pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")))
+            per_file = table.group_by("source").agg(
+                pl.len(), pl.col("ts_naive").sum(), pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last")
+            )
+            self.spans.append(per_file.select("source", "first", "last"))
             self.unmapped.append(
                 table.filter((pl.col("kind") == "other") & pl.col("name").is_not_null()).group_by("source", "name").len()
             )
@@ -930,7 +933,7 @@ class _Normaliser:
                 pl.col(c).cast(stored_dtype(t)) if c != "source" else pl.col(c)
                 for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
             ))
-            counts = result.table.group_by("source").agg(pl.len(), pl.col("ts_naive").sum()).rows()
+            counts = per_file.select("source", "len", "ts_naive").rows()
             self.report_updates.append((counts, result.fields, result.rejects))
             if result.rejects.height:
                 self.rejects.append(_own_text(result.rejects))
