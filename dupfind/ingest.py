@@ -10,7 +10,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,6 +38,7 @@ BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
 STORE_THREADS = 2  # per-file cache entries written at a time
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
+ASSEMBLE_THREADS = 2  # columns gathered at once when the table is assembled
 KEY_COLUMNS = ("ts", "kind", "name", "source", "line", "format")  # kept in every normalised block
 
 
@@ -1100,26 +1101,37 @@ def _assemble(
     before = keys.height
     keys = _within(keys, since, until).sort("ts", "__file", "line", maintain_order=True)
     order = keys["__row"]
-    columns: list[pl.Series] = []
+    columns: list = []
     constants: list[pl.Expr] = []
-    for name, dtype in schema.items():
-        if name == "source":
-            columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
-        elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
-            constants.append(pl.lit(None, dtype=stored_dtype(dtype)).alias(name))
-        else:
-            stored = stored_dtype(dtype)
-            pieces = [
-                t.drop_in_place(name).cast(stored) if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
-                for t in tables
-            ]
-            columns.append(pl.concat(pieces, how="vertical").gather(order).alias(name))
-            del pieces
-        for t in tables:
-            if name in t.columns:
-                t.drop_in_place(name)
+    # Columns are gathered on polars' threads two at a time (a gather runs on one): the rest of
+    # the run waits for this step. A column's blocks are taken out of `tables` here, in this
+    # thread, and released once it is gathered.
+    with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
+        for name, dtype in schema.items():
+            if name == "source":
+                columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
+            elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
+                constants.append(pl.lit(None, dtype=stored_dtype(dtype)).alias(name))
+            else:
+                stored = stored_dtype(dtype)
+                pieces = [
+                    t.drop_in_place(name).cast(stored) if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
+                    for t in tables
+                ]
+                columns.append(pool.submit(_gathered, pieces, order, name))
+                del pieces
+            for t in tables:
+                if name in t.columns:
+                    t.drop_in_place(name)
+        columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants)
     return table.select(list(schema)), before - keys.height
+
+
+def _gathered(pieces: list[pl.Series], order: pl.Series, name: str) -> pl.Series:
+    column = pl.concat(pieces, how="vertical")
+    pieces.clear()  # the blocks, released before the gathered copy is made
+    return column.gather(order).alias(name)
 
 
 def _store_in_cache(

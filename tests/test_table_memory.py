@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from dupfind.config import load_config
 from dupfind.ingest import ingest
@@ -37,3 +38,41 @@ def test_freed_pages_are_returned_early_unless_the_user_chose() -> None:
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     assert _allocator_setting(env) == "dirty_decay_ms:250,muzzy_decay_ms:0"
     assert _allocator_setting({**env, "_RJEM_MALLOC_CONF": "dirty_decay_ms:5000"}) == "dirty_decay_ms:5000"
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
+    """Blocks that lack some columns, with equal times across files, assemble (columns gathered on
+    threads) into what one concatenation sorted by time, file and line gives."""
+    from datetime import UTC, datetime, timedelta
+
+    from dupfind.ingest import _assemble
+    from dupfind.schema import canonical_schema, stored_dtype
+
+    monkeypatch.setattr("dupfind.ingest.ASSEMBLE_THREADS", threads)
+    schema = canonical_schema()
+    t0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
+    blocks = []
+    for b in range(5):
+        n = 50 + b
+        block = {"ts": [t0 + timedelta(seconds=(i * 7 + b) % 23) for i in range(n)], "kind": ["start"] * n,
+                 "source": [f"w{(b + i) % 3}.log" for i in range(n)], "line": list(range(n, 0, -1)),
+                 "format": ["ndjson"] * n}
+        if b % 2:
+            block["job_id"] = [f"j{b}-{i}" if i % 4 else None for i in range(n)]
+        if b != 3:
+            block["attempt"] = [i % 3 for i in range(n)]
+        blocks.append(pl.DataFrame(block).with_columns(
+            pl.col(c).cast(stored_dtype(schema[c])) for c in block if c != "source"
+        ))
+    expected = (
+        pl.concat([b.with_columns(pl.col(c).cast(stored_dtype(t)) for c, t in schema.items() if c in b.columns and c != "source")
+                   for b in blocks], how="diagonal_relaxed")
+        .sort("ts", "source", "line", maintain_order=True)
+    )
+    table, outside = _assemble([b.clone() for b in blocks], schema, None, None)
+    assert outside == 0 and table.columns == list(schema)
+    for column in ("ts", "kind", "line", "job_id", "attempt", "format"):
+        assert table[column].cast(expected[column].dtype).to_list() == expected[column].to_list(), column
+    assert table["source"].cast(pl.String).to_list() == expected["source"].to_list()
+    assert table["message"].null_count() == table.height
