@@ -1103,9 +1103,9 @@ def _assemble(
     order = keys["__row"]
     columns: list = []
     constants: list[pl.Expr] = []
-    # Columns are gathered on polars' threads two at a time (a gather runs on one): the rest of
-    # the run waits for this step. A column's blocks are taken out of `tables` here, in this
-    # thread, and released once it is gathered.
+    # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
+    # the GIL while it works): the rest of the run waits for this step. A column's blocks are
+    # taken out of `tables` here, in this thread, and released once it is gathered.
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
