@@ -42,6 +42,27 @@ def _majority(count: int, total: int) -> bool:
     return total > 0 and count * 2 > total
 
 
+def _passing(test, items: list, total: int) -> int:
+    """How many items pass `test`, counted until more than half of `total` passed or too many
+    failed for that: -1 then (a count that can no longer be a majority of `total`). Sniffing
+    tries every preset on every sampled line of every file; most presets fail most lines."""
+    need = total // 2 + 1
+    hits, misses, allowed = 0, 0, len(items) - need
+    for item in items:
+        if test(item):
+            hits += 1
+        else:
+            misses += 1
+            if misses > allowed:
+                return -1
+    return hits
+
+
+def _majority_of(test, items: list, total: int) -> bool:
+    """_majority(number of items that pass `test`, total)."""
+    return total > 0 and _majority(_passing(test, items, total), total)
+
+
 def _csv_preset(header: str, presets: tuple[Preset, ...]) -> Preset | None:
     """The export preset whose fields a CSV header names (Logs Insights: @timestamp,@message,...)."""
     if "," not in header or header.startswith(("{", "[")):
@@ -92,23 +113,24 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
                 decoded.append(None)
     for preset in presets:
         line_envelope = preset.kind == "json" and preset.is_envelope and preset.lines
-        if line_envelope and _majority(sum(preset.matches(r) for r in decoded), len(decoded)):
+        if line_envelope and _majority_of(preset.matches, decoded, len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [re.sub(ANSI_ESCAPE, "", line) for line in lines]
     for preset in presets:
         if preset.kind == "text" and preset.is_envelope:
             pattern = re.compile(preset.line)  # type: ignore[arg-type]
-            if _majority(sum(bool(pattern.search(line)) for line in clean), len(lines)):
+            if _majority_of(pattern.search, clean, len(lines)):
                 return FormatSniff(preset.label, envelope=preset.name)
     for preset in presets:
-        if preset.is_record_shape and _majority(sum(preset.matches(r) for r in decoded), len(lines)):
+        if preset.is_record_shape and _majority_of(preset.matches, decoded, len(lines)):
             return FormatSniff(preset.label)
     grammar_hits = 0
     grammar_label = None
     for preset in presets:
         if preset.is_grammar:
             patterns = [re.compile(preset.line), *(r.regex for r in preset.context_lines)]  # type: ignore[arg-type]
-            hits = sum(any(p.search(line) for p in patterns) for line in clean)
+            # A preset that cannot match most lines is not counted out: only a majority is used below.
+            hits = _passing(lambda line: any(p.search(line) for p in patterns), clean, len(lines))  # noqa: B023
             if hits > grammar_hits:
                 grammar_hits, grammar_label = hits, preset.label
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}
