@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from dupfind.effects import repeated_requests
 from dupfind.timefmt import iso
 
 if TYPE_CHECKING:
@@ -27,17 +28,9 @@ def redelivery_tail_s(ctx: "AnalysisContext") -> float:
 
 def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
     """When each extra side effect of a certain or likely duplicate was requested."""
-    harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
-    if harmful.height == 0:
+    if ctx.side_effects.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
-    requests = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).join(
-        harmful, on=["action_id", "effect"]
-    )
-    extra = (
-        requests.select("action_id", "effect", "ts").sort("ts")
-        .filter(~pl.struct("action_id", "effect").is_first_distinct())
-    )
-    return extra["ts"].sort()
+    return repeated_requests(ctx.side_effects, ctx.effect_counts)["ts"].sort()
 
 
 def redelivery_times(ctx: "AnalysisContext") -> pl.Series:

@@ -121,6 +121,17 @@ def _request_columns(requests: pl.DataFrame) -> pl.DataFrame:
     return requests.select(c for c in REQUEST_COLUMNS if c in requests.columns)
 
 
+def repeated_requests(requests: pl.DataFrame, counts: pl.DataFrame) -> pl.DataFrame:
+    """The counted requests after the first of each side effect `duplicate_effects` rates a certain
+    or likely duplicate (its extra side effects): action_id, effect, exec_id, ts, in time order."""
+    harmful = counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
+    return (
+        requests.filter(pl.col("outcome").is_in(COUNTED)).join(harmful, on=["action_id", "effect"])
+        .select("action_id", "effect", "exec_id", "ts").sort("ts")
+        .filter(~pl.struct("action_id", "effect").is_first_distinct())
+    )
+
+
 def duplicate_effects(requests: pl.DataFrame) -> pl.DataFrame:
     """Per action and side-effect type: counted requests and the duplicate's confidence."""
     if requests.height == 0:

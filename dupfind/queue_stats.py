@@ -9,7 +9,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.analyze import AnalysisReport
-from dupfind.effects import COUNTED
+from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.queue_health import QUANTILES, queue_advice
@@ -119,17 +119,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     gaps = _labelled(ctx.redelivery_gaps.with_columns(queue=pl.col("queue").replace("", None)), ctx)
     extra = pl.DataFrame(schema={"action_id": pl.Int64, "exec_id": pl.Int64})
     if ctx.side_effects.height:
-        # Counted requests after the first, for the side effects DF101 rates a certain or likely duplicate.
-        harmful = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select(
-            "action_id", "effect"
-        )
-        extra = (
-            ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED))
-            .join(harmful, on=["action_id", "effect"])
-            .sort("ts")
-            .filter(~pl.struct("action_id", "effect").is_first_distinct())
-            .select("action_id", "exec_id")
-        )
+        extra = repeated_requests(ctx.side_effects, ctx.effect_counts).select("action_id", "exec_id")
     extra = _labelled(extra, ctx)
     lost = _labelled(
         ctx.action_attributes.filter(pl.col("action_id").is_in(lost_actions)).select(
