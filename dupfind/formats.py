@@ -43,9 +43,9 @@ def _majority(count: int, total: int) -> bool:
 
 
 def _passing(test, items: list, total: int) -> int:
-    """How many items pass `test`, counted until more than half of `total` passed or too many
-    failed for that: -1 then (a count that can no longer be a majority of `total`). Sniffing
-    tries every preset on every sampled line of every file; most presets fail most lines."""
+    """How many items pass `test`; -1 as soon as too many failed for more than half of `total` to
+    pass. Sniffing tries every preset on every sampled line of every file, and most presets fail
+    most lines: they are dropped after about half of them."""
     need = total // 2 + 1
     hits, misses, allowed = 0, 0, len(items) - need
     for item in items:
