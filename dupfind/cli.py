@@ -44,3 +44,7 @@ def main() -> None:
             f"dupfind: internal error: {type(exc).__name__}: {message} (set DUPFIND_DEBUG=1 for a traceback)\n"
         )
         sys.exit(2)
+    finally:
+        stores = sys.modules.get("dupfind.result_cache")  # not imported by --help and the like
+        if stores is not None:
+            stores.wait_for_stores()  # outputs stored while the command wrote them out

@@ -58,6 +58,7 @@ import io
 import os
 import shutil
 import tempfile
+import threading
 import time
 import weakref
 import zlib
@@ -94,6 +95,9 @@ TABLE_PART_ROWS = 1 << 16
 PARTS_PER_SCAN = 16
 MAX_OPEN_PARTS = 256  # descriptors kept open per set entry (the usual limit is 1024 a process)
 COMPRESSION = "lz4"
+# A rendered report at least this large is stored on a thread of its own while the command writes
+# it out: both are mostly system calls, which release the GIL (a 534 MB timeline: 0.41 s storing).
+BACKGROUND_BLOB_BYTES = 8 << 20
 # Categorical columns per Arrow IPC stream of a frame file. polars writes a Categorical column
 # with a map as large as its whole string pool (every text the process has seen), and holds the
 # maps of all columns of a stream at once: one stream of a 5M-line table part took 2 GB for a
@@ -274,6 +278,15 @@ def _report_from_state(data: dict[str, Any]) -> FileReport:
         raise CorruptEntry("cached file report has other fields")
     values["rejected"] = Counter(values["rejected"])
     return FileReport(**values)
+
+
+_STORING: list[threading.Thread] = []  # store_blob_soon's threads not yet waited for
+
+
+def wait_for_stores() -> None:
+    """Return once every output handed to store_blob_soon is stored (or given up)."""
+    while _STORING:
+        _STORING.pop().join()
 
 
 def _write_atomic(target: Path, *chunks: bytes) -> None:
@@ -967,6 +980,16 @@ class ResultCache:
         except OSError:
             pass
         return data
+
+    def store_blob_soon(self, set_key: str, key: str, *chunks: bytes) -> None:
+        """store_blob, on a thread of its own when the chunks are large (see BACKGROUND_BLOB_BYTES):
+        `wait_for_stores` waits for it, and so does the interpreter before it exits."""
+        if sum(len(c) for c in chunks) < BACKGROUND_BLOB_BYTES:
+            self.store_blob(set_key, key, *chunks)
+            return
+        thread = threading.Thread(target=self.store_blob, args=(set_key, key, *chunks), name="dupfind-store-output")
+        thread.start()
+        _STORING.append(thread)
 
     def store_blob(self, set_key: str, key: str, *chunks: bytes) -> bool:
         """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)."""

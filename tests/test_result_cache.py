@@ -621,3 +621,43 @@ def test_analyses_and_outputs_of_a_set_are_bounded(logs, cache_dir, monkeypatch)
     out = run("analyze", str(logs), "--format", "json", "--skew", "0.4")
     assert len(list((entry / "analyses").iterdir())) == 1  # the newest alone, whatever its size
     assert run("analyze", str(logs), "--format", "json", "--skew", "0.4") == out
+
+
+def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs, cache_dir, monkeypatch):
+    """An output of BACKGROUND_BLOB_BYTES or more is stored on a thread of its own; the entry
+    point returns only once it is stored, and the next run reads it back."""
+    import sys
+    import threading
+    import time
+
+    import dupfind.cli
+
+    monkeypatch.setattr(dupfind.result_cache, "BACKGROUND_BLOB_BYTES", 1)
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(thread):
+        if thread.name == "dupfind-store-output":
+            started.append(thread)
+        return real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    real_store = dupfind.result_cache.ResultCache.store_blob
+
+    def slow_store(self, *args):
+        time.sleep(0.3)  # still storing when the command is done writing, unless main waits
+        return real_store(self, *args)
+
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_blob", slow_store)
+    monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
+    with pytest.raises(SystemExit) as exit_info:
+        dupfind.cli.main()
+    assert exit_info.value.code == 0
+    assert len(started) == 1 and not started[0].is_alive()
+    assert not dupfind.result_cache._STORING
+    [entry] = _set_dirs(cache_dir)
+    assert len(list((entry / "analyses").glob("*.out"))) == 1
+    cold = run("analyze", str(logs), "--format", "json", "--no-cache")
+    calls = Calls(monkeypatch)
+    calls.forbid = True
+    assert run("analyze", str(logs), "--format", "json") == cold
