@@ -210,40 +210,46 @@ def _json_of(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> pl.Expr
     return _json(value)
 
 
-def _indent(depth: int) -> str:
-    return "\n" + " " * depth
-
-
-# Where an entry sits in the document: windows[].generations[].workers[].executions[] (orjson's
-# two-space indent): its braces at 16 spaces, its fields at 18, an id list's items at 22.
-ENTRY_DEPTH = 16
 # Entry fields whose text never needs escaping: times written by _ISO_MS, and the state's words.
 PLAIN_FIELDS = ("start", "end", "side_effect_at", "state")
 
 
 def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
-    """Each entry as the text orjson.dumps(entry, option=OPT_INDENT_2) writes for it at ENTRY_DEPTH:
-    a document of many thousand entries is written by polars instead of built as dicts."""
-    field, key, item = _indent(ENTRY_DEPTH + 2), _indent(ENTRY_DEPTH + 4), _indent(ENTRY_DEPTH + 6)
+    """Each entry as the text orjson.dumps(entry) writes for it (compact, one line): a document of
+    many thousand entries is written by polars instead of built as dicts."""
     listed = [  # null for an empty list (its JSON items joined are "", and a JSON item never is)
         pl.concat_str(
-            pl.lit(orjson.dumps(k).decode() + ": [" + item),
-            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join("," + item).replace("", None),
-            pl.lit(key + "]"),
+            pl.lit(orjson.dumps(k).decode() + ":["),
+            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join(",").replace("", None),
+            pl.lit("]"),
         )
         for k in keys
     ]
-    listed = pl.concat_str(listed, separator="," + key, ignore_nulls=True) if listed else pl.lit("")
-    ids = pl.col("_ids")
-    ids = pl.when(ids == "").then(pl.lit("{}")).otherwise(pl.concat_str(pl.lit("{" + key), ids, pl.lit(field + "}")))
+    listed = pl.concat_str(listed, separator=",", ignore_nulls=True) if listed else pl.lit("")
+    ids = pl.concat_str(pl.lit("{"), pl.col("_ids"), pl.lit("}"))
     parts: list[pl.Expr] = [pl.lit("{")]
     for n, name in enumerate(ENTRY_FIELDS):
-        parts += [pl.lit(("," if n else "") + field + orjson.dumps(name).decode() + ": "),
+        parts += [pl.lit(("," if n else "") + orjson.dumps(name).decode() + ":"),
                   ids if name == "ids" else _json_of(pl.col(name), frame.schema[name], name in PLAIN_FIELDS)]
-    parts.append(pl.lit(_indent(ENTRY_DEPTH) + "}"))
-    # The ids' text first, in a step of its own: used twice below, it would be written twice. Lazy,
-    # the step carries only the columns the entries read (eager, it copied every column: +40 %).
+    parts.append(pl.lit("}"))
+    # The ids' text first, in a step of its own. Lazy, the step carries only the columns the
+    # entries read (eager, it copied every column: +40 %).
     return frame.lazy().with_columns(listed.alias("_ids")).select(pl.concat_str(parts).alias("json")).collect().to_series()
+
+
+def entries_on_one_line(document: dict[str, Any]) -> dict[str, Any]:
+    """A timeline document (as plain data) whose execution entries orjson writes on one line each
+    inside an indented document, as `--format json` does: a copy, down to the workers."""
+    return {**document, "windows": [
+        {**window, "generations": [
+            {**gen, "workers": [
+                {**worker, "executions": [orjson.Fragment(orjson.dumps(e)) for e in worker["executions"]]}
+                for worker in gen["workers"]
+            ]}
+            for gen in window["generations"]
+        ]}
+        for window in document["windows"]
+    ]}
 
 
 def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.DataFrame) -> pl.DataFrame:
@@ -268,8 +274,9 @@ def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.Dat
 
 def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False) -> dict[str, Any]:
     """Everything each window's timeline shows, as plain data (times as ISO strings). With
-    `as_json`, each execution's entry is already JSON text (an orjson.Fragment): the document is
-    then only for orjson.dumps with OPT_INDENT_2, which writes what it writes without `as_json`."""
+    `as_json`, each execution's entry is already JSON text on one line (an orjson.Fragment): the
+    document is then only for orjson.dumps, which writes what it writes for entries_on_one_line of
+    the document without `as_json`."""
     document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
     if not windows:
         return document
@@ -284,7 +291,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     )
     if as_json:
         # Written per window's row, not gathered from one text per entry (an entry is seldom shown
-        # twice, and its fields are a tenth of its JSON); as bytes, not decoded into a str.
+        # twice); as bytes, not decoded into a str.
         shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
     else:
         dicts = _entry_dicts(keys, entries)

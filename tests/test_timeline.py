@@ -278,12 +278,13 @@ def _odd_text_logs(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("folder", ["overlap", "k8s", "odd", "around"])
 def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     """`--format json` writes each execution's entry as text from polars (timeline_document with
-    as_json); the other views read the document's dicts. Both must dump to the same bytes."""
+    as_json); the other views read the document's dicts. Both must dump to the same bytes: an
+    indented document with each entry on one line."""
     from dupfind.analyze import analyze
     from dupfind.config import load_config
     from dupfind.ingest import ingest
     from dupfind.rules_registry import load_rules
-    from dupfind.timeline import select_windows, timeline_document
+    from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
 
     logs = {"overlap": OVERLAP, "k8s": K8S, "around": OVERLAP}.get(folder) or _odd_text_logs(tmp_path)
     config = load_config(None, None, None)
@@ -291,8 +292,14 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     around = datetime(2026, 7, 21, 10, 1, 30, tzinfo=timezone.utc) if folder == "around" else None
     windows = select_windows(report, None, around, 1200.0 if around else 600.0)  # --window: 20m, and the default
     as_text = orjson.dumps(timeline_document(report, windows, as_json=True), option=orjson.OPT_INDENT_2)
-    as_dicts = orjson.dumps(timeline_document(report, windows), option=orjson.OPT_INDENT_2)
+    document = timeline_document(report, windows)
+    as_dicts = orjson.dumps(entries_on_one_line(document), option=orjson.OPT_INDENT_2)
     assert as_text == as_dicts
+    assert orjson.loads(as_text) == document
+    lines = as_text.decode().split("\n")  # not splitlines: an id may hold U+2028, which orjson writes as is
+    for entry in _executions(document["windows"][0]):
+        [line] = [x for x in lines if x.lstrip().startswith('{"id":%d,' % entry["id"])]
+        assert orjson.loads(line.rstrip(",")) == entry
     entries = _executions(orjson.loads(as_text)["windows"][0])
     assert entries and all(e["ids"] for e in entries)
     if folder == "odd":

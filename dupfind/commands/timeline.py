@@ -85,7 +85,7 @@ def timeline(
     from dupfind.pipeline import cached_output, store_context_facts
     from dupfind.render.timeline_html import render_html
     from dupfind.render.timeline_text import render_timeline
-    from dupfind.timeline import parse_duration, select_windows, timeline_document
+    from dupfind.timeline import entries_on_one_line, parse_duration, select_windows, timeline_document
     from dupfind.timeparse import parse_time_bound
 
     if deploy is not None and around is not None:
@@ -135,10 +135,12 @@ def timeline(
         store_context_facts(report.context)
 
     def as_json() -> bytes:
+        # Indented, but each execution's entry on one line: half the bytes of a document indented
+        # throughout (a 5M-line export's timeline: 534 -> 277 MB), and one line to grep per execution.
         indented = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
         if redactor is None:  # the executions' entries as JSON text from polars, not as dicts
             return orjson.dumps(timeline_document(report, windows(), as_json=True), option=indented)
-        return orjson.dumps(timeline_data(), option=indented)
+        return orjson.dumps(entries_on_one_line(timeline_data()), option=indented)
 
     def as_table(console: Console) -> bytes:
         render_timeline(timeline_data(), console, max_rows)
