@@ -45,6 +45,6 @@ def main() -> None:
         )
         sys.exit(2)
     finally:
-        stores = sys.modules.get("dupfind.result_cache")  # not imported by --help and the like
-        if stores is not None:
-            stores.wait_for_stores()  # outputs stored while the command wrote them out
+        background = sys.modules.get("dupfind.background")  # not imported by --help and the like
+        if background is not None:
+            background.wait()  # cache writes that went on while the command worked

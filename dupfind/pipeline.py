@@ -80,14 +80,15 @@ def _warn_if_too_large(paths: list[str]) -> None:
         sys.stderr.write(f"dupfind: warning: {warning}\n")
 
 
-def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
+def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache,
+            store_in_background: bool = False) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since_ts, until_ts, cache=cache)
+        return ingest(paths, config, since_ts, until_ts, cache=cache, store_in_background=store_in_background)
     with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache)
+        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_in_background=store_in_background)
 
 
 def load_inputs(
@@ -100,12 +101,15 @@ def load_inputs(
     stderr: Console | None = None,
     config: Config | None = None,
     use_cache: bool = True,
+    store_in_background: bool = False,
 ) -> IngestResult:
-    """Load the configuration and read every input into the canonical table."""
+    """Load the configuration and read every input into the canonical table. With
+    `store_in_background`, files are stored in the cache while the caller goes on (a command
+    waits for them before it exits: dupfind.background)."""
     config = config or load_config(config_file, rules_dir, assume_tz)
     cache = TableCache(default_cache_dir(), config.digest()) if use_cache else None
     since_ts, until_ts = time_bounds(config, since, until)
-    return _ingest(paths, config, since_ts, until_ts, stderr, cache)
+    return _ingest(paths, config, since_ts, until_ts, stderr, cache, store_in_background)
 
 
 def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: int = 25) -> Correlation:
@@ -134,11 +138,12 @@ def load_correlated(
     max_jobs_per_value: int = 25,
     stderr: Console | None = None,
     use_cache: bool = True,
+    store_in_background: bool = False,
 ) -> Correlated:
     """Read and correlate every input, or take both from the result cache when no input changed.
 
     A warm hit reads no log line: the file reports come from the set entry, the frames are read
-    from it when first used (see result_cache)."""
+    from it when first used (see result_cache). `store_in_background`: as for load_inputs."""
     since_ts, until_ts = time_bounds(config, since, until)
     if not use_cache:
         result = _ingest(paths, config, since_ts, until_ts, stderr, None)
@@ -162,7 +167,7 @@ def load_correlated(
     key = set_key()
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files, store_in_background)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value)
         if key is not None and set_key() == key and results.store_set(key, result, correlation):  # no input changed
             # Worked out later, the ids a redactor protects would mean reading every id column of the

@@ -58,7 +58,6 @@ import io
 import os
 import shutil
 import tempfile
-import threading
 import time
 import weakref
 import zlib
@@ -72,7 +71,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from dupfind import __version__
+from dupfind import __version__, background
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
@@ -278,15 +277,6 @@ def _report_from_state(data: dict[str, Any]) -> FileReport:
         raise CorruptEntry("cached file report has other fields")
     values["rejected"] = Counter(values["rejected"])
     return FileReport(**values)
-
-
-_STORING: list[threading.Thread] = []  # store_blob_soon's threads not yet waited for
-
-
-def wait_for_stores() -> None:
-    """Return once every output handed to store_blob_soon is stored (or given up)."""
-    while _STORING:
-        _STORING.pop().join()
 
 
 def _write_atomic(target: Path, *chunks: bytes) -> None:
@@ -982,14 +972,11 @@ class ResultCache:
         return data
 
     def store_blob_soon(self, set_key: str, key: str, *chunks: bytes) -> None:
-        """store_blob, on a thread of its own when the chunks are large (see BACKGROUND_BLOB_BYTES):
-        `wait_for_stores` waits for it, and so does the interpreter before it exits."""
+        """store_blob, on a thread of its own when the chunks are large (see BACKGROUND_BLOB_BYTES)."""
         if sum(len(c) for c in chunks) < BACKGROUND_BLOB_BYTES:
             self.store_blob(set_key, key, *chunks)
             return
-        thread = threading.Thread(target=self.store_blob, args=(set_key, key, *chunks), name="dupfind-store-output")
-        thread.start()
-        _STORING.append(thread)
+        background.start(self.store_blob, set_key, key, *chunks, name="dupfind-store-output")
 
     def store_blob(self, set_key: str, key: str, *chunks: bytes) -> bool:
         """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)."""

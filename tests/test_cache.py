@@ -44,6 +44,34 @@ def test_warm_run_equals_cold_run(logs, tmp_path):
             b.path, b.format, b.lines, b.records, dict(b.rejected), b.fields, b.first_ts)
 
 
+def test_files_stored_in_the_background_are_there_once_waited_for(logs, tmp_path, monkeypatch):
+    """With store_in_background, ingest returns before its files are stored (a thread writes
+    them while the command goes on); once dupfind.background.wait() returns, they serve a warm
+    run that equals the cold one, rows in the same order."""
+    import threading
+
+    import dupfind.background
+    import dupfind.cache
+
+    release = threading.Event()
+    real_store = dupfind.cache.TableCache.store
+
+    def held_store(self, *args):
+        release.wait(10)  # the stores cannot finish before ingest has returned
+        return real_store(self, *args)
+
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", held_store)
+    config = load_config(cwd=Path("/"))
+    cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_in_background=True)
+    assert not list((tmp_path / "cache").rglob("table.arrow"))
+    release.set()
+    dupfind.background.wait()
+    assert len(list((tmp_path / "cache").rglob("table.arrow"))) == len(cold.files)
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.hits == len(cold.files) and cache.misses == 0
+    assert warm.table.equals(cold.table)
+
+
 def test_changed_file_is_parsed_again_others_are_served(logs, tmp_path):
     _run(logs, tmp_path / "cache")
     victim = sorted(logs.glob("worker-*.log"))[0]

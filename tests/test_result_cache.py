@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import dupfind.analyze
+import dupfind.background
 import dupfind.pipeline
 import dupfind.result_cache
 from dupfind.cli import app
@@ -50,6 +51,7 @@ def cache_dir(tmp_path, monkeypatch):
 def run(*args: str) -> bytes:
     """One in-process CLI run: its stdout, after checking it succeeded."""
     result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    dupfind.background.wait()  # as main() does before the process exits
     assert result.exit_code == 0, result.output
     return result.stdout_bytes
 
@@ -654,7 +656,7 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
         dupfind.cli.main()
     assert exit_info.value.code == 0
     assert len(started) == 1 and not started[0].is_alive()
-    assert not dupfind.result_cache._STORING
+    assert not dupfind.background._RUNNING
     [entry] = _set_dirs(cache_dir)
     assert len(list((entry / "analyses").glob("*.out"))) == 1
     cold = run("analyze", str(logs), "--format", "json", "--no-cache")

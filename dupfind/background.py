@@ -1,0 +1,36 @@
+"""Work a command hands to threads of its own (cache writes), and waits for before it exits."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_RUNNING: list[threading.Thread] = []
+
+
+def start(work: Callable[..., Any], *args: Any, name: str) -> None:
+    """Run `work(*args)` on a thread of its own while the command goes on. The thread is not a
+    daemon: even without `wait`, the interpreter waits for it before it exits. Cache writes give
+    up quietly where they expect to fail (a full or read-only directory); anything else `work`
+    raises is one line on stderr, never a traceback, and never fails the command."""
+    thread = threading.Thread(target=_quietly, args=(work, args), name=name)
+    thread.start()
+    _RUNNING.append(thread)
+
+
+def _quietly(work: Callable[..., Any], args: tuple) -> None:
+    try:
+        work(*args)
+    except Exception as exc:  # noqa: BLE001 (the command's own result does not depend on it)
+        from dupfind.render.safe import safe_str
+
+        message = str(exc).splitlines()[0] if str(exc) else ""
+        sys.stderr.write(f"dupfind: note: the cache was not updated ({type(exc).__name__}: {safe_str(message)})\n")
+
+
+def wait() -> None:
+    """Return once all work handed to `start` so far is done."""
+    while _RUNNING:
+        _RUNNING.pop().join()
