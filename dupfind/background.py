@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 _RUNNING: list[threading.Thread] = []
+_STOP = threading.Event()  # set when the user interrupts: work stops at its next step
 
 
 def start(work: Callable[..., Any], *args: Any, name: str) -> None:
@@ -23,6 +24,8 @@ def start(work: Callable[..., Any], *args: Any, name: str) -> None:
 def _quietly(work: Callable[..., Any], args: tuple) -> None:
     try:
         work(*args)
+    except KeyboardInterrupt:  # polars raises Ctrl-C in whichever thread is in it
+        stop()
     except Exception as exc:  # noqa: BLE001 (the command's own result does not depend on it)
         from dupfind.render.safe import safe_str
 
@@ -30,7 +33,18 @@ def _quietly(work: Callable[..., Any], args: tuple) -> None:
         sys.stderr.write(f"dupfind: note: the cache was not updated ({type(exc).__name__}: {safe_str(message)})\n")
 
 
+def stopping() -> bool:
+    """Whether work should stop at its next step (a file of many): the user interrupted the command."""
+    return _STOP.is_set()
+
+
+def stop() -> None:
+    """Ask running work to stop at its next step (Ctrl-C must not wait for a 15 s cache write)."""
+    _STOP.set()
+
+
 def wait() -> None:
-    """Return once all work handed to `start` so far is done."""
+    """Return once all work handed to `start` so far is done (or has stopped, after `stop`)."""
     while _RUNNING:
         _RUNNING.pop().join()
+    _STOP.clear()

@@ -110,7 +110,9 @@ class TableCache:
             (staging / "report.json").write_bytes(_report_to_json(report))
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
+            staging = None
         except OSError:
-            # A read-only or full cache directory must never break an analysis.
-            if staging is not None:
+            pass  # a read-only or full cache directory must never break an analysis
+        finally:
+            if staging is not None:  # not stored (an error, or Ctrl-C): nothing half-written is left
                 shutil.rmtree(staging, ignore_errors=True)

@@ -25,11 +25,15 @@ def main() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         app()
+    except SystemExit as exc:
+        if exc.code == 130:  # typer's exit status for Ctrl-C during a command
+            _interrupted()
+        raise
     except DupfindError as exc:
         sys.stderr.write(f"dupfind: error: {safe_str(exc)}\n")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        sys.stderr.write("dupfind: interrupted\n")
+        _interrupted()
         sys.exit(130)
     except BrokenPipeError:
         # Output piped into `head` or similar: stop quietly.
@@ -45,6 +49,28 @@ def main() -> None:
         )
         sys.exit(2)
     finally:
-        background = sys.modules.get("dupfind.background")  # not imported by --help and the like
-        if background is not None:
-            background.wait()  # cache writes that went on while the command worked
+        _wait_for_background()
+
+
+def _interrupted() -> None:
+    sys.stderr.write("dupfind: interrupted\n")
+    background = sys.modules.get("dupfind.background")
+    if background is not None:
+        background.stop()  # cache writes stop at their next file
+
+
+def _wait_for_background() -> None:
+    """Wait for the cache writes that went on while the command worked. Ctrl-C meanwhile stops
+    them at their next file; a second one leaves at once (a half-written entry is never read)."""
+    background = sys.modules.get("dupfind.background")  # not imported by --help and the like
+    if background is None:
+        return
+    try:
+        background.wait()
+    except KeyboardInterrupt:
+        _interrupted()
+        try:
+            background.wait()
+        except KeyboardInterrupt:
+            os._exit(130)
+        sys.exit(130)

@@ -1160,8 +1160,13 @@ def _store_in_cache(
     columns = [pl.col(c).cast(t) for c, t in schema.items()]
 
     def store(source: str, key: str) -> None:
-        rows = table[rows_of[source]].sort("line", maintain_order=True) if source in rows_of else table.clear()
-        cache.store(key, reports[source], rows.select(columns), rejected.get((source,), rejects.clear()))
+        if background.stopping():
+            return  # interrupted: the files not stored yet are parsed again next time
+        try:
+            rows = table[rows_of[source]].sort("line", maintain_order=True) if source in rows_of else table.clear()
+            cache.store(key, reports[source], rows.select(columns), rejected.get((source,), rejects.clear()))
+        except KeyboardInterrupt:
+            background.stop()  # polars raises Ctrl-C in whichever thread is in it: leave the other files
 
     # Two files at a time: polars gathers, casts, compresses and writes without the GIL, so one
     # file's Python glue and file-system calls overlap another's work.

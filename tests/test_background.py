@@ -32,3 +32,60 @@ def test_an_error_in_the_work_is_one_escaped_line_on_stderr(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "\x1b" not in err
     assert err.startswith("dupfind: note: the cache was not updated (OSError: disk")
+
+
+def test_ctrl_c_while_waiting_stops_the_work_and_exits_130(monkeypatch, capsys):
+    """Ctrl-C while main() waits for cache writes: they are told to stop, then waited for, and
+    the process exits 130 with one line, no traceback."""
+    import pytest
+
+    from dupfind import cli
+
+    calls = []
+
+    def wait():
+        calls.append("wait")
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(background, "wait", wait)
+    monkeypatch.setattr(background, "stop", lambda: calls.append("stop"))
+    with pytest.raises(SystemExit) as exit_info:
+        cli._wait_for_background()
+    assert exit_info.value.code == 130
+    assert calls == ["wait", "stop", "wait"]
+    assert capsys.readouterr().err == "dupfind: interrupted\n"
+
+
+def test_ctrl_c_inside_the_work_stops_the_rest_quietly(capsys):
+    """polars raises Ctrl-C in whichever thread is running it: a background thread then stops the
+    other work and says nothing (main() says it once)."""
+
+    def work():
+        raise KeyboardInterrupt
+
+    background.start(work, name="test-work")
+    background._RUNNING[-1].join()
+    assert background.stopping()
+    background.wait()
+    assert not background.stopping()
+    assert capsys.readouterr().err == ""
+
+
+def test_main_says_interrupted_once_and_stops_background_work(monkeypatch, capsys):
+    """typer turns Ctrl-C during a command into exit status 130; main() adds its one line and
+    tells cache writes to stop."""
+    import pytest
+
+    from dupfind import cli
+
+    def app():
+        raise SystemExit(130)
+
+    stops = []
+    monkeypatch.setattr(cli, "app", app)
+    monkeypatch.setattr(background, "stop", lambda: stops.append(1))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 130 and stops == [1]
+    assert capsys.readouterr().err == "dupfind: interrupted\n"

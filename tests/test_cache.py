@@ -155,3 +155,58 @@ def test_a_time_window_reads_through_the_cache_but_never_stores_its_rows(logs, t
     from_entries, cache = windowed(tmp_path / "cache")
     assert cache.hits == len(cold.files)
     assert from_entries.table.equals(cold.table) and from_entries.filtered_out == cold.filtered_out
+
+
+def test_stopped_background_store_skips_the_files_not_started_and_they_are_parsed_again(logs, tmp_path, monkeypatch):
+    """Ctrl-C stops the background store at its next file (dupfind.background.stop): the files
+    being written finish, the others are not written, and the next run parses just those again."""
+    import threading
+
+    import dupfind.background
+    import dupfind.cache
+
+    started = threading.Semaphore(0)
+    release = threading.Event()
+    real_store = dupfind.cache.TableCache.store
+
+    def held_store(self, *args):
+        started.release()
+        release.wait(10)
+        return real_store(self, *args)
+
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", held_store)
+    config = load_config(cwd=Path("/"))
+    cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_in_background=True)
+    assert len(cold.files) > 2
+    assert started.acquire(timeout=10)  # a file is being written
+    dupfind.background.stop()
+    release.set()
+    dupfind.background.wait()
+    written = len(list((tmp_path / "cache").rglob("table.arrow")))
+    assert 1 <= written <= 2 < len(cold.files)  # the files already started (two threads), no other
+    assert not dupfind.background.stopping()  # a later command's stores run again
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", real_store)
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.hits == written and cache.misses == len(cold.files) - written
+    assert warm.table.equals(cold.table)
+
+
+def test_an_interrupted_store_leaves_no_half_written_entry(tmp_path, monkeypatch):
+    """Ctrl-C (raised by polars in the storing thread) in the middle of an entry: its staging
+    folder is removed and the interrupt goes on; an unwritable directory still only means no entry."""
+    import polars as pl
+
+    config = load_config(cwd=Path("/"))
+    cache = TableCache(tmp_path / "cache", config.digest())
+    calls = []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pl.DataFrame, "write_ipc", interrupted)
+    from dupfind.ingest import FileReport
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.store("ab" + "0" * 30, FileReport(path="x.log"), pl.DataFrame({"a": [1]}), pl.DataFrame({"b": [2]}))
+    assert calls and not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() or p.name.startswith(".tmp-")]
