@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
@@ -25,6 +23,8 @@ from dupfind.sources import expand_inputs
 from dupfind.timeparse import parse_time_bound
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from dupfind.analyze import AnalysisReport
 
 
@@ -39,6 +39,8 @@ def _progress_for(paths: list[str], stderr: Console | None):
             total += path.stat().st_size
         elif path.is_dir():
             total += sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     progress = Progress(
         TextColumn("reading logs"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         console=stderr, transient=True,

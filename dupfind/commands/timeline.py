@@ -78,13 +78,10 @@ def timeline(
     import io
 
     import orjson
-    from rich.console import Console
 
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
     from dupfind.pipeline import cached_output, store_context_facts
-    from dupfind.render.timeline_html import render_html
-    from dupfind.render.timeline_text import render_timeline
     from dupfind.timeline import entries_on_one_line, parse_duration, select_windows, timeline_document
     from dupfind.timeparse import parse_time_bound
 
@@ -142,17 +139,23 @@ def timeline(
             return orjson.dumps(timeline_document(report, windows(), as_json=True), option=indented)
         return orjson.dumps(entries_on_one_line(timeline_data()), option=indented)
 
-    def as_table(console: Console) -> bytes:
+    def as_table(console) -> bytes:
+        from dupfind.render.timeline_text import render_timeline
+
         render_timeline(timeline_data(), console, max_rows)
         return console.file.getvalue().encode()
 
     if html is not None:
+        from dupfind.render.timeline_html import render_html
+
         page = view("html", {}, lambda: render_html(timeline_data()).encode())
         write_output(lambda out: out.write(page), html)
     if output_format == TableOrJson.json:
         data = view("json", {}, as_json)
         write_output(lambda out: out.write(data), output)
         return done()
+    from rich.console import Console  # the terminal view alone imports rich
+
     color = output is None and sys.stdout.isatty()
     console = Console(
         file=io.StringIO(),

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-
-from rich import box
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from dupfind.ingest import FileReport, IngestResult
 from dupfind.render.safe import safe_text
 from dupfind.timefmt import iso_us
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA_VERSION = "1"
 
@@ -85,6 +84,11 @@ def _span(report: FileReport, day: str | None) -> str:
 
 def render_formats(result: IngestResult, console: Console) -> None:
     """Terminal view: inputs, rejected lines by reason, then per-file mappings and notes."""
+    from rich import box  # rich only for the terminal view (the JSON path does not import it)
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     base = common_dir([f.path for f in result.files])
     title = f"Inputs (under {base}/)" if base else "Inputs"
     summary = Table(title=safe_text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)

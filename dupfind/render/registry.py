@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
-
-from rich.console import Console
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from dupfind.analyze import AnalysisReport
 from dupfind.redact import Redactor
 from dupfind.render.machine import write_json, write_ndjson
 from dupfind.render.safe import redacting
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -28,6 +29,8 @@ class RenderOptions:
 
 def console_for(buffer: io.StringIO, options: RenderOptions) -> Console:
     """A rich console that writes into `buffer` at the requested width and colour."""
+    from rich.console import Console  # rich is imported by the views that draw, not by JSON output
+
     return Console(file=buffer, width=options.width or 100, force_terminal=options.color,
                    color_system="auto" if options.color else None, highlight=False, soft_wrap=False)
 

@@ -6,8 +6,10 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 # The redaction in force while a report is rendered (see dupfind.redact); None: show as logged.
 _REDACT: ContextVar[Callable[[str], str] | None] = ContextVar("dupfind_redact", default=None)
@@ -49,4 +51,6 @@ def safe_str(value: object, limit: int | None = None) -> str:
 
 def safe_text(value: object, style: str = "", limit: int | None = None) -> Text:
     """A rich Text that renders literally: markup in log values is not interpreted."""
+    from rich.text import Text
+
     return Text(safe_str(value, limit), style=style)

@@ -1,0 +1,83 @@
+"""The progress bar on stderr (only when stderr is a terminal), and what a command imports."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import threading
+
+import orjson
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli
+
+LOGS = FIXTURES / "synth" / "deploy-overlap" / "logs"
+
+
+def _with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, bytes]:
+    """Run dupfind with stderr on a pseudo-terminal (stdout a pipe): the process and what the terminal got."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    proc = subprocess.Popen([sys.executable, "-m", "dupfind", *args], stdout=subprocess.PIPE, stderr=slave,
+                            stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the other end closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    stdout, _ = proc.communicate(timeout=300)
+    reader.join(timeout=10)
+    os.close(master)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, b""), b"".join(chunks)
+
+
+def test_a_terminal_gets_a_progress_bar_and_the_report_is_the_same():
+    proc, terminal = _with_terminal_stderr("analyze", str(LOGS), "--format", "json", "--no-cache")
+    assert proc.returncode == 0
+    assert b"reading logs" in terminal and b"kB" in terminal  # bytes read of the total
+    plain = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache")
+    assert orjson.loads(proc.stdout) == orjson.loads(plain.stdout)
+    assert b"reading logs" not in plain.stderr and b"\x1b" not in plain.stderr  # not a terminal: no bar
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "--format", "json"),
+    ("stats", "--format", "json"),
+    ("timeline", "--format", "json"),
+    ("trace", "ord_5048923", "--format", "json"),
+])
+def test_machine_output_does_not_import_rich(args):
+    """rich (15 ms of a command's start) is imported by the terminal views and the progress bar
+    only: a JSON command piped into another program never loads it."""
+    script = (
+        "import sys\nfrom dupfind.cli import main\n"
+        f"sys.argv = ['dupfind', *{list(args)!r}, {str(LOGS)!r}, '--no-cache']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+        "sys.stderr.write('rich loaded: %s\\n' % any(m == 'rich' or m.startswith('rich.') for m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines()[-1] == "rich loaded: False"
+
+
+def test_the_terminal_view_does_load_rich():
+    script = (
+        "import sys\nfrom dupfind.cli import main\n"
+        f"sys.argv = ['dupfind', 'analyze', {str(LOGS)!r}, '--no-cache']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('rich loaded: %s\\n' % ('rich.console' in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=300)
+    assert proc.stderr.decode().splitlines()[-1] == "rich loaded: True"
