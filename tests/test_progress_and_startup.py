@@ -52,6 +52,19 @@ def test_a_terminal_gets_a_progress_bar_and_the_report_is_the_same():
     assert b"reading logs" not in plain.stderr and b"\x1b" not in plain.stderr  # not a terminal: no bar
 
 
+def _loads_rich(*args: str) -> bool:
+    """Whether `dupfind ARGS LOGS --no-cache` (run to the end in a fresh interpreter) imports rich."""
+    script = (
+        "import sys\nfrom dupfind.cli import main\n"
+        f"sys.argv = ['dupfind', *{list(args)!r}, {str(LOGS)!r}, '--no-cache']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+        "sys.stderr.write('rich loaded: %s\\n' % any(m == 'rich' or m.startswith('rich.') for m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stderr.decode().splitlines()[-1] == "rich loaded: True"
+
+
 @pytest.mark.parametrize("args", [
     ("analyze", "--format", "json"),
     ("stats", "--format", "json"),
@@ -61,23 +74,8 @@ def test_a_terminal_gets_a_progress_bar_and_the_report_is_the_same():
 def test_machine_output_does_not_import_rich(args):
     """rich (15 ms of a command's start) is imported by the terminal views and the progress bar
     only: a JSON command piped into another program never loads it."""
-    script = (
-        "import sys\nfrom dupfind.cli import main\n"
-        f"sys.argv = ['dupfind', *{list(args)!r}, {str(LOGS)!r}, '--no-cache']\n"
-        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
-        "sys.stderr.write('rich loaded: %s\\n' % any(m == 'rich' or m.startswith('rich.') for m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert proc.stderr.decode().splitlines()[-1] == "rich loaded: False"
+    assert not _loads_rich(*args)
 
 
 def test_the_terminal_view_does_load_rich():
-    script = (
-        "import sys\nfrom dupfind.cli import main\n"
-        f"sys.argv = ['dupfind', 'analyze', {str(LOGS)!r}, '--no-cache']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('rich loaded: %s\\n' % ('rich.console' in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=300, check=False)
-    assert proc.stderr.decode().splitlines()[-1] == "rich loaded: True"
+    assert _loads_rich("analyze")
