@@ -1,4 +1,4 @@
-"""Work a command hands to threads of its own (cache writes), and waits for before it exits."""
+"""Cache writes a command does on threads of its own or after its output is out, and finishes before it exits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 _RUNNING: list[threading.Thread] = []
 _STOP = threading.Event()  # set when the user interrupts: work stops at its next step
+_DEFERRED: list[tuple[Callable[..., Any], tuple]] = []  # run_deferred's work, in order
+_DEFERRING = [False]  # set by the command line (defer_until_output): API callers run work at once
 
 
 def start(work: Callable[..., Any], *args: Any, name: str) -> None:
@@ -23,14 +25,45 @@ def start(work: Callable[..., Any], *args: Any, name: str) -> None:
 
 def _quietly(work: Callable[..., Any], args: tuple) -> None:
     try:
-        work(*args)
+        _noting_failure(work, args)
     except KeyboardInterrupt:  # polars raises Ctrl-C in whichever thread is in it
         stop()
+
+
+def _noting_failure(work: Callable[..., Any], args: tuple) -> None:
+    try:
+        work(*args)
     except Exception as exc:  # noqa: BLE001 (the command's own result does not depend on it)
         from dupfind.render.safe import safe_str
 
         message = str(exc).splitlines()[0] if str(exc) else ""
         sys.stderr.write(f"dupfind: note: the cache was not updated ({type(exc).__name__}: {safe_str(message)})\n")
+
+
+def defer_until_output() -> None:
+    """From now on `defer` keeps its work for `run_deferred` (main() calls it once the output is out)."""
+    _DEFERRING[0] = True
+
+
+def defer(work: Callable[..., Any], *args: Any) -> None:
+    """Run `work(*args)` once the command's output is written (cache writes nobody waits for
+    before the report: the report shows that much sooner), or now when nothing defers."""
+    if _DEFERRING[0]:
+        _DEFERRED.append((work, args))
+    else:
+        work(*args)
+
+
+def run_deferred() -> None:
+    """The deferred work, in the order it was deferred, on this thread (none once stopped; Ctrl-C
+    goes to the caller); `defer` then runs work at once again."""
+    try:
+        while _DEFERRED and not _STOP.is_set():
+            work, args = _DEFERRED.pop(0)
+            _noting_failure(work, args)
+    finally:
+        _DEFERRED.clear()
+        _DEFERRING[0] = False
 
 
 def stopping() -> bool:

@@ -23,6 +23,9 @@ GC_THRESHOLDS = (100_000, 10, 10)
 def main() -> None:
     """Console-script entry point: one-line errors and exit code 2, never a traceback."""
     gc.set_threshold(*GC_THRESHOLDS)
+    from dupfind import background
+
+    background.defer_until_output()  # cache writes nobody waits for come after the report
     try:
         app()
     except SystemExit as exc:
@@ -53,19 +56,20 @@ def main() -> None:
 
 
 def _interrupted() -> None:
+    from dupfind import background
+
     sys.stderr.write("dupfind: interrupted\n")
-    background = sys.modules.get("dupfind.background")
-    if background is not None:
-        background.stop()  # cache writes stop at their next file
+    background.stop()  # cache writes stop at their next step
 
 
 def _wait_for_background() -> None:
-    """Wait for the cache writes that went on while the command worked. Ctrl-C meanwhile stops
-    them at their next file; a second one leaves at once (a half-written entry is never read)."""
-    background = sys.modules.get("dupfind.background")  # not imported by --help and the like
-    if background is None:
-        return
+    """Do the cache writes deferred until the output was out, and wait for those that went on
+    while the command worked. Ctrl-C meanwhile stops them at their next step; a second one
+    leaves at once (a half-written entry is never read)."""
+    from dupfind import background
+
     try:
+        background.run_deferred()
         background.wait()
     except KeyboardInterrupt:
         _interrupted()

@@ -89,3 +89,41 @@ def test_main_says_interrupted_once_and_stops_background_work(monkeypatch, capsy
         cli.main()
     assert exit_info.value.code == 130 and stops == [1]
     assert capsys.readouterr().err == "dupfind: interrupted\n"
+
+
+def test_deferred_work_runs_after_the_output_in_order_and_once():
+    done = []
+    background.defer(done.append, "now")  # nothing defers: at once
+    assert done == ["now"]
+    background.defer_until_output()
+    background.defer(done.append, "first")
+    background.defer(lambda: 1 / 0)  # one line on stderr, the rest still runs
+    background.defer(done.append, "second")
+    assert done == ["now"]
+    background.run_deferred()
+    assert done == ["now", "first", "second"]
+    background.defer(done.append, "after")  # deferring ended with run_deferred
+    assert done[-1] == "after"
+
+
+def test_deferred_work_is_dropped_once_stopped_and_ctrl_c_reaches_the_caller():
+    import pytest
+
+    done = []
+    background.defer_until_output()
+    background.defer(done.append, "kept?")
+    background.stop()
+    background.run_deferred()
+    background.wait()  # clears the stop
+    assert done == []
+    background.defer_until_output()
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    background.defer(interrupted)
+    background.defer(done.append, "not reached")
+    with pytest.raises(KeyboardInterrupt):
+        background.run_deferred()
+    background.defer(done.append, "at once")
+    assert done == ["at once"]

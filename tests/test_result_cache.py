@@ -663,3 +663,43 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
     calls = Calls(monkeypatch)
     calls.forbid = True
     assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache_dir, monkeypatch, capsysbinary):
+    """main() defers storing the analysis, preparing the next commands' facts and storing them
+    until the report is out (it shows that much sooner); they are stored all the same before the
+    process ends, and the next run reads them."""
+    import sys
+
+    import dupfind.cli
+    import dupfind.cli_common
+
+    events: list[str] = []
+    real_write, real_store = dupfind.cli_common.write_output, dupfind.result_cache.ResultCache.store_analysis
+    real_facts = dupfind.result_cache.ContextFacts.store_new
+
+    def write_output(*args):
+        events.append("output")
+        return real_write(*args)
+
+    def store_analysis(self, *args):
+        events.append("analysis")
+        return real_store(self, *args)
+
+    def store_new(self, ctx):
+        events.append("facts")
+        return real_facts(self, ctx)
+
+    monkeypatch.setattr(dupfind.cli_common, "write_output", write_output)
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_analysis", store_analysis)
+    monkeypatch.setattr(dupfind.result_cache.ContextFacts, "store_new", store_new)
+    monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
+    with pytest.raises(SystemExit) as exit_info:
+        dupfind.cli.main()
+    assert exit_info.value.code == 0
+    assert events == ["output", "analysis", "facts"]
+    cold = capsysbinary.readouterr().out
+    calls = Calls(monkeypatch)
+    calls.forbid = True  # the analysis was stored: no ingestion, correlation or detector
+    assert run("stats", str(logs), "--format", "json")
+    assert run("analyze", str(logs), "--format", "json") == cold
