@@ -172,12 +172,18 @@ def load_correlated(
     def fresh() -> tuple[IngestResult, Correlation]:
         result = _ingest(paths, config, since_ts, until_ts, stderr, files, store_in_background)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value)
-        if key is not None and set_key() == key and results.store_set(key, result, correlation):  # no input changed
+        if key is not None:
+            # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred
+            # writes, which go into this entry.
+            background.defer(store, result, correlation)
+        return result, correlation
+
+    def store(result: IngestResult, correlation: Correlation) -> None:
+        if set_key() == key and results.store_set(key, result, correlation):  # no input changed meanwhile
             # Worked out later, the ids a redactor protects would mean reading every id column of the
             # cached table (2.8 s at 5M lines); from the table in memory they take a tenth of that.
             ids = protected_ids(correlation, config)
             results.store_value(key, ResultCache.value_key(key, *redaction_ids_kind(config)), ids)
-        return result, correlation
 
     if key is not None:
         entry = results.open_set(key, rebuild=fresh)
@@ -278,7 +284,7 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[byt
         if end >= 0:
             return stored[end + 1:], orjson.loads(stored[:end])
     data, note = render()
-    cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", data)
+    background.defer(cache.store_blob_soon, set_key, key, orjson.dumps(note) + b"\n", data)
     return data, note
 
 
@@ -415,7 +421,9 @@ def _stored_or_built(cache: ResultCache, set_key: str, key: str, build: Callable
     if found:
         return value
     value = build()
-    cache.store_value(set_key, key, value)
+    body = cache.value_body(set_key, key, value)  # encoded now: the caller may change the value
+    if body is not None:
+        background.defer(cache.store_value_body, set_key, key, body)
     return value
 
 

@@ -923,9 +923,15 @@ class ResultCache:
 
     def store_value(self, set_key: str, key: str, value: Any) -> bool:
         """Store a value beside its set's analyses (exact_json, atomically); False when it cannot."""
+        body = self.value_body(set_key, key, value)
+        return body is not None and self.store_value_body(set_key, key, body)
+
+    @staticmethod
+    def value_body(set_key: str, key: str, value: Any) -> bytes | None:
+        """What store_value writes for a value (encoded now, so that it may be written later
+        whatever becomes of the value); None when it cannot be given back exactly."""
         from dupfind.exact_json import decode, encode
 
-        folder = self._entry_dir(set_key) / "analyses"
         try:
             # Plain JSON data (what JSON gives back equals the value: no tuples, times or
             # non-string keys) is stored and read back as is, checked at orjson's speed
@@ -939,12 +945,18 @@ class ResultCache:
             if not plain:
                 encoded = encode(value)
                 if decode(encoded) != value:
-                    return False
-            body = orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
+                    return None
+            return orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
+        except (TypeError, ValueError):
+            return None
+
+    def store_value_body(self, set_key: str, key: str, body: bytes) -> bool:
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
             if not folder.is_dir():
                 return False
             _write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
-        except (OSError, TypeError, ValueError):
+        except OSError:
             return False
         self._prune_analyses(folder)
         return True

@@ -666,9 +666,9 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
 
 
 def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache_dir, monkeypatch, capsysbinary):
-    """main() defers storing the analysis, preparing the next commands' facts and storing them
-    until the report is out (it shows that much sooner); they are stored all the same before the
-    process ends, and the next run reads them."""
+    """main() defers storing the correlated set, the analysis, the next commands' facts and the
+    rendered report until the report is out (it shows that much sooner), in that order; they are
+    stored all the same before the process ends, and the next runs read them."""
     import sys
 
     import dupfind.cli
@@ -677,6 +677,15 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     events: list[str] = []
     real_write, real_store = dupfind.cli_common.write_output, dupfind.result_cache.ResultCache.store_analysis
     real_facts = dupfind.result_cache.ContextFacts.store_new
+    real_set, real_blob = dupfind.result_cache.ResultCache.store_set, dupfind.result_cache.ResultCache.store_blob
+
+    def store_set(self, *args):
+        events.append("set")
+        return real_set(self, *args)
+
+    def store_blob(self, *args):
+        events.append("output stored")
+        return real_blob(self, *args)
 
     def write_output(*args):
         events.append("output")
@@ -693,11 +702,13 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     monkeypatch.setattr(dupfind.cli_common, "write_output", write_output)
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_analysis", store_analysis)
     monkeypatch.setattr(dupfind.result_cache.ContextFacts, "store_new", store_new)
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_set", store_set)
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_blob", store_blob)
     monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
-    assert events == ["output", "analysis", "facts"]
+    assert events == ["output", "set", "analysis", "output stored", "facts"]
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)
     calls.forbid = True  # the analysis was stored: no ingestion, correlation or detector
