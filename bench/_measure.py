@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -73,31 +75,37 @@ def gnu_time_prefix() -> list[str] | None:
 
 
 def run(cmd: list[str], *, cwd: Path | str | None = None, timeout: float = 1800, env: dict | None = None,
-        stdout_path: Path | None = None) -> dict:
+        stdout_path: Path | None = None, first_byte: bool = False) -> dict:
     """Run one measurement in a fresh process; return its wall time, exit status and marks.
 
     The child gets its own session, so a timeout kills it and anything it started (GNU time's
     child, for example). stdout goes to `stdout_path` when given (a report to keep), else it is
-    captured; marked lines are read from captured stdout and from stderr.
+    captured; marked lines are read from captured stdout and from stderr. With `first_byte` (and a
+    `stdout_path`), stdout is copied through this process and `first_byte_seconds` says when the
+    report began to arrive (a first run with the cache on shows it before its cache writes).
     """
     with open(stdout_path or os.devnull, "wb") as out_fh:
+        relay = first_byte and stdout_path is not None
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out_fh if stdout_path else subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if relay or not stdout_path else out_fh,
+                                stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+        first: list[float] = []
         timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        if relay:
+            out, err, timed_out = _relayed(proc, out_fh, timeout, lambda: first.append(time.perf_counter() - t0))
+        else:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the group this call created for the child
-            except ProcessLookupError:
-                pass
-            out, err = proc.communicate()
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                out, err = proc.communicate()
     wall = time.perf_counter() - t0
     stdout = (out or b"").decode(errors="replace")
     stderr = (err or b"").decode(errors="replace")
     res: dict = {"proc_seconds": wall, "exit": proc.returncode, "stdout": stdout, "stderr": stderr}
+    if first:
+        res["first_byte_seconds"] = first[0]
     res.update(parse_marks(stdout))
     res.update(parse_marks(stderr))
     if timed_out:
@@ -107,6 +115,39 @@ def run(cmd: list[str], *, cwd: Path | str | None = None, timeout: float = 1800,
         tail = "\n".join(line for line in stderr.splitlines() if not line.startswith(CHILD_MARK))
         res["error"] = tail.strip()[-6000:] or f"exit status {proc.returncode}"
     return res
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group `run` created for the child
+    except ProcessLookupError:
+        pass
+
+
+def _relayed(proc: subprocess.Popen, out_fh, timeout: float, on_first: Callable[[], None]) -> tuple[bytes, bytes, bool]:
+    """Copy the child's stdout to `out_fh` (calling `on_first` at its first bytes) and collect its
+    stderr, each on a thread, until it exits: (b"", stderr, timed out)."""
+    err: list[bytes] = []
+
+    def copy() -> None:
+        while chunk := proc.stdout.read1(1 << 20):
+            if out_fh.tell() == 0:
+                on_first()
+            out_fh.write(chunk)
+
+    threads = [threading.Thread(target=copy), threading.Thread(target=lambda: err.append(proc.stderr.read()))]
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    for thread in threads:
+        thread.join()
+    return b"", b"".join(err), timed_out
 
 
 def fmt_rate(x: float) -> str:

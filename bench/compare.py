@@ -621,14 +621,15 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
     env = dict(child_env, DUPFIND_CACHE_DIR=str(base))
     primed = out_dir / "next-prime.json"
     res = run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", str(logs), "--format", "json"],
-              cwd=work, timeout=args.timeout, env=env, stdout_path=primed)
+              cwd=work, timeout=args.timeout, env=env, stdout_path=primed, first_byte=True)
     doc = _report(primed)
     finding = next((f for f in (doc or {}).get("findings", []) if f.get("harmful")), None)
     if finding is None:
         print("\nother commands after analyze: skipped (the priming analyze found no harmful finding)")
         return [("next", {"error": res.get("stderr", "")[-2000:] or "no harmful finding"})]
-    print(f"\nother commands after analyze (priming analyze with the cache on: {res['proc_seconds']:.2f} s, "
-          f"{res.get('rss_peak_mb', 0):.0f} MB; trace --finding {finding['fingerprint']}):")
+    shown = f"report after {res['first_byte_seconds']:.2f} s, " if "first_byte_seconds" in res else ""
+    print(f"\nother commands after analyze (priming analyze with the cache on: {shown}{res['proc_seconds']:.2f} s "
+          f"in all, {res.get('rss_peak_mb', 0):.0f} MB; trace --finding {finding['fingerprint']}):")
     header = f"{'command':<28} {'first run s':>11} {'min s':>7} {'peak RSS MB':>12} {'cold s':>8} {'first/cold':>10}"
     print(header)
     print("-" * len(header))
