@@ -13,7 +13,7 @@ _DEFERRED: list[tuple[Callable[..., Any], tuple]] = []  # run_deferred's work, i
 _DEFERRING = [False]  # set by the command line (defer_until_output): API callers run work at once
 
 
-def start(work: Callable[..., Any], *args: Any, name: str) -> None:
+def start(work: Callable[..., Any], *args: Any, name: str) -> threading.Thread:
     """Run `work(*args)` on a thread of its own while the command goes on. The thread is not a
     daemon: even without `wait`, the interpreter waits for it before it exits. Cache writes give
     up quietly where they expect to fail (a full or read-only directory); anything else `work`
@@ -21,6 +21,7 @@ def start(work: Callable[..., Any], *args: Any, name: str) -> None:
     thread = threading.Thread(target=_quietly, args=(work, args), name=name)
     thread.start()
     _RUNNING.append(thread)
+    return thread
 
 
 def _quietly(work: Callable[..., Any], args: tuple) -> None:

@@ -284,7 +284,7 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[byt
         if end >= 0:
             return stored[end + 1:], orjson.loads(stored[:end])
     data, note = render()
-    background.defer(cache.store_blob_soon, set_key, key, orjson.dumps(note) + b"\n", data)
+    cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", data)
     return data, note
 
 

@@ -984,11 +984,54 @@ class ResultCache:
         return data
 
     def store_blob_soon(self, set_key: str, key: str, *chunks: bytes) -> None:
-        """store_blob, on a thread of its own when the chunks are large (see BACKGROUND_BLOB_BYTES)."""
+        """store_blob in two steps: the file is written now to a staging name (on a thread of its
+        own when the chunks are large, see BACKGROUND_BLOB_BYTES), so that the bytes need not be
+        held; it is moved beside its set when the command's deferred writes run (the set entry
+        itself may be one of them: dupfind.background.defer)."""
+        staged: list[Path] = []
+
+        def stage() -> None:
+            path = self._staged_blob(set_key, key, chunks)
+            if path is not None:
+                staged.append(path)
+
+        thread = None
         if sum(len(c) for c in chunks) < BACKGROUND_BLOB_BYTES:
-            self.store_blob(set_key, key, *chunks)
+            stage()
+        else:
+            thread = background.start(stage, name="dupfind-store-output")
+        background.defer(self._place_blob, set_key, key, thread, staged)
+
+    def _staged_blob(self, set_key: str, key: str, chunks: tuple[bytes, ...]) -> Path | None:
+        staging: Path | None = None
+        try:
+            self.sets.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=".tmp-", dir=self.sets)
+            staging = Path(name)
+            with os.fdopen(fd, "wb") as fh:
+                fh.writelines((f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks))
+            found, staging = staging, None
+            return found
+        except OSError:
+            return None
+        finally:
+            if staging is not None:
+                staging.unlink(missing_ok=True)
+
+    def _place_blob(self, set_key: str, key: str, thread, staged: list[Path]) -> None:
+        if thread is not None:
+            thread.join()
+        if not staged:
             return
-        background.start(self.store_blob, set_key, key, *chunks, name="dupfind-store-output")
+        folder = self._entry_dir(set_key) / "analyses"
+        try:
+            if folder.is_dir():
+                os.replace(staged[0], folder / f"{key}.out")
+                self._prune_analyses(folder)
+        except OSError:
+            pass
+        finally:
+            staged[0].unlink(missing_ok=True)  # not placed (no set entry): not kept
 
     def store_blob(self, set_key: str, key: str, *chunks: bytes) -> bool:
         """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)."""
@@ -1019,13 +1062,17 @@ class ResultCache:
     def prune(self) -> None:
         """Keep the KEEP_SETS most recently used sets; drop per-file entries unused for a long time."""
         try:
-            entries = [p for p in self.sets.iterdir() if p.is_dir()]
+            found = list(self.sets.iterdir())
             now = time.time()
-            stale = [p for p in entries if p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600]
-            entries = [p for p in entries if not p.name.startswith(".tmp-")]
+            # Staging folders and files a killed run left (a set entry, a rendered report).
+            stale = [p for p in found if p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600]
+            entries = [p for p in found if p.is_dir() and not p.name.startswith(".tmp-")]
             entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
             for path in stale + entries[KEEP_SETS:]:
-                shutil.rmtree(path, ignore_errors=True)
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
         except OSError:
             pass
         self._prune_file_entries()

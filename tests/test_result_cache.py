@@ -644,13 +644,13 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
         return real_start(thread)
 
     monkeypatch.setattr(threading.Thread, "start", start)
-    real_store = dupfind.result_cache.ResultCache.store_blob
+    real_stage = dupfind.result_cache.ResultCache._staged_blob
 
-    def slow_store(self, *args):
+    def slow_stage(self, *args):
         time.sleep(0.3)  # still storing when the command is done writing, unless main waits
-        return real_store(self, *args)
+        return real_stage(self, *args)
 
-    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_blob", slow_store)
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "_staged_blob", slow_stage)
     monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
@@ -677,15 +677,15 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     events: list[str] = []
     real_write, real_store = dupfind.cli_common.write_output, dupfind.result_cache.ResultCache.store_analysis
     real_facts = dupfind.result_cache.ContextFacts.store_new
-    real_set, real_blob = dupfind.result_cache.ResultCache.store_set, dupfind.result_cache.ResultCache.store_blob
+    real_set, real_place = dupfind.result_cache.ResultCache.store_set, dupfind.result_cache.ResultCache._place_blob
 
     def store_set(self, *args):
         events.append("set")
         return real_set(self, *args)
 
-    def store_blob(self, *args):
+    def place_blob(self, *args):
         events.append("output stored")
-        return real_blob(self, *args)
+        return real_place(self, *args)
 
     def write_output(*args):
         events.append("output")
@@ -703,14 +703,35 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_analysis", store_analysis)
     monkeypatch.setattr(dupfind.result_cache.ContextFacts, "store_new", store_new)
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_set", store_set)
-    monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_blob", store_blob)
+    monkeypatch.setattr(dupfind.result_cache.ResultCache, "_place_blob", place_blob)
     monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
     assert events == ["output", "set", "analysis", "output stored", "facts"]
+    assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]  # the staged report was moved
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)
     calls.forbid = True  # the analysis was stored: no ingestion, correlation or detector
     assert run("stats", str(logs), "--format", "json")
     assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_an_output_without_its_set_entry_leaves_no_staged_file_and_stale_ones_are_pruned(tmp_path):
+    """A rendered report is staged in the sets folder, then moved beside its set entry; without
+    the entry (never stored, or pruned meanwhile) the staged file is removed. A staging file a
+    killed run left is pruned after an hour."""
+    import time
+
+    from dupfind.result_cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache")
+    cache.store_blob_soon("f" * 32, "e" * 32, b"{}\n", b"report")  # nothing defers: placed at once
+    assert not [p for p in cache.sets.iterdir() if p.name.startswith(".tmp-")]
+    left = cache.sets / ".tmp-left-by-a-killed-run"
+    left.write_bytes(b"x")
+    os.utime(left, (time.time() - 7200, time.time() - 7200))
+    fresh = cache.sets / ".tmp-being-written"
+    fresh.write_bytes(b"x")
+    cache.prune()
+    assert not left.exists() and fresh.exists()
