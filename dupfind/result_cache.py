@@ -279,14 +279,24 @@ def _report_from_state(data: dict[str, Any]) -> FileReport:
     return FileReport(**values)
 
 
-def _write_atomic(target: Path, *chunks: bytes) -> None:
-    fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+def _write_staged(folder: Path, *chunks: bytes) -> Path:
+    """The chunks written to a new `.tmp-` file in `folder` (removed again if that fails)."""
+    fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.writelines(chunks)
-        os.replace(staging, target)
     except BaseException:
         Path(staging).unlink(missing_ok=True)
+        raise
+    return Path(staging)
+
+
+def _write_atomic(target: Path, *chunks: bytes) -> None:
+    staging = _write_staged(target.parent, *chunks)
+    try:
+        os.replace(staging, target)
+    except BaseException:
+        staging.unlink(missing_ok=True)
         raise
 
 
@@ -984,10 +994,11 @@ class ResultCache:
         return data
 
     def store_blob_soon(self, set_key: str, key: str, *chunks: bytes) -> None:
-        """store_blob in two steps: the file is written now to a staging name (on a thread of its
-        own when the chunks are large, see BACKGROUND_BLOB_BYTES), so that the bytes need not be
-        held; it is moved beside its set when the command's deferred writes run (the set entry
-        itself may be one of them: dupfind.background.defer)."""
+        """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)
+        in two steps: the file is written now to a staging name (on a thread of its own when the
+        chunks are large, see BACKGROUND_BLOB_BYTES), so that the bytes need not be held; it is
+        moved beside its set when the command's deferred writes run (the set entry itself may be
+        one of them: dupfind.background.defer)."""
         staged: list[Path] = []
 
         def stage() -> None:
@@ -1003,20 +1014,11 @@ class ResultCache:
         background.defer(self._place_blob, set_key, key, thread, staged)
 
     def _staged_blob(self, set_key: str, key: str, chunks: tuple[bytes, ...]) -> Path | None:
-        staging: Path | None = None
         try:
             self.sets.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=".tmp-", dir=self.sets)
-            staging = Path(name)
-            with os.fdopen(fd, "wb") as fh:
-                fh.writelines((f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks))
-            found, staging = staging, None
-            return found
+            return _write_staged(self.sets, f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks)
         except OSError:
             return None
-        finally:
-            if staging is not None:
-                staging.unlink(missing_ok=True)
 
     def _place_blob(self, set_key: str, key: str, thread, staged: list[Path]) -> None:
         if thread is not None:
@@ -1032,18 +1034,6 @@ class ResultCache:
             pass
         finally:
             staged[0].unlink(missing_ok=True)  # not placed (no set entry): not kept
-
-    def store_blob(self, set_key: str, key: str, *chunks: bytes) -> bool:
-        """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)."""
-        folder = self._entry_dir(set_key) / "analyses"
-        try:
-            if not folder.is_dir():
-                return False
-            _write_atomic(folder / f"{key}.out", f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks)
-        except OSError:
-            return False
-        self._prune_analyses(folder)
-        return True
 
     # -- growth -----------------------------------------------------------------------------
 
