@@ -46,6 +46,12 @@ def defer_until_output() -> None:
     _DEFERRING[0] = True
 
 
+def deferring() -> bool:
+    """Whether the command line finishes cache work before the process exits (`defer` keeps work
+    for later): only then may a cache write also go on on a thread of its own."""
+    return _DEFERRING[0]
+
+
 def defer(work: Callable[..., Any], *args: Any) -> None:
     """Run `work(*args)` once the command's output is written (cache writes nobody waits for
     before the report: the report shows that much sooner), or now when nothing defers."""

@@ -141,8 +141,7 @@ def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=T
     """Read the inputs; write --rejects; enforce --strict."""
     from dupfind.pipeline import load_inputs
 
-    result = load_inputs(paths, since=since, until=until, stderr=progress_console(), config=cfg, use_cache=use_cache,
-                         store_in_background=True)
+    result = load_inputs(paths, since=since, until=until, stderr=progress_console(), config=cfg, use_cache=use_cache)
     _rejects_and_strict(result, rejects_file, strict)
     return result
 
@@ -151,8 +150,7 @@ def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jo
     """Read and correlate the inputs (or take both from the result cache); write --rejects; enforce --strict."""
     from dupfind.pipeline import load_correlated
 
-    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=progress_console(), use_cache=use_cache,
-                             store_in_background=True)  # main() waits for the stores before it exits
+    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=progress_console(), use_cache=use_cache)
     _rejects_and_strict(loaded.result, rejects_file, strict)
     return loaded
 

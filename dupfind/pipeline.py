@@ -83,15 +83,17 @@ def _warn_if_too_large(paths: list[str]) -> None:
         sys.stderr.write(f"dupfind: warning: {warning}\n")
 
 
-def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache,
-            store_in_background: bool = False) -> IngestResult:
+def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
+    # Files are stored in the cache while the run goes on when the command line waits for them
+    # before it exits (dupfind.background); API callers find them stored when this returns.
+    later = background.deferring()
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since_ts, until_ts, cache=cache, store_in_background=store_in_background)
+        return ingest(paths, config, since_ts, until_ts, cache=cache, store_in_background=later)
     with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_in_background=store_in_background)
+        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_in_background=later)
 
 
 def load_inputs(
@@ -104,15 +106,12 @@ def load_inputs(
     stderr: Console | None = None,
     config: Config | None = None,
     use_cache: bool = True,
-    store_in_background: bool = False,
 ) -> IngestResult:
-    """Load the configuration and read every input into the canonical table. With
-    `store_in_background`, files are stored in the cache while the caller goes on (a command
-    waits for them before it exits: dupfind.background)."""
+    """Load the configuration and read every input into the canonical table."""
     config = config or load_config(config_file, rules_dir, assume_tz)
     cache = TableCache(default_cache_dir(), config.digest()) if use_cache else None
     since_ts, until_ts = time_bounds(config, since, until)
-    return _ingest(paths, config, since_ts, until_ts, stderr, cache, store_in_background)
+    return _ingest(paths, config, since_ts, until_ts, stderr, cache)
 
 
 def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: int = 25) -> Correlation:
@@ -141,12 +140,11 @@ def load_correlated(
     max_jobs_per_value: int = 25,
     stderr: Console | None = None,
     use_cache: bool = True,
-    store_in_background: bool = False,
 ) -> Correlated:
     """Read and correlate every input, or take both from the result cache when no input changed.
 
     A warm hit reads no log line: the file reports come from the set entry, the frames are read
-    from it when first used (see result_cache). `store_in_background`: as for load_inputs."""
+    from it when first used (see result_cache)."""
     since_ts, until_ts = time_bounds(config, since, until)
     if not use_cache:
         result = _ingest(paths, config, since_ts, until_ts, stderr, None)
@@ -170,7 +168,7 @@ def load_correlated(
     key = set_key()
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files, store_in_background)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred
