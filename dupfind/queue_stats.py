@@ -69,11 +69,15 @@ class StatsReport:
 
 def _labelled(frame: pl.DataFrame, ctx: AnalysisContext) -> pl.DataFrame:
     """Queue, job type and deployment of each row: the action's queue and job type (else the
-    record's own), the deployment of the execution it belongs to (else the record's own)."""
+    record's own), the deployment of the execution it belongs to (else the record's own). Labels
+    stay Categorical where the record's own are (the table's rows), String elsewhere."""
     attrs = ctx.action_attributes.rename({"queue": "_aq", "job_type": "_aj"})
     deploys = ctx.executions.select("exec_id", pl.col("deployment_id").alias("_ed"))
+    label_type = pl.Categorical if frame.schema.get("queue") == pl.Categorical else pl.String
+    attrs = attrs.with_columns(pl.col("_aq", "_aj").cast(label_type))
+    deploys = deploys.with_columns(pl.col("_ed").cast(label_type))
     frame = frame.join(attrs, on="action_id", how="left").join(deploys, on="exec_id", how="left")
-    own = lambda c: pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)
+    own = lambda c: pl.col(c).cast(label_type) if c in frame.columns else pl.lit(None, dtype=label_type)
     return frame.with_columns(
         queue=pl.coalesce("_aq", own("queue")).fill_null(NONE),
         job_type=pl.coalesce("_aj", own("job_type")).fill_null(NONE),
@@ -90,28 +94,34 @@ def _dist(column: str, prefix: str) -> list[pl.Expr]:
 
 def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.DataFrame]:
     """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
-    cols = ["rid", "ts", "kind", "name", "job_id", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
-    table = ctx.columns(*cols, "echo")
+    cols = ["kind", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
+    table = ctx.columns(*cols, "name", "echo")
     # The event names that mean a dead-letter queue, matched once each rather than once a row.
     names = table["name"].unique().drop_nulls()
     dead_names = names.filter(names.cast(pl.String).str.to_lowercase().str.contains(DEAD_LETTER))
+    dead = pl.col("name").is_in(dead_names.implode())
+    # A run another log of the same worker already tells counts once.
+    counted = (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | dead) & ~pl.col("echo")
+    if dead_names.len():  # the message a dead-letter record names: its job id, else its action
+        table = table.with_columns(ctx.columns("job_id"))
+        message = pl.coalesce(pl.col("job_id").cast(pl.String), pl.col("action_id").cast(pl.String))
+        dead_letter = pl.when(dead).then(message)
+    else:
+        dead_letter = pl.lit(None, dtype=pl.String)
+    # Labels stay Categorical over these rows (a few per action); groups are cast to String.
     records = _labelled(
-        table.with_columns(dead=pl.col("name").is_in(dead_names.implode())).filter(
-            (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | pl.col("dead"))
-            & ~pl.col("echo")  # a run another log of the same worker already tells counts once
-        ).select(*cols, "dead").pipe(as_strings),
+        table.filter(counted).select(
+            *cols,
+            published=pl.col("kind") == "publish",
+            received=pl.col("kind") == "receive",
+            started=pl.col("kind") == "start",
+            retried=pl.col("kind") == "retry",
+            lease_expired_logged=pl.col("kind") == "lease_expired",
+            dead_letter=dead_letter,
+        ),
         ctx,
     )
     del table
-    message = pl.coalesce("job_id", pl.col("action_id").cast(pl.String))
-    records = records.with_columns(
-        published=pl.col("kind") == "publish",
-        received=pl.col("kind") == "receive",
-        started=pl.col("kind") == "start",
-        retried=pl.col("kind") == "retry",
-        lease_expired_logged=pl.col("kind") == "lease_expired",
-        dead_letter=pl.when(pl.col("dead")).then(message),
-    ).drop("dead")
     execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
         finished=pl.col("completed"),
         failed=pl.col("failed"),
@@ -159,7 +169,7 @@ def _grouped(ctx: AnalysisContext, keys: list[str], frames: list[pl.DataFrame], 
         records.group_by(keys).agg(
             *[pl.col(c).sum() for c in ("published", "received", "started", "retried", "lease_expired_logged")],
             pl.col("dead_letter").drop_nulls().n_unique().alias("dead_lettered"),
-        ),
+        ).pipe(as_strings),
         execs.group_by(keys).agg(pl.col("finished").sum(), pl.col("failed").sum(), *_dist("duration_s", "d_")),
         gaps.group_by(keys).agg(pl.len().alias("redelivered")),
         extra.group_by(keys).agg(pl.len().alias("duplicate_side_effects")),

@@ -101,7 +101,7 @@ BACKGROUND_BLOB_BYTES = 8 << 20
 # with a map as large as its whole string pool (every text the process has seen), and holds the
 # maps of all columns of a stream at once: one stream of a 5M-line table part took 2 GB for a
 # moment. A frame is written as consecutive streams of a few columns each instead.
-CATEGORICALS_PER_STREAM = 4
+CATEGORICALS_PER_STREAM = 1
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
 ANALYSES_MAX_BYTES = 1 << 30  # and at most this much of them (a timeline JSON of 1M lines is ~100 MB)
@@ -188,7 +188,8 @@ def _column_streams(frame: pl.DataFrame) -> list[list[str]]:
 
 def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
     """Write a frame as LZ4 Arrow IPC streams of a few columns each, one after the other (see
-    CATEGORICALS_PER_STREAM); what `_read_frame` checks it against (for the meta)."""
+    CATEGORICALS_PER_STREAM); what `_read_frame` checks it against (for the meta): the whole
+    file's size and CRC-32, and each stream's columns, size and CRC-32."""
     crc, size, streams = 0, 0, []
     with path.open("wb") as out:
         for names in _column_streams(frame):
@@ -196,16 +197,16 @@ def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
             out.write(raw)
             crc = zlib.crc32(raw, crc)
             size += len(raw)
-            streams.append([len(names), len(raw)])
+            streams.append([len(names), len(raw), zlib.crc32(raw)])
             del raw
     return {"rows": frame.height, "bytes": size, "crc32": crc, "schema": _schema(frame), "streams": streams}
 
 
-def _stream_bounds(info: dict[str, Any]) -> list[tuple[int, int, int, int]]:
-    """(first column, last column + 1, first byte, last byte + 1) of each stream of a frame file."""
+def _stream_bounds(info: dict[str, Any]) -> list[tuple[int, int, int, int, int]]:
+    """(first column, last column + 1, first byte, last byte + 1, CRC-32) of each stream of a frame file."""
     bounds, column, at = [], 0, 0
-    for columns, size in info["streams"]:
-        bounds.append((column, column + columns, at, at + size))
+    for columns, size, crc in info["streams"]:
+        bounds.append((column, column + columns, at, at + size, crc))
         column += columns
         at += size
     if at != info["bytes"] or column != len(info["schema"]):
@@ -219,7 +220,7 @@ def _read_streams(raw: bytes | memoryview, info: dict[str, Any], names: list[str
     view = memoryview(raw)
     wanted = None if names is None else set(names)
     found = []
-    for first, last, start, end in _stream_bounds(info):
+    for first, last, start, end, _ in _stream_bounds(info):
         held = [c for c in columns[first:last] if wanted is None or c in wanted]
         if held:
             found.append((held, view[start:end]))
@@ -232,23 +233,42 @@ def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
     return raw
 
 
+def _streams_at(fd: int, info: dict[str, Any], name: str, names: list[str] | None = None) -> list[tuple[list[str], bytes]]:
+    """Like `_read_streams`, but only the wanted streams' bytes are read from the open file, each
+    checked against its own CRC-32 (a command that needs two columns of a part reads those)."""
+    columns = [column for column, _ in info["schema"]]
+    wanted = None if names is None else set(names)
+    found = []
+    for first, last, start, end, crc in _stream_bounds(info):
+        held = [c for c in columns[first:last] if wanted is None or c in wanted]
+        if held:
+            raw = os.pread(fd, end - start, start)
+            if len(raw) != end - start or zlib.crc32(raw) != crc:
+                raise CorruptEntry(f"{name} differs from its checksum")
+            found.append((held, raw))
+    return found
+
+
 def _checked_shape(frame: pl.DataFrame, rows: int, schema: list[list[str]], name: str) -> pl.DataFrame:
     if frame.height != rows or _schema(frame) != schema:
         raise CorruptEntry(f"{name} has other rows or columns")
     return frame
 
 
-def _read_frame(path: Path, info: dict[str, Any], raw: bytes | None = None) -> pl.DataFrame:
-    """A frame `_write_frame` wrote, checked against its size and CRC-32 before it is read (unless
-    its checked bytes are given) and its rows and schema after; CorruptEntry when anything differs."""
-    if raw is None:
-        raw = _verified(path.read_bytes(), info, path.name)
-    streams = _read_streams(raw, info)
+def _read_frame(path: Path, info: dict[str, Any]) -> pl.DataFrame:
+    """A frame `_write_frame` wrote, checked against its size and CRC-32 before it is read and its
+    rows and schema after; CorruptEntry when anything differs."""
+    raw = _verified(path.read_bytes(), info, path.name)
+    return _frame_of(_read_streams(raw, info), info, path.name)
+
+
+def _frame_of(streams: list[tuple[list[str], bytes | memoryview]], info: dict[str, Any], name: str) -> pl.DataFrame:
+    """The frame of all its streams' bytes, checked against its rows and schema."""
     if len(streams) == 1:
         frame = pl.read_ipc(io.BytesIO(streams[0][1]))
     else:  # the streams decoded side by side
         frame = pl.concat(pl.collect_all([pl.scan_ipc(io.BytesIO(data)) for _, data in streams]), how="horizontal")
-    return _checked_shape(frame, info["rows"], info["schema"], path.name)
+    return _checked_shape(frame, info["rows"], info["schema"], name)
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
@@ -377,7 +397,7 @@ class SetEntry:
         # Of the table, before all of it is read: columns read so far, and parts read whole.
         self._columns: dict[str, pl.Series] = {}
         self._parts: dict[int, pl.DataFrame] = {}
-        self._part_files: dict[int, int] = {}  # descriptors of parts whose bytes passed their check
+        self._part_files: dict[int, int] = {}  # descriptors of the parts read so far
         weakref.finalize(self, _close_all, self._part_files)
         self._files: list[FileReport] | None = None
         self._ingest = CachedIngest(self, int(meta["filtered_out"]))
@@ -436,29 +456,30 @@ class SetEntry:
             return self._frames["table"]
         return self._rebuilt_frame("table") if self._rebuilt is not None else None
 
-    def _part_bytes(self, index: int) -> bytes:
-        """The bytes of one part of the table. They are checked against their CRC-32 once, then read
-        again through the descriptor kept open: the same checked file, even if the entry is
-        replaced meanwhile."""
+    def _part_streams(self, index: int, names: list[str] | None = None) -> list[tuple[list[str], bytes]]:
+        """The streams of one part of the table that hold `names` (all when None), each checked
+        against its CRC-32. Parts are read through descriptors kept open (up to MAX_OPEN_PARTS):
+        the same files, even if the entry is replaced meanwhile."""
         info = self.meta["table"]["parts"][index]
         fd = self._part_files.get(index)
-        if fd is not None:
-            return os.pread(fd, info["bytes"], 0)
-        name = _part_name(index)
-        if len(self._part_files) >= MAX_OPEN_PARTS:  # a huge table: checked on every read instead
-            return _verified((self.path / name).read_bytes(), info, name)
-        fd = os.open(self.path / name, os.O_RDONLY)
+        opened = fd is None
+        if opened:
+            fd = os.open(self.path / _part_name(index), os.O_RDONLY)
         try:
-            raw = _verified(os.pread(fd, info["bytes"] + 1, 0), info, name)
+            streams = _streams_at(fd, info, _part_name(index), names)
         except BaseException:
-            os.close(fd)
+            if opened:
+                os.close(fd)
             raise
-        self._part_files[index] = fd
-        return raw
+        if opened and len(self._part_files) < MAX_OPEN_PARTS:
+            self._part_files[index] = fd
+        elif opened:  # a huge table: opened on every read instead
+            os.close(fd)
+        return streams
 
     def _part(self, index: int) -> pl.DataFrame:
         """One part of the table, whole."""
-        return _read_frame(self.path / _part_name(index), self.meta["table"]["parts"][index], raw=self._part_bytes(index))
+        return _frame_of(self._part_streams(index), self.meta["table"]["parts"][index], _part_name(index))
 
     def _read_columns(self, names: list[str]) -> None:
         missing = [n for n in dict.fromkeys(names) if n not in self._columns]
@@ -473,7 +494,7 @@ class SetEntry:
             indexes = range(first, min(first + PARTS_PER_SCAN, len(infos)))
             # One scan per stream that holds a wanted column (the parts share one schema, so one
             # layout of columns in streams).
-            streams = [_read_streams(self._part_bytes(i), infos[i], missing) for i in indexes]
+            streams = [self._part_streams(i, missing) for i in indexes]
             if len({tuple(tuple(names) for names, _ in found) for found in streams}) != 1:
                 raise CorruptEntry("the parts of the table hold their columns in other streams")
             pieces = pl.collect_all([

@@ -5,9 +5,11 @@ corrupt, foreign or unwritable is trusted or breaks a run."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 import shutil
+import zlib
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -244,24 +246,50 @@ def test_a_frame_is_written_in_streams_of_a_few_categorical_columns(tmp_path):
     per_stream = dupfind.result_cache.CATEGORICALS_PER_STREAM
     texts = [None if i % 5 == 0 else f"v{i % 7}" for i in range(50)]
     columns = {"rid": pl.int_range(50, eager=True)}
-    for n in range(2 * per_stream + 1):  # three streams: 4 + 4 + 1 Categorical columns
+    for n in range(2 * per_stream + 1):  # three streams: per_stream, per_stream and 1 Categorical columns
         columns[f"c{n}"] = pl.Series(texts, dtype=pl.Categorical)
         columns[f"x{n}"] = pl.Series([float(i) if i % 3 else None for i in range(50)])
     frame = pl.DataFrame(columns)
     path = tmp_path / "frame.arrow"
     info = dupfind.result_cache._write_frame(path, frame)
-    assert [columns for columns, _ in info["streams"]] == [2 * per_stream + 1, 2 * per_stream, 2]
-    assert sum(size for _, size in info["streams"]) == info["bytes"] == path.stat().st_size
+    assert [columns for columns, _, _ in info["streams"]] == [2 * per_stream + 1, 2 * per_stream, 2]
+    assert sum(size for _, size, _ in info["streams"]) == info["bytes"] == path.stat().st_size
     assert dupfind.result_cache._read_frame(path, info).equals(frame)
-    stream_of = {name: k for k, (names, _) in enumerate(dupfind.result_cache._read_streams(path.read_bytes(), info))
-                 for name in names}
-    assert stream_of["rid"] == 0 and stream_of["c4"] == 1 and stream_of["x8"] == 2
+    found = dupfind.result_cache._read_streams(path.read_bytes(), info)
+    assert [zlib.crc32(data) for _, data in found] == [crc for _, _, crc in info["streams"]]
+    stream_of = {name: k for k, (names, _) in enumerate(found) for name in names}
+    assert stream_of["rid"] == 0 and stream_of[f"c{per_stream}"] == 1 and stream_of[f"x{2 * per_stream}"] == 2
     with pytest.raises(dupfind.result_cache.CorruptEntry):  # a layout that does not add up
-        dupfind.result_cache._read_frame(path, {**info, "streams": [[2, 10], *info["streams"][1:]]})
+        dupfind.result_cache._read_frame(path, {**info, "streams": [[2, 10, 0], *info["streams"][1:]]})
     # One that adds up but cuts the bytes elsewhere fails to decode (callers discard the entry).
-    shifted = [[n, size + d] for (n, size), d in zip(info["streams"], (8, -8, 0))]
+    shifted = [[n, size + d, crc] for (n, size, crc), d in zip(info["streams"], (8, -8, 0))]
     with pytest.raises((dupfind.result_cache.CorruptEntry, pl.exceptions.PolarsError)):
         dupfind.result_cache._read_frame(path, {**info, "streams": shifted})
+
+
+def test_columns_are_read_from_their_own_streams_each_checked(tmp_path):
+    per_stream = dupfind.result_cache.CATEGORICALS_PER_STREAM
+    columns = {"rid": pl.int_range(40, eager=True)}
+    for n in range(2 * per_stream + 1):
+        columns[f"c{n}"] = pl.Series([f"t{i % 3}" for i in range(40)], dtype=pl.Categorical)
+    frame = pl.DataFrame(columns)
+    path = tmp_path / "frame.arrow"
+    info = dupfind.result_cache._write_frame(path, frame)
+    last = f"c{2 * per_stream}"  # alone in the last stream
+    _, size, _ = info["streams"][-1]
+    raw = bytearray(path.read_bytes())
+    raw[-size // 2] ^= 0xFF  # damage the last stream only
+    path.write_bytes(bytes(raw))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        read = dupfind.result_cache._streams_at(fd, info, path.name, ["rid"])
+        assert [names for names, _ in read] == [["rid"]]  # one stream read, not the file
+        assert len(read[0][1]) == info["streams"][0][1]
+        assert pl.read_ipc(io.BytesIO(read[0][1])).get_column("rid").equals(frame.get_column("rid"))
+        with pytest.raises(dupfind.result_cache.CorruptEntry):
+            dupfind.result_cache._streams_at(fd, info, path.name, ["rid", last])
+    finally:
+        os.close(fd)
 
 
 def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls, tmp_path):
