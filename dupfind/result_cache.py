@@ -15,7 +15,7 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
     (CATEGORICALS_PER_STREAM); the meta gives each stream's columns and bytes.
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
-                                        (exact_json, one finding a line, their rules and
+                                        (exact_json, one finding a line, values then evidence, their rules and
                                         fingerprints in the .json so a command decodes only the
                                         findings it shows), for one
                                         rule set and --skew/--timeout
@@ -77,7 +77,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
 
 SET_FORMAT = "2"
-ANALYSIS_FORMAT = "3"
+ANALYSIS_FORMAT = "4"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
@@ -269,6 +269,21 @@ def _frame_of(streams: list[tuple[list[str], bytes | memoryview]], info: dict[st
     else:  # the streams decoded side by side
         frame = pl.concat(pl.collect_all([pl.scan_ipc(io.BytesIO(data)) for _, data in streams]), how="horizontal")
     return _checked_shape(frame, info["rows"], info["schema"], name)
+
+
+def _finding_line(state: dict[str, Any]) -> bytes:
+    """A finding's state as one line: its values, a tab, its evidence (a finding shown without
+    its evidence parses only the text before the tab, which compact JSON never holds raw)."""
+    return orjson.dumps(state["values"]) + b"\t" + orjson.dumps(state["evidence"])
+
+
+def _finding_of_line(line: bytes, evidence: bool) -> Any:
+    from dupfind.findings import Finding
+
+    values, tab, rest = line.partition(b"\t")
+    if not tab:
+        raise CorruptEntry("a finding line without its evidence")
+    return Finding.from_state({"values": orjson.loads(values), "evidence": orjson.loads(rest) if evidence else []}, evidence)
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
@@ -876,7 +891,7 @@ class ResultCache:
                     lines.extend(body.split(b"\n"))
                     if len(lines) != expected[2]:
                         raise CorruptEntry("another number of findings")
-                found = [Finding.from_state(orjson.loads(lines[i]), evidence) for i in wanted]
+                found = [_finding_of_line(lines[i], evidence) for i in wanted]
                 if any((f.rule, f.fingerprint) != (rule_of[i], fingerprint_of[i]) for f, i in zip(found, wanted)):
                     raise CorruptEntry("a finding of another rule or fingerprint")
                 return found
@@ -907,7 +922,7 @@ class ResultCache:
                 return False
             if {name: decode(value) for name, value in encoded.items()} != report_fields:
                 return False
-            body = b"\n".join(orjson.dumps(state) for state in states)  # a line each: a subset parses alone
+            body = b"\n".join(_finding_line(state) for state in states)  # a line each: a subset parses alone
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
                 "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(states),
