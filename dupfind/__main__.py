@@ -1,5 +1,5 @@
 """Entry point for `python -m dupfind`."""
 
-from dupfind.cli import main
+from dupfind.cli import run
 
-main()
+run()

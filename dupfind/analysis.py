@@ -103,6 +103,11 @@ class AnalysisContext:
         """Rows of the table by rid, in the order given (a cached table reads only the parts that hold them)."""
         return self.correlation.rows(rids)
 
+    def read_ahead(self, *names: str) -> None:
+        """A view is about to use these frames ("executions", "actions") and derived properties: a
+        context the result cache backs starts reading them, in this order, on a thread of its own
+        (result_cache.read_ahead); this one derives them when used."""
+
     @property
     def actions(self) -> pl.DataFrame:
         return self.correlation.actions

@@ -309,6 +309,8 @@ def _timeouts(ctx: AnalysisContext) -> list[dict[str, Any]]:
 def build_stats(report: AnalysisReport, bucket_s: float | None = None) -> StatsReport:
     """Queue health from an analysis: counters, durations, waits, a timeline, timeout advice, health findings."""
     ctx = report.context
+    ctx.read_ahead("action_attributes", "executions", "execution_durations", "redelivery_gaps", "side_effects",
+                   "effect_counts", "timeout_statements")
     lost_actions = [f.action_id for f in report.findings_where(lambda rule, _: rule == "DF107") if f.action_id is not None]
     frames = _count_frames(ctx, lost_actions)  # labelled once, grouped two ways
     return StatsReport(

@@ -58,13 +58,14 @@ import io
 import os
 import shutil
 import tempfile
+import threading
 import time
 import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, fields, is_dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +389,69 @@ class CachedIngest(IngestResult):
         return self._entry.frame("rejects")
 
 
+class ReadAhead:
+    """Things read from the cache on a thread of their own, one after the other, while the command
+    goes on: polars decodes a frame without holding the GIL, so on two cores a warm command's
+    reads overlap the rest of its work. Each is taken at most once; whatever is never taken is
+    only a read too many."""
+
+    def __init__(self, reads: dict[Any, Callable[[], Any]]) -> None:
+        self._ready = {name: threading.Event() for name in reads}  # set once its result is in
+        self._untaken = set(reads)
+        self._results: dict[Any, tuple[bool, Any]] = {}
+        self._thread = threading.Thread(target=self._run, args=(reads,), name="dupfind-read-ahead")
+        self._thread.start()
+
+    def _run(self, reads: dict[Any, Callable[[], Any]]) -> None:
+        for name, read in reads.items():
+            try:
+                self._results[name] = (True, read())
+            except BaseException as exc:  # raised where it is taken
+                self._results[name] = (False, exc)
+                if isinstance(exc, KeyboardInterrupt):  # polars raised Ctrl-C here: the command stops
+                    import _thread
+
+                    _thread.interrupt_main()
+            finally:
+                self._ready[name].set()
+
+    def take(self, name: Any, read: Callable[[], Any]) -> Any:
+        """What was read ahead for `name` (once it is read; its error raised here), else `read()`."""
+        if name not in self._untaken:
+            return read()
+        self._untaken.discard(name)
+        self._ready[name].wait()
+        ok, value = self._results.pop(name)
+        if not ok:
+            raise value
+        return value
+
+
+def read_ahead(correlation: Any, facts: ContextFacts | None, names: list[str]) -> None:
+    """Start reading, on a thread of their own and in this order, the frames (FRAMES) of a cached
+    correlation and the stored facts (any other name) a command is about to use; nothing for what
+    the cache does not back, was read already or is being read ahead."""
+    entry = correlation._entry if isinstance(correlation, CachedCorrelation) else None
+    if entry is not None and (entry._ahead is not None or entry._rebuilt is not None):
+        entry = None
+    if facts is not None and facts._ahead is not None:
+        facts = None
+    reads: dict[Any, Callable[[], Any]] = {}
+    for name in names:
+        if name in FRAMES:
+            if entry is not None and name not in entry._frames:
+                reads["frame", name] = partial(entry._read_now, name)
+        elif facts is not None and name not in facts.loaded:
+            reads["fact", name] = partial(facts._load, name)
+    if not reads:
+        return
+    ahead = ReadAhead(reads)
+    if any(kind == "frame" for kind, _ in reads):
+        entry._ahead = ahead
+    if any(kind == "fact" for kind, _ in reads):
+        facts._ahead = ahead
+
+
 def _close_all(descriptors: dict[int, int]) -> None:
     for fd in descriptors.values():
         os.close(fd)
@@ -415,6 +479,7 @@ class SetEntry:
         self._part_files: dict[int, int] = {}  # descriptors of the parts read so far
         weakref.finalize(self, _close_all, self._part_files)
         self._files: list[FileReport] | None = None
+        self._ahead: ReadAhead | None = None
         self._ingest = CachedIngest(self, int(meta["filtered_out"]))
         self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
 
@@ -458,6 +523,11 @@ class SetEntry:
         return self._frames[name]
 
     def _read(self, name: str) -> pl.DataFrame:
+        if self._ahead is not None:
+            return self._ahead.take(("frame", name), lambda: self._read_now(name))
+        return self._read_now(name)
+
+    def _read_now(self, name: str) -> pl.DataFrame:
         return _read_frame(self.path / f"{name}.arrow", self.meta["frames"][name])
 
     # -- the table, whole or by columns and parts ---------------------------------------------
@@ -600,8 +670,15 @@ class ContextFacts:
         self.folder = cache._entry_dir(set_key) / "facts" / context_key
         self.loaded: set[str] = set()
         self.compute_s: dict[str, float] = {}  # how long each fact derived in this run took
+        self._ahead: ReadAhead | None = None
 
     def load(self, name: str) -> tuple[bool, Any]:
+        """(True, the stored fact) or (False, None) when it is not stored (or failed its checks: deleted)."""
+        if self._ahead is not None:
+            return self._ahead.take(("fact", name), lambda: self._load(name))
+        return self._load(name)
+
+    def _load(self, name: str) -> tuple[bool, Any]:
         folder = self.folder / name
         try:
             raw = (folder / "meta.json").read_bytes()
@@ -730,6 +807,11 @@ def facts_class(base: type) -> type:
         for name, attr in vars(klass).items():
             if isinstance(attr, cached_property):
                 attrs[name] = StoredFact(name, attr.func)
+
+    def read_ahead_of_context(self: Any, *names: str) -> None:
+        read_ahead(self.correlation, self.__dict__.get(STORED_FACTS), list(names))
+
+    attrs["read_ahead"] = read_ahead_of_context
     return type(base.__name__, (base,), {**attrs, "__module__": base.__module__, "__qualname__": base.__qualname__})
 
 
@@ -848,7 +930,7 @@ class ResultCache:
         that reads and decodes the findings (a warm `analyze --format json` or `timeline` never needs
         them; it raises CorruptEntry when they fail their checks)}."""
         from dupfind.exact_json import decode
-        from dupfind.findings import FINDING_FIELDS, Finding
+        from dupfind.findings import FINDING_FIELDS
 
         folder = self._entry_dir(set_key) / "analyses"
         path = folder / f"{key}.json"

@@ -39,9 +39,14 @@ class Window:
     deploy: dict | None = None
 
 
+# What windows and a timeline document use of an analysis context, in that order (AnalysisContext.read_ahead).
+TIMELINE_READS = ("timeout_statements", "deploys", "effect_counts", "side_effects", "executions", "id_samples", "actions")
+
+
 def select_windows(report: AnalysisReport, deploy: str | None, around: datetime | None, width_s: float) -> list[Window]:
     """--deploy ID, or --around TIME (width centred on it), or each deploy, or the busiest duplicate period."""
     ctx = report.context
+    ctx.read_ahead(*TIMELINE_READS)
     if report.summary.get("first_ts") is None:
         raise DupfindError("no records were read, so there is no timeline to draw.")
     # The first and last record times, as the summary gives them (to the microsecond, UTC).
@@ -281,6 +286,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     if not windows:
         return document
     ctx = report.context
+    ctx.read_ahead(*TIMELINE_READS)
     marks = _marks(report)
     pairs = _window_executions(report, windows)
     shown_rows = pairs["_row"].unique().sort()

@@ -235,9 +235,15 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
     return rids
 
 
+# What a trace uses of an analysis context, in the order it does (AnalysisContext.read_ahead).
+TRACE_READS = ("executions", "unlinked_ids", "exec_killed", "worker_events", "deploy_records", "actions",
+               "action_attributes", "timeout_statements", "pairs", "side_effects", "effect_counts")
+
+
 def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] | None = None,
                 extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
     """The trace of one action (or, with action_id None, of records no action holds)."""
+    ctx.read_ahead(*TRACE_READS)
     own = ctx.records_of(action_id) if action_id is not None else as_strings(ctx.rows([]))
     execs = (ctx.executions_of(action_id) if action_id is not None else ctx.executions.clear()).sort("start", "exec_id")
     rids = set(extra_rids or [])
@@ -278,6 +284,7 @@ def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] 
 
 def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, max_records: int = 1000) -> TraceReport:
     """Traces of every action any of the ids belongs to (records without an action traced together)."""
+    ctx.read_ahead(*TRACE_READS)
     hits, not_found = find_records(ctx, queries)
     if hits.height == 0:
         listed = ", ".join(repr(q) for q in queries)
@@ -307,6 +314,7 @@ def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str
                   max_records: int = 1000) -> TraceReport:
     """The trace of the action behind one finding of `report`, chosen by its fingerprint (or a
     unique prefix of it); of a cached report, only the findings of that prefix are decoded."""
+    ctx.read_ahead(*TRACE_READS)
     wanted = fingerprint.strip().lower()
     if len(wanted) < 6:
         raise DupfindError(f"--finding {fingerprint!r} is too short: give at least 6 characters of the fingerprint.")

@@ -1,4 +1,4 @@
-"""The progress bar on stderr (only when stderr is a terminal), and what a command imports."""
+"""The progress bar on stderr (only when stderr is a terminal), what a command imports, and how the process ends."""
 
 from __future__ import annotations
 
@@ -79,3 +79,28 @@ def test_machine_output_does_not_import_rich(args):
 
 def test_the_terminal_view_does_load_rich():
     assert _loads_rich("analyze")
+
+
+def test_the_process_ends_with_all_its_output_written(tmp_path):
+    """run() ends the process without the interpreter's teardown: what it wrote to a pipe is whole,
+    as --output writes it, and the exit status is the command's."""
+    proc = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache", "--output", str(tmp_path / "report.json"))
+    assert proc.returncode == 0
+    piped = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache")
+    assert piped.returncode == 0 and piped.stderr == b""
+    assert len(piped.stdout) > 65536 and piped.stdout == (tmp_path / "report.json").read_bytes()
+    failed = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache", "--fail-on", "high")
+    assert failed.returncode == 1 and failed.stdout == piped.stdout
+    missing = run_cli("analyze", str(tmp_path / "nothing-here"))
+    assert missing.returncode == 2 and missing.stderr.count(b"\n") == 1 and missing.stderr.startswith(b"dupfind: error:")
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`dupfind analyze ... | head -c 10`: the reader leaves early; exit 0, nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "dupfind", "analyze", str(LOGS), "--format", "json", "--no-cache"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0
+    assert stderr == b""

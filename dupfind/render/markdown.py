@@ -12,7 +12,7 @@ from dupfind.findings import CAUSE_TITLES, Finding
 from dupfind.render.md_text import code, md, table
 from dupfind.render.safe import safe_str
 from dupfind.render.trace_view import clock, trace_markdown_block
-from dupfind.trace import build_trace
+from dupfind.trace import TRACE_READS, build_trace
 
 ENTITY_KEYS = ("order_id", "user_id", "notification_id", "delivery_id", "tenant_id")
 ENTITIES_LISTED = 10
@@ -166,6 +166,8 @@ def _reproduce(report: AnalysisReport, worst: Finding | None, command: list[str]
 def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
                     redacted: bool = False) -> str:
     full = report
+    if report.context is not None:  # the worst incident's trace, while the findings are decoded
+        report.context.read_ahead(*TRACE_READS)
     # The report shows the evidence of one finding: the others are read without it (a cached
     # report then decodes none of theirs), and that one is read whole by _root_cause.
     report = dataclasses.replace(report, findings=report.findings_without_evidence())
