@@ -192,7 +192,8 @@ def child_generate(preset: str, seed: int, lines: int, out_dir: Path) -> None:
 
 
 def child_dupfind(argv: list[str]) -> int:
-    """`dupfind ARGV` in this process, as the console script runs it; figures go to stderr."""
+    """`dupfind ARGV` in this process, as the console script runs it (dupfind.cli.run: main(), then
+    the process ends without the interpreter's teardown); figures go to stderr."""
     t0 = time.perf_counter()
     from dupfind.cli import main
 
@@ -205,7 +206,8 @@ def child_dupfind(argv: list[str]) -> int:
     seconds = time.perf_counter() - t0
     sys.stdout.flush()
     emit({"seconds": seconds, "rss_peak_mb": rss_hwm_mb(), "exit_code": code}, sys.stderr)
-    return code
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def child_duckdb(files_list: Path) -> None:
