@@ -73,6 +73,11 @@ def run_deferred() -> None:
         _DEFERRING[0] = False
 
 
+def pending() -> bool:
+    """Whether work is deferred or still running."""
+    return bool(_DEFERRED) or any(thread.is_alive() for thread in _RUNNING)
+
+
 def stopping() -> bool:
     """Whether work should stop at its next step (a file of many): the user interrupted the command."""
     return _STOP.is_set()

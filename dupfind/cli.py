@@ -20,8 +20,10 @@ __all__ = ["app", "main", "run"]
 GC_THRESHOLDS = (100_000, 10, 10)
 
 
-def main() -> None:
-    """Console-script entry point: one-line errors and exit code 2, never a traceback."""
+def main(release_output: bool = False) -> None:
+    """The command line: one-line errors and exit code 2, never a traceback. With
+    `release_output` (the process's own entry point, run()), stdout is closed once the command
+    is done, before the cache writes that come after the report."""
     gc.set_threshold(*GC_THRESHOLDS)
     from dupfind import background
 
@@ -52,7 +54,7 @@ def main() -> None:
         )
         sys.exit(2)
     finally:
-        _wait_for_background()
+        _wait_for_background(release_output)
 
 
 def run() -> None:
@@ -61,7 +63,7 @@ def run() -> None:
     (0.08-0.1 s after a timeline of 1M lines had its last byte out), while all output is already
     written, the cache writes done and what is still open only read."""
     try:
-        main()
+        main(release_output=True)
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc.code)
@@ -73,6 +75,19 @@ def run() -> None:
         except (OSError, ValueError):  # a closed pipe (`| head`) or stream: nothing more to say
             pass
     os._exit(status)
+
+
+def _release_stdout() -> None:
+    """Give the report's reader its end of file now: the output is complete and what remains is
+    cache work (a first run over 1M lines writes its cache for 2-3 s after its report), which
+    `dupfind analyze ... | jq` or `$(dupfind ...)` need not wait for."""
+    try:
+        sys.stdout.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no stdout to close, or already closed
+        pass
 
 
 def _exit_status(code: object) -> int:
@@ -92,13 +107,15 @@ def _interrupted() -> None:
     background.stop()  # cache writes stop at their next step
 
 
-def _wait_for_background() -> None:
+def _wait_for_background(release_output: bool = False) -> None:
     """Do the cache writes deferred until the output was out, and wait for those that went on
     while the command worked. Ctrl-C meanwhile stops them at their next step; a second one
     leaves at once (a half-written entry is never read)."""
     from dupfind import background
 
     try:
+        if release_output and background.pending():
+            _release_stdout()
         background.run_deferred()
         background.wait()
     except KeyboardInterrupt:

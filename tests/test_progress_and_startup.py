@@ -104,3 +104,25 @@ def test_a_closed_pipe_ends_the_command_quietly():
     stderr = proc.stderr.read()
     assert proc.wait(timeout=300) == 0
     assert stderr == b""
+
+
+def test_the_report_reader_gets_its_end_of_file_before_the_cache_writes(tmp_path):
+    """A first run stores its cache after the report: `dupfind analyze | jq` sees the end of the
+    report then, not when the process ends (cache writes made slow here to tell them apart)."""
+    script = (
+        "import sys, time\nimport dupfind.result_cache as rc\nfrom dupfind.cli import run\n"
+        "store = rc.ResultCache.store_set\n"
+        "def slow(*a, **k):\n    time.sleep(3)\n    return store(*a, **k)\n"
+        "rc.ResultCache.store_set = slow\n"
+        f"sys.argv = ['dupfind', 'analyze', {str(LOGS)!r}, '--format', 'json']\nrun()\n"
+    )
+    env = {**os.environ, "DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=env)
+    report = proc.stdout.read()  # to its end of file
+    assert proc.poll() is None  # still writing its cache
+    assert proc.wait(timeout=300) == 0 and proc.stderr.read() == b""
+    assert report == run_cli("analyze", str(LOGS), "--format", "json", "--no-cache").stdout
+    assert list((tmp_path / "cache" / "sets").glob("*/meta.json"))  # the cache was written after all
+    warm = run_cli("analyze", str(LOGS), "--format", "json", env={"DUPFIND_CACHE_DIR": str(tmp_path / "cache")})
+    assert warm.stdout == report
