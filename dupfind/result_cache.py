@@ -12,7 +12,7 @@ Layout under the cache directory (beside the per-file entries of cache.TableCach
                                         TABLE_PART_ROWS rows: a warm command reads the columns it
                                         needs, or the few parts that hold the rows it shows
     Every frame file is Arrow IPC streams of a few columns each, one after the other
-    (CATEGORICALS_PER_STREAM); the meta gives each stream's columns and bytes.
+    (CATEGORICALS_PER_STREAM); the meta gives each stream's columns, bytes and CRC-32.
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
                                         (exact_json, one finding a line, values then evidence, their rules and
@@ -101,7 +101,9 @@ BACKGROUND_BLOB_BYTES = 8 << 20
 # Categorical columns per Arrow IPC stream of a frame file. polars writes a Categorical column
 # with a map as large as its whole string pool (every text the process has seen), and holds the
 # maps of all columns of a stream at once: one stream of a 5M-line table part took 2 GB for a
-# moment. A frame is written as consecutive streams of a few columns each instead.
+# moment. And reading any column of a stream decodes the dictionaries of all its Categorical
+# columns (reading `rid` decoded `message`'s texts). So each Categorical column has a stream of
+# its own, with the other columns that follow it.
 CATEGORICALS_PER_STREAM = 1
 KEEP_SETS = 4
 KEEP_ANALYSES = 32
