@@ -408,7 +408,7 @@ class ReadAhead:
         for name, read in reads.items():
             try:
                 self._results[name] = (True, read())
-            except BaseException as exc:  # raised where it is taken
+            except BaseException as exc:  # noqa: BLE001 (raised again where it is taken)
                 self._results[name] = (False, exc)
                 if isinstance(exc, KeyboardInterrupt):  # polars raised Ctrl-C here: the command stops
                     import _thread
