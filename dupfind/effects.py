@@ -20,6 +20,9 @@ _COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|crea
 COUNTED = ("success", "uncertain")
 # What readers of the requests use (the rest of the table's columns only made the frame, and its
 # cached copy, several times larger); idempotency_key names the key a repeated request reused.
+# The table's columns side_effect_requests reads.
+EFFECT_RECORD_COLUMNS = ("rid", "ts", "source", "line", "kind", "name", "action", "status", "result", "error",
+                         "provider_idempotency", "action_id", "exec_id", "idempotency_key")
 REQUEST_COLUMNS = ("rid", "ts", "source", "line", "action_id", "exec_id", "effect", "outcome", "provider_protected",
                    "result_rid", "result_ts", "idempotency_key")
 
@@ -48,7 +51,9 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     A completion record ("email_sent") right after a request record ("provider_request") of the
     same execution and type is that request's result, not a second side effect.
     """
-    effects = table.filter(
+    # The columns read below, before the rows are taken: a fifth of the table's rows are side-effect
+    # records, and all its ~45 columns filtered then sorted held 0.3 GB more at 5M lines.
+    effects = table.select(c for c in EFFECT_RECORD_COLUMNS if c in table.columns).filter(
         pl.col("kind").is_in(["side_effect", "side_effect_result"]) & pl.col("action_id").is_not_null()
     ).sort("ts", "source", "line")
     if effects.height == 0:
