@@ -190,13 +190,14 @@ def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> 
     return keys, frame
 
 
-def _entry_dicts(keys: list[str], frame: pl.DataFrame) -> list[dict[str, Any]]:
-    """The entries as plain data, in the frame's order."""
-    entries = []
-    for row in frame.iter_rows(named=True):
-        row["ids"] = {k: v for k in keys if (v := row.pop(f"id:{k}"))}
-        entries.append({name: row[name] for name in ENTRY_FIELDS})
-    return entries
+def _entry_dicts(keys: list[str], frame: pl.DataFrame, entry_fields: tuple[str, ...] = ENTRY_FIELDS) -> list[dict[str, Any]]:
+    """The entries as plain data (their `entry_fields`), in the frame's order; built column by
+    column (a row at a time cost twice as much)."""
+    columns = {name: frame.get_column(name).to_list() for name in entry_fields if name != "ids"}
+    if "ids" in entry_fields:
+        lists = [(k, frame.get_column(f"id:{k}").to_list()) for k in keys]
+        columns["ids"] = [{k: v for k, values in lists if (v := values[i])} for i in range(frame.height)]
+    return [dict(zip(entry_fields, row)) for row in zip(*(columns[name] for name in entry_fields))]
 
 
 def _json(value: pl.Expr) -> pl.Expr:
@@ -277,11 +278,13 @@ def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.Dat
     return chosen.join(workers, on="_wk").sort("_w", "start_ts", "worker_id", "_wk", maintain_order=True)
 
 
-def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False) -> dict[str, Any]:
+def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False,
+                      entry_fields: tuple[str, ...] = ENTRY_FIELDS) -> dict[str, Any]:
     """Everything each window's timeline shows, as plain data (times as ISO strings). With
     `as_json`, each execution's entry is already JSON text on one line (an orjson.Fragment): the
     document is then only for orjson.dumps, which writes what it writes for entries_on_one_line of
-    the document without `as_json`."""
+    the document without `as_json`. `entry_fields`: what a view draws of each execution (the
+    terminal view: its times, state and whether it was duplicated)."""
     document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
     if not windows:
         return document
@@ -300,7 +303,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
         # twice); as bytes, not decoded into a str.
         shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
     else:
-        dicts = _entry_dicts(keys, entries)
+        dicts = _entry_dicts(keys, entries, entry_fields)
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
         pl.col("_json" if as_json else "_at"),
         pl.col("after_stop").sum().alias("after_stop"),

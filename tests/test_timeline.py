@@ -307,3 +307,39 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     cli = run_cli("timeline", str(logs), "--format", "json", "--no-cache",
                   *(["--around", "2026-07-21T10:01:30Z", "--window", "20m"] if around else []))
     assert cli.returncode == 0 and cli.stdout == as_text + b"\n"
+
+
+@pytest.mark.parametrize("folder", ["overlap", "k8s"])
+def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
+    """The terminal view builds a document holding only what it draws of each execution
+    (DRAWN_ENTRY_FIELDS); drawn from the whole document it gives the same text, in color too."""
+    import io
+
+    from rich.console import Console
+
+    from dupfind.analyze import analyze
+    from dupfind.config import load_config
+    from dupfind.ingest import ingest
+    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, render_timeline
+    from dupfind.rules_registry import load_rules
+    from dupfind.timeline import select_windows, timeline_document
+
+    logs = {"overlap": OVERLAP, "k8s": K8S}[folder]
+    config = load_config(None, None, None)
+    report = analyze(ingest([str(logs)], config), config, load_rules(config))
+    windows = select_windows(report, None, None, 600.0)
+    whole, drawn = timeline_document(report, windows), timeline_document(report, windows, entry_fields=DRAWN_ENTRY_FIELDS)
+    assert _executions(drawn["windows"][0]) and all(set(e) == set(DRAWN_ENTRY_FIELDS) for e in _executions(drawn["windows"][0]))
+    states = {(e["state"], e["duplicate"]) for w in whole["windows"] for e in _executions(w)}
+    assert ("completed", True) in states or ("interrupted", False) in states  # bars of more than one kind
+
+    def text(document: dict, color: bool) -> str:
+        console = Console(file=io.StringIO(), width=100, force_terminal=color, color_system="truecolor" if color else None,
+                          highlight=False, soft_wrap=False)
+        render_timeline(document, console)
+        return console.file.getvalue()
+
+    for color in (False, True):
+        assert text(drawn, color) == text(whole, color)
+    plain = run_cli("timeline", str(logs), "--no-cache")
+    assert plain.returncode == 0 and plain.stdout.decode() == text(whole, False)

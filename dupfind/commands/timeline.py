@@ -140,9 +140,13 @@ def timeline(
         return orjson.dumps(entries_on_one_line(timeline_data()), option=indented)
 
     def as_table(console) -> bytes:
-        from dupfind.render.timeline_text import render_timeline
+        from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, render_timeline
 
-        render_timeline(timeline_data(), console, max_rows)
+        if html is None and redactor is None:  # the document of this view alone: what it draws
+            data = timeline_document(report, windows(), entry_fields=DRAWN_ENTRY_FIELDS)
+        else:
+            data = timeline_data()
+        render_timeline(data, console, max_rows)
         return console.file.getvalue().encode()
 
     if html is not None:

@@ -22,6 +22,8 @@ LEGEND = (
     ("▓", "bold blue", "generations overlap"),
 )
 DENSITY = " ░▒▓█"
+# What this view draws of each execution (timeline.timeline_document's entry_fields).
+DRAWN_ENTRY_FIELDS = ("start", "end", "state", "duplicate")
 END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
 
 
@@ -49,10 +51,9 @@ def _cells(width: int) -> list[tuple[str, str]]:
 
 
 def _paint(cells: list[tuple[str, str]], a: int | None, b: int | None, glyph: str, style: str) -> None:
-    if a is None or b is None:
+    if a is None or b is None or b < a:
         return
-    for c in range(a, b + 1):
-        cells[c] = (glyph, style)
+    cells[a : b + 1] = [(glyph, style)] * (b + 1 - a)
 
 
 def _exec_glyph(e: dict) -> tuple[str, str]:
@@ -101,8 +102,16 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
 
 def _row(label: str, cells: list[tuple[str, str]], label_width: int, label_style: str = "") -> Text:
     text = Text(safe_str(label).ljust(label_width)[:label_width] + " ", style=label_style)
+    # A run of cells in one style is one span: rich draws far fewer (a bar is mostly runs).
+    run, run_style = [], None
     for glyph, style in cells:
-        text.append(glyph, style=style)
+        if style != run_style and run:
+            text.append("".join(run), style=run_style)
+            run = []
+        run.append(glyph)
+        run_style = style
+    if run:
+        text.append("".join(run), style=run_style)
     return text
 
 
