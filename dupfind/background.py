@@ -9,7 +9,9 @@ from typing import Any
 
 _RUNNING: list[threading.Thread] = []
 _STOP = threading.Event()  # set when the user interrupts: work stops at its next step
-_DEFERRED: list[tuple[Callable[..., Any], tuple]] = []  # run_deferred's work, in order
+# run_deferred's work, in order, then the work deferred `last`: (work, args, what to do if skipped)
+_DEFERRED: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
+_DEFERRED_LAST: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
 _DEFERRING = [False]  # set by the command line (defer_until_output): API callers run work at once
 
 
@@ -52,11 +54,15 @@ def deferring() -> bool:
     return _DEFERRING[0]
 
 
-def defer(work: Callable[..., Any], *args: Any) -> None:
+def defer(work: Callable[..., Any], *args: Any, last: bool = False,
+          if_skipped: Callable[..., Any] | None = None) -> None:
     """Run `work(*args)` once the command's output is written (cache writes nobody waits for
-    before the report: the report shows that much sooner), or now when nothing defers."""
+    before the report: the report shows that much sooner), or now when nothing defers. `last`:
+    after all the work deferred without it (work that needs none of that work, and runs with less
+    memory held once that work has let go of what it kept). `if_skipped(*args)` runs instead when
+    the user stops the command first (a staged file to remove)."""
     if _DEFERRING[0]:
-        _DEFERRED.append((work, args))
+        (_DEFERRED_LAST if last else _DEFERRED).append((work, args, if_skipped))
     else:
         work(*args)
 
@@ -65,17 +71,22 @@ def run_deferred() -> None:
     """The deferred work, in the order it was deferred, on this thread (none once stopped; Ctrl-C
     goes to the caller); `defer` then runs work at once again."""
     try:
-        while _DEFERRED and not _STOP.is_set():
-            work, args = _DEFERRED.pop(0)
-            _noting_failure(work, args)
+        for deferred in (_DEFERRED, _DEFERRED_LAST):
+            while deferred and not _STOP.is_set():
+                work, args, _ = deferred.pop(0)
+                _noting_failure(work, args)
     finally:
+        skipped = [(cleanup, args) for _, args, cleanup in (*_DEFERRED, *_DEFERRED_LAST) if cleanup is not None]
         _DEFERRED.clear()
+        _DEFERRED_LAST.clear()
         _DEFERRING[0] = False
+        for cleanup, args in skipped:
+            _noting_failure(cleanup, args)
 
 
 def pending() -> bool:
     """Whether work is deferred or still running."""
-    return bool(_DEFERRED) or any(thread.is_alive() for thread in _RUNNING)
+    return bool(_DEFERRED or _DEFERRED_LAST) or any(thread.is_alive() for thread in _RUNNING)
 
 
 def stopping() -> bool:

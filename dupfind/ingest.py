@@ -1024,13 +1024,13 @@ def ingest(
     until: datetime | None = None,
     progress: Callable[[int], None] | None = None,
     cache=None,
-    store_in_background: bool = False,
+    store_later: bool = False,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
     `cache` (a dupfind.cache.TableCache) serves unchanged files and stores freshly parsed ones:
-    before this returns, or with `store_in_background` on a thread of its own while the caller
-    goes on (see dupfind.background).
+    before this returns, or with `store_later` once the command's output is out, after its other
+    cache writes (dupfind.background.defer, last).
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
@@ -1080,8 +1080,10 @@ def ingest(
     normaliser.tables.clear()
     table, filtered_out = _assemble(tables, schema, since, until)  # cached files' rows are filtered here
     if to_store:
-        if store_in_background:
-            background.start(_store_in_cache, cache, to_store, reports, table, rejects, schema, name="dupfind-store-files")
+        if store_later:
+            # A first run's report then comes as soon as a run without the cache gives it (at 1M
+            # lines 5.3-5.7 s instead of 6.4-6.8 s with the store on a thread beside correlation).
+            background.defer(_store_in_cache, cache, to_store, reports, table, rejects, schema, last=True)
         else:
             _store_in_cache(cache, to_store, reports, table, rejects, schema)
     return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out)
@@ -1171,5 +1173,9 @@ def _store_in_cache(
     # Two files at a time: polars gathers, casts, compresses and writes without the GIL, so one
     # file's Python glue and file-system calls overlap another's work.
     with ThreadPoolExecutor(max_workers=STORE_THREADS) as pool:
-        for _ in pool.map(store, keys.keys(), keys.values()):
-            pass
+        try:
+            for _ in pool.map(store, keys.keys(), keys.values()):
+                pass
+        except KeyboardInterrupt:  # here: the files not started are skipped, then Ctrl-C goes on
+            background.stop()
+            raise

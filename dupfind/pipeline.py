@@ -86,14 +86,14 @@ def _warn_if_too_large(paths: list[str]) -> None:
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
-    # Files are stored in the cache while the run goes on when the command line waits for them
-    # before it exits (dupfind.background); API callers find them stored when this returns.
+    # Files are stored in the cache after the command's output when the command line does its
+    # cache writes then (dupfind.background); API callers find them stored when this returns.
     later = background.deferring()
     progress, advance = _progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since_ts, until_ts, cache=cache, store_in_background=later)
+        return ingest(paths, config, since_ts, until_ts, cache=cache, store_later=later)
     with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_in_background=later)
+        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_later=later)
 
 
 def load_inputs(

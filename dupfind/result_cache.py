@@ -391,6 +391,14 @@ class CachedIngest(IngestResult):
         return self._entry.frame("rejects")
 
 
+def _discard_staged(set_key: str, key: str, thread, staged: list[Path]) -> None:
+    """A staged report the command was stopped before placing: removed, not left to `prune`."""
+    if thread is not None:
+        thread.join()
+    for path in staged:
+        path.unlink(missing_ok=True)
+
+
 class ReadAhead:
     """Things read from the cache on a thread of their own, one after the other, while the command
     goes on: polars decodes a frame without holding the GIL, so on two cores a warm command's
@@ -1131,7 +1139,7 @@ class ResultCache:
             stage()
         else:
             thread = background.start(stage, name="dupfind-store-output")
-        background.defer(self._place_blob, set_key, key, thread, staged)
+        background.defer(self._place_blob, set_key, key, thread, staged, if_skipped=_discard_staged)
 
     def _staged_blob(self, set_key: str, key: str, chunks: tuple[bytes, ...]) -> Path | None:
         try:
@@ -1141,6 +1149,7 @@ class ResultCache:
             return None
 
     def _place_blob(self, set_key: str, key: str, thread, staged: list[Path]) -> None:
+        """Move a staged report beside its set entry (removed when there is none)."""
         if thread is not None:
             thread.join()
         if not staged:

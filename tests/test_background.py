@@ -127,3 +127,32 @@ def test_deferred_work_is_dropped_once_stopped_and_ctrl_c_reaches_the_caller():
         background.run_deferred()
     background.defer(done.append, "at once")
     assert done == ["at once"]
+
+
+def test_deferred_work_runs_in_order_last_work_after_and_skipped_work_cleans_up():
+    """run_deferred runs the deferred work in order, work deferred `last` after it; once the user
+    stops the command, what is left runs its `if_skipped` instead (a staged file removed)."""
+    done: list[str] = []
+    background.defer_until_output()
+    try:
+        background.defer(done.append, "files", last=True)
+        background.defer(done.append, "set", if_skipped=lambda _: done.append("set skipped"))
+        background.defer(done.append, "analysis")
+        assert done == []
+    finally:
+        background.run_deferred()
+    assert done == ["set", "analysis", "files"]
+
+    done.clear()
+    background.defer_until_output()
+    try:
+        background.defer(background.stop)  # Ctrl-C during the first deferred write
+        background.defer(done.append, "placed", if_skipped=lambda what: done.append(f"{what} skipped"))
+        background.defer(done.append, "files", last=True)
+    finally:
+        background.run_deferred()
+        background.wait()
+    assert done == ["placed skipped"]
+    assert not background.stopping() and not background.deferring()
+    background.defer(done.append, "at once")  # nothing defers any more
+    assert done[-1] == "at once"

@@ -44,28 +44,30 @@ def test_warm_run_equals_cold_run(logs, tmp_path):
             b.path, b.format, b.lines, b.records, dict(b.rejected), b.fields, b.first_ts)
 
 
-def test_files_stored_in_the_background_are_there_once_waited_for(logs, tmp_path, monkeypatch):
-    """With store_in_background, ingest returns before its files are stored (a thread writes
-    them while the command goes on); once dupfind.background.wait() returns, they serve a warm
-    run that equals the cold one, rows in the same order."""
-    import threading
-
+def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_path, monkeypatch):
+    """With store_later (the command line), ingest returns before its files are stored: they are
+    written once the output is out (dupfind.background.run_deferred), after the cache writes
+    deferred meanwhile (the set, the analysis), and then serve a warm run equal to the cold one."""
     import dupfind.background
     import dupfind.cache
 
-    release = threading.Event()
+    order: list[str] = []
     real_store = dupfind.cache.TableCache.store
 
-    def held_store(self, *args):
-        release.wait(10)  # the stores cannot finish before ingest has returned
+    def store(self, *args):
+        order.append("file")
         return real_store(self, *args)
 
-    monkeypatch.setattr(dupfind.cache.TableCache, "store", held_store)
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", store)
     config = load_config(cwd=Path("/"))
-    cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_in_background=True)
-    assert not list((tmp_path / "cache").rglob("table.arrow"))
-    release.set()
-    dupfind.background.wait()
+    dupfind.background.defer_until_output()
+    try:
+        cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_later=True)
+        dupfind.background.defer(order.append, "set")  # deferred after the files, written before them
+        assert order == [] and not list((tmp_path / "cache").rglob("table.arrow"))
+    finally:
+        dupfind.background.run_deferred()
+    assert order == ["set"] + ["file"] * len(cold.files)
     assert len(list((tmp_path / "cache").rglob("table.arrow"))) == len(cold.files)
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.hits == len(cold.files) and cache.misses == 0
@@ -157,30 +159,26 @@ def test_a_time_window_reads_through_the_cache_but_never_stores_its_rows(logs, t
     assert from_entries.table.equals(cold.table) and from_entries.filtered_out == cold.filtered_out
 
 
-def test_stopped_background_store_skips_the_files_not_started_and_they_are_parsed_again(logs, tmp_path, monkeypatch):
-    """Ctrl-C stops the background store at its next file (dupfind.background.stop): the files
+def test_a_stopped_store_skips_the_files_not_started_and_they_are_parsed_again(logs, tmp_path, monkeypatch):
+    """Ctrl-C stops the deferred file store at its next file (dupfind.background.stop): the files
     being written finish, the others are not written, and the next run parses just those again."""
-    import threading
-
     import dupfind.background
     import dupfind.cache
 
-    started = threading.Semaphore(0)
-    release = threading.Event()
     real_store = dupfind.cache.TableCache.store
 
-    def held_store(self, *args):
-        started.release()
-        release.wait(10)
+    def interrupted_store(self, *args):
+        dupfind.background.stop()  # Ctrl-C while the first files are written
         return real_store(self, *args)
 
-    monkeypatch.setattr(dupfind.cache.TableCache, "store", held_store)
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", interrupted_store)
     config = load_config(cwd=Path("/"))
-    cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_in_background=True)
-    assert len(cold.files) > 2
-    assert started.acquire(timeout=10)  # a file is being written
-    dupfind.background.stop()
-    release.set()
+    dupfind.background.defer_until_output()
+    try:
+        cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_later=True)
+        assert len(cold.files) > 2
+    finally:
+        dupfind.background.run_deferred()
     dupfind.background.wait()
     written = len(list((tmp_path / "cache").rglob("table.arrow")))
     assert 1 <= written <= 2 < len(cold.files)  # the files already started (two threads), no other

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 import dupfind.analyze
 import dupfind.background
+import dupfind.cache
 import dupfind.pipeline
 import dupfind.result_cache
 from dupfind.cli import app
@@ -694,9 +695,10 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
 
 
 def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache_dir, monkeypatch, capsysbinary):
-    """main() defers storing the correlated set, the analysis, the next commands' facts and the
-    rendered report until the report is out (it shows that much sooner), in that order; they are
-    stored all the same before the process ends, and the next runs read them."""
+    """main() defers storing the correlated set, the analysis, the next commands' facts, the
+    rendered report and each input file's entry until the report is out (it shows that much
+    sooner), in that order; they are stored all the same before the process ends, and the next
+    runs read them."""
     import sys
 
     import dupfind.cli
@@ -727,22 +729,46 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
         events.append("facts")
         return real_facts(self, ctx)
 
+    real_file = dupfind.cache.TableCache.store
+
+    def store_file(self, *args):
+        if "files" not in events:
+            events.append("files")
+        return real_file(self, *args)
+
     monkeypatch.setattr(dupfind.cli_common, "write_output", write_output)
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_analysis", store_analysis)
     monkeypatch.setattr(dupfind.result_cache.ContextFacts, "store_new", store_new)
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "store_set", store_set)
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "_place_blob", place_blob)
+    monkeypatch.setattr(dupfind.cache.TableCache, "store", store_file)
     monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
-    assert events == ["output", "set", "analysis", "output stored", "facts"]
+    assert events == ["output", "set", "analysis", "output stored", "facts", "files"]
     assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]  # the staged report was moved
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)
     calls.forbid = True  # the analysis was stored: no ingestion, correlation or detector
     assert run("stats", str(logs), "--format", "json")
     assert run("analyze", str(logs), "--format", "json") == cold
+
+
+def test_a_report_staged_by_a_stopped_command_is_removed(tmp_path):
+    """Ctrl-C before the deferred writes: the report staged for its set is removed, not left to prune."""
+    from dupfind.result_cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache")
+    dupfind.background.defer_until_output()
+    try:
+        cache.store_blob_soon("f" * 32, "e" * 32, b"{}\n", b"report")
+        assert [p for p in cache.sets.iterdir() if p.name.startswith(".tmp-")]  # staged, not placed yet
+        dupfind.background.stop()
+    finally:
+        dupfind.background.run_deferred()
+        dupfind.background.wait()
+    assert not list(cache.sets.iterdir())
 
 
 def test_an_output_without_its_set_entry_leaves_no_staged_file_and_stale_ones_are_pruned(tmp_path):
