@@ -121,7 +121,7 @@ def build_actions(
     # One row per (tuple, key) with a value. A node (key=value) is numbered by its key's position
     # and the value's categorical code: text columns share one string pool, so a code is one
     # string. No "key=value" text is written a row, and none is added to the pool, which keeps
-    # every string it is given until the process ends.
+    # every string it is given while any Categorical column lives (the whole run).
     long = pl.concat([
         tuples.select("tid", pl.lit(i, dtype=pl.Int64).alias("key"), pl.col(k).cast(pl.Categorical).alias("value"))
         .drop_nulls("value")
