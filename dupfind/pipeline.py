@@ -192,7 +192,8 @@ def load_correlated(
 
 
 # AnalysisContext properties an analysis stored in the cache derives for the commands that follow.
-PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples", "unlinked_ids", "timeout_statements", "deploy_records")
+PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples", "unlinked_ids", "timeout_statements", "deploy_records",
+                  "id_values")
 
 # AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
 _LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")

@@ -267,3 +267,44 @@ def test_an_overlap_within_the_clock_skew_is_only_possible(tmp_path):
                for n in _notes(close)), _notes(close)
     strict = trace_ids(correlation_context(table, config, skew_s=0.1), ["j-1"]).traces[0]
     assert any(n == "attempt 2 received while attempt 1 in flight (+9.8 s)" for n in _notes(strict)), _notes(strict)
+
+
+def test_a_warm_trace_by_id_reads_only_the_id_columns_holding_the_value(tmp_path, monkeypatch):
+    """After `analyze`, `trace ID` reads the id columns that hold the value (AnalysisContext.id_values,
+    stored with the analysis), not every id column; it prints what a run without the cache prints."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    import dupfind.background
+    from dupfind.cli import app
+    from dupfind.result_cache import SetEntry
+    from dupfind.schema import ID_COLUMNS
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SYNTH / "deploy-overlap" / "logs", logs)
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
+    config = load_config(None, None, None)
+    table = ingest([str(logs)], config).table
+    value = table["order_id"].drop_nulls().cast(pl.String)[0]
+    holding = {c for c in ID_COLUMNS if c in table.columns and (table[c].cast(pl.String) == value).any()}
+    assert holding and len(holding) < len([c for c in ID_COLUMNS if table[c].null_count() < table.height])
+
+    def invoke(*args: str) -> bytes:
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+        dupfind.background.wait()
+        assert result.exit_code == 0, result.output
+        return result.stdout_bytes
+
+    invoke("analyze", str(logs), "--format", "json")
+    read: list[str] = []
+    read_columns = SetEntry._read_columns
+
+    def recording(self, names):
+        read.extend(names)
+        return read_columns(self, names)
+
+    monkeypatch.setattr(SetEntry, "_read_columns", recording)
+    warm = invoke("trace", value, str(logs), "--format", "json")
+    assert set(read) & set(ID_COLUMNS) == holding
+    assert warm == invoke("trace", value, str(logs), "--format", "json", "--no-cache")
