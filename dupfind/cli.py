@@ -25,6 +25,7 @@ def main(release_output: bool = False) -> None:
     `release_output` (the process's own entry point, run()), stdout is closed once the command
     is done, before the cache writes that come after the report."""
     gc.set_threshold(*GC_THRESHOLDS)
+    _closed_streams_to_devnull()
     from dupfind import background
 
     background.defer_until_output()  # cache writes nobody waits for come after the report
@@ -57,6 +58,15 @@ def main(release_output: bool = False) -> None:
         _wait_for_background(release_output)
 
 
+def _closed_streams_to_devnull() -> None:
+    """A stream the shell closed (`>&-`, `2>&-`) is None in Python: writing to it would fail the
+    command. It writes to the null device instead (the report still goes to --output)."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the rest of the process)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
 def run() -> None:
     """The process's entry point (console script, `python -m dupfind`): main(), then the process
     ends at once. The interpreter's teardown would free every object the command built, one by one
@@ -72,7 +82,7 @@ def run() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`) or stream: nothing more to say
+        except (OSError, ValueError, AttributeError):  # a closed pipe (`| head`) or stream: nothing more to say
             pass
     os._exit(status)
 
@@ -86,7 +96,7 @@ def _release_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # no stdout to close, or already closed
+    except (OSError, ValueError, AttributeError):  # no stdout to close, or already closed
         pass
 
 

@@ -126,3 +126,22 @@ def test_the_report_reader_gets_its_end_of_file_before_the_cache_writes(tmp_path
     assert list((tmp_path / "cache" / "sets").glob("*/meta.json"))  # the cache was written after all
     warm = run_cli("analyze", str(LOGS), "--format", "json", env={"DUPFIND_CACHE_DIR": str(tmp_path / "cache")})
     assert warm.stdout == report
+
+
+def test_closed_standard_streams_do_not_fail_the_command(tmp_path):
+    """`dupfind ... >&- 2>&-`: Python starts without stdout and stderr; the command still writes
+    --output and ends as it would (it failed with an internal error before)."""
+    report = tmp_path / "report.json"
+
+    def closing(*fds: int):
+        return lambda: [os.close(fd) for fd in fds]
+
+    args = [sys.executable, "-m", "dupfind", "analyze", str(LOGS), "--format", "json", "--no-cache"]
+    proc = subprocess.run([*args, "--output", str(report)], cwd=ROOT, preexec_fn=closing(1, 2), timeout=300, check=False)
+    assert proc.returncode == 0
+    assert report.read_bytes() == run_cli("analyze", str(LOGS), "--format", "json", "--no-cache").stdout
+    piped = subprocess.run(args, cwd=ROOT, stdout=subprocess.PIPE, preexec_fn=closing(2), timeout=300, check=False)
+    assert piped.returncode == 0 and piped.stdout == report.read_bytes()
+    failed = subprocess.run([*args[:4], str(tmp_path / "missing")], cwd=ROOT, preexec_fn=closing(1, 2), timeout=300,
+                            check=False)
+    assert failed.returncode == 2
