@@ -217,17 +217,23 @@ def _stream_bounds(info: dict[str, Any]) -> list[tuple[int, int, int, int, int]]
     return bounds
 
 
-def _read_streams(raw: bytes | memoryview, info: dict[str, Any], names: list[str] | None = None) -> list[tuple[list[str], memoryview]]:
-    """The streams of a frame file that hold any of `names` (all when None): (those names, bytes)."""
+def _wanted_streams(info: dict[str, Any], names: list[str] | None) -> list[tuple[list[str], int, int, int]]:
+    """The streams of a frame file that hold any of `names` (all when None): (those names, first
+    byte, last byte + 1, CRC-32)."""
     columns = [name for name, _ in info["schema"]]
-    view = memoryview(raw)
     wanted = None if names is None else set(names)
     found = []
-    for first, last, start, end, _ in _stream_bounds(info):
+    for first, last, start, end, crc in _stream_bounds(info):
         held = [c for c in columns[first:last] if wanted is None or c in wanted]
         if held:
-            found.append((held, view[start:end]))
+            found.append((held, start, end, crc))
     return found
+
+
+def _read_streams(raw: bytes | memoryview, info: dict[str, Any], names: list[str] | None = None) -> list[tuple[list[str], memoryview]]:
+    """The streams of a frame file's checked bytes that hold any of `names` (all when None): (those names, bytes)."""
+    view = memoryview(raw)
+    return [(held, view[start:end]) for held, start, end, _ in _wanted_streams(info, names)]
 
 
 def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
@@ -239,16 +245,12 @@ def _verified(raw: bytes, info: dict[str, Any], name: str) -> bytes:
 def _streams_at(fd: int, info: dict[str, Any], name: str, names: list[str] | None = None) -> list[tuple[list[str], bytes]]:
     """Like `_read_streams`, but only the wanted streams' bytes are read from the open file, each
     checked against its own CRC-32 (a command that needs two columns of a part reads those)."""
-    columns = [column for column, _ in info["schema"]]
-    wanted = None if names is None else set(names)
     found = []
-    for first, last, start, end, crc in _stream_bounds(info):
-        held = [c for c in columns[first:last] if wanted is None or c in wanted]
-        if held:
-            raw = os.pread(fd, end - start, start)
-            if len(raw) != end - start or zlib.crc32(raw) != crc:
-                raise CorruptEntry(f"{name} differs from its checksum")
-            found.append((held, raw))
+    for held, start, end, crc in _wanted_streams(info, names):
+        raw = os.pread(fd, end - start, start)
+        if len(raw) != end - start or zlib.crc32(raw) != crc:
+            raise CorruptEntry(f"{name} differs from its checksum")
+        found.append((held, raw))
     return found
 
 
