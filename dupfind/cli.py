@@ -7,6 +7,7 @@ import os
 import sys
 
 import dupfind.commands  # noqa: F401  (registers the subcommands)
+from dupfind import background
 from dupfind.cli_common import app
 from dupfind.errors import DupfindError
 from dupfind.render.safe import safe_str
@@ -26,8 +27,6 @@ def main(release_output: bool = False) -> None:
     is done, before the cache writes that come after the report."""
     gc.set_threshold(*GC_THRESHOLDS)
     _closed_streams_to_devnull()
-    from dupfind import background
-
     background.defer_until_output()  # cache writes nobody waits for come after the report
     try:
         app()
@@ -111,8 +110,6 @@ def _exit_status(code: object) -> int:
 
 
 def _interrupted() -> None:
-    from dupfind import background
-
     sys.stderr.write("dupfind: interrupted\n")
     background.stop()  # cache writes stop at their next step
 
@@ -121,8 +118,6 @@ def _wait_for_background(release_output: bool = False) -> None:
     """Do the cache writes deferred until the output was out, and wait for those that went on
     while the command worked. Ctrl-C meanwhile stops them at their next step; a second one
     leaves at once (a half-written entry is never read)."""
-    from dupfind import background
-
     try:
         if release_output and background.pending():
             _release_stdout()
