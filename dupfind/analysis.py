@@ -124,7 +124,7 @@ class AnalysisContext:
         rows = []
         for column in self.id_columns():
             values = self.columns(column).get_column(column).drop_nulls().unique()
-            rows.append((column, id_value_hash(values.cast(pl.String))))
+            rows.append((column, id_value_hash(values)))
         return pl.DataFrame(
             {"column": [c for c, _ in rows], "hashes": [h for _, h in rows]},
             schema={"column": pl.String, "hashes": pl.List(pl.UInt64)},

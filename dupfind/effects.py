@@ -18,11 +18,11 @@ _SUCCESS = r"\bok\b|accept|sent|success|deliver|\b20\d\b|queued|done|complete|ca
 _COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
 
 COUNTED = ("success", "uncertain")
-# What readers of the requests use (the rest of the table's columns only made the frame, and its
-# cached copy, several times larger); idempotency_key names the key a repeated request reused.
 # The table's columns side_effect_requests reads.
 EFFECT_RECORD_COLUMNS = ("rid", "ts", "source", "line", "kind", "name", "action", "status", "result", "error",
                          "provider_idempotency", "action_id", "exec_id", "idempotency_key")
+# What readers of the requests use (the rest of the table's columns only made the frame, and its
+# cached copy, several times larger); idempotency_key names the key a repeated request reused.
 REQUEST_COLUMNS = ("rid", "ts", "source", "line", "action_id", "exec_id", "effect", "outcome", "provider_protected",
                    "result_rid", "result_ts", "idempotency_key")
 
