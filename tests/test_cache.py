@@ -44,18 +44,17 @@ def test_warm_run_equals_cold_run(logs, tmp_path):
             b.path, b.format, b.lines, b.records, dict(b.rejected), b.fields, b.first_ts)
 
 
-def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_path, monkeypatch):
-    """With store_later (the command line), ingest returns before its files are stored: they are
-    written once the output is out (dupfind.background.run_deferred), after the cache writes
-    deferred meanwhile (the set, the analysis), and then serve a warm run equal to the cold one."""
+def _ingest_storing_later(logs: Path, tmp_path: Path, monkeypatch, before_each_store, meanwhile=None):
+    """ingest with store_later as the command line runs it: the files' store deferred until the
+    output (dupfind.background.run_deferred), `before_each_store()` called as each file is stored,
+    `meanwhile()` after ingest returns and before the deferred work runs. The cold result."""
     import dupfind.background
     import dupfind.cache
 
-    order: list[str] = []
     real_store = dupfind.cache.TableCache.store
 
     def store(self, *args):
-        order.append("file")
+        before_each_store()
         return real_store(self, *args)
 
     monkeypatch.setattr(dupfind.cache.TableCache, "store", store)
@@ -63,10 +62,26 @@ def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_
     dupfind.background.defer_until_output()
     try:
         cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_later=True)
-        dupfind.background.defer(order.append, "set")  # deferred after the files, written before them
-        assert order == [] and not list((tmp_path / "cache").rglob("table.arrow"))
+        if meanwhile is not None:
+            meanwhile()
     finally:
         dupfind.background.run_deferred()
+    return cold
+
+
+def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_path, monkeypatch):
+    """With store_later (the command line), ingest returns before its files are stored: they are
+    written once the output is out (dupfind.background.run_deferred), after the cache writes
+    deferred meanwhile (the set, the analysis), and then serve a warm run equal to the cold one."""
+    import dupfind.background
+
+    order: list[str] = []
+
+    def meanwhile() -> None:
+        dupfind.background.defer(order.append, "set")  # deferred after the files, written before them
+        assert order == [] and not list((tmp_path / "cache").rglob("table.arrow"))
+
+    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: order.append("file"), meanwhile)
     assert order == ["set"] + ["file"] * len(cold.files)
     assert len(list((tmp_path / "cache").rglob("table.arrow"))) == len(cold.files)
     warm, cache = _run(logs, tmp_path / "cache")
@@ -166,19 +181,9 @@ def test_a_stopped_store_skips_the_files_not_started_and_they_are_parsed_again(l
     import dupfind.cache
 
     real_store = dupfind.cache.TableCache.store
-
-    def interrupted_store(self, *args):
-        dupfind.background.stop()  # Ctrl-C while the first files are written
-        return real_store(self, *args)
-
-    monkeypatch.setattr(dupfind.cache.TableCache, "store", interrupted_store)
-    config = load_config(cwd=Path("/"))
-    dupfind.background.defer_until_output()
-    try:
-        cold = ingest([str(logs)], config, cache=TableCache(tmp_path / "cache", config.digest()), store_later=True)
-        assert len(cold.files) > 2
-    finally:
-        dupfind.background.run_deferred()
+    # Ctrl-C while the first files are written.
+    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, dupfind.background.stop)
+    assert len(cold.files) > 2
     dupfind.background.wait()
     written = len(list((tmp_path / "cache").rglob("table.arrow")))
     assert 1 <= written <= 2 < len(cold.files)  # the files already started (two threads), no other
