@@ -165,8 +165,14 @@ class AnalysisContext:
         return GroupIndex(self.side_effects, "action_id", ("ts",))
 
     @cached_property
-    def _identities(self) -> dict[int, str]:
-        return dict(zip(self.actions["action_id"].to_list(), self.actions["identity"].to_list()))
+    def _identities(self) -> pl.Series | dict[int, str]:
+        """Identity by action id: the actions' identity column, read by position, when action ids
+        are positions (as correlation numbers them); a dict otherwise. A dict of every action's
+        identity as Python text took 23 MB at 1M lines, for the few thousand findings that ask."""
+        ids, identities = self.actions["action_id"], self.actions["identity"]
+        if ids.len() and (ids == pl.int_range(0, ids.len(), eager=True)).all():
+            return identities
+        return dict(zip(ids.to_list(), identities.to_list()))
 
     def records_of(self, action_id: int) -> pl.DataFrame:
         """Every record of one action, in time order."""
@@ -403,9 +409,7 @@ class AnalysisContext:
         return found[0] if found else {k: [] for k in EXECUTION_ID_KEYS}
 
     def action_identity(self, action_id: int) -> str:
-        if "_identities" not in self.__dict__ and self.__dict__.get("_identity_lookups", 0) < GroupIndex.DIRECT_LOOKUPS:
-            # A trace asks for one identity: a filter, not a dict of every action's.
-            self.__dict__["_identity_lookups"] = self.__dict__.get("_identity_lookups", 0) + 1
-            found = self.actions.filter(pl.col("action_id") == action_id)["identity"]
-            return found[0] if found.len() else f"action-{action_id}"
-        return self._identities.get(action_id, f"action-{action_id}")
+        identities = self._identities
+        if isinstance(identities, dict):
+            return identities.get(action_id, f"action-{action_id}")
+        return identities[action_id] if 0 <= action_id < identities.len() else f"action-{action_id}"

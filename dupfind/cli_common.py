@@ -231,15 +231,12 @@ def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> Non
     earlier run rendered for the same format and options: nothing else shapes them, the ids that
     redaction protects come from the same inputs."""
     import dataclasses
-    import io
 
     from dupfind.pipeline import cached_output
-    from dupfind.render.registry import render
+    from dupfind.render.registry import render_bytes
 
     def rendered() -> tuple[bytes, str | None]:
-        buffer = io.BytesIO()
-        render(renderers, fmt, report, buffer, options)
-        return buffer.getvalue(), options.redactor.summary() if options.redactor is not None else None
+        return render_bytes(renderers, fmt, report, options), options.redactor.summary() if options.redactor is not None else None
 
     shape = {k: v for k, v in dataclasses.asdict(options).items() if k != "redactor"}
     if fmt in MACHINE_FORMATS:

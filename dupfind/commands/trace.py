@@ -66,10 +66,8 @@ def trace(
     """Print every record of the action(s) an id belongs to, from all files in time order: time,
     delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
     story turns (a redelivery while the first attempt ran, a second provider request, a kill)."""
-    import io
-
     from dupfind.pipeline import cached_output, store_context_facts
-    from dupfind.render.registry import TRACE_RENDERERS, RenderOptions, render
+    from dupfind.render.registry import TRACE_RENDERERS, RenderOptions, render_bytes
     from dupfind.trace import trace_finding, trace_ids
 
     if ids and finding:
@@ -104,10 +102,9 @@ def trace(
             width=width, color=color,
             redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
         )
-        buffer = io.BytesIO()
-        render(TRACE_RENDERERS, output_format.value, report, buffer, options)
+        data = render_bytes(TRACE_RENDERERS, output_format.value, report, options)
         masked = options.redactor.summary() if options.redactor is not None else None
-        return buffer.getvalue(), {"not_found": report.not_found, "masked": masked}
+        return data, {"not_found": report.not_found, "masked": masked}
 
     # The same trace of the same (cached) inputs and analysis is written again as an earlier run did.
     shape = {"ids": queries, "finding": finding, "max_actions": max_actions, "max_records": max_records,

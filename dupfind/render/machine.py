@@ -11,10 +11,11 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 def write_json(doc: Any, out: IO[bytes]) -> None:
-    out.write(orjson.dumps(doc, option=_OPTIONS | orjson.OPT_INDENT_2) + b"\n")
+    # The newline from orjson: `+ b"\n"` copied the whole document once more.
+    out.write(orjson.dumps(doc, option=_OPTIONS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
 
 
 def write_ndjson(docs: Iterable[Any], out: IO[bytes]) -> None:
     for doc in docs:
-        out.write(orjson.dumps(doc, option=_OPTIONS) + b"\n")
+        out.write(orjson.dumps(doc, option=_OPTIONS | orjson.OPT_APPEND_NEWLINE))
 

@@ -141,3 +141,25 @@ def render(renderers: dict[str, Renderer], fmt: str, report: Any, out: IO[bytes]
     """Render `report` in `fmt`; with a redactor in the options, every log value is masked on the way."""
     with redacting(options.redactor.text if options.redactor is not None else None):
         renderers[fmt](report, out, options)
+
+
+class _Chunks:
+    """A binary sink that keeps the chunks written to it: a report written in one chunk (a JSON
+    document) comes back as that very object, not a second copy of it (154 MB at 5M lines)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data) -> int:
+        self.chunks.append(data if type(data) is bytes else bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def render_bytes(renderers: dict[str, Renderer], fmt: str, report: Any, options: RenderOptions) -> bytes:
+    """The bytes `render` writes."""
+    sink = _Chunks()
+    render(renderers, fmt, report, sink, options)
+    return b"".join(sink.chunks)
