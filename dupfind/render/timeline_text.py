@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.text import Text
 
+from dupfind.render.rich_lines import write_lines
 from dupfind.render.safe import safe_str, safe_text
 
 LEGEND = (
@@ -200,8 +201,8 @@ def _summary(data: dict, console: Console) -> None:
 
 
 class _Lines:
-    """Collects what render_window prints, for one console.print of them all (a print per line
-    was most of drawing a few hundred windows)."""
+    """Collects what render_window prints, written at once by write_lines (a print per line was
+    most of drawing a few hundred windows)."""
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -218,4 +219,4 @@ def render_timeline(document: dict, console: Console, max_rows: int = 40) -> Non
             lines.print()
         render_window(window, lines, max_rows)
     if lines.items:
-        console.print(Group(*lines.items))
+        write_lines(console, lines.items)
