@@ -284,6 +284,31 @@ def test_table_report(cli):
     assert "DF302" in out and "DF301" in out and "█" in out
 
 
+def test_table_cuts_labels_not_numbers():
+    """At 100 columns, a queue of long job-type names with five-digit counts: rich narrowed the
+    count columns and wrote `92…` for 9214; labels now give way first."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from dupfind.render.stats_report import COUNT_COLUMNS, render_stats_table
+
+    report = _stats(VT / "logs")
+    counts = [c for c, _ in COUNT_COLUMNS if c in report.queues[0]]
+    logged = {  # a 1M-line export's counts: published, received, started, finished, failed, ...
+        "send_delivery_sms": (9214, 9714, 9713, 9214, 330, 330, 170, 0, 0, 0),
+        "send_order_confirmation": (55482, 58305, 58304, 55482, 1751, 1751, 1072, 0, 0, 0),
+        "send_push_notification": (27475, 28890, 28890, 27475, 885, 885, 530, 0, 0, 0),
+    }
+    rows = [{**report.queues[0], "queue": "notifications", "job_type": name, **dict(zip(counts, values))}
+            for name, values in logged.items()]
+    console = Console(file=StringIO(), width=100, color_system=None, highlight=False, soft_wrap=False)
+    render_stats_table(replace(report, queues=rows), console)
+    section = console.file.getvalue().split("Per queue and job type")[1].split("Processing duration")[0]
+    cells = [line.split() for line in section.splitlines() if "notifications" in line or "notificatio…" in line]
+    assert [[int(v) for v in cells_of_row[2:]] for cells_of_row in cells] == [[row[c] for c in counts] for row in rows]
+
+
 def test_untrusted_names_are_neutralised(cli, tmp_path: Path):
     log = tmp_path / "w.ndjson"
     lines = []

@@ -16,6 +16,7 @@ from dupfind.render.safe import safe_text
 
 BAR_WIDTH = 18
 LABEL_WIDTH = 28
+KEY_MIN_WIDTH = 12
 COUNT_COLUMNS = (
     ("published", "pub"),
     ("received", "recv"),
@@ -39,7 +40,8 @@ def _num(value: Any) -> str:
 
 
 def _table(title: str) -> Table:
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, title_style="bold")
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                 title_style="bold")
 
 
 def _group_label(row: dict[str, Any], keys: tuple[str, ...]) -> list[Text]:
@@ -47,17 +49,24 @@ def _group_label(row: dict[str, Any], keys: tuple[str, ...]) -> list[Text]:
 
 
 def _key_columns(table: Table, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    # Labels give way when the table is wider than the terminal (they wrap, down to KEY_MIN_WIDTH),
+    # so that no count or figure is cut.
     for key in keys:
         longest = max([len(str(r[key] or "-")) for r in rows] + [len(key)])
-        table.add_column(key.replace("_", " "), no_wrap=True, min_width=min(longest, LABEL_WIDTH), overflow="ellipsis")
+        table.add_column(key.replace("_", " "), min_width=min(longest, KEY_MIN_WIDTH), overflow="fold")
+
+
+def _number_column(table: Table, label: str, values: list[str]) -> None:
+    """A right-aligned column at least as wide as its widest value: rich cuts a number it must narrow."""
+    table.add_column(label, justify="right", no_wrap=True, min_width=max([len(label), *map(len, values)]))
 
 
 def _counts(rows: list[dict[str, Any]], keys: tuple[str, ...], title: str) -> Table:
     columns = [(c, label) for c, label in COUNT_COLUMNS if rows and c in rows[0]]
     table = _table(title)
     _key_columns(table, rows, keys)
-    for _, label in columns:
-        table.add_column(label, justify="right", no_wrap=True, min_width=len(label))
+    for c, label in columns:
+        _number_column(table, label, [_num(row[c]) for row in rows])
     for row in rows:
         cells = [
             Text(_num(row[c]), style="bold red" if c == "duplicate_side_effects" and row[c] else "") for c, _ in columns
@@ -71,14 +80,12 @@ def _distributions(
 ) -> Table:
     table = _table(title)
     _key_columns(table, rows, keys)
-    for label in ("n", "p50", "p90", "p95", "p99", "max", *(("oldest",) if extra else ())):
-        table.add_column(label, justify="right", no_wrap=True, min_width=len(label))
-    for row in rows:
-        d = row[field]
-        cells = [_num(d[k]) for k in ("n", "p50", "p90", "p95", "p99", "max")]
-        if extra:
-            cells.append(_num(row[extra]))
-        table.add_row(*_group_label(row, keys), *cells)
+    labels = ("n", "p50", "p90", "p95", "p99", "max", *(("oldest",) if extra else ()))
+    cells = [[_num(row[field][k]) for k in labels[:6]] + ([_num(row[extra])] if extra else []) for row in rows]
+    for i, label in enumerate(labels):
+        _number_column(table, label, [row[i] for row in cells])
+    for row, row_cells in zip(rows, cells):
+        table.add_row(*_group_label(row, keys), *row_cells)
     return table
 
 
