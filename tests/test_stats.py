@@ -309,6 +309,42 @@ def test_table_cuts_labels_not_numbers():
     assert [[int(v) for v in cells_of_row[2:]] for cells_of_row in cells] == [[row[c] for c in counts] for row in rows]
 
 
+def test_terminal_deployment_tables_show_the_most_telling_first():
+    """--max-rows N: the N deployments with the most duplicated side effects (then redeliveries)
+    in their own order, both per-deployment tables, and a line saying how many are left out."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from dupfind.render.stats_report import render_stats_table
+
+    report = _stats(VT / "logs")
+    template = report.deployments[0]
+    dups = [0, 7, 1, 7, 0, 3]
+    rows = [{**template, "deployment": f"v{i}.0", "duplicate_side_effects": d, "redelivered": 10 - i}
+            for i, d in enumerate(dups)]
+
+    def drawn(max_rows: int) -> str:
+        console = Console(file=StringIO(), width=120, color_system=None, highlight=False, soft_wrap=False)
+        render_stats_table(replace(report, deployments=rows), console, max_rows)
+        return console.file.getvalue()
+
+    out = drawn(3)
+    shown = [line.split()[0] for line in out.split("Per deployment")[1].splitlines() if line.startswith(" v")]
+    assert shown == ["v1.0", "v3.0", "v5.0"] * 2  # 7, 7, 3 duplicates; counts table, then durations
+    assert "3 of 6" in out and "… 3 more deployments" in out
+    everything = drawn(0)
+    assert [line.split()[0] for line in everything.split("Per deployment")[1].splitlines()
+            if line.startswith(" v")] == [r["deployment"] for r in rows] * 2
+    assert "more deployments" not in everything
+
+
+def test_max_rows_below_zero_is_one_clear_error(cli):
+    proc = cli("stats", str(VT / "logs"), "--max-rows", "-1")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().strip().count("\n") == 0 and "--max-rows" in proc.stderr.decode()
+
+
 def test_untrusted_names_are_neutralised(cli, tmp_path: Path):
     log = tmp_path / "w.ndjson"
     lines = []

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from dupfind.errors import DupfindError
 from dupfind.cli_common import (
     ConfigOpt,
     DisableOpt,
@@ -44,6 +45,14 @@ def stats(
             "--bucket", help="Bucket of the receives-vs-publishes view (30s, 1m, 5m); default: about 30 buckets."
         ),
     ] = None,
+    max_rows: Annotated[
+        int,
+        typer.Option(
+            "--max-rows",
+            help="Deployments in the terminal's per-deployment tables: those with the most duplicated side "
+            "effects, then redeliveries (0: every one; JSON always lists every one).",
+        ),
+    ] = 25,
     skew: SkewOpt = 0.5,
     disable: DisableOpt = None,
     output: OutputOpt = None,
@@ -66,6 +75,8 @@ def stats(
     from dupfind.render.registry import STATS_RENDERERS, RenderOptions
     from dupfind.timeline import parse_duration
 
+    if max_rows < 0:
+        raise DupfindError("--max-rows must be 0 (every deployment) or more.")
     bucket_s = parse_duration(bucket, "--bucket") if bucket is not None else None
     report, cfg = run_analysis(
         paths,
@@ -86,6 +97,7 @@ def stats(
     options = RenderOptions(
         width=report_width(output),
         color=output is None and sys.stdout.isatty(),
+        max_rows=max_rows,
         redactor=make_redactor(redact, output_format.value, None, cfg.business_keys, context=report.context),
     )
     emit(STATS_RENDERERS, output_format.value, stats_report, options, output)

@@ -20,6 +20,7 @@ class RenderOptions:
     """What a renderer may honour beyond the report itself."""
 
     worst: int = 5
+    max_rows: int = 0  # rows of a long terminal table before the rest are counted (0: all)
     width: int | None = None
     color: bool = False
     command: list[str] = field(default_factory=list)
@@ -128,7 +129,7 @@ FORMATS_RENDERERS: dict[str, Renderer] = {
 def _stats_table(report, console: Console, options: RenderOptions) -> None:
     from dupfind.render.stats_report import render_stats_table
 
-    render_stats_table(report, console)
+    render_stats_table(report, console, options.max_rows)
 
 
 STATS_RENDERERS: dict[str, Renderer] = {

@@ -185,7 +185,20 @@ def _findings(report: StatsReport, console: Console, limit: int = 12) -> None:
         )
 
 
-def render_stats_table(report: StatsReport, console: Console) -> None:
+def _most_telling(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most `limit` rows (0: all), those with the most duplicated side effects, then
+    redeliveries, then receives; in their own order."""
+    if not limit or len(rows) <= limit:
+        return rows
+    ranked = sorted(range(len(rows)), key=lambda i: (
+        -(rows[i].get("duplicate_side_effects") or 0), -(rows[i].get("redelivered") or 0),
+        -(rows[i].get("received") or 0), i,
+    ))
+    return [rows[i] for i in sorted(ranked[:limit])]
+
+
+def render_stats_table(report: StatsReport, console: Console, max_rows: int = 0) -> None:
+    """The terminal report; `max_rows` bounds the per-deployment tables (0: every deployment)."""
     summary = report.analysis.summary
     totals = report.analysis.inputs.totals()
     console.print(Text("dupfind stats", style="bold"))
@@ -212,10 +225,16 @@ def render_stats_table(report: StatsReport, console: Console) -> None:
             )
         )
     if report.deployments:
-        console.print(_counts(report.deployments, ("deployment",), "Per deployment (worker generation)"))
-        console.print(
-            _distributions(report.deployments, ("deployment",), "Processing duration per deployment (s)", "duration_s")
-        )
+        shown = _most_telling(report.deployments, max_rows)
+        rest = len(report.deployments) - len(shown)
+        title = "Per deployment (worker generation)" + (f", {len(shown)} of {len(report.deployments)}" if rest else "")
+        console.print(_counts(shown, ("deployment",), title))
+        console.print(_distributions(shown, ("deployment",), "Processing duration per deployment (s)", "duration_s"))
+        if rest:
+            console.print(Text(
+                f"  … {rest} more deployments with fewer duplicated side effects and redeliveries: "
+                "--max-rows 0 shows every one, --format json lists them.", style="dim",
+            ))
     timeline = _timeline(report)
     if timeline is not None:
         console.print(timeline)
