@@ -70,3 +70,36 @@ def test_markdown_parses_and_log_text_cannot_inject(report):
         header_cells = len(re.findall(r"<th[ >]", body.split("</tr>")[0]))
         for row in body.split("</tr>")[1:-1]:
             assert len(re.findall(r"<td[ >]", row)) == header_cells
+
+
+def test_cached_terminal_report_decodes_the_evidence_of_its_worst_incidents_only(tmp_path, monkeypatch):
+    """Evidence is most of decoding a stored finding: a warm terminal report decodes it for the
+    incidents it shows, and prints what a run without the cache prints."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    import dupfind.background
+    import dupfind.result_cache
+    from dupfind.cli import app
+
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "synth" / "deploy-overlap" / "logs", logs)
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
+    runner = CliRunner()
+    assert runner.invoke(app, ["analyze", str(logs), "--format", "json"], catch_exceptions=False).exit_code == 0
+    dupfind.background.wait()
+    cold = runner.invoke(app, ["analyze", str(logs), "--no-cache", "--worst", "3"], catch_exceptions=False)
+    decoded = []
+    finding_of_line = dupfind.result_cache._finding_of_line
+
+    def counting(line: bytes, evidence: bool):
+        decoded.append(evidence)
+        return finding_of_line(line, evidence)
+
+    monkeypatch.setattr(dupfind.result_cache, "_finding_of_line", counting)
+    warm = runner.invoke(app, ["analyze", str(logs), "--worst", "3"], catch_exceptions=False)
+    dupfind.background.wait()
+    assert warm.exit_code == cold.exit_code and warm.stdout == cold.stdout
+    assert "Worst incidents (3 of" in warm.stdout
+    assert decoded.count(True) == 3 and decoded.count(False) > 3

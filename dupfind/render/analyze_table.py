@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections import Counter
 from pathlib import Path
 
@@ -109,6 +111,10 @@ def _deploy_section(report: AnalysisReport, console: Console) -> None:
 
 
 def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> None:
+    full = report
+    # The report shows the evidence of its worst incidents only: the findings are read without
+    # theirs (a cached report then decodes none), and those few are read whole.
+    report = dataclasses.replace(report, findings=report.findings_without_evidence())
     console.print(Text("dupfind analyze", style="bold"))
     console.print(_inputs_line(report))
     label, style = VERDICT_STYLE[report.verdict]
@@ -140,8 +146,10 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> No
     worst_findings = [f for f in report.findings if f.severity != "info"][:worst]
     if worst_findings:
         console.print(Text(f"Worst incidents ({len(worst_findings)} of {sum(1 for f in report.findings if f.severity != 'info')})", style="bold"))
+        wanted = {(f.rule, f.fingerprint) for f in worst_findings}
+        whole = {(f.rule, f.fingerprint): f for f in full.findings_where(lambda rule, fp: (rule, fp) in wanted)}
         for finding in worst_findings:
-            console.print(_incident(finding))
+            console.print(_incident(whole.get((finding.rule, finding.fingerprint), finding)))
 
     causes = report.root_causes()
     if causes:
