@@ -179,6 +179,10 @@ def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> 
             "attempt",
             pl.col("start").dt.strftime(_ISO_MS).alias("start"),
             pl.col("end").dt.strftime(_ISO_MS).alias("end"),
+            # The same times as whole milliseconds since the epoch (what `start` and `end` write, as
+            # numbers): the terminal view places bars by them instead of parsing the texts.
+            pl.col("start").dt.truncate("1ms").dt.epoch("ms").alias("start_ms"),
+            pl.col("end").dt.truncate("1ms").dt.epoch("ms").alias("end_ms"),
             state.alias("state"),
             pl.col("action_id").is_in(marks.duplicated.implode()).alias("duplicate"),
             pl.col("exec_id").is_in(marks.repeat_execs.implode()).alias("repeat"),

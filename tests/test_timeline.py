@@ -343,3 +343,30 @@ def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
         assert text(drawn, color) == text(whole, color)
     plain = run_cli("timeline", str(logs), "--no-cache")
     assert plain.returncode == 0 and plain.stdout.decode() == text(whole, False)
+
+
+@pytest.mark.parametrize("window", [
+    ("2026-07-21T09:59:57.045Z", "2026-07-21T10:09:57.045Z", 73),
+    ("2026-07-21T09:59:57.000Z", "2026-07-21T09:59:58.337Z", 173),
+    ("1969-12-31T23:59:00.001Z", "1970-01-01T00:01:00.999Z", 40),
+])
+def test_a_time_in_milliseconds_lands_in_the_column_of_its_text(window):
+    """The terminal view places bars by `start_ms`/`end_ms`; a whole document's entries carry the
+    texts: both give the same column, at every millisecond of the window and beyond its edges."""
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from dupfind.render.timeline_text import _Scale
+
+    scale = _Scale(*window)
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    first = (scale.start - epoch) // timedelta(milliseconds=1)
+    last = (scale.end - epoch) // timedelta(milliseconds=1)
+    span = last - first
+    rng = random.Random(7)
+    times = [first - 5, first, first + 1, last - 1, last, last + 5]
+    times += [first + round(span * c / scale.width) + d for c in range(scale.width + 1) for d in (-1, 0, 1)]
+    times += [rng.randint(first, last) for _ in range(2000)]
+    for ms in times:
+        text = (epoch + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        assert scale.col_ms(ms) == scale.col(text), (ms, text)

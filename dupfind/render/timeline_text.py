@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from rich.console import Console
 from rich.text import Text
@@ -24,24 +24,48 @@ LEGEND = (
 )
 DENSITY = " ░▒▓█"
 # What this view draws of each execution (timeline.timeline_document's entry_fields).
-DRAWN_ENTRY_FIELDS = ("start", "end", "state", "duplicate")
+DRAWN_ENTRY_FIELDS = ("start_ms", "end_ms", "state", "duplicate")
 END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = timedelta(microseconds=1)
 
 
 def _parse(ts: str | None) -> datetime | None:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
 
 
+def _ms(entry: dict, field: str) -> int | None:
+    """An execution's `start` or `end` in milliseconds since the epoch: the document of this view
+    alone carries them as numbers (`start_ms`), a whole document as text."""
+    ms = entry.get(f"{field}_ms")
+    if ms is None and f"{field}_ms" not in entry:
+        t = _parse(entry[field])
+        return None if t is None else (t - _EPOCH) // _US // 1000
+    return ms
+
+
 class _Scale:
     def __init__(self, start: str, end: str, width: int) -> None:
         self.start, self.end, self.width = _parse(start), _parse(end), width
         self.span = max((self.end - self.start).total_seconds(), 1e-6)
+        self.start_us = (self.start - _EPOCH) // _US
 
     def col(self, ts: str | None, clip: bool = True) -> int | None:
         t = _parse(ts)
         if t is None:
             return None
-        c = int((t - self.start).total_seconds() / self.span * self.width)
+        return self._clipped(int((t - self.start).total_seconds() / self.span * self.width), clip)
+
+    def col_ms(self, ms: int | None) -> int | None:
+        """col of a time in milliseconds since the epoch: the same column as col of its text
+        (timedelta.total_seconds divides whole microseconds by 10**6, as here)."""
+        if ms is None:
+            return None
+        return self._clipped(int((ms * 1000 - self.start_us) / 10**6 / self.span * self.width), True)
+
+    def _clipped(self, c: int, clip: bool) -> int | None:
         if not clip and (c < 0 or c >= self.width):
             return None
         return min(self.width - 1, max(0, c))
@@ -69,7 +93,7 @@ def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
     cells = _cells(scale.width)
     _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
     for e in sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted"):
-        _paint(cells, scale.col(e["start"]), scale.col(e["end"]), *_exec_glyph(e))
+        _paint(cells, scale.col_ms(_ms(e, "start")), scale.col_ms(_ms(e, "end")), *_exec_glyph(e))
     _mark_stop_and_end(cells, w, scale)
     return cells
 
@@ -89,7 +113,7 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
     busy = [0] * scale.width
     for w in workers:
         for e in w["executions"]:
-            a, b = scale.col(e["start"]), scale.col(e["end"])
+            a, b = scale.col_ms(_ms(e, "start")), scale.col_ms(_ms(e, "end"))
             for c in range(a, b + 1):
                 busy[c] += 1
     cells = [
