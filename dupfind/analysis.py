@@ -386,9 +386,17 @@ class AnalysisContext:
         """Per action, the first four distinct values (as text) of each id column a timeline entry
         lists (`id:KEY` for each of TIMELINE_ID_KEYS the table has)."""
         keys = self.present_columns(*TIMELINE_ID_KEYS)
-        return self.action_records(*keys).group_by("action_id").agg(
-            [pl.col(k).drop_nulls().unique().sort().head(4).cast(pl.String).alias(f"id:{k}") for k in keys]
-        ).collect()
+        records = self.action_records(*keys)
+        actions = records.select("action_id").unique().collect()
+        # A column at a time, over the records that carry it: grouping every id column of every
+        # record at once held 0.3 GB at 5M lines.
+        columns = []
+        for k in keys:
+            values = records.select("action_id", k).filter(pl.col(k).is_not_null()).group_by("action_id").agg(
+                pl.col(k).unique().sort().head(4).cast(pl.String).alias(f"id:{k}")
+            ).collect()
+            columns.append(actions.join(values, on="action_id", how="left", maintain_order="left")[f"id:{k}"].fill_null([]))
+        return actions.with_columns(columns)
 
     @cached_property
     def unlinked_ids(self) -> pl.DataFrame:

@@ -6,7 +6,6 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from dupfind.schema import as_strings
 
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
 REQUESTED_REDELIVERY_KINDS = ("fail", "retry", "lock_denied")
@@ -94,8 +93,9 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
         .filter(~pl.col("echo") if "echo" in table.columns else pl.lit(True))  # one log's account per run
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
-        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message())
-        .pipe(as_strings)
+        # Categorical (codes, sorted by their text like the text): a copy of each record's job id as
+        # text, then sorted, held 0.3 GB at 5M lines, after the table's own texts.
+        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message().cast(pl.Categorical))
         .collect()
     )
     if rows.height == 0:
@@ -109,8 +109,8 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
     )
     receives = (pl.col("kind") == "receive").cast(pl.Int32)
     rows = rows.with_columns(has_receive=_run_sum(receives) > 0)
-    delivery_kind = pl.when(pl.col("has_receive")).then(pl.lit("receive")).otherwise(pl.lit("start"))
-    rows = rows.filter((pl.col("kind") == delivery_kind) | pl.col("kind").is_in(REQUESTED_REDELIVERY_KINDS))
+    delivery = pl.when(pl.col("has_receive")).then(pl.col("kind") == "receive").otherwise(pl.col("kind") == "start")
+    rows = rows.filter(delivery | pl.col("kind").is_in(REQUESTED_REDELIVERY_KINDS))
     rows = rows.with_columns(
         requests=_run_cum_sum((~pl.col("is_delivery")).cast(pl.Int32)),
         queue=_run_fill("queue"),
@@ -129,7 +129,7 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
     if action_queue is not None and action_queue.height:
         queues = action_queue.select("action_id", pl.col("queue").alias("_action_queue"))
         deliveries = deliveries.join(queues, on="action_id", how="left", maintain_order="left").with_columns(
-            queue=pl.coalesce("queue", "_action_queue")
+            queue=pl.coalesce(pl.col("queue").cast(pl.String), "_action_queue")
         )
     return deliveries.select(
         pl.col("queue").fill_null(""),
