@@ -43,6 +43,13 @@ class Window:
 TIMELINE_READS = ("timeout_statements", "deploys", "effect_counts", "side_effects", "executions", "id_samples", "actions")
 
 
+def timeline_reads(entry_fields: tuple[str, ...]) -> tuple[str, ...]:
+    """TIMELINE_READS less what entries of these fields do not need (ids, the action's identity)."""
+    unused = {"id_samples"} if "ids" not in entry_fields else set()
+    unused |= {"actions"} if "action" not in entry_fields else set()
+    return tuple(name for name in TIMELINE_READS if name not in unused)
+
+
 def select_windows(report: AnalysisReport, deploy: str | None, around: datetime | None, width_s: float) -> list[Window]:
     """--deploy ID, or --around TIME (width centred on it), or each deploy, or the busiest duplicate period."""
     ctx = report.context
@@ -151,13 +158,28 @@ ENTRY_FIELDS = ("id", "action", "ids", "worker", "process", "attempt", "start", 
                 "repeat", "after_stop", "side_effect_at", "where")
 
 
-def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> tuple[list[str], pl.DataFrame]:
+# Entry fields timeline_document itself reads (its per-worker flags, the window's workers).
+_DOCUMENT_FIELDS = ("id", "worker", "state", "duplicate", "after_stop")
+
+
+def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks,
+                 fields: tuple[str, ...] = ENTRY_FIELDS) -> tuple[list[str], pl.DataFrame]:
     """One row per execution shown in any window (an execution shown in several windows is one
-    entry): the id columns, and every field of its entry (ENTRY_FIELDS; ids as `id:KEY` lists)."""
+    entry): the id columns, and these `fields` of its entry (ENTRY_FIELDS, and `start_ms`/`end_ms`;
+    ids as `id:KEY` lists) with those the document reads; the joins a field needs only for it."""
     ctx = report.context
-    ids = ctx.id_samples
-    keys = [c.removeprefix("id:") for c in ids.columns if c != "action_id"]
-    identities = ctx.actions.select("action_id", pl.col("identity").alias("_action"))
+    wanted = set(fields) | set(_DOCUMENT_FIELDS)
+    frame = shown.unique("exec_id", keep="first", maintain_order=True)
+    keys: list[str] = []
+    if "action" in wanted:
+        identities = ctx.actions.select("action_id", pl.col("identity").alias("_action"))
+        frame = frame.join(identities, on="action_id", how="left", maintain_order="left")
+    if "side_effect_at" in wanted:
+        frame = frame.join(marks.effect_at, on="exec_id", how="left", maintain_order="left")
+    if "ids" in wanted:
+        ids = ctx.id_samples
+        keys = [c.removeprefix("id:") for c in ids.columns if c != "action_id"]
+        frame = frame.join(ids, on="action_id", how="left", maintain_order="left")
     state = (
         pl.when(pl.col("exec_id").is_in(marks.interrupted.implode())).then(pl.lit("interrupted"))
         .when(pl.col("completed")).then(pl.lit("completed"))
@@ -165,33 +187,28 @@ def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks) -> 
         .when(pl.col("guarded")).then(pl.lit("guarded"))
         .otherwise(pl.lit("open"))
     )
-    frame = (
-        shown.unique("exec_id", keep="first", maintain_order=True)
-        .join(identities, on="action_id", how="left", maintain_order="left")
-        .join(marks.effect_at, on="exec_id", how="left", maintain_order="left")
-        .join(ids, on="action_id", how="left", maintain_order="left")
-        .select(
-            pl.col("exec_id").alias("id"),
-            pl.coalesce("_action", pl.format("action-{}", "action_id")).alias("action"),
-            *(pl.col(f"id:{k}") for k in keys),
-            pl.col("worker_id").cast(pl.String).alias("worker"),
-            pl.col("identity").cast(pl.String).alias("process"),
-            "attempt",
-            pl.col("start").dt.strftime(_ISO_MS).alias("start"),
-            pl.col("end").dt.strftime(_ISO_MS).alias("end"),
-            # The same times as whole milliseconds since the epoch (what `start` and `end` write, as
-            # numbers): the terminal view places bars by them instead of parsing the texts.
-            pl.col("start").dt.truncate("1ms").dt.epoch("ms").alias("start_ms"),
-            pl.col("end").dt.truncate("1ms").dt.epoch("ms").alias("end_ms"),
-            state.alias("state"),
-            pl.col("action_id").is_in(marks.duplicated.implode()).alias("duplicate"),
-            pl.col("exec_id").is_in(marks.repeat_execs.implode()).alias("repeat"),
-            pl.col("exec_id").is_in(marks.after_stop.implode()).alias("after_stop"),
-            pl.col("_effect_at").dt.strftime(_ISO_MS).alias("side_effect_at"),
-            pl.concat_str(_as_fstring("first_source"), pl.lit(":"), _as_fstring("first_line")).alias("where"),
-        )
-    )
-    return keys, frame
+    columns = {
+        "id": lambda: [pl.col("exec_id").alias("id")],
+        "action": lambda: [pl.coalesce("_action", pl.format("action-{}", "action_id")).alias("action")],
+        "ids": lambda: [pl.col(f"id:{k}") for k in keys],
+        "worker": lambda: [pl.col("worker_id").cast(pl.String).alias("worker")],
+        "process": lambda: [pl.col("identity").cast(pl.String).alias("process")],
+        "attempt": lambda: [pl.col("attempt")],
+        "start": lambda: [pl.col("start").dt.strftime(_ISO_MS).alias("start")],
+        "end": lambda: [pl.col("end").dt.strftime(_ISO_MS).alias("end")],
+        # The same times as whole milliseconds since the epoch (what `start` and `end` write, as
+        # numbers): the terminal view places bars by them instead of parsing the texts.
+        "start_ms": lambda: [pl.col("start").dt.truncate("1ms").dt.epoch("ms").alias("start_ms")],
+        "end_ms": lambda: [pl.col("end").dt.truncate("1ms").dt.epoch("ms").alias("end_ms")],
+        "state": lambda: [state.alias("state")],
+        "duplicate": lambda: [pl.col("action_id").is_in(marks.duplicated.implode()).alias("duplicate")],
+        "repeat": lambda: [pl.col("exec_id").is_in(marks.repeat_execs.implode()).alias("repeat")],
+        "after_stop": lambda: [pl.col("exec_id").is_in(marks.after_stop.implode()).alias("after_stop")],
+        "side_effect_at": lambda: [pl.col("_effect_at").dt.strftime(_ISO_MS).alias("side_effect_at")],
+        "where": lambda: [pl.concat_str(_as_fstring("first_source"), pl.lit(":"), _as_fstring("first_line")).alias("where")],
+    }
+    order = [*ENTRY_FIELDS, "start_ms", "end_ms"]
+    return keys, frame.select([e for name in order if name in wanted for e in columns[name]()])
 
 
 def _entry_dicts(keys: list[str], frame: pl.DataFrame, entry_fields: tuple[str, ...] = ENTRY_FIELDS) -> list[dict[str, Any]]:
@@ -293,11 +310,11 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     if not windows:
         return document
     ctx = report.context
-    ctx.read_ahead(*TIMELINE_READS)
+    ctx.read_ahead(*timeline_reads(ENTRY_FIELDS if as_json else entry_fields))
     marks = _marks(report)
     pairs = _window_executions(report, windows)
     shown_rows = pairs["_row"].unique().sort()
-    keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks)
+    keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks, ENTRY_FIELDS if as_json else entry_fields)
     # Each window's executions: their entries (and `_at`, the position in `entries`).
     shown = pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id")).join(
         entries.with_row_index("_at"), on="id", maintain_order="left"

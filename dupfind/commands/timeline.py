@@ -82,7 +82,7 @@ def timeline(
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
     from dupfind.pipeline import cached_output, store_context_facts
-    from dupfind.timeline import entries_on_one_line, parse_duration, select_windows, timeline_document
+    from dupfind.timeline import entries_on_one_line, parse_duration, select_windows, timeline_document, timeline_reads
     from dupfind.timeparse import parse_time_bound
 
     if deploy is not None and around is not None:
@@ -143,6 +143,8 @@ def timeline(
         from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, render_timeline
 
         if html is None and redactor is None:  # the document of this view alone: what it draws
+            if report.context is not None:
+                report.context.read_ahead(*timeline_reads(DRAWN_ENTRY_FIELDS))  # before windows() reads ahead more
             data = timeline_document(report, windows(), entry_fields=DRAWN_ENTRY_FIELDS)
         else:
             data = timeline_data()
