@@ -34,6 +34,10 @@ def write_lines(console: Console, lines: list[Text]) -> None:
     drawn: dict[tuple, str] = {}
     out: list[str] = []
     for line in lines:
+        if system is None and _fits(line, width):
+            # Without colour rich writes a line's segments' texts as they are: the line itself.
+            out.append(line.plain + line.end)
+            continue
         key = None
         if not _fits(line, width):
             key = (line.plain, line.style, tuple(line.spans), line.end, line.justify, line.overflow, line.no_wrap,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from rich.text import Text
@@ -28,7 +28,7 @@ DRAWN_ENTRY_FIELDS = ("start_ms", "end_ms", "state", "duplicate")
 END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
 
@@ -36,14 +36,18 @@ def _parse(ts: str | None) -> datetime | None:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
 
 
-def _ms(entry: dict, field: str) -> int | None:
-    """An execution's `start` or `end` in milliseconds since the epoch: the document of this view
-    alone carries them as numbers (`start_ms`), a whole document as text."""
-    ms = entry.get(f"{field}_ms")
-    if ms is None and f"{field}_ms" not in entry:
-        t = _parse(entry[field])
-        return None if t is None else (t - _EPOCH) // _US // 1000
-    return ms
+def _parsed_ms(ts: str | None) -> int | None:
+    t = _parse(ts)
+    return None if t is None else (t - _EPOCH) // _US // 1000
+
+
+def _bars(executions: list[dict], scale: _Scale) -> list[tuple[int | None, int | None]]:
+    """The first and last column of each execution's bar. The document of this view alone
+    carries the times as milliseconds (`start_ms`), a whole document as text."""
+    col = scale.col_ms
+    if executions and "start_ms" in executions[0]:
+        return [(col(e["start_ms"]), col(e["end_ms"])) for e in executions]
+    return [(col(_parsed_ms(e["start"])), col(_parsed_ms(e["end"]))) for e in executions]
 
 
 class _Scale:
@@ -63,7 +67,7 @@ class _Scale:
         (timedelta.total_seconds divides whole microseconds by 10**6, as here)."""
         if ms is None:
             return None
-        return self._clipped(int((ms * 1000 - self.start_us) / 10**6 / self.span * self.width), True)
+        return min(self.width - 1, max(0, int((ms * 1000 - self.start_us) / 10**6 / self.span * self.width)))
 
     def _clipped(self, c: int, clip: bool) -> int | None:
         if not clip and (c < 0 or c >= self.width):
@@ -92,8 +96,9 @@ def _exec_glyph(e: dict) -> tuple[str, str]:
 def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
     cells = _cells(scale.width)
     _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
-    for e in sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted"):
-        _paint(cells, scale.col_ms(_ms(e, "start")), scale.col_ms(_ms(e, "end")), *_exec_glyph(e))
+    executions = sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted")
+    for e, (a, b) in zip(executions, _bars(executions, scale)):
+        _paint(cells, a, b, *_exec_glyph(e))
     _mark_stop_and_end(cells, w, scale)
     return cells
 
@@ -112,8 +117,7 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
     """Several workers in one row: density of busy workers per column, plus stop and kill marks."""
     busy = [0] * scale.width
     for w in workers:
-        for e in w["executions"]:
-            a, b = scale.col_ms(_ms(e, "start")), scale.col_ms(_ms(e, "end"))
+        for a, b in _bars(w["executions"], scale):
             for c in range(a, b + 1):
                 busy[c] += 1
     cells = [
@@ -125,8 +129,10 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
     return cells
 
 
-def _row(label: str, cells: list[tuple[str, str]], label_width: int, label_style: str = "") -> Text:
+def _row(label: str, cells: list[tuple[str, str]], label_width: int, label_style: str = "", plain: bool = False) -> Text:
     text = Text(safe_str(label).ljust(label_width)[:label_width] + " ", style=label_style)
+    if plain:  # drawn without colour: the styles would not be written
+        return text.append("".join([glyph for glyph, _ in cells]))
     # A run of cells in one style is one span: rich draws far fewer (a bar is mostly runs).
     run, run_style = [], None
     for glyph, style in cells:
@@ -167,6 +173,7 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
     label_width = min(26, max(12, width // 4))
     bar = width - label_width - 1
     scale = _Scale(data["start"], data["end"], bar)
+    plain = getattr(console, "plain", False)
     console.print(Text(f"dupfind timeline: {safe_str(data['title'])}", style="bold"))
     console.print(Text(f"{data['start']} → {data['end']} (UTC), one column ≈ {scale.span / bar:.1f} s", style="dim"))
     for line in _axis(scale, label_width):
@@ -177,7 +184,7 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
         _paint(cells, scale.col(deploy["start"]), scale.col(deploy["end"]), "═", "blue")
         if data["overlap"]:
             _paint(cells, scale.col(data["overlap"]["start"]), scale.col(data["overlap"]["end"]), "▓", "bold blue")
-        console.print(_row(f"deploy {deploy['deploy']}", cells, label_width, "bold blue"))
+        console.print(_row(f"deploy {deploy['deploy']}", cells, label_width, "bold blue", plain))
     generations = data["generations"]
     total = sum(len(g["workers"]) for g in generations)
     budget = max(2, max_rows // max(1, len(generations)))
@@ -199,9 +206,9 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
             shown, rest = notable[: budget - 1], notable[budget - 1 :]
             shown = sorted(shown, key=lambda w: workers.index(w))
         for w in shown:
-            console.print(_row(_label(w["worker"], label_width), _worker_cells(w, scale), label_width))
+            console.print(_row(_label(w["worker"], label_width), _worker_cells(w, scale), label_width, plain=plain))
         if rest:
-            console.print(_row(f"+{len(rest)} more workers", _aggregate_cells(rest, scale), label_width, "italic"))
+            console.print(_row(f"+{len(rest)} more workers", _aggregate_cells(rest, scale), label_width, "italic", plain))
     legend = Text("legend: ", style="dim")
     for glyph, style, meaning in LEGEND:
         legend.append(glyph, style=style)
@@ -228,8 +235,9 @@ class _Lines:
     """Collects what render_window prints, written at once by write_lines (a print per line was
     most of drawing a few hundred windows)."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, plain: bool = False) -> None:
         self.width = width
+        self.plain = plain  # the console draws no colour
         self.items: list = []
 
     def print(self, item=None) -> None:
@@ -237,7 +245,7 @@ class _Lines:
 
 
 def render_timeline(document: dict, console: Console, max_rows: int = 40) -> None:
-    lines = _Lines(console.width)
+    lines = _Lines(console.width, plain=console.color_system is None)
     for i, window in enumerate(document["windows"]):
         if i:
             lines.print()
