@@ -14,6 +14,7 @@ reruns skip generation, then measures, K times each, alternating, one fresh proc
                    starting in between
   * jq:            check (a) alone
   * next:          the first run of trace --finding, stats, analyze --format markdown and timeline
+                   (JSON), then of the terminal views of trace ID, analyze, stats and timeline,
                    after one analyze filled the cache (--next-cold: each of them cold too)
 
 and prints median/min wall time, lines/s, MB/s and peak RSS for each, the ratios
@@ -295,12 +296,18 @@ CONTENDERS = {
     "next": "other commands after analyze",
 }
 # What an engineer runs after `analyze`: the first run of each, over the cache that one analyze
-# left (a fresh copy of it per run). {fingerprint} is the first harmful finding of that analyze.
+# left (a fresh copy of it per run). {fingerprint} is the first harmful finding of that analyze,
+# {job_id} the first job id it names.
 NEXT_COMMANDS = {
     "trace --finding": ["trace", "--finding", "{fingerprint}", "--format", "json"],
     "stats": ["stats", "--format", "json"],
     "analyze --format markdown": ["analyze", "--format", "markdown"],
     "timeline": ["timeline", "--format", "json"],
+    # The terminal views, as an engineer runs them (written to a file here: no colour, 100 columns).
+    "trace ID (table)": ["trace", "--id", "{job_id}"],
+    "analyze (table)": ["analyze"],
+    "stats (table)": ["stats"],
+    "timeline (table)": ["timeline"],
 }
 
 
@@ -652,7 +659,8 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         return res
 
     for name, template in NEXT_COMMANDS.items():
-        argv = [a.format(fingerprint=finding["fingerprint"]) for a in template]
+        job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
+        argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
         argv = [argv[0], str(logs), *argv[1:]]
         firsts = [r for r in (once(argv, base) for _ in range(args.repeat)) if r]
         colds = [r for r in (once([*argv, "--no-cache"], None) for _ in range(args.repeat if args.next_cold else 0)) if r]

@@ -39,14 +39,19 @@ class Window:
     deploy: dict | None = None
 
 
+ENTRY_FIELDS = ("id", "action", "ids", "worker", "process", "attempt", "start", "end", "state", "duplicate",
+                "repeat", "after_stop", "side_effect_at", "where")
+
 # What windows and a timeline document use of an analysis context, in that order (AnalysisContext.read_ahead).
 TIMELINE_READS = ("timeout_statements", "deploys", "effect_counts", "side_effects", "executions", "id_samples", "actions")
 
 
 def timeline_reads(entry_fields: tuple[str, ...]) -> tuple[str, ...]:
-    """TIMELINE_READS less what entries of these fields do not need (ids, the action's identity)."""
+    """TIMELINE_READS less what entries of these fields do not need (ids, the action's identity,
+    the side-effect requests)."""
     unused = {"id_samples"} if "ids" not in entry_fields else set()
     unused |= {"actions"} if "action" not in entry_fields else set()
+    unused |= {"side_effects"} if not {"repeat", "side_effect_at"} & set(entry_fields) else set()
     return tuple(name for name in TIMELINE_READS if name not in unused)
 
 
@@ -100,27 +105,32 @@ class _Marks:
 
     duplicated: pl.Series  # actions with a certain or likely repeated side effect
     repeat_execs: pl.Series  # executions that repeated it
-    effect_at: pl.DataFrame  # exec_id -> its first counted side-effect request (_effect_at)
+    effect_at: pl.DataFrame | None  # exec_id -> its first counted side-effect request (_effect_at)
     interrupted: pl.Series  # executions whose worker ended with them in flight
     after_stop: pl.Series  # executions taken after their worker's stop signal
     duplicates: pl.Series  # when each duplicate happened
 
 
-def _marks(report: AnalysisReport) -> _Marks:
+def _marks(report: AnalysisReport, fields: tuple[str, ...] = ENTRY_FIELDS) -> _Marks:
+    """The marks of entries of these `fields`: those of `repeat` and `side_effect_at` (the side-effect
+    requests, sorted) only when asked for."""
     ctx = report.context
     model = ctx.deploys
     duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
-    counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
-    first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
-    repeat_execs = (
-        counted.join(first_effects, on=["action_id", "effect"])
-        .filter(pl.col("action_id").is_in(duplicated.implode()) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
-        .drop_nulls()
-    )
+    repeat_execs, effect_at = pl.Series("exec_id", [], dtype=pl.Int64), None
+    if "repeat" in fields or "side_effect_at" in fields:
+        counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
+        first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
+        repeat_execs = (
+            counted.join(first_effects, on=["action_id", "effect"])
+            .filter(pl.col("action_id").is_in(duplicated.implode()) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
+            .drop_nulls()
+        )
+        effect_at = counted.group_by("exec_id").agg(pl.col("ts").min().alias("_effect_at")).drop_nulls("exec_id")
     return _Marks(
         duplicated=duplicated,
         repeat_execs=repeat_execs,
-        effect_at=counted.group_by("exec_id").agg(pl.col("ts").min().alias("_effect_at")).drop_nulls("exec_id"),
+        effect_at=effect_at,
         interrupted=model.interrupted["exec_id"],
         after_stop=model.after_stop["exec_id"],
         duplicates=duplicate_times(ctx),
@@ -153,9 +163,6 @@ def _as_fstring(column: str) -> pl.Expr:
     """A column as an f-string shows its values (None as "None")."""
     return pl.col(column).cast(pl.String).fill_null("None")
 
-
-ENTRY_FIELDS = ("id", "action", "ids", "worker", "process", "attempt", "start", "end", "state", "duplicate",
-                "repeat", "after_stop", "side_effect_at", "where")
 
 
 # Entry fields timeline_document itself reads (its per-worker flags, the window's workers).
@@ -311,7 +318,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
         return document
     ctx = report.context
     ctx.read_ahead(*timeline_reads(ENTRY_FIELDS if as_json else entry_fields))
-    marks = _marks(report)
+    marks = _marks(report, ENTRY_FIELDS if as_json else entry_fields)
     pairs = _window_executions(report, windows)
     shown_rows = pairs["_row"].unique().sort()
     keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks, ENTRY_FIELDS if as_json else entry_fields)

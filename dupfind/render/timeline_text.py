@@ -96,8 +96,15 @@ def _exec_glyph(e: dict) -> tuple[str, str]:
 def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
     cells = _cells(scale.width)
     _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
-    executions = sorted(w["executions"], key=lambda e: e["duplicate"] or e["state"] == "interrupted")
+    executions = w["executions"]
+    # Duplicated and cut-short executions are painted over the others (in their own order).
+    over = []
     for e, (a, b) in zip(executions, _bars(executions, scale)):
+        if e["duplicate"] or e["state"] == "interrupted":
+            over.append((a, b, e))
+        else:
+            _paint(cells, a, b, "━", "green")
+    for a, b, e in over:
         _paint(cells, a, b, *_exec_glyph(e))
     _mark_stop_and_end(cells, w, scale)
     return cells
