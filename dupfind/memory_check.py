@@ -7,10 +7,11 @@ from pathlib import Path
 
 from dupfind.sources import Source, detect_compression
 
-# Peak RSS of a cold `analyze`, fitted on bench/compare.py (1M lines: 0.75 GB for 0.40 GB of
-# logs; 10M lines: 5.9 GB for 4.04 GB): about 1.4 bytes a byte of log text, plus 0.2 GB.
-PEAK_PER_LOG_BYTE = 1.4
-PEAK_FIXED_BYTES = 200 * 10**6
+# Peak RSS of a first `analyze` (cache on, the default), fitted above bench/compare.py's runs
+# (1M lines: 0.74-0.77 GB for 0.40 GB of logs; 5M: 2.35 GB cold, 2.51 GB with the cache for
+# 2.02 GB; 10M: 4.52 GB cold for 4.04 GB): about 1.2 bytes a byte of log text, plus 0.25 GB.
+PEAK_PER_LOG_BYTE = 1.2
+PEAK_FIXED_BYTES = 250 * 10**6
 # bz2 and xz keep no uncompressed size; text logs shrink at least this much.
 ASSUMED_RATIO = 5
 # A cgroup "limit" this large means no limit (cgroup v1 writes 2^63 rounded to a page).
