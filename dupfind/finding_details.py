@@ -89,7 +89,10 @@ def execution_ids_of(ctx: AnalysisContext, groups: dict[int, list[int]]) -> dict
     """Per group of executions: the job, event and idempotency ids their records carry."""
     pairs = [(g, e) for g, exec_ids in groups.items() for e in set(exec_ids) if e is not None]
     wanted = _frame(pairs, ("group", "exec_id"))
-    records = ctx.action_records("exec_id", *EXECUTION_ID_KEYS).select("exec_id", *EXECUTION_ID_KEYS).collect()
+    # Only the records of the executions asked about are collected (not every action's record).
+    records = ctx.action_records("exec_id", *EXECUTION_ID_KEYS).select("exec_id", *EXECUTION_ID_KEYS).filter(
+        pl.col("exec_id").is_in(wanted["exec_id"].unique().implode())
+    ).collect()
     rows = wanted.join(records, on="exec_id").group_by("group").agg(
         *[pl.col(k).drop_nulls().unique().sort() for k in EXECUTION_ID_KEYS]
     )
@@ -116,7 +119,9 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
             [(k, kind) for kinds, k in kinds_ids.items() for kind in kinds],
             schema={"kinds": pl.Int64, "kind": pl.String}, orient="row",
         )
-        records = ctx.action_records("exec_id", "kind", "rid").select("exec_id", "kind", "rid").filter(pl.col("exec_id").is_not_null()).collect()
+        records = ctx.action_records("exec_id", "kind", "rid").select("exec_id", "kind", "rid").filter(
+            pl.col("exec_id").is_in(wanted["exec_id"].unique().implode())
+        ).collect()
         matched = (wanted.join(records.with_columns(pl.col("kind").cast(pl.String)), on="exec_id")
                    .join(allowed, on=["kinds", "kind"], how="semi"))
         parts.append(matched.select("req", pl.col("rid").cast(pl.Int64)))
