@@ -103,3 +103,22 @@ def test_cached_terminal_report_decodes_the_evidence_of_its_worst_incidents_only
     assert warm.exit_code == cold.exit_code and warm.stdout == cold.stdout
     assert "Worst incidents (3 of" in warm.stdout
     assert decoded.count(True) == 3 and decoded.count(False) > 3
+
+
+def test_evidence_holds_each_distinct_text_once():
+    """A 5M-line report holds a quarter of a million evidence records: each distinct path,
+    worker, kind and name is one object among them (a new text per record took 592 bytes a
+    record instead of 174), and an evidence record has no per-instance dict."""
+    config = load_config(cwd=Path("/"))
+    found = analyze(ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], config), config, load_rules(config))
+    evidence = [e for f in found.findings for e in f.evidence]
+    assert len(evidence) > 50
+    for field in ("source", "worker", "kind", "name"):
+        objects: dict[str, set[int]] = {}
+        for e in evidence:
+            value = getattr(e, field)
+            if value is not None:
+                objects.setdefault(value, set()).add(id(value))
+        assert any(len(ids) == 1 for ids in objects.values())
+        assert all(len(ids) == 1 for ids in objects.values()), field
+    assert not hasattr(evidence[0], "__dict__")
