@@ -164,7 +164,6 @@ def _as_fstring(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.String).fill_null("None")
 
 
-
 # Entry fields timeline_document itself reads (its per-worker flags, the window's workers).
 _DOCUMENT_FIELDS = ("id", "worker", "state", "duplicate", "after_stop")
 
@@ -317,11 +316,12 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     if not windows:
         return document
     ctx = report.context
-    ctx.read_ahead(*timeline_reads(ENTRY_FIELDS if as_json else entry_fields))
-    marks = _marks(report, ENTRY_FIELDS if as_json else entry_fields)
+    fields = ENTRY_FIELDS if as_json else entry_fields
+    ctx.read_ahead(*timeline_reads(fields))
+    marks = _marks(report, fields)
     pairs = _window_executions(report, windows)
     shown_rows = pairs["_row"].unique().sort()
-    keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks, ENTRY_FIELDS if as_json else entry_fields)
+    keys, entries = _entry_frame(report, ctx.executions[shown_rows], marks, fields)
     # Each window's executions: their entries (and `_at`, the position in `entries`).
     shown = pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id")).join(
         entries.with_row_index("_at"), on="id", maintain_order="left"

@@ -15,8 +15,8 @@ def _fits(line: Text, width: int) -> bool:
     return "\n" not in plain and "\t" not in plain and line.justify in (None, "default") and line.cell_len <= width
 
 
-def _segments(line: Text, console: Console, width: int):
-    if _fits(line, width):
+def _segments(line: Text, fits: bool, console: Console, width: int):
+    if fits:
         # What Text.__rich_console__ renders for a line it leaves whole: joining moves the line's
         # own style into a span under the others.
         return _JOINER.join([line]).render(console, end=line.end)
@@ -34,18 +34,19 @@ def write_lines(console: Console, lines: list[Text]) -> None:
     drawn: dict[tuple, str] = {}
     out: list[str] = []
     for line in lines:
-        if system is None and _fits(line, width):
+        fits = _fits(line, width)
+        if system is None and fits:
             # Without colour rich writes a line's segments' texts as they are: the line itself.
             out.append(line.plain + line.end)
             continue
         key = None
-        if not _fits(line, width):
+        if not fits:
             key = (line.plain, line.style, tuple(line.spans), line.end, line.justify, line.overflow, line.no_wrap,
                    line.tab_size)
             if key in drawn:
                 out.append(drawn[key])
                 continue
-        segments = _segments(line, console, width)
+        segments = _segments(line, fits, console, width)
         if strip_color:
             segments = Segment.remove_color(segments)
         text = "".join(

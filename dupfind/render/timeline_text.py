@@ -67,7 +67,7 @@ class _Scale:
         (timedelta.total_seconds divides whole microseconds by 10**6, as here)."""
         if ms is None:
             return None
-        return min(self.width - 1, max(0, int((ms * 1000 - self.start_us) / 10**6 / self.span * self.width)))
+        return self._clipped(int((ms * 1000 - self.start_us) / 10**6 / self.span * self.width), True)
 
     def _clipped(self, c: int, clip: bool) -> int | None:
         if not clip and (c < 0 or c >= self.width):
