@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from dupfind.errors import DupfindError
 from dupfind.cli_common import (
     ConfigOpt,
     DisableOpt,
@@ -30,6 +29,7 @@ from dupfind.cli_common import (
     make_redactor,
     report_width,
 )
+from dupfind.errors import DupfindError
 
 
 @app.command()

@@ -17,6 +17,7 @@ from dupfind.render.safe import safe_text
 BAR_WIDTH = 18
 LABEL_WIDTH = 28
 KEY_MIN_WIDTH = 12
+DISTRIBUTION = ("n", "p50", "p90", "p95", "p99", "max")  # the figures of a duration row
 COUNT_COLUMNS = (
     ("published", "pub"),
     ("received", "recv"),
@@ -80,8 +81,8 @@ def _distributions(
 ) -> Table:
     table = _table(title)
     _key_columns(table, rows, keys)
-    labels = ("n", "p50", "p90", "p95", "p99", "max", *(("oldest",) if extra else ()))
-    cells = [[_num(row[field][k]) for k in labels[:6]] + ([_num(row[extra])] if extra else []) for row in rows]
+    labels = (*DISTRIBUTION, *(("oldest",) if extra else ()))
+    cells = [[_num(row[field][k]) for k in DISTRIBUTION] + ([_num(row[extra])] if extra else []) for row in rows]
     for i, label in enumerate(labels):
         _number_column(table, label, [row[i] for row in cells])
     for row, row_cells in zip(rows, cells):
