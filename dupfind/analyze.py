@@ -90,33 +90,63 @@ class AnalysisReport:
 def _summary(ctx: AnalysisContext, result: IngestResult, findings: list[Finding]) -> dict[str, Any]:
     table = ctx.table
     effects = ctx.side_effects
+    executions = ctx.executions
+    return summary_of(
+        findings,
+        records=table.height,
+        first_ts=table["ts"].min() if table.height else None,
+        last_ts=table["ts"].max() if table.height else None,
+        actions=ctx.actions.height,
+        executions=executions.height,
+        workers=executions["worker_id"].n_unique() if executions.height else 0,
+        deployments=table["deployment_id"].unique().to_list(),
+        repeated=int(executions.group_by("action_id").len().filter(pl.col("len") > 1).height) if executions.height else 0,
+        side_effect_requests=effects.height,
+        timeouts=ctx.known_timeouts,
+        deploys=deploy_summary(ctx),
+    )
+
+
+def summary_of(
+    findings: list[Finding], *, records: int, first_ts, last_ts, actions: int, executions: int, workers: int,
+    deployments, repeated: int, side_effect_requests: int, timeouts: dict[str, float], deploys: dict[str, Any],
+) -> dict[str, Any]:
+    """The report's summary from the counts of the records analysed and the findings."""
     harmful = [f for f in findings if f.harmful]
     return {
-        "records": table.height,
-        "first_ts": iso_us(table["ts"].min()) if table.height else None,
-        "last_ts": iso_us(table["ts"].max()) if table.height else None,
-        "actions": ctx.actions.height,
-        "executions": ctx.executions.height,
-        "workers": ctx.executions["worker_id"].n_unique() if ctx.executions.height else 0,
-        "deployments": sorted(d for d in table["deployment_id"].unique().to_list() if d is not None)[:50],
-        "actions_with_repeated_executions": int(
-            ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height
-        ) if ctx.executions.height else 0,
-        "side_effect_requests": effects.height,
+        "records": records,
+        "first_ts": iso_us(first_ts) if first_ts is not None else None,
+        "last_ts": iso_us(last_ts) if last_ts is not None else None,
+        "actions": actions,
+        "executions": executions,
+        "workers": workers,
+        "deployments": sorted(d for d in deployments if d is not None)[:50],
+        "actions_with_repeated_executions": repeated,
+        "side_effect_requests": side_effect_requests,
         "duplicated_actions": len({f.action_id for f in harmful}),
         "duplicated_side_effects": sum(int(f.figures.get("side_effects", 0)) - 1 for f in harmful),
         "duplicates_by_side_effect": dict(Counter(str(f.figures.get("side_effect")) for f in harmful).most_common()),
-        "timeouts_s": ctx.known_timeouts,
-        "deploys": deploy_summary(ctx),
+        "timeouts_s": timeouts,
+        "deploys": deploys,
     }
 
 
 def _verdict(ctx: AnalysisContext, findings: list[Finding]) -> tuple[str, str]:
+    def repeated() -> int:
+        return ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height if ctx.executions.height else 0
+
+    return verdict_of(findings, ctx.actions.height, lambda: ctx.has_side_effect_records, repeated)
+
+
+def verdict_of(
+    findings: list[Finding], actions: int, has_side_effect_records: Callable[[], bool], repeated: Callable[[], int],
+) -> tuple[str, str]:
+    """The verdict and its reason, from the findings and what the records hold."""
     harmful = [f for f in findings if f.harmful]
     if harmful:
         actions = len({f.action_id for f in harmful})
         return "harmful_duplicates", f"{actions} action(s) had a side effect executed more than once."
-    if ctx.actions.height == 0:
+    if actions == 0:
         return "insufficient_evidence", "no job records could be correlated: no job, event, idempotency or notification ids were found."
     possible = [f for f in findings if f.rule == "DF101"]
     if possible:
@@ -124,11 +154,11 @@ def _verdict(ctx: AnalysisContext, findings: list[Finding]) -> tuple[str, str]:
             f"{len(possible)} action(s) may have repeated a side effect, but the logs cannot settle it "
             "(requests timed out or no side-effect records were logged): log each provider request and its response with the job id."
         )
-    if not ctx.has_side_effect_records:
-        repeated = ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height if ctx.executions.height else 0
-        if repeated:
+    if not has_side_effect_records():
+        count = repeated()
+        if count:
             return "insufficient_evidence", (
-                f"{repeated} action(s) ran more than once, but no side-effect records (provider requests, sends) "
+                f"{count} action(s) ran more than once, but no side-effect records (provider requests, sends) "
                 "were found, so a repeat can only be possible harm: log each provider request with the job id."
             )
     return "no_harmful_duplicates", "no side effect was executed more than once."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -99,13 +100,39 @@ def _rates(times: pl.Series, spans: list[tuple[datetime, datetime]], first: date
     }
 
 
+@dataclass
+class DeployFacts:
+    """What the deploy summary is made of; windows of time merge theirs (dupfind.windows)."""
+
+    windows: list[dict[str, Any]]  # the deploy model's windows, sorted by start
+    generations: list[dict[str, Any]]  # the deploy model's generations, in its order
+    tail_s: float
+    duplicates: pl.Series  # when each extra side effect was requested, sorted
+    redeliveries: pl.Series  # when each repeat execution was entered, sorted
+    first: datetime | None  # the records' time span
+    last: datetime | None
+
+
+def deploy_facts(ctx: "AnalysisContext") -> DeployFacts:
+    model = ctx.deploys
+    table_ts = ctx.table["ts"]
+    return DeployFacts(
+        model.windows.sort("start").to_dicts(), model.generations.to_dicts(), redelivery_tail_s(ctx),
+        duplicate_times(ctx), redelivery_times(ctx),
+        table_ts.min() if table_ts.len() else None, table_ts.max() if table_ts.len() else None,
+    )
+
+
 def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
     """Generations, deploy windows with their duplicates, and the inside-vs-outside concentration."""
-    model = ctx.deploys
-    tail = redelivery_tail_s(ctx)
-    dups, redeliveries = duplicate_times(ctx), redelivery_times(ctx)
+    return summarise_deploys(deploy_facts(ctx))
+
+
+def summarise_deploys(facts: DeployFacts) -> dict[str, Any]:
+    tail = facts.tail_s
+    dups, redeliveries = facts.duplicates, facts.redeliveries
     windows: list[dict[str, Any]] = []
-    rows = model.windows.sort("start").to_dicts()
+    rows = facts.windows
     spans = [(row["start"], row["end"] + timedelta(seconds=tail)) for row in rows]
     assigned = _assign(dups, rows, spans)
     assigned_redeliveries = _assign(redeliveries, rows, spans)
@@ -134,9 +161,9 @@ def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
                 "redeliveries": len(assigned_redeliveries.get(row["deploy"], [])),
             }
         )
-    first, last = ctx.table["ts"].min(), ctx.table["ts"].max()
+    first, last = facts.first, facts.last
     concentration = None
-    if ctx.table.height:
+    if first is not None:
         concentration = {
             "duplicates": _rates(dups, spans, first, last),
             "redeliveries": _rates(redeliveries, spans, first, last),
@@ -153,7 +180,7 @@ def deploy_summary(ctx: "AnalysisContext") -> dict[str, Any]:
             "deploy_start": iso(g["deploy_start"]),
             "deploy_finish": iso(g["deploy_finish"]),
         }
-        for g in model.generations.head(50).to_dicts()
+        for g in facts.generations[:50]
     ]
     return {"tail_s": tail, "generations": generations, "windows": windows, "concentration": concentration}
 

@@ -119,6 +119,9 @@ class IngestResult:
     files: list[FileReport]
     rejects: pl.DataFrame  # source, line, reason, text
     filtered_out: int = 0
+    # With ingest(..., survey=True): records per second of time (`second`, `records`), sorted;
+    # the table then holds no rows (dupfind.windows plans its reads from this).
+    time_counts: pl.DataFrame | None = None
 
     def totals(self) -> dict:
         rejected: Counter = Counter()
@@ -890,10 +893,13 @@ class _Normaliser:
 
     def __init__(
         self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
+        survey: bool = False,
     ) -> None:
         self.config = config
         self.reports = reports
         self.since, self.until = since, until
+        self.survey = survey  # keep no rows, count them per second (time_counts)
+        self.time_counts: list[pl.DataFrame] = []
         self.pending: list[tuple[pl.DataFrame, str]] = []
         self.pending_rows = 0
         self.tables: list[pl.DataFrame] = []
@@ -927,6 +933,9 @@ class _Normaliser:
             kept = _within(table, self.since, self.until)
             self.filtered_out += table.height - kept.height
             table = kept
+            if self.survey:
+                self.time_counts.append(_per_second(table))
+                table = table.clear()
             # Columns null on every row are left out (put back as constants by `_assemble`).
             nulls = table.null_count().row(0)
             # Held until assembly in the assembled table's types (text as Categorical, but
@@ -990,6 +999,10 @@ class _NormalisingThread:
             raise self.error
 
 
+def _per_second(table: pl.DataFrame) -> pl.DataFrame:
+    return table.group_by(pl.col("ts").dt.truncate("1s").alias("second")).agg(pl.len().alias("records"))
+
+
 def _within(table: pl.DataFrame, since: datetime | None, until: datetime | None) -> pl.DataFrame:
     if since is not None:
         table = table.filter(pl.col("ts") >= since)
@@ -1025,16 +1038,21 @@ def ingest(
     progress: Callable[[int], None] | None = None,
     cache=None,
     store_later: bool = False,
+    survey: bool = False,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
     `cache` (a dupfind.cache.TableCache) serves unchanged files and stores freshly parsed ones:
     before this returns, or with `store_later` once the command's output is out, after its other
-    cache writes (dupfind.background.defer, last).
+    cache writes (dupfind.background.defer, last). With `survey`, every line is read and
+    accounted for but no row is kept: the result's `time_counts` says how many records each
+    second of time holds (no cache is read or written).
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
-    normaliser = _Normaliser(config, reports, since, until)
+    if survey:
+        cache = None
+    normaliser = _Normaliser(config, reports, since, until, survey)
     normalising = _NormalisingThread(normaliser)
     ingestor = Ingestor(config, sink=normalising.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
@@ -1086,7 +1104,13 @@ def ingest(
             background.defer(_store_in_cache, cache, to_store, reports, table, rejects, schema, last=True)
         else:
             _store_in_cache(cache, to_store, reports, table, rejects, schema)
-    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out)
+    time_counts = None
+    if survey:
+        time_counts = (
+            pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
+            if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
+        )
+    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts)
 
 
 def _assemble(
