@@ -112,7 +112,6 @@ def summary_of(
     deployments, repeated: int, side_effect_requests: int, timeouts: dict[str, float], deploys: dict[str, Any],
 ) -> dict[str, Any]:
     """The report's summary from the counts of the records analysed and the findings."""
-    harmful = [f for f in findings if f.harmful]
     return {
         "records": records,
         "first_ts": iso_us(first_ts) if first_ts is not None else None,
@@ -123,11 +122,19 @@ def summary_of(
         "deployments": sorted(d for d in deployments if d is not None)[:50],
         "actions_with_repeated_executions": repeated,
         "side_effect_requests": side_effect_requests,
+        **finding_figures(findings),
+        "timeouts_s": timeouts,
+        "deploys": deploys,
+    }
+
+
+def finding_figures(findings: list[Finding]) -> dict[str, Any]:
+    """The summary's figures that come from the harmful findings."""
+    harmful = [f for f in findings if f.harmful]
+    return {
         "duplicated_actions": len({f.action_id for f in harmful}),
         "duplicated_side_effects": sum(int(f.figures.get("side_effects", 0)) - 1 for f in harmful),
         "duplicates_by_side_effect": dict(Counter(str(f.figures.get("side_effect")) for f in harmful).most_common()),
-        "timeouts_s": timeouts,
-        "deploys": deploys,
     }
 
 
@@ -164,6 +171,11 @@ def verdict_of(
     return "no_harmful_duplicates", "no side effect was executed more than once."
 
 
+def finding_order(f: Finding) -> tuple:
+    """The report's order: most severe first, harmful before not, then by rule, time, fingerprint."""
+    return (-severity_rank(f.severity), not f.harmful, f.rule, f.first_ts or 0, f.fingerprint)
+
+
 def analyze(
     result: IngestResult,
     config: Config,
@@ -184,7 +196,7 @@ def analyze(
         if rule.enabled:
             findings.extend(DETECTORS[rule.detector](ctx, rule))
     ctx.fill_details()
-    findings.sort(key=lambda f: (-severity_rank(f.severity), not f.harmful, f.rule, f.first_ts or 0, f.fingerprint))
+    findings.sort(key=finding_order)
     warnings = [
         f"{w.key}={w.value!r} appears with {w.jobs} different jobs; it was not used to link records "
         f"(raise max_jobs_per_value if it is a real shared key)"
@@ -197,6 +209,14 @@ def analyze(
 def with_findings(report: AnalysisReport, findings: list[Finding]) -> AnalysisReport:
     """The same analysis reporting only `findings`: summary and verdict recomputed from them."""
     ctx = report.context
+    if ctx is None:  # merged from windows of time (dupfind.windows): its counts stay
+        summary = {**report.summary, **finding_figures(findings)}
+        verdict, reason = verdict_of(
+            findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
+            lambda: summary["actions_with_repeated_executions"],
+        )
+        return AnalysisReport(report.inputs, findings, report.rules, verdict, reason, summary, report.warnings, None,
+                              report.baseline)
     verdict, reason = _verdict(ctx, findings)
     return AnalysisReport(report.inputs, findings, report.rules, verdict, reason,
                           _summary(ctx, report.inputs, findings), report.warnings, ctx, report.baseline)

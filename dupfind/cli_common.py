@@ -142,7 +142,7 @@ def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=T
     from dupfind.pipeline import load_inputs
 
     result = load_inputs(paths, since=since, until=until, stderr=progress_console(), config=cfg, use_cache=use_cache)
-    _rejects_and_strict(result, rejects_file, strict)
+    rejects_and_strict(result, rejects_file, strict)
     return result
 
 
@@ -151,11 +151,11 @@ def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jo
     from dupfind.pipeline import load_correlated
 
     loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=progress_console(), use_cache=use_cache)
-    _rejects_and_strict(loaded.result, rejects_file, strict)
+    rejects_and_strict(loaded.result, rejects_file, strict)
     return loaded
 
 
-def _rejects_and_strict(result, rejects_file, strict) -> None:
+def rejects_and_strict(result, rejects_file, strict) -> None:
     from dupfind.pipeline import write_rejects
 
     if rejects_file is not None:
@@ -200,7 +200,7 @@ def report_width(output: Path | None) -> int:
     return shutil.get_terminal_size((100, 24)).columns if output is None else 120
 
 
-def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None):
+def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None, protected=None):
     """The redactor for this output (None: show values as logged); on by default for Markdown.
 
     `table` may be a function that gives the table: it is only called when redaction is on (a
@@ -210,6 +210,8 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
         return None
     from dupfind.redact import Redactor
 
+    if protected is not None:  # an analysis in windows of time gathered them window by window
+        return Redactor(protected)
     if context is not None:
         from dupfind.pipeline import cached_set_value, protected_ids, redaction_ids_kind
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dupfind.analyze import AnalysisReport
 
 
-def _progress_for(paths: list[str], stderr: Console | None):
+def progress_for(paths: list[str], stderr: Console | None):
     """A byte-count progress bar on stderr, only when stderr is a terminal."""
     if stderr is None or not stderr.is_terminal or not sys.stderr.isatty():
         return None, None
@@ -89,7 +89,7 @@ def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Consol
     # Files are stored in the cache after the command's output when the command line does its
     # cache writes then (dupfind.background); API callers find them stored when this returns.
     later = background.deferring()
-    progress, advance = _progress_for(paths, stderr)
+    progress, advance = progress_for(paths, stderr)
     if progress is None:
         return ingest(paths, config, since_ts, until_ts, cache=cache, store_later=later)
     with progress:

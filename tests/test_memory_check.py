@@ -65,14 +65,19 @@ def test_warning_only_when_the_estimate_exceeds_what_is_available() -> None:
     assert warning is not None and "may be killed" in warning and "--since/--until" in warning
 
 
-@pytest.mark.parametrize(("available", "window", "warned"), [
-    (10**6, [], True), (10**12, [], False),
-    (10**6, ["--since", "2026-07-21T10:00:30Z"], False),  # a window keeps an unknown share: no estimate
+@pytest.mark.parametrize(("command", "available", "window", "said"), [
+    ("stats", 10**6, [], "warning"), ("stats", 10**12, [], None), ("analyze", 10**12, [], None),
+    ("analyze", 10**6, [], "windows"),  # analyze reads inputs that do not fit one window of time at a time
+    ("analyze", 10**6, ["--since", "2026-07-21T10:00:30Z"], None),  # a window keeps an unknown share: no estimate
 ])
-def test_analyze_warns_on_stderr_and_still_completes(monkeypatch, available: int, window: list, warned: bool) -> None:
+def test_a_read_too_large_is_said_on_stderr_and_still_completes(
+    monkeypatch, command: str, available: int, window: list, said: str | None,
+) -> None:
     monkeypatch.setattr(memory_check, "available_bytes", lambda: available)
-    result = CliRunner().invoke(app, ["analyze", str(LOGS), "--format", "json", "--no-cache", *window])
+    result = CliRunner().invoke(app, [command, str(LOGS), "--format", "json", "--no-cache", *window])
     assert result.exit_code in (0, 1), result.output
-    assert orjson.loads(result.stdout)["verdict"]  # the report is whole and on stdout only
-    assert ("dupfind: warning: these inputs hold about" in result.stderr) == warned
-    assert result.stderr.count("\n") <= 1
+    assert orjson.loads(result.stdout)  # the report is whole and on stdout only
+    assert ("dupfind: warning: these inputs hold about" in result.stderr) == (said == "warning")
+    assert ("analysing them in 1 window of time" in result.stderr) == (said == "windows")
+    if said != "windows":
+        assert result.stderr.count("\n") <= 1

@@ -35,6 +35,32 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value), cfg
 
 
+def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
+                 strict, budget, overlap, protect):
+    """The analysis of inputs too large to read whole, one window of time at a time (dupfind.windows):
+    the report, the effective config and the ids a redactor leaves alone (with `protect`)."""
+    from datetime import timedelta
+
+    from dupfind.cli_common import progress_console, rejects_and_strict
+    from dupfind.config import load_config
+    from dupfind.pipeline import time_bounds
+    from dupfind.rules_registry import load_rules
+    from dupfind.windows import analyze_in_windows
+
+    if skew < 0:
+        raise DupfindError("--skew must be zero or more seconds.")
+    timeouts = parse_timeouts(timeout or [])
+    cfg = load_config(config, rules, assume_tz)
+    rule_list = load_rules(cfg, rules, tuple(disable or ()))
+    since_ts, until_ts = time_bounds(cfg, since, until)
+    report, protected = analyze_in_windows(
+        paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
+        timedelta(seconds=overlap), progress_console(), protect,
+    )
+    rejects_and_strict(report.inputs, rejects, strict)
+    return report, cfg, protected
+
+
 @app.command()
 def analyze(
     paths: PathsArg,
@@ -64,6 +90,16 @@ def analyze(
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
     no_cache: NoCacheOpt = False,
+    memory_limit: Annotated[Optional[str], typer.Option(
+        "--memory-limit",
+        help="Memory the analysis may use, e.g. 8G or 512MiB (default: what is available). Inputs that need more "
+             "are read and analysed one window of time at a time.",
+    )] = None,
+    window_overlap: Annotated[str, typer.Option(
+        "--window-overlap",
+        help="With windows of time: the records read before and after each window, e.g. 30m or 2h; repeats of one "
+             "action further apart are not linked.",
+    )] = "1h",
 ) -> None:
     """Find side effects executed more than once (which actions, workers, attempts, deploys),
     name the root cause with the log lines that prove it, and list the fixes."""
@@ -76,8 +112,22 @@ def analyze(
 
         for path in baseline:  # a bad baseline fails before the (long) analysis, not after
             load_fingerprints(path)
-    report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
-                               until, rejects, strict, use_cache=not no_cache)
+    from dupfind.timeline import parse_duration
+    from dupfind.windows import parse_size, window_budget
+
+    limit = parse_size(memory_limit, "--memory-limit") if memory_limit is not None else None
+    overlap = parse_duration(window_overlap, "--window-overlap")
+    # A --since/--until window keeps an unknown share of the records: windows then only on request.
+    budget = window_budget(paths, limit) if limit is not None or (since is None and until is None) else None
+    protected = None
+    if budget is None:
+        report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
+                                   until, rejects, strict, use_cache=not no_cache)
+    else:
+        report, cfg, protected = run_windowed(
+            paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects, strict,
+            budget, overlap, protect=redact if redact is not None else output_format.value == "markdown",
+        )
     if baseline:
         from dupfind.baseline import apply_baseline
 
@@ -85,7 +135,7 @@ def analyze(
     options = RenderOptions(
         worst=worst, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
-                               cfg.business_keys, context=report.context),
+                               cfg.business_keys, context=report.context, protected=protected),
     )
     emit(RENDERERS, output_format.value, report, options, output)
     store_context_facts(report.context)

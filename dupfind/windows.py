@@ -1,0 +1,409 @@
+"""Inputs larger than memory: read and analysed one window of time at a time, the findings merged."""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from dupfind import memory_check
+from dupfind.errors import DupfindError
+from dupfind.memory_check import PEAK_FIXED_BYTES, PEAK_PER_LOG_BYTE, log_bytes
+from dupfind.sources import expand_inputs
+from dupfind.timefmt import iso
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dupfind.analyze import AnalysisReport
+    from dupfind.config import Config
+    from dupfind.findings import Finding
+    from dupfind.ingest import FileReport, IngestResult
+    from dupfind.rules_registry import Rule
+
+# Repeats of one action further apart than this are not linked across windows (default of
+# --window-overlap): visibility timeouts and retry back-offs are minutes to an hour.
+DEFAULT_OVERLAP_S = 3600.0
+# The survey counts records per second; a longer span is planned on coarser steps.
+MAX_STEPS = 200_000
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str, option: str) -> int:
+    """`8G`, `1.5GB`, `512MiB`, `2000000000` (bytes) as a number of bytes."""
+    match = _SIZE.match(text or "")
+    if not match or float(match.group(1)) <= 0:
+        raise DupfindError(f"{option} {text!r} is not a size: use bytes or a unit, e.g. 8G, 1.5GB, 512MiB.")
+    unit, binary = match.group(2).lower(), match.group(3).lower().startswith("i")
+    return int(float(match.group(1)) * (_BINARY_UNITS[unit] if binary and unit else _UNITS[unit]))
+
+
+def needed_bytes(size: int) -> float:
+    """About the peak memory of a cold analysis of `size` bytes of log text (see memory_check)."""
+    return PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+
+
+def window_budget(paths: list[str], limit: int | None) -> int | None:
+    """The memory an analysis of these inputs must stay within when it cannot read them whole:
+    `limit` (--memory-limit) or the memory available, if the estimate is above it; else None.
+    Standard input cannot be read twice, so it is always read whole."""
+    try:
+        sources = expand_inputs(paths)
+    except DupfindError:
+        return None  # ingest says what is wrong with the paths
+    if not sources or any(src.file is None for src in sources):
+        return None
+    budget = limit if limit is not None else memory_check.available_bytes()
+    if budget is None or needed_bytes(log_bytes(sources)) <= budget:
+        return None
+    return budget
+
+
+@dataclass(frozen=True)
+class Window:
+    """One read of the inputs: the records of [read_from, read_to]; the findings, actions and
+    counts of [start, end) are this window's (None: unbounded)."""
+
+    start: datetime | None
+    end: datetime | None
+    read_from: datetime | None
+    read_to: datetime | None
+    records: int  # records read, from the survey
+
+    def holds(self, column: str | pl.Expr) -> pl.Expr:
+        expr = pl.col(column) if isinstance(column, str) else column
+        held = pl.lit(True)
+        if self.start is not None:
+            held &= expr >= self.start
+        if self.end is not None:
+            held &= expr < self.end
+        return held
+
+    def owns(self, ts: datetime | None) -> bool:
+        if ts is None:
+            return True
+        return (self.start is None or ts >= self.start) and (self.end is None or ts < self.end)
+
+    def reads_file(self, report: FileReport) -> bool:
+        if report.first_ts is None:
+            return False  # no record to read
+        return not ((self.read_from is not None and report.last_ts < self.read_from)
+                    or (self.read_to is not None and report.first_ts > self.read_to))
+
+    def describe(self) -> str:
+        return f"{iso(self.start) if self.start else 'the first record'} to {iso(self.end) if self.end else 'the last'}"
+
+
+def plan_windows(
+    time_counts: pl.DataFrame, max_records: int, overlap: timedelta,
+    since: datetime | None = None, until: datetime | None = None,
+) -> list[Window]:
+    """Consecutive windows whose reads (each window plus `overlap` before and after) hold at
+    most `max_records` records by the survey's counts (`second`, `records`); a single step of
+    time holding more is a window of its own. The first and last windows are open-ended (down to
+    `since` and up to `until`), so every record is some window's."""
+    if time_counts.height == 0:
+        return [Window(None, None, since, until, 0)]
+    steps = time_counts.select(pl.col("second").dt.epoch("us").alias("us"), "records").sort("us")
+    span = steps["us"][-1] - steps["us"][0]
+    if steps.height > MAX_STEPS:
+        width = max(1_000_000, math.ceil(span / MAX_STEPS / 1_000_000) * 1_000_000)
+        steps = (
+            steps.group_by((pl.col("us") - steps["us"][0]) // width * width + steps["us"][0])
+            .agg(pl.col("records").sum()).sort("us")
+        )
+    times: list[int] = steps["us"].to_list()
+    cumulative = [0, *accumulate(steps["records"].to_list())]
+    n = len(times)
+    margin = int(overlap.total_seconds() * 1_000_000)
+
+    def read(i: int, j: int) -> int:
+        """Records a window of the steps from i to j reads: from step i's start less the margin to
+        the next step's start (the window's end) plus the margin."""
+        upper = n if j + 1 >= n else bisect.bisect_right(times, times[j + 1] + margin)
+        return cumulative[upper] - cumulative[bisect.bisect_left(times, times[i] - margin)]
+
+    def at(us: int) -> datetime:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
+
+    windows: list[Window] = []
+    i = 0
+    while i < n:
+        # The last step j whose read from i fits (reads grow with j); at least step i itself.
+        j = i + bisect.bisect_right(range(i, n), max_records, key=lambda k: read(i, k)) - 1
+        if j <= i:
+            # The overlap alone holds more than fits: windows at least as long as the overlap, or
+            # each record would be read again for every step it lies within the overlap of.
+            j = max(i, bisect.bisect_left(times, times[i] + margin) - 1)
+        last = j == n - 1
+        windows.append(Window(
+            start=None if i == 0 else at(times[i]),
+            end=None if last else at(times[j + 1]),
+            read_from=since if i == 0 else at(times[i] - margin),
+            read_to=until if last else at(times[j + 1] + margin),
+            records=read(i, j),
+        ))
+        i = j + 1
+    return windows
+
+
+@dataclass
+class WindowPart:
+    """What one window's analysis contributes: its findings and the counts of what it owns."""
+
+    findings: list[Finding]
+    records: int
+    first_ts: datetime | None
+    last_ts: datetime | None
+    actions: int
+    executions: int
+    workers: set
+    deployments: set
+    repeated: int
+    side_effect_requests: int
+    timeouts: dict[str, float]
+    deploys: Any  # deploy_concentration.DeployFacts of what the window owns
+    warnings: list[str]
+    protected: list[str] = field(default_factory=list)
+    action_ids: int = 0  # how many action ids the window numbered (the next window's start)
+
+
+def window_part(report: AnalysisReport, window: Window, action_offset: int, protect: bool) -> WindowPart:
+    """The part of a window's analysis that is the window's own: its findings whose first record
+    is in it (their action ids moved past the earlier windows'), the actions whose first record is
+    in it with their executions, and the records in it."""
+    from dupfind.deploy_concentration import deploy_facts
+
+    ctx = report.context
+    table = ctx.columns("ts", "action_id", "deployment_id")
+    held = table.filter(window.holds("ts"))
+    owned = (
+        table.filter(pl.col("action_id").is_not_null() & pl.col("action_id").is_first_distinct())
+        .filter(window.holds("ts"))["action_id"]
+    )
+    executions = ctx.executions.filter(pl.col("action_id").is_in(owned.implode()))
+    facts = deploy_facts(ctx)
+    facts.windows = [w for w in facts.windows if window.owns(w["start"])]
+    facts.duplicates = _held(facts.duplicates, window)
+    facts.redeliveries = _held(facts.redeliveries, window)
+    facts.first = held["ts"].min() if held.height else None
+    facts.last = held["ts"].max() if held.height else None
+    findings = [f for f in report.findings if window.owns(f.first_ts)]
+    for finding in findings:
+        if finding.action_id is not None:
+            finding.action_id += action_offset
+    protected: list[str] = []
+    if protect:
+        from dupfind.pipeline import protected_ids
+
+        protected = protected_ids(ctx, ctx.config)
+    effects = ctx.side_effects
+    return WindowPart(
+        findings=findings,
+        records=held.height,
+        first_ts=facts.first,
+        last_ts=facts.last,
+        actions=owned.len(),
+        executions=executions.height,
+        workers=set(executions["worker_id"].unique().to_list()),
+        deployments=set(held["deployment_id"].unique().to_list()),
+        repeated=executions.group_by("action_id").len().filter(pl.col("len") > 1).height,
+        side_effect_requests=effects.filter(window.holds("ts")).height if effects.height else 0,
+        timeouts=dict(ctx.known_timeouts),
+        deploys=facts,
+        warnings=list(report.warnings),
+        protected=protected,
+        action_ids=int(ctx.actions["action_id"].max() or 0) + 1 if ctx.actions.height else 0,
+    )
+
+
+def _held(times: pl.Series, window: Window) -> pl.Series:
+    return times.to_frame("ts").filter(window.holds("ts"))["ts"]
+
+
+def merge_deploy_facts(parts: list[WindowPart]):
+    """One DeployFacts of the windows' own: deploy windows and times concatenated, generations
+    (which windows see in turn) merged by name."""
+    from dupfind.deploy_concentration import DeployFacts
+
+    generations: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for gen in part.deploys.generations:
+            known = generations.get(gen["generation"])
+            if known is None:
+                generations[gen["generation"]] = {**gen, "workers": list(gen["workers"])}
+                continue
+            known["workers"] = sorted(set(known["workers"]) | set(gen["workers"]))
+            for key, pick in (("first_start", min), ("deploy_start", min), ("last_end", max), ("deploy_finish", max)):
+                values = [v for v in (known.get(key), gen.get(key)) if v is not None]
+                known[key] = pick(values) if values else None
+            if known["source"] == "deploy_record":
+                known["source"] = gen["source"]
+    far = datetime.max.replace(tzinfo=UTC)
+
+    def began(gen: dict[str, Any]) -> tuple:
+        starts = [t for t in (gen.get("deploy_start"), gen.get("first_start")) if t is not None]
+        return (min(starts) if starts else far, gen["generation"])
+
+    def times(name: str) -> pl.Series:
+        series = [getattr(p.deploys, name) for p in parts]
+        return pl.concat(series).sort() if series else pl.Series("ts", [], dtype=pl.Datetime("us", "UTC"))
+
+    firsts = [p.first_ts for p in parts if p.first_ts is not None]
+    lasts = [p.last_ts for p in parts if p.last_ts is not None]
+    return DeployFacts(
+        windows=sorted((w for p in parts for w in p.deploys.windows), key=lambda w: w["start"]),
+        generations=sorted(generations.values(), key=began),
+        tail_s=max((p.deploys.tail_s for p in parts), default=0.0),
+        duplicates=times("duplicates"),
+        redeliveries=times("redeliveries"),
+        first=min(firsts) if firsts else None,
+        last=max(lasts) if lasts else None,
+    )
+
+
+def merged_report(
+    survey: IngestResult, parts: list[WindowPart], rules: list[Rule], plan: list[Window], overlap: timedelta, budget: int,
+) -> AnalysisReport:
+    """One report of the windows: each finding once (by fingerprint, from the window its first
+    record is in), the summary summed over what each window owns, the inputs' accounting from
+    the survey (every line of every file)."""
+    from dupfind.analyze import AnalysisReport, finding_order, summary_of, verdict_of
+    from dupfind.deploy_concentration import summarise_deploys
+
+    by_fingerprint: dict[str, Finding] = {}
+    for part in parts:
+        for finding in part.findings:
+            by_fingerprint.setdefault(finding.fingerprint, finding)
+    findings = sorted(by_fingerprint.values(), key=finding_order)
+    timeouts: dict[str, float] = {}
+    for part in parts:
+        for queue, seconds in part.timeouts.items():
+            timeouts[queue] = max(seconds, timeouts.get(queue, seconds))
+    firsts = [p.first_ts for p in parts if p.first_ts is not None]
+    lasts = [p.last_ts for p in parts if p.last_ts is not None]
+    summary = summary_of(
+        findings,
+        records=sum(p.records for p in parts),
+        first_ts=min(firsts) if firsts else None,
+        last_ts=max(lasts) if lasts else None,
+        actions=sum(p.actions for p in parts),
+        executions=sum(p.executions for p in parts),
+        workers=len(set().union(*(p.workers for p in parts))),
+        deployments=set().union(*(p.deployments for p in parts)),
+        repeated=sum(p.repeated for p in parts),
+        side_effect_requests=sum(p.side_effect_requests for p in parts),
+        timeouts=timeouts,
+        deploys=summarise_deploys(merge_deploy_facts(parts)),
+    )
+    summary["windows"] = {
+        "count": len(plan),
+        "overlap_s": overlap.total_seconds(),
+        "memory_limit_bytes": budget,
+        "bounds": [[iso(w.start), iso(w.end)] for w in plan],
+    }
+    verdict, reason = verdict_of(
+        findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
+        lambda: summary["actions_with_repeated_executions"],
+    )
+    note = (
+        f"The inputs were analysed in {len(plan)} window{'s' if len(plan) != 1 else ''} of time to stay within {_gb(budget)} of memory, each read "
+        f"with {_duration(overlap)} of records before and after it: repeats of one action further apart than that "
+        "are not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
+    )
+    warnings = [note, *dict.fromkeys(w for p in parts for w in p.warnings)]
+    return AnalysisReport(survey, findings, rules, verdict, reason, summary, warnings, None)
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def _duration(span: timedelta) -> str:
+    seconds = span.total_seconds()
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def analyze_in_windows(
+    paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
+    max_jobs_per_value: int, since: datetime | None, until: datetime | None, budget: int, overlap: timedelta,
+    stderr: Console | None = None, protect: bool = False,
+) -> tuple[AnalysisReport, list[str]]:
+    """Analyse inputs too large to read whole: a survey (every line read and accounted for, the
+    records counted per second, none kept), then one read and analysis per planned window, each
+    reading only the files whose records reach into it; the report merged. With `protect`, also
+    the ids a redactor must leave alone."""
+    sources = expand_inputs(paths)
+    survey = _read(paths, config, since, until, stderr, survey=True)
+    counts = survey.time_counts
+    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
+    size = log_bytes(sources)
+    per_record = size / max(total, 1)
+    max_records = max(1, int((budget - PEAK_FIXED_BYTES) / (PEAK_PER_LOG_BYTE * per_record)))
+    plan = plan_windows(counts, max_records, overlap, since, until)
+    _say(
+        f"these inputs need about {_gb(needed_bytes(size))} of memory to be read whole, more than {_gb(budget)}: "
+        f"analysing them in {len(plan)} window{'s' if len(plan) != 1 else ''} of time, each read with {_duration(overlap)} before and after."
+    )
+    if any(window.records > max_records for window in plan):
+        _say(f"some windows hold more records than fit in {_gb(budget)} with an overlap of {_duration(overlap)}; "
+             "a shorter --window-overlap makes them smaller.")
+    return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, survey, plan, budget, overlap,
+                       stderr, protect)
+
+
+def run_windows(
+    paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
+    max_jobs_per_value: int, survey: IngestResult, plan: list[Window], budget: int, overlap: timedelta,
+    stderr: Console | None = None, protect: bool = False,
+) -> tuple[AnalysisReport, list[str]]:
+    """Read and analyse each window of `plan` in turn (only the files the survey says reach into
+    it), then merge: the report and, with `protect`, the ids a redactor leaves alone."""
+    from dupfind.analyze import analyze
+
+    sources = expand_inputs(paths)
+    parts: list[WindowPart] = []
+    offset = 0
+    for number, window in enumerate(plan, 1):
+        files = [src.path for src, report in zip(sources, survey.files, strict=True) if window.reads_file(report)]
+        if not files:
+            continue
+        _say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records from {len(files)} file(s).")
+        result = _read(files, config, window.read_from, window.read_to, stderr)
+        report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
+        part = window_part(report, window, offset, protect)
+        offset += part.action_ids
+        parts.append(part)
+        del report, result, part
+        gc.collect()
+    protected = sorted(set().union(*(p.protected for p in parts))) if protect else []
+    return merged_report(survey, parts, rules, plan, overlap, budget), protected
+
+
+def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False) -> IngestResult:
+    from dupfind.ingest import ingest
+    from dupfind.pipeline import progress_for
+
+    progress, advance = progress_for(paths, stderr)
+    if progress is None:
+        return ingest(paths, config, since, until, survey=survey)
+    with progress:
+        return ingest(paths, config, since, until, progress=advance, survey=survey)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"dupfind: {text}\n")
+    sys.stderr.flush()

@@ -1,0 +1,173 @@
+"""Inputs larger than memory: analysed one window of time at a time, with the findings of one read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from conftest import FIXTURES, run_cli
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.errors import DupfindError
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+from dupfind.windows import Window, parse_size, plan_windows, run_windows, window_budget
+
+SCENARIOS = sorted(p.parent for p in FIXTURES.glob("*/*/logs") if p.is_dir())
+T0 = datetime(2026, 7, 21, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("8G", 8 * 10**9), ("1.5GB", 1_500_000_000), ("512MiB", 512 * 2**20), ("2000000", 2_000_000), ("64k", 64_000),
+    ("3 gib", 3 * 2**30),
+])
+def test_sizes_in_bytes_and_units(text: str, size: int) -> None:
+    assert parse_size(text, "--memory-limit") == size
+
+
+@pytest.mark.parametrize("text", ["", "lots", "0", "-1G", "5X", "1.2.3G"])
+def test_a_size_that_is_not_one_is_a_clear_error(text: str) -> None:
+    with pytest.raises(DupfindError, match="--memory-limit .* is not a size"):
+        parse_size(text, "--memory-limit")
+
+
+def _counts(records: list[int]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "second": pl.Series([T0 + timedelta(seconds=i) for i in range(len(records))], dtype=pl.Datetime("us", "UTC")),
+        "records": pl.Series(records, dtype=pl.UInt32),
+    })
+
+
+def _read_records(counts: pl.DataFrame, window: Window) -> int:
+    held = counts
+    if window.read_from is not None:
+        held = held.filter(pl.col("second") >= window.read_from)
+    if window.read_to is not None:
+        held = held.filter(pl.col("second") <= window.read_to)
+    return int(held["records"].sum())
+
+
+def test_windows_cover_every_record_once_and_each_read_fits() -> None:
+    counts = _counts([1 + (i * 7919) % 13 for i in range(10_000)])  # uneven: 1 to 13 records a second
+    overlap = timedelta(seconds=60)
+    plan = plan_windows(counts, 3000, overlap)
+    assert len(plan) > 10
+    assert plan[0].start is None and plan[0].read_from is None and plan[-1].end is None and plan[-1].read_to is None
+    for before, after in pairwise(plan):
+        assert before.end == after.start  # consecutive: every second is one window's own
+        assert after.read_from == after.start - overlap and before.read_to == before.end + overlap
+    for window in plan:
+        assert window.records == _read_records(counts, window) <= 3000
+    # the windows are as large as fit: one more second would not
+    first_end = plan[0].end
+    grown = Window(None, first_end + timedelta(seconds=1), None, first_end + timedelta(seconds=1) + overlap, 0)
+    assert _read_records(counts, grown) > 3000
+
+
+def test_windows_stay_within_since_and_until() -> None:
+    counts = _counts([5] * 600)
+    since, until = T0 - timedelta(hours=1), T0 + timedelta(hours=1)
+    plan = plan_windows(counts, 1000, timedelta(seconds=30), since, until)
+    assert len(plan) > 1 and plan[0].read_from == since and plan[-1].read_to == until
+
+
+def test_an_overlap_larger_than_fits_makes_windows_as_long_as_the_overlap() -> None:
+    counts = _counts([10] * 1000)
+    plan = plan_windows(counts, 50, timedelta(seconds=100))  # the overlap alone holds 2000 records
+    assert all(w.records > 50 for w in plan)
+    assert all(w.end - w.start >= timedelta(seconds=100) for w in plan[1:-1])
+    assert len(plan) == 10
+
+
+def test_no_record_is_one_window_of_everything() -> None:
+    empty = _counts([]).clear()
+    assert plan_windows(empty, 10, timedelta(hours=1)) == [Window(None, None, None, None, 0)]
+
+
+def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> None:
+    logs = FIXTURES / "synth" / "deploy-overlap" / "logs"
+    assert window_budget([str(logs)], 10**12) is None
+    assert window_budget([str(logs)], 10**6) == 10**6
+    assert window_budget(["-"], 10**6) is None  # cannot be read twice
+    assert window_budget([str(tmp_path / "missing")], 10**6) is None  # ingest says what is wrong
+
+
+def _without_window_notes(document: dict) -> dict:
+    document = dict(document)
+    document["summary"] = {k: v for k, v in document["summary"].items() if k != "windows"}
+    document["warnings"] = [w for w in document["warnings"] if "of time to stay within" not in w]
+    return document
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_three_windows_that_each_see_everything_report_what_one_read_reports(scenario: Path) -> None:
+    """The merge alone: each window owns a third of the records; findings, counts, deploy summary,
+    verdict and accounting equal those of one analysis of everything."""
+    config = load_config(None, None, None)
+    rules = load_rules(config, None, ())
+    paths = [str(scenario / "logs")]
+    whole = analyze(ingest(paths, config), config, rules)
+    survey = ingest(paths, config, survey=True)
+    seconds = survey.time_counts
+    assert int(seconds["records"].sum()) == whole.summary["records"]
+    cut = whole.context.table["ts"]
+    first, second = cut[cut.len() // 3], cut[2 * cut.len() // 3]
+    plan = [Window(None, first, None, None, 0), Window(first, second, None, None, 0), Window(second, None, None, None, 0)]
+    merged, _ = run_windows(paths, config, rules, 0.5, {}, 25, survey, plan, 10**9, timedelta(hours=1))
+    assert merged.summary["windows"]["count"] == 3
+    assert _without_window_notes(orjson.loads(orjson.dumps(merged.to_dict()))) == orjson.loads(orjson.dumps(whole.to_dict()))
+
+
+@pytest.fixture(scope="module")
+def long_scenario(tmp_path_factory) -> Path:
+    """35 minutes of a deploy overlap: 2000 jobs, 21k lines."""
+    out = tmp_path_factory.mktemp("long") / "scenario"
+    done = run_cli("synth", "deploy-overlap", "--jobs", "2000", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out / "logs"
+
+
+def test_analyze_over_the_memory_limit_reads_windows_and_finds_what_one_read_finds(long_scenario: Path) -> None:
+    whole = run_cli("analyze", str(long_scenario), "--format", "json", "--no-cache")
+    windowed = run_cli("analyze", str(long_scenario), "--format", "json", "--memory-limit", "253MB",
+                       "--window-overlap", "5m")
+    assert windowed.returncode == whole.returncode == 0, windowed.stderr
+    one, many = orjson.loads(whole.stdout), orjson.loads(windowed.stdout)
+    stderr = windowed.stderr.decode()
+    assert f"analysing them in {many['summary']['windows']['count']} windows of time" in stderr
+    assert many["summary"]["windows"]["count"] >= 5 and "window 3/" in stderr
+    # each window read only part of the records, and the first window's read ends 5m after it
+    bounds = many["summary"]["windows"]["bounds"]
+    assert bounds[0][0] is None and bounds[-1][1] is None
+    assert many["summary"]["records"] == one["summary"]["records"] == one["inputs"]["totals"]["records"]
+    assert many["verdict"] == one["verdict"] == "harmful_duplicates"
+    assert _without_window_notes(many) == one
+    assert any("windows of time" in w and "5m" in w for w in many["warnings"])
+
+
+def test_windowed_markdown_redacts_and_a_baseline_applies(long_scenario: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "before.json"
+    whole = run_cli("analyze", str(long_scenario), "--format", "json", "--no-cache", "--output", str(baseline))
+    assert whole.returncode == 0
+    args = ["analyze", str(long_scenario), "--memory-limit", "253MB", "--window-overlap", "5m"]
+    markdown = run_cli(*args, "--format", "markdown")
+    assert markdown.returncode == 0, markdown.stderr
+    assert b"side effect" in markdown.stdout and b"dupfind: window 2/" in markdown.stderr
+    known = run_cli(*args, "--format", "json", "--baseline", str(baseline))
+    report = orjson.loads(known.stdout)
+    assert report["findings"] == [] and report["baseline"]["left_out"] == len(orjson.loads(baseline.read_bytes())["findings"])
+    assert report["verdict"] == "no_harmful_duplicates" and "already in the baseline" in report["verdict_reason"]
+    assert report["summary"]["duplicated_actions"] == 0 and report["summary"]["records"] > 0
+
+
+def test_a_memory_limit_that_is_not_a_size_is_one_clear_error(long_scenario: Path) -> None:
+    done = run_cli("analyze", str(long_scenario), "--memory-limit", "plenty")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == (
+        "dupfind: error: --memory-limit 'plenty' is not a size: use bytes or a unit, e.g. 8G, 1.5GB, 512MiB."
+    )
