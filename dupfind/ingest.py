@@ -1106,6 +1106,9 @@ def ingest(
             _store_in_cache(cache, to_store, reports, table, rejects, schema)
     time_counts = None
     if survey:
+        # Without a Categorical column: polars keeps every text it turned into one for as long as
+        # any lives, so an empty one held through the windows would keep all their texts.
+        table = pl.DataFrame(schema=schema)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
