@@ -293,8 +293,12 @@ CONTENDERS = {
     "warm": "dupfind analyze (warm)",
     "duckdb": "duckdb: checks a+b+c",
     "jq": "jq: check a",
+    "windowed": "dupfind analyze (windows)",
     "next": "other commands after analyze",
 }
+# The `windowed` contender's --memory-limit: half the input, but not below what reading needs
+# (reading alone takes about 0.5 GB whatever the input's size).
+WINDOWED_MIN_LIMIT = 600 * 10**6
 # What an engineer runs after `analyze`: the first run of each, over the cache that one analyze
 # left (a fresh copy of it per run). {fingerprint} is the first harmful finding of that analyze,
 # {job_id} the first job id it names.
@@ -509,16 +513,22 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
         notes.append("GNU time (/usr/bin/time) is missing: no peak RSS for jq")
 
     analyze = ["--", "analyze", str(logs), "--format", "json"]
+    windowed_limit = max(size // 2, WINDOWED_MIN_LIMIT)
+    if "windowed" in contenders:
+        notes.append(f"windowed runs pass --no-cache --memory-limit {windowed_limit} ({windowed_limit / size:.2f}x the input): "
+                     "analyze reads the inputs in windows of time that fit")
 
     def measure(kind: str, tag: str) -> dict:
         env = dict(child_env)
         stdout_path = None
         scratch = None
-        if kind in ("cold", "warm"):
-            if kind == "cold":
+        if kind in ("cold", "warm", "windowed"):
+            if kind in ("cold", "windowed"):
                 scratch = Path(tempfile.mkdtemp(prefix="cold-cache-", dir=work))
                 env["DUPFIND_CACHE_DIR"] = str(scratch)
                 cmd = [sys.executable, HERE, "--child", "dupfind", *analyze, *(["--no-cache"] if no_cache else [])]
+                if kind == "windowed":
+                    cmd += ["--memory-limit", str(windowed_limit)]
             else:
                 env["DUPFIND_CACHE_DIR"] = str(warm_cache)
                 cmd = [sys.executable, HERE, "--child", "dupfind", *analyze]
@@ -529,7 +539,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
             starts = orjson.dumps(dict.fromkeys(START_EVENTS, 1)).decode()
             cmd = [*(time_prefix or []), jq, "-n", "-R", "-r", "--argjson", "starts", starts, jq_program(), *files]
         res = run(cmd, cwd=work, timeout=args.timeout, env=env, stdout_path=stdout_path)
-        if kind in ("cold", "warm"):
+        if kind in ("cold", "warm", "windowed"):
             _dupfind_failed(res)
         if kind == "jq":
             if "error" not in res:
@@ -603,6 +613,13 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
         print(f"ratio dupfind-warm / dupfind-cold: {med['warm'] / med['cold']:.2f}x")
     if "cold" in med and "jq" in med:
         print(f"ratio jq (check a) / dupfind-cold: {med['jq'] / med['cold']:.1f}x")
+    if "windowed" in med:
+        rss = max(r["rss_peak_mb"] for r in runs["windowed"] if "rss_peak_mb" in r) * 2**20
+        line = (f"windowed: peak RSS {rss / size:.2f}x the input, {rss / windowed_limit:.2f}x its --memory-limit "
+                f"of {windowed_limit / 1e6:,.0f} MB")
+        if "cold" in med:
+            line += f"; time {med['windowed'] / med['cold']:.2f}x the cold run's"
+        print(line)
     print(f"load average at end {_loadavg()} (other work shares this machine: the figures are noisy)")
     if state is not None and dupfind_state() != state:
         print(f"WARNING: dupfind/ changed during the runs (now {dupfind_revision()}): the figures mix versions")
@@ -730,6 +747,17 @@ def _sanity(runs: dict[str, list[dict]], out_dir: Path, meta: dict) -> None:
         print("  WARNING: DuckDB runs disagreed with each other")
     if not doc:
         print("  (no dupfind report to compare)")
+    windowed = _report(out_dir / "windowed.json") if any("error" not in r for r in runs.get("windowed", [])) else None
+    if windowed is not None:
+        count = windowed.get("summary", {}).get("windows", {}).get("count")
+        if cold is None:
+            print(f"  windowed report: {count} windows (no cold report to compare)")
+        else:
+            windowed["summary"] = {k: v for k, v in windowed["summary"].items() if k != "windows"}
+            windowed["warnings"] = [w for w in windowed["warnings"] if "of time to stay within" not in w]
+            diff = sorted(k for k in set(cold) | set(windowed) if cold.get(k) != windowed.get(k))
+            print(f"  windowed report ({count} windows) equals the cold report, but for saying how it was read"
+                  if not diff else f"  WARNING: windowed report ({count} windows) differs from cold report in: {', '.join(diff)}")
     cold_bytes = (out_dir / "cold.json").read_bytes() if cold else None
     warm_bytes = (out_dir / "warm.json").read_bytes() if warm_ok and (out_dir / "warm.json").is_file() else None
     if cold_bytes is not None and warm_bytes is not None:
