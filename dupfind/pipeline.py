@@ -59,7 +59,7 @@ def time_bounds(config: Config, since: str | None, until: str | None) -> tuple[d
     return since_ts, until_ts
 
 
-def _relative(config: Config, bound: str | None) -> bool:
+def relative_bound(config: Config, bound: str | None) -> bool:
     """Whether a --since/--until value is relative to now (-2h, 30m)."""
     if not bound:
         return False
@@ -155,7 +155,7 @@ def load_correlated(
     results = ResultCache(root)
 
     def set_key() -> str | None:
-        if _relative(config, since) or _relative(config, until):
+        if relative_bound(config, since) or relative_bound(config, until):
             return None  # `--since -2h` is another bound on every run: such a set is never read again
         keys = []
         for src in expand_inputs(paths):
@@ -196,7 +196,7 @@ PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples", "unlinked_id
                   "id_values")
 
 # AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
-_LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")
+LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")
 
 
 def analyze_correlated(
@@ -212,7 +212,7 @@ def analyze_correlated(
 
     timeouts = timeouts or {}
     key = None
-    stored_fields = [f.name for f in fields(AnalysisReport) if f.name not in _LIVE_REPORT_FIELDS]
+    stored_fields = [f.name for f in fields(AnalysisReport) if f.name not in LIVE_REPORT_FIELDS]
     if loaded.cache is not None and loaded.set_key is not None:
         key = ResultCache.analysis_key(loaded.set_key, rules, skew_s, timeouts, config.timeouts)
         hit = loaded.cache.load_analysis(loaded.set_key, key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -154,7 +155,7 @@ def test_windowed_markdown_redacts_and_a_baseline_applies(long_scenario: Path, t
     baseline = tmp_path / "before.json"
     whole = run_cli("analyze", str(long_scenario), "--format", "json", "--no-cache", "--output", str(baseline))
     assert whole.returncode == 0
-    args = ["analyze", str(long_scenario), "--memory-limit", "253MB", "--window-overlap", "5m"]
+    args = ["analyze", str(long_scenario), "--memory-limit", "253MB", "--window-overlap", "5m", "--no-cache"]
     markdown = run_cli(*args, "--format", "markdown")
     assert markdown.returncode == 0, markdown.stderr
     assert b"side effect" in markdown.stdout and b"dupfind: window 2/" in markdown.stderr
@@ -185,3 +186,40 @@ def test_the_survey_keeps_no_categorical_column() -> None:
     assert pl.Categorical in whole.table.dtypes  # what a read keeps, for contrast
     assert int(survey.time_counts["records"].sum()) == whole.table.height
     assert [f.lines for f in survey.files] == [f.lines for f in whole.files]
+
+
+def test_a_second_windowed_analysis_of_unchanged_inputs_comes_from_the_cache(long_scenario: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(long_scenario, logs)
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["analyze", str(logs), "--memory-limit", "253MB", "--window-overlap", "5m"]
+    first = run_cli(*args, "--format", "json", env=env)
+    second = run_cli(*args, "--format", "json", env=env)
+    assert first.returncode == second.returncode == 0, second.stderr
+    assert b"dupfind: window 1/" in first.stderr and b"window 1/" not in second.stderr
+    assert b"from the cache" in second.stderr
+    assert second.stdout == first.stdout
+    # Markdown (redacted by default) from the stored analysis equals Markdown of a fresh one
+    cached_md = run_cli(*args, "--format", "markdown", env=env)
+    fresh_md = run_cli(*args, "--format", "markdown", env={"DUPFIND_CACHE_DIR": str(tmp_path / "empty-cache")})
+    assert b"window 1/" in fresh_md.stderr
+    assert b"from the cache" in cached_md.stderr and cached_md.stdout == fresh_md.stdout
+    # another overlap, or a changed file, is another analysis
+    other = run_cli(*args[:-1], "6m", "--format", "json", env=env)
+    assert b"window 1/" in other.stderr
+    victim = next(p for p in sorted(logs.iterdir()) if p.is_file())
+    victim.write_bytes(victim.read_bytes() + b"not json at all\n")
+    changed = run_cli(*args, "--format", "json", env=env)
+    assert b"window 1/" in changed.stderr
+    assert orjson.loads(changed.stdout)["inputs"]["totals"]["rejected_total"] == \
+        orjson.loads(first.stdout)["inputs"]["totals"]["rejected_total"] + 1
+
+
+def test_a_damaged_windowed_entry_is_analysed_again(long_scenario: Path, tmp_path: Path) -> None:
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["analyze", str(long_scenario), "--memory-limit", "253MB", "--window-overlap", "5m", "--format", "json"]
+    first = run_cli(*args, env=env)
+    for stored in (tmp_path / "cache").rglob("*.findings"):
+        stored.write_bytes(stored.read_bytes()[:-10])
+    again = run_cli(*args, env=env)
+    assert again.returncode == 0 and b"window 1/" in again.stderr and again.stdout == first.stdout

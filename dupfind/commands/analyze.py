@@ -36,16 +36,17 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
 
 def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
-                 strict, budget, overlap, protect):
+                 strict, budget, overlap, protect, use_cache=True):
     """The analysis of inputs too large to read whole, one window of time at a time (dupfind.windows):
     the report, the effective config and the ids a redactor leaves alone (with `protect`)."""
     from datetime import timedelta
 
+    from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
     from dupfind.config import load_config
-    from dupfind.pipeline import time_bounds
+    from dupfind.pipeline import relative_bound, time_bounds
     from dupfind.rules_registry import load_rules
-    from dupfind.windows import analyze_in_windows
+    from dupfind.windows import analyze_in_windows, cache_ref, load_cached, store_cached
 
     if skew < 0:
         raise DupfindError("--skew must be zero or more seconds.")
@@ -53,11 +54,22 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     cfg = load_config(config, rules, assume_tz)
     rule_list = load_rules(cfg, rules, tuple(disable or ()))
     since_ts, until_ts = time_bounds(cfg, since, until)
+    window_overlap = timedelta(seconds=overlap)
+    ref = None
+    if use_cache and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
+        ref = cache_ref(paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, window_overlap)
+    if ref is not None and rejects is None and not strict:  # those need the rejected lines themselves
+        hit = load_cached(ref, rule_list)
+        if hit is not None:
+            sys.stderr.write("dupfind: the analysis in windows of time of these unchanged inputs comes from the cache.\n")
+            return hit[0], cfg, hit[1]
     report, protected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
-        timedelta(seconds=overlap), progress_console(), protect,
+        window_overlap, progress_console(), protect or ref is not None,
     )
     rejects_and_strict(report.inputs, rejects, strict)
+    if ref is not None:
+        background.defer(store_cached, ref, report, protected)
     return report, cfg, protected
 
 
@@ -127,6 +139,7 @@ def analyze(
         report, cfg, protected = run_windowed(
             paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects, strict,
             budget, overlap, protect=redact if redact is not None else output_format.value == "markdown",
+            use_cache=not no_cache,
         )
     if baseline:
         from dupfind.baseline import apply_baseline
