@@ -84,6 +84,16 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input
 NoCacheOpt = Annotated[bool, typer.Option(
     "--no-cache", help="Parse every file again instead of reusing the cached table (DUPFIND_CACHE_DIR, default ~/.cache/dupfind)."
 )]
+MemoryLimitOpt = Annotated[Optional[str], typer.Option(
+    "--memory-limit",
+    help="Memory the command may use, e.g. 8G or 512MiB (default: what is available). Inputs that need more are "
+         "read one window of time at a time (analyze) or only around the records asked for (trace).",
+)]
+WindowOverlapOpt = Annotated[str, typer.Option(
+    "--window-overlap",
+    help="With inputs read in windows of time: the records read before and after each window (around a traced "
+         "id's records), e.g. 30m or 2h; repeats of one action further apart are not linked.",
+)]
 OutputOpt = Annotated[
     Optional[Path], typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
 ]
@@ -144,6 +154,19 @@ def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=T
     result = load_inputs(paths, since=since, until=until, stderr=progress_console(), config=cfg, use_cache=use_cache)
     rejects_and_strict(result, rejects_file, strict)
     return result
+
+
+def window_options(paths, memory_limit: str | None, window_overlap: str, since, until) -> tuple[int | None, float]:
+    """--memory-limit and --window-overlap: the memory budget when the inputs must be read in
+    parts (None: read whole) and the overlap in seconds. A --since/--until window keeps an
+    unknown share of the records: parts then only with --memory-limit."""
+    from dupfind.timeline import parse_duration
+    from dupfind.windows import parse_size, window_budget
+
+    limit = parse_size(memory_limit, "--memory-limit") if memory_limit is not None else None
+    overlap = parse_duration(window_overlap, "--window-overlap")
+    budget = window_budget(paths, limit) if limit is not None or (since is None and until is None) else None
+    return budget, overlap
 
 
 def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jobs_per_value=25, use_cache=True):

@@ -893,12 +893,13 @@ class _Normaliser:
 
     def __init__(
         self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
-        survey: bool = False,
+        survey: bool = False, keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> None:
         self.config = config
         self.reports = reports
         self.since, self.until = since, until
-        self.survey = survey  # keep no rows, count them per second (time_counts)
+        self.survey = survey  # count rows per second (time_counts), keep only those `keep` gives
+        self.keep = keep
         self.time_counts: list[pl.DataFrame] = []
         self.pending: list[tuple[pl.DataFrame, str]] = []
         self.pending_rows = 0
@@ -935,7 +936,7 @@ class _Normaliser:
             table = kept
             if self.survey:
                 self.time_counts.append(_per_second(table))
-                table = table.clear()
+                table = self.keep(table) if self.keep is not None else table.clear()
             # Columns null on every row are left out (put back as constants by `_assemble`).
             nulls = table.null_count().row(0)
             # Held until assembly in the assembled table's types (text as Categorical, but
@@ -1039,20 +1040,22 @@ def ingest(
     cache=None,
     store_later: bool = False,
     survey: bool = False,
+    keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
     `cache` (a dupfind.cache.TableCache) serves unchanged files and stores freshly parsed ones:
     before this returns, or with `store_later` once the command's output is out, after its other
     cache writes (dupfind.background.defer, last). With `survey`, every line is read and
-    accounted for but no row is kept: the result's `time_counts` says how many records each
-    second of time holds (no cache is read or written).
+    accounted for but no row is kept, or only the rows `keep` returns of each normalised batch:
+    the result's `time_counts` says how many records each second of time holds (no cache is read
+    or written).
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
     if survey:
         cache = None
-    normaliser = _Normaliser(config, reports, since, until, survey)
+    normaliser = _Normaliser(config, reports, since, until, survey, keep)
     normalising = _NormalisingThread(normaliser)
     ingestor = Ingestor(config, sink=normalising.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []
@@ -1108,7 +1111,7 @@ def ingest(
     if survey:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
-        table = pl.DataFrame(schema=schema)
+        table = table.cast({c: pl.String for c, t in table.schema.items() if t == pl.Categorical})
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})

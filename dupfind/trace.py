@@ -133,7 +133,7 @@ def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5
     return AnalysisContext(correlate_inputs(table, config, max_jobs_per_value), config, skew_s, timeouts or {})
 
 
-def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
+def parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
     """`order_id=ord_1` searches one column; anything else is a value searched in every id column."""
     column, sep, value = query.partition("=")
     if sep and column.strip() in columns and value.strip():
@@ -144,7 +144,7 @@ def _parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
 def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame, list[str]]:
     """Records carrying any queried id: (rid, action_id, query, match) rows, and the queries that found nothing."""
     columns = ctx.id_columns()
-    parsed = [_parse_query(query, columns) for query in queries]
+    parsed = [parse_query(query, columns) for query in queries]
     # Only the columns that may hold a queried value are read (ctx.id_values: a cached analysis
     # stores their values' hashes; every id column read cost a warm trace 0.22 s at 1M lines).
     hashes = id_value_hash(pl.Series([value for _, value in parsed], dtype=pl.String)).implode()
@@ -312,11 +312,9 @@ def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, m
     return TraceReport(queries, traces, not_found, max(0, per_action.height - max_actions), context=ctx)
 
 
-def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str,
-                  max_records: int = 1000) -> TraceReport:
-    """The trace of the action behind one finding of `report`, chosen by its fingerprint (or a
-    unique prefix of it); of a cached report, only the findings of that prefix are decoded."""
-    ctx.read_ahead(*TRACE_READS)
+def finding_to_trace(report: AnalysisReport, fingerprint: str) -> Finding:
+    """The one finding of `report` whose fingerprint starts with `fingerprint`, about one action;
+    of a cached report, only the findings of that prefix are decoded."""
     wanted = fingerprint.strip().lower()
     if len(wanted) < 6:
         raise DupfindError(f"--finding {fingerprint!r} is too short: give at least 6 characters of the fingerprint.")
@@ -333,6 +331,15 @@ def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str
         raise DupfindError(
             f"finding {finding.fingerprint} ({finding.rule}) is not about one action, so it has no trace."
         )
+    return finding
+
+
+def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str,
+                  max_records: int = 1000) -> TraceReport:
+    """The trace of the action behind one finding of `report`, chosen by its fingerprint (or a
+    unique prefix of it); of a cached report, only the findings of that prefix are decoded."""
+    ctx.read_ahead(*TRACE_READS)
+    finding = finding_to_trace(report, fingerprint)
     trace = build_trace(ctx, finding.action_id, [f"finding {finding.fingerprint}"], max_records=max_records)
     trace.finding = finding
     return TraceReport([], [trace], finding=finding.fingerprint, context=ctx)

@@ -8,6 +8,7 @@ import gc
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
@@ -331,7 +332,7 @@ def merged_report(
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e9:.2f} GB"
 
 
 def _duration(span: timedelta) -> str:
@@ -409,15 +410,15 @@ def _release_memory() -> None:
         pass  # not glibc
 
 
-def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False) -> IngestResult:
+def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None) -> IngestResult:
     from dupfind.ingest import ingest
     from dupfind.pipeline import progress_for
 
     progress, advance = progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since, until, survey=survey)
+        return ingest(paths, config, since, until, survey=survey, keep=keep)
     with progress:
-        return ingest(paths, config, since, until, progress=advance, survey=survey)
+        return ingest(paths, config, since, until, progress=advance, survey=survey, keep=keep)
 
 
 def _say(text: str) -> None:
@@ -503,3 +504,69 @@ def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: l
         return
     cache.store_analysis(entry, key, report.findings, fields)
     cache.prune()
+
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+def id_columns(config: Config) -> list[str]:
+    from dupfind.schema import ID_COLUMNS
+
+    return list(dict.fromkeys((*ID_COLUMNS, *config.link_keys, *config.business_keys)))
+
+
+def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A survey's `keep`: the rows of a normalised batch that carry a queried id (as `trace` reads
+    a query: a value in any id column, or COLUMN=VALUE in that column), with their time alone."""
+    from dupfind.trace import parse_query
+
+    parsed = [parse_query(query, columns) for query in queries]
+
+    def keep(batch: pl.DataFrame) -> pl.DataFrame:
+        tests = [
+            pl.col(c).cast(pl.String) == value
+            for column, value in parsed for c in ([column] if column else columns) if c in batch.columns
+        ]
+        return batch.filter(pl.any_horizontal(tests)).select("ts", "source", "line") if tests else batch.clear()
+
+    return keep
+
+
+def bounded_read(
+    survey: IngestResult, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
+) -> tuple[datetime, datetime]:
+    """The read around `first`..`last` with `overlap` each side, when the survey says it fits."""
+    read_from, read_to = first - overlap, last + overlap
+    counts = survey.time_counts
+    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
+    held = int(counts.filter(pl.col("second").is_between(read_from - timedelta(seconds=1), read_to))["records"].sum()) \
+        if total else 0
+    needed = needed_bytes(size * held / max(total, 1))
+    # A read over the budget that still spares most of the inputs is the best there is (reading
+    # alone needs about 0.5 GB); one that holds most of them would be killed as a whole read is.
+    if needed > budget and held > total / 2:
+        raise DupfindError(
+            f"{what} span {iso(first)} to {iso(last)}: with {_duration(overlap)} around them that needs about "
+            f"{_gb(needed)} of memory, more than the {_gb(budget)} there is; narrow the read with --since/--until."
+        )
+    return read_from, read_to
+
+
+def trace_bounds(
+    paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
+    budget: int, overlap: timedelta, stderr: Console | None = None,
+) -> tuple[datetime, datetime] | None:
+    """For inputs too large to read whole: the time to read for a trace of these ids (their
+    records' span with `overlap` each side), found by a survey that keeps only the records
+    carrying them; None when no record does."""
+    survey = _read(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
+    if survey.table.height == 0:
+        return None
+    first, last = survey.table["ts"].min(), survey.table["ts"].max()
+    read_from, read_to = bounded_read(
+        survey, log_bytes(expand_inputs(paths)), budget, first, last, overlap, f"the records of {', '.join(queries)}",
+    )
+    read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
+    _say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
+         f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
+    return read_from, read_to

@@ -223,3 +223,66 @@ def test_a_damaged_windowed_entry_is_analysed_again(long_scenario: Path, tmp_pat
         stored.write_bytes(stored.read_bytes()[:-10])
     again = run_cli(*args, env=env)
     assert again.returncode == 0 and b"window 1/" in again.stderr and again.stdout == first.stdout
+
+
+@pytest.fixture(scope="module")
+def long_analysis(long_scenario: Path) -> dict:
+    done = run_cli("analyze", str(long_scenario), "--format", "json", "--no-cache")
+    return orjson.loads(done.stdout)
+
+
+def test_a_trace_of_inputs_too_large_reads_only_around_the_id(long_scenario: Path, long_analysis: dict) -> None:
+    harmful = [f for f in long_analysis["findings"] if f["harmful"]]
+    finding = harmful[len(harmful) // 2]
+    job = finding["ids"]["job_id"][0]
+    whole = run_cli("trace", job, str(long_scenario), "--format", "json", "--no-cache")
+    around = run_cli("trace", job, str(long_scenario), "--format", "json", "--no-cache", "--memory-limit", "253MB",
+                     "--window-overlap", "5m")
+    assert around.returncode == whole.returncode == 0, around.stderr
+    assert around.stdout == whole.stdout
+    said = around.stderr.decode()
+    assert f"the records of {job} span" in said and "reading" in said
+    # the read is the id's records with 5 minutes each side, not the 35 minutes of the inputs
+    start, end = said.rsplit("reading ", 1)[1].rstrip(".\n").split(" to ")
+    read = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    span = datetime.fromisoformat(finding["last_ts"]) - datetime.fromisoformat(finding["first_ts"])
+    assert read <= span + timedelta(minutes=10, seconds=1) and read < timedelta(minutes=20)
+
+
+def test_a_trace_of_a_finding_of_inputs_too_large_reads_around_its_span(
+    long_scenario: Path, long_analysis: dict, tmp_path: Path,
+) -> None:
+    fingerprint = next(f["fingerprint"] for f in long_analysis["findings"] if f["harmful"])
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    whole = run_cli("trace", "--finding", fingerprint[:10], str(long_scenario), "--format", "json", "--no-cache")
+    windowed = ["--memory-limit", "253MB", "--window-overlap", "5m"]
+    analysed = run_cli("analyze", str(long_scenario), "--format", "json", *windowed, env=env)
+    assert analysed.returncode == 0
+    around = run_cli("trace", "--finding", fingerprint[:10], str(long_scenario), "--format", "json", *windowed, env=env)
+    assert around.returncode == whole.returncode == 0, around.stderr
+    assert around.stdout == whole.stdout
+    said = around.stderr.decode()
+    assert "from the cache" in said and "window 1/" not in said  # the stored windowed analysis named the span
+    assert f"reading around finding {fingerprint}" in said
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("no-such-id-anywhere", "dupfind: error: no record carries 'no-such-id-anywhere' in any id column"),
+])
+def test_a_trace_of_inputs_too_large_fails_in_one_sentence(long_scenario: Path, query: str, message: str) -> None:
+    done = run_cli("trace", query, str(long_scenario), "--no-cache", "--memory-limit", "253MB")
+    assert done.returncode == 2
+    said = done.stderr.decode().strip()
+    assert said.startswith(message) and said.count("\n") == 0 and "Traceback" not in said
+
+
+def test_an_id_whose_records_span_most_of_inputs_too_large_is_refused(long_scenario: Path, long_analysis: dict) -> None:
+    """A user id of many orders spans most of the export: its read would be killed as a whole one."""
+    users = [f["ids"].get("user_id", [None])[0] for f in long_analysis["findings"]]
+    counts = {u: users.count(u) for u in users if u}
+    query = max(counts, key=counts.get)
+    done = run_cli("trace", f"user_id={query}", str(long_scenario), "--no-cache", "--memory-limit", "253MB",
+                   "--window-overlap", "15m")
+    assert done.returncode == 2, done.stdout
+    said = done.stderr.decode()
+    assert f"the records of user_id={query} span" in said and "narrow the read with --since/--until" in said

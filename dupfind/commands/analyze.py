@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from dupfind.cli_common import (
-    ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt, ReportFormat,
-    RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, app, command_line,
-    correlate_with_config, emit, make_redactor, parse_timeouts,
+    ConfigOpt, DisableOpt, MaxJobsOpt, MemoryLimitOpt, NoCacheOpt, OutputOpt, PathsArg, RedactOpt, RejectsOpt,
+    ReportFormat, RulesOpt, Severity, SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TzOpt, UntilOpt, WindowOverlapOpt, app,
+    command_line, correlate_with_config, emit, make_redactor, parse_timeouts, window_options,
 )
 from dupfind.errors import DupfindError
 
@@ -102,16 +102,8 @@ def analyze(
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
     no_cache: NoCacheOpt = False,
-    memory_limit: Annotated[Optional[str], typer.Option(
-        "--memory-limit",
-        help="Memory the analysis may use, e.g. 8G or 512MiB (default: what is available). Inputs that need more "
-             "are read and analysed one window of time at a time.",
-    )] = None,
-    window_overlap: Annotated[str, typer.Option(
-        "--window-overlap",
-        help="With windows of time: the records read before and after each window, e.g. 30m or 2h; repeats of one "
-             "action further apart are not linked.",
-    )] = "1h",
+    memory_limit: MemoryLimitOpt = None,
+    window_overlap: WindowOverlapOpt = "1h",
 ) -> None:
     """Find side effects executed more than once (which actions, workers, attempts, deploys),
     name the root cause with the log lines that prove it, and list the fixes."""
@@ -124,13 +116,7 @@ def analyze(
 
         for path in baseline:  # a bad baseline fails before the (long) analysis, not after
             load_fingerprints(path)
-    from dupfind.timeline import parse_duration
-    from dupfind.windows import parse_size, window_budget
-
-    limit = parse_size(memory_limit, "--memory-limit") if memory_limit is not None else None
-    overlap = parse_duration(window_overlap, "--window-overlap")
-    # A --since/--until window keeps an unknown share of the records: windows then only on request.
-    budget = window_budget(paths, limit) if limit is not None or (since is None and until is None) else None
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
     protected = None
     if budget is None:
         report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,

@@ -9,9 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from dupfind.cli_common import (
-    ConfigOpt, DisableOpt, MaxJobsOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt, SinceOpt, SkewOpt,
-    StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, app, correlate_with_config, make_redactor,
-    parse_timeouts, report_width, write_output,
+    ConfigOpt, DisableOpt, MaxJobsOpt, MemoryLimitOpt, NoCacheOpt, OutputOpt, RedactOpt, RejectsOpt, RulesOpt,
+    SinceOpt, SkewOpt, StrictOpt, TimeoutOpt, TraceFormat, TzOpt, UntilOpt, WindowOverlapOpt, app,
+    correlate_with_config, make_redactor, parse_timeouts, progress_console, report_width, window_options,
+    write_output,
 )
 from dupfind.errors import DupfindError
 
@@ -30,6 +31,40 @@ def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) ->
             f"{first!r} is a file or folder, not an id: give the id first (dupfind trace ID PATH...) or use --id ID."
         )
     return [first], args[1:]
+
+
+def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout, max_jobs_per_value, config, rules,
+                   assume_tz, since, until, use_cache) -> tuple[str, str]:
+    """--since/--until for a trace of inputs too large to read whole: around the records of the
+    ids (found by a survey that keeps only those), or around the finding's span (from the analysis
+    in windows of time, stored by `analyze` or made now)."""
+    from datetime import timedelta
+
+    from dupfind.config import load_config
+    from dupfind.pipeline import time_bounds
+    from dupfind.timefmt import iso
+    from dupfind.windows import trace_bounds
+
+    window = timedelta(seconds=overlap)
+    if finding:
+        from dupfind.commands.analyze import run_windowed
+        from dupfind.trace import finding_to_trace
+
+        report, _, _ = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
+                                    until, None, False, budget, overlap, False, use_cache)
+        found = finding_to_trace(report, finding)
+        first, last = found.first_ts, found.last_ts or found.first_ts
+        sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
+                         f"{found.fingerprint} ({iso(first)} to {iso(last)}, {overlap:g} s each side).\n")
+        return iso(first - window), iso(last + window)
+    cfg = load_config(config, rules, assume_tz)
+    since_ts, until_ts = time_bounds(cfg, since, until)
+    bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console())
+    if bounds is None:
+        listed = ", ".join(repr(q) for q in queries)
+        raise DupfindError(f"no record carries {listed} in any id column; check the value, or map the field that "
+                           "holds it with [aliases] in dupfind.toml.")
+    return iso(bounds[0]), iso(bounds[1])
 
 
 @app.command()
@@ -62,6 +97,8 @@ def trace(
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
     no_cache: NoCacheOpt = False,
+    memory_limit: MemoryLimitOpt = None,
+    window_overlap: WindowOverlapOpt = "1h",
 ) -> None:
     """Print every record of the action(s) an id belongs to, from all files in time order: time,
     delta, worker, deployment, attempt, kind, event, key fields and file:line, with notes where the
@@ -75,6 +112,10 @@ def trace(
     if max_actions < 1 or max_records < 1:
         raise DupfindError("--max-actions and --max-records must be at least 1.")
     queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    if budget is not None:  # too large to read whole: read only around what is traced
+        since, until = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
+                                      max_jobs_per_value, config, rules, assume_tz, since, until, not no_cache)
     if finding:
         from dupfind.commands.analyze import run_analysis
 
