@@ -286,3 +286,42 @@ def test_an_id_whose_records_span_most_of_inputs_too_large_is_refused(long_scena
     assert done.returncode == 2, done.stdout
     said = done.stderr.decode()
     assert f"the records of user_id={query} span" in said and "narrow the read with --since/--until" in said
+
+
+def _views(document: bytes) -> list[dict]:
+    return orjson.loads(document)["windows"]
+
+
+@pytest.mark.parametrize("focus", [["--around", "2026-07-21T10:16:00Z", "--window", "4m"], ["--deploy", "v4.26.0"]])
+def test_a_timeline_of_inputs_too_large_reads_around_its_view(long_scenario: Path, tmp_path: Path, focus: list) -> None:
+    """The executions drawn and the view's own counts are those of a whole read; the counts
+    outside the view are of the records read, as stderr says."""
+    whole = run_cli("timeline", str(long_scenario), *focus, "--format", "json", "--no-cache")
+    around = run_cli("timeline", str(long_scenario), *focus, "--format", "json", "--memory-limit", "253MB",
+                     "--window-overlap", "5m", env={"DUPFIND_CACHE_DIR": str(tmp_path / "cache")})
+    assert around.returncode == whole.returncode == 0, around.stderr
+    said = around.stderr.decode()
+    assert "too large to read whole: reading around" in said and "counts outside its window are of those records" in said
+    (one,), (other,) = _views(whole.stdout), _views(around.stdout)
+    assert one["start"] == other["start"] and one["end"] == other["end"]
+    def executions(view: dict) -> dict:
+        return {  # an execution's `id` numbers it within the records read
+            (g["generation"], w["worker"]): ([{k: v for k, v in e.items() if k != "id"} for e in w["executions"]],
+                                             w["end"], w["end_kind"], w["stop"])
+            for g in view["generations"] for w in g["workers"]
+        }
+
+    drawn = executions(one)
+    assert sum(len(e[0]) for e in drawn.values()) > 20 and executions(other) == drawn
+    for count in ("executions", "interrupted", "taken_after_stop", "duplicates_in_window"):
+        assert one["summary"][count] == other["summary"][count]
+    assert other["summary"]["duplicates_total"] <= one["summary"]["duplicates_total"]
+
+
+def test_a_timeline_of_every_deploy_of_inputs_too_large_asks_for_one(long_scenario: Path) -> None:
+    done = run_cli("timeline", str(long_scenario), "--no-cache", "--memory-limit", "253MB")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == (
+        "dupfind: error: these inputs are too large to read whole: choose one deploy with --deploy ID (`dupfind "
+        "analyze` lists them) or a time with --around TIME, and the timeline reads only around it."
+    )

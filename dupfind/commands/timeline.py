@@ -10,6 +10,7 @@ import typer
 
 from dupfind.cli_common import (
     ConfigOpt,
+    MemoryLimitOpt,
     NoCacheOpt,
     OutputOpt,
     PathsArg,
@@ -21,11 +22,50 @@ from dupfind.cli_common import (
     TableOrJson,
     TzOpt,
     UntilOpt,
+    WindowOverlapOpt,
     app,
     make_redactor,
+    window_options,
     write_output,
 )
 from dupfind.errors import DupfindError
+
+
+def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
+                   use_cache) -> tuple[str, str]:
+    """--since/--until for a timeline of inputs too large to read whole: its --around window, or
+    its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
+    the overlap each side."""
+    from datetime import datetime, timedelta
+
+    from dupfind.deploy_concentration import MAX_TAIL_S
+    from dupfind.timefmt import iso
+
+    window = timedelta(seconds=overlap)
+    if around_ts is not None:
+        half = timedelta(seconds=width_s / 2)
+        start, end, what = around_ts - half, around_ts + half, f"the window around {iso(around_ts)}"
+    elif deploy is not None:
+        from dupfind.commands.analyze import run_windowed
+
+        report, _, _ = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False,
+                                    budget, overlap, False, use_cache)
+        found = [w for w in report.summary["deploys"]["windows"] if w["deploy"] == deploy]
+        if not found:
+            known = ", ".join(w["deploy"] for w in report.summary["deploys"]["windows"]) or "none"
+            raise DupfindError(f"--deploy {deploy!r} was not found in these logs (deploys found: {known}).")
+        start, end = (datetime.fromisoformat(found[0][k]) for k in ("start", "end"))
+        end += timedelta(seconds=MAX_TAIL_S)  # the view reaches past the deploy by the redelivery tail
+        what = f"deploy {deploy} ({found[0]['start']} to {found[0]['end']})"
+    else:
+        raise DupfindError(
+            "these inputs are too large to read whole: choose one deploy with --deploy ID (`dupfind analyze` "
+            "lists them) or a time with --around TIME, and the timeline reads only around it."
+        )
+    read_from, read_to = iso(start - window), iso(end + window)
+    sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around {what}, {read_from} to "
+                     f"{read_to}; the view's counts outside its window are of those records.\n")
+    return read_from, read_to
 
 
 @app.command()
@@ -71,6 +111,8 @@ def timeline(
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
     no_cache: NoCacheOpt = False,
+    memory_limit: MemoryLimitOpt = None,
+    window_overlap: WindowOverlapOpt = "1h",
 ) -> None:
     """Deploy-window report: generations and their workers' lifetimes, stop signals and kills,
     executions as bars with duplicated actions marked, and duplicates inside vs outside deploys.
@@ -94,6 +136,10 @@ def timeline(
     width_s = parse_duration(window, "--window")
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    if budget is not None:  # too large to read whole: read only around the view asked for
+        since, until = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
+                                      assume_tz, since, until, not no_cache)
     report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
                                use_cache=not no_cache, cfg=cfg)
     shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
