@@ -89,6 +89,8 @@ MemoryLimitOpt = Annotated[Optional[str], typer.Option(
     help="Memory the command may use, e.g. 8G or 512MiB (default: what is available). Inputs that need more are "
          "read one window of time at a time (analyze) or only around the records asked for (trace).",
 )]
+# 1h by default (the commands' default value): visibility timeouts and retry back-offs are minutes
+# to an hour, and repeats of one action further apart are not linked across windows.
 WindowOverlapOpt = Annotated[str, typer.Option(
     "--window-overlap",
     help="With inputs read in windows of time: the records read before and after each window (around a traced "

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from dupfind.ingest import FileReport, IngestResult
     from dupfind.rules_registry import Rule
 
-# Repeats of one action further apart than this are not linked across windows (default of
-# --window-overlap): visibility timeouts and retry back-offs are minutes to an hour.
-DEFAULT_OVERLAP_S = 3600.0
 # Windows are planned to need this share of the memory they may use: what earlier windows left
 # (their findings, pages the allocators return later) and the estimate's error need the rest
 # (measured: the 1M-line export in a 600 MB cgroup, 5M lines with --memory-limit 1GB).
@@ -115,9 +112,10 @@ def plan_windows(
     since: datetime | None = None, until: datetime | None = None,
 ) -> list[Window]:
     """Consecutive windows whose reads (each window plus `overlap` before and after) hold at
-    most `max_records` records by the survey's counts (`second`, `records`); a single step of
-    time holding more is a window of its own. The first and last windows are open-ended (down to
-    `since` and up to `until`), so every record is some window's."""
+    most `max_records` records by the survey's counts (`second`, `records`); where even one step
+    with the overlap holds more, windows as long as the overlap (each then over the budget). The
+    first and last windows are open-ended (down to `since` and up to `until`), so every record is
+    some window's."""
     if time_counts.height == 0:
         return [Window(None, None, since, until, 0)]
     steps = time_counts.select(pl.col("second").dt.epoch("us").alias("us"), "records").sort("us")
@@ -322,10 +320,11 @@ def merged_report(
         findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
         lambda: summary["actions_with_repeated_executions"],
     )
+    windows = f"{len(plan)} window{'s' if len(plan) != 1 else ''}"
     note = (
-        f"The inputs were analysed in {len(plan)} window{'s' if len(plan) != 1 else ''} of time to stay within {_gb(budget)} of memory, each read "
-        f"with {_duration(overlap)} of records before and after it: repeats of one action further apart than that "
-        "are not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
+        f"The inputs were analysed in {windows} of time to stay within {_gb(budget)} of memory, each read with "
+        f"{_duration(overlap)} of records before and after it: repeats of one action further apart than that are "
+        "not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
     )
     warnings = [note, *dict.fromkeys(w for p in parts for w in p.warnings)]
     return AnalysisReport(survey, findings, rules, verdict, reason, summary, warnings, None)
