@@ -140,6 +140,9 @@ def plan_windows(
     def at(us: int) -> datetime:
         return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
 
+    def within(ts: datetime) -> datetime:  # a read never reaches past --since/--until
+        return min(max(ts, since or ts), until or ts)
+
     windows: list[Window] = []
     i = 0
     while i < n:
@@ -153,8 +156,8 @@ def plan_windows(
         windows.append(Window(
             start=None if i == 0 else at(times[i]),
             end=None if last else at(times[j + 1]),
-            read_from=since if i == 0 else at(times[i] - margin),
-            read_to=until if last else at(times[j + 1] + margin),
+            read_from=since if i == 0 else within(at(times[i] - margin)),
+            read_to=until if last else within(at(times[j + 1] + margin)),
             records=read(i, j),
         ))
         i = j + 1

@@ -75,6 +75,9 @@ def test_windows_stay_within_since_and_until() -> None:
     since, until = T0 - timedelta(hours=1), T0 + timedelta(hours=1)
     plan = plan_windows(counts, 1000, timedelta(seconds=30), since, until)
     assert len(plan) > 1 and plan[0].read_from == since and plan[-1].read_to == until
+    close = T0 + timedelta(seconds=10), T0 + timedelta(seconds=590)  # bounds nearer than the overlap
+    plan = plan_windows(counts.filter(pl.col("second").is_between(*close)), 200, timedelta(seconds=30), *close)
+    assert len(plan) > 3 and all(close[0] <= w.read_from and w.read_to <= close[1] for w in plan)
 
 
 def test_an_overlap_larger_than_fits_makes_windows_as_long_as_the_overlap() -> None:
