@@ -16,21 +16,27 @@ from dupfind.cli_common import (
 from dupfind.errors import DupfindError
 
 
-def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
-                 rejects, strict, use_cache=True, cfg=None):
-    """Load, correlate and run every enabled rule: the AnalysisReport and the effective config.
-
-    With the cache on, unchanged inputs are not read again and the same rules and options reuse
-    the stored findings (see dupfind/result_cache.py); `cfg` is a configuration already loaded."""
+def _options(skew, timeout, config, rules, assume_tz, disable, cfg=None):
+    """The analysis options checked and loaded: (timeouts, configuration, rules)."""
     from dupfind.config import load_config
-    from dupfind.pipeline import analyze_correlated
     from dupfind.rules_registry import load_rules
 
     if skew < 0:
         raise DupfindError("--skew must be zero or more seconds.")
     timeouts = parse_timeouts(timeout or [])
     cfg = cfg or load_config(config, rules, assume_tz)
-    rule_list = load_rules(cfg, rules, tuple(disable or ()))
+    return timeouts, cfg, load_rules(cfg, rules, tuple(disable or ()))
+
+
+def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
+                 rejects, strict, use_cache=True, cfg=None):
+    """Load, correlate and run every enabled rule: the AnalysisReport and the effective config.
+
+    With the cache on, unchanged inputs are not read again and the same rules and options reuse
+    the stored findings (see dupfind/result_cache.py); `cfg` is a configuration already loaded."""
+    from dupfind.pipeline import analyze_correlated
+
+    timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable, cfg)
     loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=use_cache)
     return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value), cfg
 
@@ -43,16 +49,10 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
     from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
-    from dupfind.config import load_config
     from dupfind.pipeline import relative_bound, time_bounds
-    from dupfind.rules_registry import load_rules
     from dupfind.windows import analyze_in_windows, cache_ref, load_cached, store_cached
 
-    if skew < 0:
-        raise DupfindError("--skew must be zero or more seconds.")
-    timeouts = parse_timeouts(timeout or [])
-    cfg = load_config(config, rules, assume_tz)
-    rule_list = load_rules(cfg, rules, tuple(disable or ()))
+    timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable)
     since_ts, until_ts = time_bounds(cfg, since, until)
     window_overlap = timedelta(seconds=overlap)
     ref = None
