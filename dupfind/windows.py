@@ -355,8 +355,8 @@ def analyze_in_windows(
     reading only the files whose records reach into it; the report merged. With `protect`, also
     the ids a redactor must leave alone."""
     sources = expand_inputs(paths)
-    survey = _read(paths, config, since, until, stderr, survey=True)
-    counts = survey.time_counts
+    surveyed = survey_inputs(paths, config, since, until, stderr)
+    counts = surveyed.time_counts
     total = int(counts["records"].sum()) if counts is not None and counts.height else 0
     size = log_bytes(sources)
     per_record = size / max(total, 1)
@@ -369,7 +369,7 @@ def analyze_in_windows(
     if any(window.records > max_records for window in plan):
         _say(f"some windows hold more records than fit in {_gb(budget)} with an overlap of {_duration(overlap)}; "
              "a shorter --window-overlap makes them smaller.")
-    return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, survey, plan, budget, overlap,
+    return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, surveyed, plan, budget, overlap,
                        stderr, protect)
 
 
@@ -399,6 +399,11 @@ def run_windows(
         _release_memory()
     protected = sorted(set().union(*(p.protected for p in parts))) if protect else []
     return merged_report(survey, parts, rules, plan, overlap, budget), protected
+
+
+def survey_inputs(paths: list[str], config: Config, since, until, stderr: Console | None = None) -> IngestResult:
+    """Every line of the inputs read and accounted for, the records counted per second, none kept."""
+    return _read(paths, config, since, until, stderr, survey=True)
 
 
 def _release_memory() -> None:

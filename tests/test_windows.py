@@ -328,3 +328,15 @@ def test_a_timeline_of_every_deploy_of_inputs_too_large_asks_for_one(long_scenar
         "dupfind: error: these inputs are too large to read whole: choose one deploy with --deploy ID (`dupfind "
         "analyze` lists them) or a time with --around TIME, and the timeline reads only around it."
     )
+
+
+def test_formats_of_inputs_too_large_reads_every_line_and_keeps_no_record(long_scenario: Path, tmp_path: Path) -> None:
+    whole = run_cli("formats", str(long_scenario), "--format", "json", "--no-cache", "--rejects", str(tmp_path / "a"))
+    surveyed = run_cli("formats", str(long_scenario), "--format", "json", "--no-cache", "--memory-limit", "253MB",
+                       "--rejects", str(tmp_path / "b"))
+    assert surveyed.returncode == whole.returncode == 0, surveyed.stderr
+    assert b"no record is kept" in surveyed.stderr
+    assert surveyed.stdout == whole.stdout and (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+    assert orjson.loads(surveyed.stdout)["totals"]["rejected_total"] > 0
+    strict = run_cli("formats", str(long_scenario), "--no-cache", "--memory-limit", "253MB", "--strict")
+    assert strict.returncode == 2 and b"--strict is set" in strict.stderr
