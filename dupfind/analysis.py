@@ -84,6 +84,18 @@ class GroupIndex:
         return self.rows(self.positions.slice(span[0], span[1]) if span else self.positions.clear())
 
 
+def stated_timeouts(stated: pl.DataFrame) -> dict[str, float]:
+    """Visibility timeouts stated in the logs (per queue; '' = any queue), from the records that
+    state one (`queue`, `visibility_timeout_s`): the median of each queue's."""
+    found: dict[str, float] = {}
+    if stated.height:
+        per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
+        for queue, value in per_queue.rows():
+            found[queue] = float(value)
+        found.setdefault("", float(stated["visibility_timeout_s"].median()))
+    return found
+
+
 @dataclass
 class AnalysisContext:
     """Everything a detector may need; expensive parts are computed lazily and shared."""
@@ -205,14 +217,7 @@ class AnalysisContext:
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        stated = self.timeout_statements
-        found: dict[str, float] = {}
-        if stated.height:
-            per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
-            for queue, value in per_queue.rows():
-                found[queue] = float(value)
-            found.setdefault("", float(stated["visibility_timeout_s"].median()))
-        return found
+        return stated_timeouts(self.timeout_statements)
 
     @cached_property
     def known_timeouts(self) -> dict[str, float]:

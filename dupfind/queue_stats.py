@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import polars as pl
 
-from dupfind.analysis import AnalysisContext
+from dupfind.analysis import AnalysisContext, stated_timeouts
 from dupfind.analyze import AnalysisReport
 from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
@@ -16,6 +17,7 @@ from dupfind.queue_health import QUANTILES, queue_advice
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
 from dupfind.schema import as_strings
 from dupfind.timefmt import iso_us
+from dupfind.timeouts import infer_timeouts
 
 SCHEMA = "dupfind.stats/1"
 NONE = "-"  # group label for records that name no queue, job type or deployment
@@ -94,7 +96,7 @@ def _dist(column: str, prefix: str) -> list[pl.Expr]:
 
 def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.DataFrame]:
     """Labelled rows, one frame per source of counts (records, executions, redeliveries, ...)."""
-    cols = ["kind", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
+    cols = ["ts", "kind", "action_id", "exec_id", "queue", "job_type", "deployment_id"]
     table = ctx.columns(*cols, "name", "echo")
     # The event names that mean a dead-letter queue, matched once each rather than once a row.
     names = table["name"].unique().drop_nulls()
@@ -140,9 +142,8 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     return [records, execs, gaps, extra, lost]
 
 
-def _waits(ctx: AnalysisContext) -> pl.DataFrame:
-    """Per action: first publish to first receive/start, and how long a never-delivered message waited."""
-    end_of_logs = ctx.columns("ts")["ts"].max()
+def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
+    """Per action: its first publish and first receive/start (labelled)."""
     per_action = (
         ctx.action_records("kind", "ts").filter(pl.col("kind").is_in(["publish", "receive", "start"]))
         .group_by("action_id")
@@ -153,18 +154,19 @@ def _waits(ctx: AnalysisContext) -> pl.DataFrame:
         .filter(pl.col("published_at").is_not_null())
         .collect()
     )
+    return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=pl.Int64)), ctx)
+
+
+def _waits(deliveries: pl.DataFrame, end_of_logs) -> pl.DataFrame:
+    """First publish to first receive/start, and how long a never-delivered message waited."""
     wait = (pl.col("delivered_at") - pl.col("published_at")).dt.total_microseconds() / 1e6
     age = (pl.coalesce("delivered_at", pl.lit(end_of_logs)) - pl.col("published_at")).dt.total_microseconds() / 1e6
-    return _labelled(
-        per_action.with_columns(
-            exec_id=pl.lit(None, dtype=pl.Int64), wait_s=wait.clip(lower_bound=0), age_s=age.clip(lower_bound=0)
-        ),
-        ctx,
-    )
+    return deliveries.with_columns(wait_s=wait.clip(lower_bound=0), age_s=age.clip(lower_bound=0))
 
 
-def _grouped(ctx: AnalysisContext, keys: list[str], frames: list[pl.DataFrame], with_waits: bool) -> list[dict[str, Any]]:
+def _grouped(keys: list[str], frames: list[pl.DataFrame], waits: pl.DataFrame | None) -> list[dict[str, Any]]:
     records, execs, gaps, extra, lost = frames
+    with_waits = waits is not None
     parts = [
         records.group_by(keys).agg(
             *[pl.col(c).sum() for c in ("published", "received", "started", "retried", "lease_expired_logged")],
@@ -176,7 +178,6 @@ def _grouped(ctx: AnalysisContext, keys: list[str], frames: list[pl.DataFrame], 
         lost.group_by(keys).agg(pl.len().alias("lost")),
     ]
     if with_waits:
-        waits = _waits(ctx)
         parts.append(
             waits.group_by(keys).agg(
                 *_dist("wait_s", "w_"), pl.col("age_s").max().round(3).alias("oldest_message_age_s")
@@ -223,21 +224,12 @@ def bucket_size(span_s: float, requested_s: float | None = None) -> int:
     return BUCKET_STEPS_S[-1]
 
 
-def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]:
-    events = as_strings(
-        ctx.columns("ts", "kind", "name", "deployment_id")
-        .filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
-    )
+def _timeline(events: pl.DataFrame, redelivered: pl.DataFrame, requested_s: float | None) -> dict[str, Any]:
     if events.height == 0:
         return {"bucket_s": None, "buckets": []}
     first, last = events["ts"].min(), events["ts"].max()
     size = bucket_size((last - first).total_seconds(), requested_s)
     every = f"{size}s"
-    redelivered = (
-        as_strings(ctx.columns("ts", "kind")[ctx.redelivery_gaps["rid"].cast(pl.Int64).to_list()])
-        if ctx.redelivery_gaps.height
-        else events.clear().select("ts", "kind")
-    )
     frame = pl.concat(
         [
             events.select("ts", "kind", "name", "deployment_id"),
@@ -284,7 +276,67 @@ def _timeline(ctx: AnalysisContext, requested_s: float | None) -> dict[str, Any]
     }
 
 
-def _timeouts(ctx: AnalysisContext) -> list[dict[str, Any]]:
+@dataclass
+class TimeoutFacts:
+    """What the timeout advice reads (an AnalysisContext has the same names): the configured
+    timeouts, the records stating one, execution durations, redelivery gaps, lease extensions."""
+
+    timeouts: dict[str, float]
+    timeout_statements: pl.DataFrame
+    execution_durations: pl.DataFrame
+    redelivery_gaps: pl.DataFrame
+    lease_extensions: dict[str, int]
+
+    @cached_property
+    def stated_timeouts(self) -> dict[str, float]:
+        return stated_timeouts(self.timeout_statements)
+
+    @property
+    def known_timeouts(self) -> dict[str, float]:
+        return {**self.stated_timeouts, **self.timeouts}
+
+    @cached_property
+    def inferred_timeouts(self) -> dict[str, Any]:
+        return infer_timeouts(self.redelivery_gaps)
+
+    timeout_source = AnalysisContext.timeout_source
+
+
+@dataclass
+class StatsFacts:
+    """What `stats` counts, row by row, before grouping: of one analysis, or of windows of time
+    merged (dupfind.windows)."""
+
+    counts: list[pl.DataFrame]  # labelled rows: counted records, executions, redeliveries, repeats, lost
+    deliveries: pl.DataFrame  # per action: first publish and first delivery, labelled
+    events: pl.DataFrame  # publishes, receives, deploy starts and finishes: ts, kind, name, deployment_id
+    redelivered: pl.DataFrame  # each redelivery: action_id, ts, kind
+    end_of_logs: Any
+    timeouts: TimeoutFacts
+
+
+def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
+    gaps = ctx.redelivery_gaps
+    redelivered = (
+        as_strings(ctx.columns("ts", "kind")[gaps["rid"].cast(pl.Int64).to_list()]).with_columns(gaps["action_id"])
+        if gaps.height
+        else pl.DataFrame(schema={"ts": ctx.columns("ts").schema["ts"], "kind": pl.String, "action_id": pl.Int64})
+    )
+    events = as_strings(
+        ctx.columns("ts", "kind", "name", "deployment_id")
+        .filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
+    )
+    return StatsFacts(
+        counts=_count_frames(ctx, lost_actions),
+        deliveries=_delivery_times(ctx),
+        events=events,
+        redelivered=redelivered,
+        end_of_logs=ctx.columns("ts")["ts"].max(),
+        timeouts=TimeoutFacts(ctx.timeouts, ctx.timeout_statements, ctx.execution_durations, gaps, ctx.lease_extensions),
+    )
+
+
+def _timeouts(ctx: AnalysisContext | TimeoutFacts) -> list[dict[str, Any]]:
     queues = (
         set(ctx.execution_durations["queue"].fill_null("").to_list())
         | set(ctx.inferred_timeouts)
@@ -311,13 +363,20 @@ def build_stats(report: AnalysisReport, bucket_s: float | None = None) -> StatsR
     ctx = report.context
     ctx.read_ahead("action_attributes", "executions", "execution_durations", "redelivery_gaps", "side_effects",
                    "effect_counts", "timeout_statements")
-    lost_actions = [f.action_id for f in report.findings_where(lambda rule, _: rule == "DF107") if f.action_id is not None]
-    frames = _count_frames(ctx, lost_actions)  # labelled once, grouped two ways
+    return stats_from(report, stats_facts(ctx, lost_actions(report)), bucket_s)
+
+
+def lost_actions(report: AnalysisReport) -> list[int]:
+    return [f.action_id for f in report.findings_where(lambda rule, _: rule == "DF107") if f.action_id is not None]
+
+
+def stats_from(report: AnalysisReport, facts: StatsFacts, bucket_s: float | None = None) -> StatsReport:
+    """The stats of an analysis from its facts (labelled once, grouped two ways)."""
     return StatsReport(
         analysis=report,
-        queues=_grouped(ctx, ["queue", "job_type"], frames, with_waits=True),
-        deployments=_grouped(ctx, ["deployment"], frames, with_waits=False),
-        timeline=_timeline(ctx, bucket_s),
-        timeouts=_timeouts(ctx),
+        queues=_grouped(["queue", "job_type"], facts.counts, _waits(facts.deliveries, facts.end_of_logs)),
+        deployments=_grouped(["deployment"], facts.counts, None),
+        timeline=_timeline(facts.events, facts.redelivered.select("ts", "kind"), bucket_s),
+        timeouts=_timeouts(facts.timeouts),
         findings=report.findings_of(*HEALTH_RULES),
     )
