@@ -22,6 +22,10 @@ from dupfind.memory_check import PEAK_FIXED_BYTES, PEAK_PER_LOG_BYTE, log_bytes
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 
+# What a command takes of each window besides its analysis: called with the window's report, the
+# window, its own actions and the offsets that make its action and execution ids the merged run's.
+Collector = Callable[["AnalysisReport", "Window", pl.Series, int, int], Any]
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -183,21 +187,27 @@ class WindowPart:
     warnings: list[str]
     protected: list[str] = field(default_factory=list)
     action_ids: int = 0  # how many action ids the window numbered (the next window's start)
+    exec_ids: int = 0  # and execution ids
 
 
-def window_part(report: AnalysisReport, window: Window, action_offset: int, protect: bool) -> WindowPart:
-    """The part of a window's analysis that is the window's own: its findings whose first record
-    is in it (their action ids moved past the earlier windows'), the actions whose first record is
-    in it with their executions, and the records in it."""
-    from dupfind.deploy_concentration import deploy_facts
-
-    ctx = report.context
-    table = ctx.columns("ts", "action_id", "deployment_id")
-    held = table.filter(window.holds("ts"))
-    owned = (
+def owned_actions(report: AnalysisReport, window: Window) -> pl.Series:
+    """The actions of a window's analysis whose first record is in the window."""
+    table = report.context.columns("ts", "action_id")
+    return (
         table.filter(pl.col("action_id").is_not_null() & pl.col("action_id").is_first_distinct())
         .filter(window.holds("ts"))["action_id"]
     )
+
+
+def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action_offset: int,
+                protect: bool) -> WindowPart:
+    """The part of a window's analysis that is the window's own: its findings whose first record
+    is in it (their action ids moved past the earlier windows'), the actions whose first record is
+    in it (`owned`) with their executions, and the records in it."""
+    from dupfind.deploy_concentration import deploy_facts
+
+    ctx = report.context
+    held = ctx.columns("ts", "deployment_id").filter(window.holds("ts"))
     executions = ctx.executions.filter(pl.col("action_id").is_in(owned.implode()))
     facts = deploy_facts(ctx)
     facts.windows = [w for w in facts.windows if window.owns(w["start"])]
@@ -231,6 +241,7 @@ def window_part(report: AnalysisReport, window: Window, action_offset: int, prot
         warnings=list(report.warnings),
         protected=protected,
         action_ids=int(ctx.actions["action_id"].max() or 0) + 1 if ctx.actions.height else 0,
+        exec_ids=int(ctx.executions["exec_id"].max() or 0) + 1 if ctx.executions.height else 0,
     )
 
 
@@ -348,12 +359,12 @@ def _duration(span: timedelta) -> str:
 def analyze_in_windows(
     paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
     max_jobs_per_value: int, since: datetime | None, until: datetime | None, budget: int, overlap: timedelta,
-    stderr: Console | None = None, protect: bool = False,
-) -> tuple[AnalysisReport, list[str]]:
+    stderr: Console | None = None, protect: bool = False, collect: Collector | None = None,
+) -> tuple[AnalysisReport, list[str], list[Any]]:
     """Analyse inputs too large to read whole: a survey (every line read and accounted for, the
     records counted per second, none kept), then one read and analysis per planned window, each
     reading only the files whose records reach into it; the report merged. With `protect`, also
-    the ids a redactor must leave alone."""
+    the ids a redactor must leave alone; what `collect` took of each window (see run_windows)."""
     sources = expand_inputs(paths)
     surveyed = survey_inputs(paths, config, since, until, stderr)
     counts = surveyed.time_counts
@@ -370,21 +381,23 @@ def analyze_in_windows(
         _say(f"some windows hold more records than fit in {_gb(budget)} with an overlap of {_duration(overlap)}; "
              "a shorter --window-overlap makes them smaller.")
     return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, surveyed, plan, budget, overlap,
-                       stderr, protect)
+                       stderr, protect, collect)
 
 
 def run_windows(
     paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
     max_jobs_per_value: int, survey: IngestResult, plan: list[Window], budget: int, overlap: timedelta,
-    stderr: Console | None = None, protect: bool = False,
-) -> tuple[AnalysisReport, list[str]]:
+    stderr: Console | None = None, protect: bool = False, collect: Collector | None = None,
+) -> tuple[AnalysisReport, list[str], list[Any]]:
     """Read and analyse each window of `plan` in turn (only the files the survey says reach into
-    it), then merge: the report and, with `protect`, the ids a redactor leaves alone."""
+    it), then merge: the report, with `protect` the ids a redactor leaves alone, and what
+    `collect` took of each window (report, window, owned actions, action and execution offsets)."""
     from dupfind.analyze import analyze
 
     sources = expand_inputs(paths)
     parts: list[WindowPart] = []
-    offset = 0
+    collected: list[Any] = []
+    offset = exec_offset = 0
     for number, window in enumerate(plan, 1):
         files = [src.path for src, report in zip(sources, survey.files, strict=True) if window.reads_file(report)]
         if not files:
@@ -392,13 +405,17 @@ def run_windows(
         _say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records from {len(files)} file(s).")
         result = _read(files, config, window.read_from, window.read_to, stderr)
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
-        part = window_part(report, window, offset, protect)
+        owned = owned_actions(report, window)
+        if collect is not None:  # before window_part moves the findings' action ids
+            collected.append(collect(report, window, owned, offset, exec_offset))
+        part = window_part(report, window, owned, offset, protect)
         offset += part.action_ids
+        exec_offset += part.exec_ids
         parts.append(part)
-        del report, result, part
+        del report, result, part, owned
         _release_memory()
     protected = sorted(set().union(*(p.protected for p in parts))) if protect else []
-    return merged_report(survey, parts, rules, plan, overlap, budget), protected
+    return merged_report(survey, parts, rules, plan, overlap, budget), protected, collected
 
 
 def survey_inputs(paths: list[str], config: Config, since, until, stderr: Console | None = None) -> IngestResult:
@@ -577,3 +594,80 @@ def trace_bounds(
     _say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
          f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
     return read_from, read_to
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+def _shifted(frame: pl.DataFrame, action_offset: int, exec_offset: int) -> pl.DataFrame:
+    """Ids moved past the earlier windows', labels as text (no Categorical outlives its window)."""
+    from dupfind.schema import as_strings
+
+    moved = [pl.col(c) + action_offset for c in ("action_id",) if c in frame.columns]
+    moved += [pl.col(c) + exec_offset for c in ("exec_id", "prev_exec_id") if c in frame.columns]
+    return as_strings(frame.with_columns(moved))
+
+
+def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, action_offset: int,
+                    exec_offset: int):
+    """A Collector for `stats`: the window's own part of what stats counts (queue_stats.StatsFacts):
+    rows of its own actions, and by their time rows that belong to none."""
+    from dupfind.queue_stats import StatsFacts, TimeoutFacts, lost_actions, stats_facts
+    from dupfind.schema import as_strings
+
+    ctx = report.context
+    facts = stats_facts(ctx, lost_actions(report))
+    mine = pl.col("action_id").is_in(owned.implode())
+    own_or_held = mine | (pl.col("action_id").is_null() & window.holds("ts"))
+
+    def own(frame: pl.DataFrame, keep: pl.Expr = mine) -> pl.DataFrame:
+        return _shifted(frame.filter(keep), action_offset, exec_offset)
+
+    records, *per_action = facts.counts
+    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "ts").filter(
+        pl.col("visibility_timeout_s").is_not_null() & window.holds("ts")
+    )).drop("ts")
+    queues = ctx.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
+    extended = (
+        as_strings(ctx.columns("kind", "action_id", "queue", "ts").filter(pl.col("kind") == "lease_extended"))
+        .join(queues, on="action_id", how="left").filter(own_or_held)
+    )
+    extensions = dict(extended.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len().rows())
+    held = ctx.columns("ts").filter(window.holds("ts"))["ts"]
+    t = facts.timeouts
+    return StatsFacts(
+        counts=[own(records, own_or_held), *(own(frame) for frame in per_action)],
+        deliveries=own(facts.deliveries),
+        events=facts.events.filter(window.holds("ts")),
+        redelivered=own(facts.redelivered),
+        end_of_logs=held.max() if held.len() else None,
+        timeouts=TimeoutFacts(t.timeouts, statements, own(t.execution_durations), own(t.redelivery_gaps), extensions),
+    )
+
+
+def merge_stats_facts(parts: list) -> Any:
+    """One StatsFacts of the windows' own parts."""
+    from dupfind.queue_stats import StatsFacts, TimeoutFacts
+
+    def joined(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return pl.concat(frames, how="vertical_relaxed")
+
+    ends = [p.end_of_logs for p in parts if p.end_of_logs is not None]
+    extensions: dict[str, int] = {}
+    for part in parts:
+        for queue, count in part.timeouts.lease_extensions.items():
+            extensions[queue] = extensions.get(queue, 0) + count
+    return StatsFacts(
+        counts=[joined([p.counts[i] for p in parts]) for i in range(len(parts[0].counts))],
+        deliveries=joined([p.deliveries for p in parts]),
+        events=joined([p.events for p in parts]),
+        redelivered=joined([p.redelivered for p in parts]),
+        end_of_logs=max(ends) if ends else None,
+        timeouts=TimeoutFacts(
+            parts[0].timeouts.timeouts,
+            joined([p.timeouts.timeout_statements for p in parts]),
+            joined([p.timeouts.execution_durations for p in parts]),
+            joined([p.timeouts.redelivery_gaps for p in parts]),
+            extensions,
+        ),
+    )

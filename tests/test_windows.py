@@ -16,8 +16,17 @@ from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
+from dupfind.queue_stats import build_stats, stats_from
 from dupfind.rules_registry import load_rules
-from dupfind.windows import Window, parse_size, plan_windows, run_windows, window_budget
+from dupfind.windows import (
+    Window,
+    merge_stats_facts,
+    parse_size,
+    plan_windows,
+    run_windows,
+    stats_collector,
+    window_budget,
+)
 
 SCENARIOS = sorted(p.parent for p in FIXTURES.glob("*/*/logs") if p.is_dir())
 T0 = datetime(2026, 7, 21, 10, 0, tzinfo=UTC)
@@ -103,7 +112,8 @@ def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> No
 
 def _without_window_notes(document: dict) -> dict:
     document = dict(document)
-    document["summary"] = {k: v for k, v in document["summary"].items() if k != "windows"}
+    if "windows" in document["summary"]:
+        document["summary"] = {k: v for k, v in document["summary"].items() if k != "windows"}
     document["warnings"] = [w for w in document["warnings"] if "of time to stay within" not in w]
     return document
 
@@ -122,9 +132,13 @@ def test_three_windows_that_each_see_everything_report_what_one_read_reports(sce
     cut = whole.context.table["ts"]
     first, second = cut[cut.len() // 3], cut[2 * cut.len() // 3]
     plan = [Window(None, first, None, None, 0), Window(first, second, None, None, 0), Window(second, None, None, None, 0)]
-    merged, _ = run_windows(paths, config, rules, 0.5, {}, 25, survey, plan, 10**9, timedelta(hours=1))
+    merged, _, parts = run_windows(paths, config, rules, 0.5, {}, 25, survey, plan, 10**9, timedelta(hours=1),
+                                   collect=stats_collector)
     assert merged.summary["windows"]["count"] == 3
     assert _without_window_notes(orjson.loads(orjson.dumps(merged.to_dict()))) == orjson.loads(orjson.dumps(whole.to_dict()))
+    # and `stats` of the windows' merged counts is the stats of one read
+    windowed_stats = orjson.loads(orjson.dumps(stats_from(merged, merge_stats_facts(parts)).to_dict()))
+    assert _without_window_notes(windowed_stats) == orjson.loads(orjson.dumps(build_stats(whole).to_dict()))
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +354,15 @@ def test_formats_of_inputs_too_large_reads_every_line_and_keeps_no_record(long_s
     assert orjson.loads(surveyed.stdout)["totals"]["rejected_total"] > 0
     strict = run_cli("formats", str(long_scenario), "--no-cache", "--memory-limit", "253MB", "--strict")
     assert strict.returncode == 2 and b"--strict is set" in strict.stderr
+
+
+def test_stats_of_inputs_too_large_counts_each_window_own_and_equals_one_read(long_scenario: Path) -> None:
+    whole = run_cli("stats", str(long_scenario), "--format", "json", "--no-cache")
+    windowed = run_cli("stats", str(long_scenario), "--format", "json", "--no-cache", "--memory-limit", "253MB",
+                       "--window-overlap", "5m")
+    assert windowed.returncode == whole.returncode == 0, windowed.stderr
+    assert b"window 3/" in windowed.stderr
+    one, many = orjson.loads(whole.stdout), orjson.loads(windowed.stdout)
+    assert sum(q["redelivered"] for q in one["queues"]) > 0 and one["timeouts"]
+    assert many["warnings"][0].startswith("The inputs were analysed in") and many["warnings"][1:] == one["warnings"]
+    assert {**many, "warnings": one["warnings"]} == one

@@ -42,9 +42,10 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
 
 def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
-                 strict, budget, overlap, protect, use_cache=True):
+                 strict, budget, overlap, protect, use_cache=True, collect=None):
     """The analysis of inputs too large to read whole, one window of time at a time (dupfind.windows):
-    the report, the effective config and the ids a redactor leaves alone (with `protect`)."""
+    the report, the effective config, the ids a redactor leaves alone (with `protect`) and what
+    `collect` took of each window (a stored analysis is used only without one)."""
     from datetime import timedelta
 
     from dupfind import background
@@ -56,21 +57,21 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     since_ts, until_ts = time_bounds(cfg, since, until)
     window_overlap = timedelta(seconds=overlap)
     ref = None
-    if use_cache and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
+    if use_cache and collect is None and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
         ref = cache_ref(paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, window_overlap)
     if ref is not None and rejects is None and not strict:  # those need the rejected lines themselves
         hit = load_cached(ref, rule_list)
         if hit is not None:
             sys.stderr.write("dupfind: the analysis in windows of time of these unchanged inputs comes from the cache.\n")
-            return hit[0], cfg, hit[1]
-    report, protected = analyze_in_windows(
+            return hit[0], cfg, hit[1], []
+    report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
-        window_overlap, progress_console(), protect or ref is not None,
+        window_overlap, progress_console(), protect or ref is not None, collect,
     )
     rejects_and_strict(report.inputs, rejects, strict)
     if ref is not None:
         background.defer(store_cached, ref, report, protected)
-    return report, cfg, protected
+    return report, cfg, protected, collected
 
 
 @app.command()
@@ -122,7 +123,7 @@ def analyze(
         report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
                                    until, rejects, strict, use_cache=not no_cache)
     else:
-        report, cfg, protected = run_windowed(
+        report, cfg, protected, _ = run_windowed(
             paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects, strict,
             budget, overlap, protect=redact if redact is not None else output_format.value == "markdown",
             use_cache=not no_cache,

@@ -11,6 +11,7 @@ from dupfind.cli_common import (
     ConfigOpt,
     DisableOpt,
     MaxJobsOpt,
+    MemoryLimitOpt,
     NoCacheOpt,
     OutputOpt,
     PathsArg,
@@ -24,10 +25,12 @@ from dupfind.cli_common import (
     TimeoutOpt,
     TzOpt,
     UntilOpt,
+    WindowOverlapOpt,
     app,
     emit,
     make_redactor,
     report_width,
+    window_options,
 )
 from dupfind.errors import DupfindError
 
@@ -66,6 +69,8 @@ def stats(
     rejects: RejectsOpt = None,
     strict: StrictOpt = False,
     no_cache: NoCacheOpt = False,
+    memory_limit: MemoryLimitOpt = None,
+    window_overlap: WindowOverlapOpt = "1h",
 ) -> None:
     """Queue health per queue, job type and deployment (published, received, redelivered, failed,
     lost, duplicated; processing duration percentiles; queue wait), receives vs publishes over time,
@@ -78,22 +83,20 @@ def stats(
     if max_rows < 0:
         raise DupfindError("--max-rows must be 0 (every deployment) or more.")
     bucket_s = parse_duration(bucket, "--bucket") if bucket is not None else None
-    report, cfg = run_analysis(
-        paths,
-        disable,
-        skew,
-        timeout,
-        max_jobs_per_value,
-        config,
-        rules,
-        assume_tz,
-        since,
-        until,
-        rejects,
-        strict,
-        use_cache=not no_cache,
-    )
-    stats_report = _stats_report(report, bucket_s)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    if budget is None:
+        report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
+                                   until, rejects, strict, use_cache=not no_cache)
+        stats_report = _stats_report(report, bucket_s)
+    else:  # too large to read whole: each window of time counts what is its own, then all is grouped
+        from dupfind.commands.analyze import run_windowed
+        from dupfind.queue_stats import stats_from
+        from dupfind.windows import merge_stats_facts, stats_collector
+
+        report, cfg, _, parts = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules,
+                                             assume_tz, since, until, rejects, strict, budget, overlap, False,
+                                             use_cache=not no_cache, collect=stats_collector)
+        stats_report = stats_from(report, merge_stats_facts(parts), bucket_s)
     options = RenderOptions(
         width=report_width(output),
         color=output is None and sys.stdout.isatty(),

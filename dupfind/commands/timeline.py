@@ -48,7 +48,7 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     elif deploy is not None:
         from dupfind.commands.analyze import run_windowed
 
-        report, _, _ = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False,
+        report, _, _, _ = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False,
                                     budget, overlap, False, use_cache)
         found = [w for w in report.summary["deploys"]["windows"] if w["deploy"] == deploy]
         if not found:

@@ -50,7 +50,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         from dupfind.commands.analyze import run_windowed
         from dupfind.trace import finding_to_trace
 
-        report, _, _ = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
+        report, _, _, _ = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
                                     until, None, False, budget, overlap, False, use_cache)
         found = finding_to_trace(report, finding)
         first, last = found.first_ts, found.last_ts or found.first_ts
