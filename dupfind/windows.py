@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 # (their findings, pages the allocators return later) and the estimate's error need the rest
 # (measured: the 1M-line export in a 600 MB cgroup, 5M lines with --memory-limit 1GB).
 PLANNED_SHARE = 0.85
+# `stats` also gathers what it counts while a window's analysis is in memory (about a quarter more
+# at its peak, measured at 5M lines with --memory-limit 1GB: 1131 MiB at 0.85).
+STATS_PLANNED_SHARE = 0.7
 # The survey counts records per second; a longer span is planned on coarser steps.
 MAX_STEPS = 200_000
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -360,6 +363,7 @@ def analyze_in_windows(
     paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
     max_jobs_per_value: int, since: datetime | None, until: datetime | None, budget: int, overlap: timedelta,
     stderr: Console | None = None, protect: bool = False, collect: Collector | None = None,
+    share: float = PLANNED_SHARE,
 ) -> tuple[AnalysisReport, list[str], list[Any]]:
     """Analyse inputs too large to read whole: a survey (every line read and accounted for, the
     records counted per second, none kept), then one read and analysis per planned window, each
@@ -371,7 +375,7 @@ def analyze_in_windows(
     total = int(counts["records"].sum()) if counts is not None and counts.height else 0
     size = log_bytes(sources)
     per_record = size / max(total, 1)
-    max_records = max(1, int((PLANNED_SHARE * budget - PEAK_FIXED_BYTES) / (PEAK_PER_LOG_BYTE * per_record)))
+    max_records = max(1, int((share * budget - PEAK_FIXED_BYTES) / (PEAK_PER_LOG_BYTE * per_record)))
     plan = plan_windows(counts, max_records, overlap, since, until)
     _say(
         f"these inputs need about {_gb(needed_bytes(size))} of memory to be read whole, more than {_gb(budget)}: "
@@ -635,13 +639,27 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
     extensions = dict(extended.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len().rows())
     held = ctx.columns("ts").filter(window.holds("ts"))["ts"]
     t = facts.timeouts
+    # Held until the last window: only the columns grouping reads. Records only feed sums and the
+    # distinct dead-lettered messages: summed here per label (a 5M-line export's windows held 2M
+    # rows of them), which grouping sums again the same way.
+    labels = ["queue", "job_type", "deployment"]
+    flags = ["published", "received", "started", "retried", "lease_expired_logged"]
+    records = own(records, own_or_held).group_by(*labels, "dead_letter").agg(pl.col(flags).sum())
+    execs, gaps, extra, lost = (own(frame) for frame in per_action)
+    deploy = pl.col("kind").str.starts_with("deploy_")
     return StatsFacts(
-        counts=[own(records, own_or_held), *(own(frame) for frame in per_action)],
-        deliveries=own(facts.deliveries),
-        events=facts.events.filter(window.holds("ts")),
-        redelivered=own(facts.redelivered),
+        counts=[records, execs.select(*labels, "finished", "failed", "duration_s"), gaps.select(labels),
+                extra.select(labels), lost.select(labels)],
+        deliveries=own(facts.deliveries).select(*labels, "published_at", "delivered_at"),
+        events=facts.events.filter(window.holds("ts")).select(  # the deployment only of a deploy's records
+            "ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")),
+        ),
+        redelivered=own(facts.redelivered).select("ts", "kind"),
         end_of_logs=held.max() if held.len() else None,
-        timeouts=TimeoutFacts(t.timeouts, statements, own(t.execution_durations), own(t.redelivery_gaps), extensions),
+        timeouts=TimeoutFacts(
+            t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "duration_s"),
+            own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id"), extensions,
+        ),
     )
 
 

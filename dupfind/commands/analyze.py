@@ -42,7 +42,7 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
 
 def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
-                 strict, budget, overlap, protect, use_cache=True, collect=None):
+                 strict, budget, overlap, protect, use_cache=True, collect=None, share=None):
     """The analysis of inputs too large to read whole, one window of time at a time (dupfind.windows):
     the report, the effective config, the ids a redactor leaves alone (with `protect`) and what
     `collect` took of each window (a stored analysis is used only without one)."""
@@ -67,6 +67,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
         window_overlap, progress_console(), protect or ref is not None, collect,
+        **({"share": share} if share is not None else {}),
     )
     rejects_and_strict(report.inputs, rejects, strict)
     if ref is not None:

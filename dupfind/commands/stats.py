@@ -91,11 +91,12 @@ def stats(
     else:  # too large to read whole: each window of time counts what is its own, then all is grouped
         from dupfind.commands.analyze import run_windowed
         from dupfind.queue_stats import stats_from
-        from dupfind.windows import merge_stats_facts, stats_collector
+        from dupfind.windows import STATS_PLANNED_SHARE, merge_stats_facts, stats_collector
 
         report, cfg, _, parts = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules,
                                              assume_tz, since, until, rejects, strict, budget, overlap, False,
-                                             use_cache=not no_cache, collect=stats_collector)
+                                             use_cache=not no_cache, collect=stats_collector,
+                                             share=STATS_PLANNED_SHARE)
         stats_report = stats_from(report, merge_stats_facts(parts), bucket_s)
     options = RenderOptions(
         width=report_width(output),
