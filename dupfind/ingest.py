@@ -894,12 +894,14 @@ class _Normaliser:
     def __init__(
         self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
         survey: bool = False, keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+        spill: Callable[[pl.DataFrame], None] | None = None,
     ) -> None:
         self.config = config
         self.reports = reports
         self.since, self.until = since, until
         self.survey = survey  # count rows per second (time_counts), keep only those `keep` gives
         self.keep = keep
+        self.spill = spill  # given each normalised batch of a survey (dupfind.windows.Spill)
         self.time_counts: list[pl.DataFrame] = []
         self.pending: list[tuple[pl.DataFrame, str]] = []
         self.pending_rows = 0
@@ -936,15 +938,10 @@ class _Normaliser:
             table = kept
             if self.survey:
                 self.time_counts.append(_per_second(table))
+                if self.spill is not None and table.height:
+                    self.spill(table)
                 table = self.keep(table) if self.keep is not None else table.clear()
-            # Columns null on every row are left out (put back as constants by `_assemble`).
-            nulls = table.null_count().row(0)
-            # Held until assembly in the assembled table's types (text as Categorical, but
-            # `source`, which assembly rebuilds from the distinct paths).
-            self.tables.append(table.select(
-                pl.col(c).cast(stored_dtype(t)) if c != "source" else pl.col(c)
-                for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
-            ))
+            self.tables.append(held_for_assembly(table))
             counts = per_file.select("source", "len", "ts_naive").rows()
             self.report_updates.append((counts, result.fields, result.rejects))
             if result.rejects.height:
@@ -1000,6 +997,22 @@ class _NormalisingThread:
             raise self.error
 
 
+def held_for_assembly(table: pl.DataFrame) -> pl.DataFrame:
+    """A normalised batch as it is held until assembly: in the assembled table's types (text as
+    Categorical, but `source`, which assembly rebuilds from the distinct paths), without the
+    columns null on every row (put back as constants by `_assemble`)."""
+    nulls = table.null_count().row(0)
+    return table.select(
+        pl.col(c).cast(stored_dtype(t)) if c != "source" else pl.col(c)
+        for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
+    )
+
+
+def assemble(tables: list[pl.DataFrame], config: Config) -> pl.DataFrame:
+    """One canonical table of batches held for assembly (sorted by time, then source and line)."""
+    return _assemble(tables, canonical_schema(config.business_keys), None, None)[0]
+
+
 def _per_second(table: pl.DataFrame) -> pl.DataFrame:
     return table.group_by(pl.col("ts").dt.truncate("1s").alias("second")).agg(pl.len().alias("records"))
 
@@ -1041,6 +1054,7 @@ def ingest(
     store_later: bool = False,
     survey: bool = False,
     keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    spill: Callable[[pl.DataFrame], None] | None = None,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
@@ -1049,13 +1063,13 @@ def ingest(
     cache writes (dupfind.background.defer, last). With `survey`, every line is read and
     accounted for but no row is kept, or only the rows `keep` returns of each normalised batch:
     the result's `time_counts` says how many records each second of time holds (no cache is read
-    or written).
+    or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
     if survey:
         cache = None
-    normaliser = _Normaliser(config, reports, since, until, survey, keep)
+    normaliser = _Normaliser(config, reports, since, until, survey, keep, spill)
     normalising = _NormalisingThread(normaliser)
     ingestor = Ingestor(config, sink=normalising.add, progress=progress)
     parse_rejects: list[pl.DataFrame] = []

@@ -6,12 +6,16 @@ import bisect
 import ctypes
 import gc
 import math
+import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -42,6 +46,9 @@ PLANNED_SHARE = 0.85
 # `stats` also gathers what it counts while a window's analysis is in memory (about a quarter more
 # at its peak, measured at 5M lines with --memory-limit 1GB: 1131 MiB at 0.85).
 STATS_PLANNED_SHARE = 0.7
+# Disk a spill of the survey's records asks for, per byte of log text (LZ4 Arrow IPC of the
+# canonical columns: 0.20 at 1M lines), with room to spare.
+SPILL_ROOM_PER_LOG_BYTE = 0.5
 # The survey counts records per second; a longer span is planned on coarser steps.
 MAX_STEPS = 200_000
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -370,10 +377,21 @@ def analyze_in_windows(
     reading only the files whose records reach into it; the report merged. With `protect`, also
     the ids a redactor must leave alone; what `collect` took of each window (see run_windows)."""
     sources = expand_inputs(paths)
-    surveyed = survey_inputs(paths, config, since, until, stderr)
+    size = log_bytes(sources)
+    spill = Spill.create(size)
+    try:
+        return _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget,
+                                   overlap, stderr, protect, collect, share, size, spill)
+    finally:
+        if spill is not None:
+            spill.remove()
+
+
+def _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget, overlap,
+                        stderr, protect, collect, share, size, spill):
+    surveyed = survey_inputs(paths, config, since, until, stderr, spill)
     counts = surveyed.time_counts
     total = int(counts["records"].sum()) if counts is not None and counts.height else 0
-    size = log_bytes(sources)
     per_record = size / max(total, 1)
     max_records = max(1, int((share * budget - PEAK_FIXED_BYTES) / (PEAK_PER_LOG_BYTE * per_record)))
     plan = plan_windows(counts, max_records, overlap, since, until)
@@ -385,16 +403,17 @@ def analyze_in_windows(
         _say(f"some windows hold more records than fit in {_gb(budget)} with an overlap of {_duration(overlap)}; "
              "a shorter --window-overlap makes them smaller.")
     return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, surveyed, plan, budget, overlap,
-                       stderr, protect, collect)
+                       stderr, protect, collect, spill)
 
 
 def run_windows(
     paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
     max_jobs_per_value: int, survey: IngestResult, plan: list[Window], budget: int, overlap: timedelta,
     stderr: Console | None = None, protect: bool = False, collect: Collector | None = None,
+    spill: Spill | None = None,
 ) -> tuple[AnalysisReport, list[str], list[Any]]:
-    """Read and analyse each window of `plan` in turn (only the files the survey says reach into
-    it), then merge: the report, with `protect` the ids a redactor leaves alone, and what
+    """Read and analyse each window of `plan` in turn (its records from `spill`, else by parsing
+    the files the survey says reach into it), then merge: the report, with `protect` the ids a redactor leaves alone, and what
     `collect` took of each window (report, window, owned actions, action and execution offsets)."""
     from dupfind.analyze import analyze
 
@@ -406,8 +425,10 @@ def run_windows(
         files = [src.path for src, report in zip(sources, survey.files, strict=True) if window.reads_file(report)]
         if not files:
             continue
-        _say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records from {len(files)} file(s).")
-        result = _read(files, config, window.read_from, window.read_to, stderr)
+        source = "read back from the survey's spill" if spill is not None else f"from {len(files)} file(s)"
+        _say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
+        result = (spill.read(window.read_from, window.read_to, config) if spill is not None
+                  else _read(files, config, window.read_from, window.read_to, stderr))
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
@@ -422,9 +443,66 @@ def run_windows(
     return merged_report(survey, parts, rules, plan, overlap, budget), protected, collected
 
 
-def survey_inputs(paths: list[str], config: Config, since, until, stderr: Console | None = None) -> IngestResult:
-    """Every line of the inputs read and accounted for, the records counted per second, none kept."""
-    return _read(paths, config, since, until, stderr, survey=True)
+def survey_inputs(paths: list[str], config: Config, since, until, stderr: Console | None = None,
+                  spill: Spill | None = None) -> IngestResult:
+    """Every line of the inputs read and accounted for, the records counted per second, none kept
+    (but written to `spill`)."""
+    return _read(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
+
+
+class Spill:
+    """The survey's normalised batches on disk, so that each window reads its records back
+    instead of parsing its files again; removed when the analysis is done."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.batches: list[tuple[Path, datetime, datetime]] = []  # file, first and last record time
+
+    @classmethod
+    def create(cls, size: int) -> Spill | None:
+        """A spill in the cache directory (a temporary directory may be memory) when it has room
+        for about `size` bytes of log text; None otherwise: the windows then parse their files."""
+        from dupfind.cache import default_cache_dir
+
+        try:
+            root = default_cache_dir()
+            root.mkdir(parents=True, exist_ok=True)
+            cls._remove_orphans(root)
+            if shutil.disk_usage(root).free < SPILL_ROOM_PER_LOG_BYTE * size:
+                return None
+            return cls(Path(tempfile.mkdtemp(prefix=f".spill-{os.getpid()}-", dir=root)))
+        except OSError:
+            return None
+
+    @staticmethod
+    def _remove_orphans(root: Path) -> None:
+        """Spills of runs that were killed (their process is gone)."""
+        for folder in root.glob(".spill-*-*"):
+            pid = folder.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and Path("/proc/self").exists():
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def write(self, batch: pl.DataFrame) -> None:
+        path = self.folder / f"{len(self.batches):06d}.arrow"
+        batch.write_ipc(path, compression="lz4")
+        self.batches.append((path, batch["ts"].min(), batch["ts"].max()))
+
+    def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult:
+        """The canonical table of the spilled records within [since, until], as a read of them would give."""
+        from dupfind.ingest import IngestResult, _within, assemble, held_for_assembly
+
+        tables = []
+        for path, first, last in self.batches:
+            if (since is not None and last < since) or (until is not None and first > until):
+                continue
+            batch = _within(pl.read_ipc(path), since, until)
+            if batch.height:
+                tables.append(held_for_assembly(batch))
+        rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
+        return IngestResult(assemble(tables, config), [], rejects)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _release_memory() -> None:
@@ -438,15 +516,16 @@ def _release_memory() -> None:
         pass  # not glibc
 
 
-def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None) -> IngestResult:
+def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None,
+          spill=None) -> IngestResult:
     from dupfind.ingest import ingest
     from dupfind.pipeline import progress_for
 
     progress, advance = progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since, until, survey=survey, keep=keep)
+        return ingest(paths, config, since, until, survey=survey, keep=keep, spill=spill)
     with progress:
-        return ingest(paths, config, since, until, progress=advance, survey=survey, keep=keep)
+        return ingest(paths, config, since, until, progress=advance, survey=survey, keep=keep, spill=spill)
 
 
 def _say(text: str) -> None:

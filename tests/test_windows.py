@@ -366,3 +366,37 @@ def test_stats_of_inputs_too_large_counts_each_window_own_and_equals_one_read(lo
     assert sum(q["redelivered"] for q in one["queues"]) > 0 and one["timeouts"]
     assert many["warnings"][0].startswith("The inputs were analysed in") and many["warnings"][1:] == one["warnings"]
     assert {**many, "warnings": one["warnings"]} == one
+
+
+def test_windows_read_their_records_back_from_the_spill_or_parse_again_without_one(
+    long_scenario: Path, tmp_path: Path, monkeypatch,
+) -> None:
+    """The survey writes its normalised records to a spill in the cache directory that each window
+    reads back; without room for one, each window parses its files again: the same report. The
+    spill is removed when the analysis ends, and a killed run's spill by the next one."""
+    from dupfind import windows
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(cache))
+    cache.mkdir()
+    orphan = cache / ".spill-999999999-x"  # no such process
+    orphan.mkdir()
+    config = load_config(None, None, None)
+    rules = load_rules(config, None, ())
+    args = ([str(long_scenario)], config, rules, 0.5, {}, 25, None, None, 253 * 10**6, timedelta(minutes=5))
+    created: list = []
+    real_create = windows.Spill.create
+
+    def create(size: int):
+        spill = real_create(size)
+        created.append(spill)
+        return spill
+
+    monkeypatch.setattr(windows.Spill, "create", staticmethod(create))
+    spilled, _, _ = windows.analyze_in_windows(*args)
+    assert created[0] is not None and created[0].batches and not created[0].folder.exists()
+    assert not orphan.exists() and not list(cache.glob(".spill-*"))
+    monkeypatch.setattr(windows.Spill, "create", staticmethod(lambda size: None))
+    parsed, _, _ = windows.analyze_in_windows(*args)
+    assert orjson.dumps(spilled.to_dict()) == orjson.dumps(parsed.to_dict())
+    assert spilled.summary["windows"]["count"] >= 5
