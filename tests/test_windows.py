@@ -309,6 +309,16 @@ def _views(document: bytes) -> list[dict]:
     return orjson.loads(document)["windows"]
 
 
+def _drawn(view: dict) -> dict:
+    """Each worker's executions, end and stop in a timeline view (an execution's `id` numbers it
+    within the records read)."""
+    return {
+        (g["generation"], w["worker"]): ([{k: v for k, v in e.items() if k != "id"} for e in w["executions"]],
+                                         w["end"], w["end_kind"], w["stop"])
+        for g in view["generations"] for w in g["workers"]
+    }
+
+
 @pytest.mark.parametrize("focus", [["--around", "2026-07-21T10:16:00Z", "--window", "4m"], ["--deploy", "v4.26.0"]])
 def test_a_timeline_of_inputs_too_large_reads_around_its_view(long_scenario: Path, tmp_path: Path, focus: list) -> None:
     """The executions drawn and the view's own counts are those of a whole read; the counts
@@ -321,27 +331,29 @@ def test_a_timeline_of_inputs_too_large_reads_around_its_view(long_scenario: Pat
     assert "too large to read whole: reading around" in said and "counts outside its window are of those records" in said
     (one,), (other,) = _views(whole.stdout), _views(around.stdout)
     assert one["start"] == other["start"] and one["end"] == other["end"]
-    def executions(view: dict) -> dict:
-        return {  # an execution's `id` numbers it within the records read
-            (g["generation"], w["worker"]): ([{k: v for k, v in e.items() if k != "id"} for e in w["executions"]],
-                                             w["end"], w["end_kind"], w["stop"])
-            for g in view["generations"] for w in g["workers"]
-        }
-
-    drawn = executions(one)
-    assert sum(len(e[0]) for e in drawn.values()) > 20 and executions(other) == drawn
+    drawn = _drawn(one)
+    assert sum(len(e[0]) for e in drawn.values()) > 20 and _drawn(other) == drawn
     for count in ("executions", "interrupted", "taken_after_stop", "duplicates_in_window"):
         assert one["summary"][count] == other["summary"][count]
     assert other["summary"]["duplicates_total"] <= one["summary"]["duplicates_total"]
 
 
-def test_a_timeline_of_every_deploy_of_inputs_too_large_asks_for_one(long_scenario: Path) -> None:
-    done = run_cli("timeline", str(long_scenario), "--no-cache", "--memory-limit", "253MB")
-    assert done.returncode == 2
-    assert done.stderr.decode().strip() == (
-        "dupfind: error: these inputs are too large to read whole: choose one deploy with --deploy ID (`dupfind "
-        "analyze` lists them) or a time with --around TIME, and the timeline reads only around it."
-    )
+def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_each_from_its_own_read(long_scenario: Path) -> None:
+    """The deploys come from the analysis in windows of time; each view is drawn from a read around
+    its deploy. With an overlap longer than a generation's life (12m here, deploys 5 minutes
+    apart), each view is the one a whole read draws."""
+    whole = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache")
+    parts = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache", "--memory-limit", "253MB",
+                    "--window-overlap", "12m")
+    assert parts.returncode == whole.returncode == 0, parts.stderr
+    assert parts.stderr.decode().count("reading around deploy") == 6
+    one, other = _views(whole.stdout), _views(parts.stdout)
+    assert len(one) == 6 and [v["title"] for v in one] == [v["title"] for v in other]
+    for view, drawn in zip(one, other):
+        assert view["deploy"] == drawn["deploy"] and _drawn(view) == _drawn(drawn)
+        assert view["summary"]["duplicates_in_window"] == drawn["summary"]["duplicates_in_window"]
+    terminal = run_cli("timeline", str(long_scenario), "--no-cache", "--memory-limit", "253MB", "--window-overlap", "12m")
+    assert terminal.returncode == 0 and terminal.stdout.count(b"dupfind timeline: deploy v4.") == 6
 
 
 def test_formats_of_inputs_too_large_reads_every_line_and_keeps_no_record(long_scenario: Path, tmp_path: Path) -> None:

@@ -31,8 +31,68 @@ from dupfind.cli_common import (
 from dupfind.errors import DupfindError
 
 
+def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
+                  use_cache, redact, fmt) -> tuple[dict, str | None]:
+    """The timeline of every deploy of inputs too large to read whole: the deploys from the
+    analysis in windows of time (stored by `analyze` or made now), each view from a read around
+    its deploy; the document and what redaction masked."""
+    from dupfind.commands.analyze import run_analysis, run_windowed
+    from dupfind.timeline import select_windows, timeline_document
+
+    windowed = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False, budget,
+                            overlap, False, use_cache)[0]
+    rows = windowed.summary["deploys"]["windows"]
+    chosen = [r["deploy"] for r in rows if r["previous"] is not None] or [r["deploy"] for r in rows]
+    if not chosen:
+        raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
+                           "with --around TIME, and the timeline reads only around it.")
+    views, masked, document = [], None, {}
+    for name in chosen:
+        read_from, read_to = _bounds_around(paths, name, None, width_s, budget, overlap, skew, config, rules,
+                                            assume_tz, since, until, use_cache, windowed)
+        report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, rejects,
+                                   strict, use_cache=use_cache)
+        redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
+        document = timeline_document(report, select_windows(report, name, None, width_s))
+        if redactor is not None:
+            document = redactor.tree(document)
+            masked = redactor.summary() or masked
+        views.extend(document["windows"])
+        del report
+    return {**document, "verdict": windowed.verdict, "windows": views}, masked
+
+
+def _write_document(document: dict, html, output_format, output, width, max_rows) -> None:
+    """A timeline document written as --html, --format json or the terminal view."""
+    import io
+
+    import orjson
+
+    from dupfind.timeline import entries_on_one_line
+
+    if html is not None:
+        from dupfind.render.timeline_html import render_html
+
+        page = render_html(document).encode()
+        write_output(lambda out: out.write(page), html)
+    if output_format == TableOrJson.json:
+        data = orjson.dumps(entries_on_one_line(document), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        write_output(lambda out: out.write(data), output)
+        return
+    from rich.console import Console
+
+    from dupfind.render.timeline_text import render_timeline
+
+    color = output is None and sys.stdout.isatty()
+    console = Console(file=io.StringIO(), width=width or (None if sys.stdout.isatty() else 100), force_terminal=color,
+                      color_system="auto" if color else None, highlight=False, soft_wrap=False)
+    render_timeline(document, console, max_rows)
+    text = console.file.getvalue().encode()
+    write_output(lambda out: out.write(text), output)
+
+
 def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
-                   use_cache) -> tuple[str, str]:
+                   use_cache, windowed=None) -> tuple[str, str]:
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
     the overlap each side."""
@@ -48,8 +108,8 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     elif deploy is not None:
         from dupfind.commands.analyze import run_windowed
 
-        report, _, _, _ = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False,
-                                    budget, overlap, False, use_cache)
+        report = windowed or run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None,
+                                          False, budget, overlap, False, use_cache)[0]
         found = [w for w in report.summary["deploys"]["windows"] if w["deploy"] == deploy]
         if not found:
             known = ", ".join(w["deploy"] for w in report.summary["deploys"]["windows"]) or "none"
@@ -58,10 +118,7 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
         end += timedelta(seconds=MAX_TAIL_S)  # the view reaches past the deploy by the redelivery tail
         what = f"deploy {deploy} ({found[0]['start']} to {found[0]['end']})"
     else:
-        raise DupfindError(
-            "these inputs are too large to read whole: choose one deploy with --deploy ID (`dupfind analyze` "
-            "lists them) or a time with --around TIME, and the timeline reads only around it."
-        )
+        raise DupfindError("choose one deploy with --deploy ID or a time with --around TIME.")
     read_from, read_to = iso(start - window), iso(end + window)
     sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around {what}, {read_from} to "
                      f"{read_to}; the view's counts outside its window are of those records.\n")
@@ -137,6 +194,13 @@ def timeline(
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    if budget is not None and deploy is None and around_ts is None:  # too large: each deploy from its own read
+        document, masked = _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until,
+                                         rejects, strict, not no_cache, redact, output_format.value)
+        _write_document(document, html, output_format, output, width, max_rows)
+        if masked:
+            sys.stderr.write(f"dupfind: {masked}\n")
+        return
     if budget is not None:  # too large to read whole: read only around the view asked for
         since, until = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
                                       assume_tz, since, until, not no_cache)
