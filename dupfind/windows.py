@@ -597,6 +597,25 @@ def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisR
     return report, protected
 
 
+def load_cached_value(ref: tuple[Any, str, str], kind: str, params: Any) -> tuple[bool, Any]:
+    """A value derived from a stored windowed analysis (the stats of its windows): (found, value)."""
+    from dupfind.result_cache import ResultCache
+
+    cache, entry, key = ref
+    return cache.load_value(entry, ResultCache.value_key(key, kind, params))
+
+
+def store_cached_value(ref: tuple[Any, str, str], kind: str, params: Any, value: Any) -> None:
+    from dupfind.result_cache import ResultCache
+
+    cache, entry, key = ref
+    try:
+        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    cache.store_value(entry, ResultCache.value_key(key, kind, params), value)
+
+
 def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: list[str]) -> None:
     from dupfind.result_cache import _report_state
 

@@ -42,37 +42,45 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
 
 def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
-                 strict, budget, overlap, protect, use_cache=True, collect=None, share=None):
+                 strict, budget, overlap, protect, use_cache=True, collect=None, share=None, derived=None):
     """The analysis of inputs too large to read whole, one window of time at a time (dupfind.windows):
     the report, the effective config, the ids a redactor leaves alone (with `protect`) and what
-    `collect` took of each window (a stored analysis is used only without one)."""
+    `collect` took of each window. With `derived` (kind, params, build(report, collected)), the
+    last is that value instead, stored beside the analysis: a stored analysis is used with `collect`
+    only when that value is stored too."""
     from datetime import timedelta
 
     from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
     from dupfind.pipeline import relative_bound, time_bounds
-    from dupfind.windows import analyze_in_windows, cache_ref, load_cached, store_cached
+    from dupfind.windows import (
+        analyze_in_windows, cache_ref, load_cached, load_cached_value, store_cached, store_cached_value,
+    )
 
     timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable)
     since_ts, until_ts = time_bounds(cfg, since, until)
     window_overlap = timedelta(seconds=overlap)
     ref = None
-    if use_cache and collect is None and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
+    if use_cache and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
         ref = cache_ref(paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, window_overlap)
     if ref is not None and rejects is None and not strict:  # those need the rejected lines themselves
         hit = load_cached(ref, rule_list)
-        if hit is not None:
+        found, value = (True, []) if derived is None else load_cached_value(ref, *derived[:2])
+        if hit is not None and found and (collect is None or derived is not None):
             sys.stderr.write("dupfind: the analysis in windows of time of these unchanged inputs comes from the cache.\n")
-            return hit[0], cfg, hit[1], []
+            return hit[0], cfg, hit[1], value
     report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
         window_overlap, progress_console(), protect or ref is not None, collect,
         **({"share": share} if share is not None else {}),
     )
     rejects_and_strict(report.inputs, rejects, strict)
+    value = derived[2](report, collected) if derived is not None else collected
     if ref is not None:
         background.defer(store_cached, ref, report, protected)
-    return report, cfg, protected, collected
+        if derived is not None:
+            background.defer(store_cached_value, ref, *derived[:2], value)
+    return report, cfg, protected, value
 
 
 @app.command()
