@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import polars as pl
 
-from dupfind.analysis import AnalysisContext, stated_timeouts
+from dupfind.analysis import AnalysisContext
 from dupfind.analyze import AnalysisReport
 from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
@@ -17,7 +16,6 @@ from dupfind.queue_health import QUANTILES, queue_advice
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
 from dupfind.schema import as_strings
 from dupfind.timefmt import iso_us
-from dupfind.timeouts import infer_timeouts
 
 SCHEMA = "dupfind.stats/1"
 NONE = "-"  # group label for records that name no queue, job type or deployment
@@ -287,18 +285,10 @@ class TimeoutFacts:
     redelivery_gaps: pl.DataFrame
     lease_extensions: dict[str, int]
 
-    @cached_property
-    def stated_timeouts(self) -> dict[str, float]:
-        return stated_timeouts(self.timeout_statements)
-
-    @property
-    def known_timeouts(self) -> dict[str, float]:
-        return {**self.stated_timeouts, **self.timeouts}
-
-    @cached_property
-    def inferred_timeouts(self) -> dict[str, Any]:
-        return infer_timeouts(self.redelivery_gaps)
-
+    # Worked out from those exactly as an AnalysisContext works them out.
+    stated_timeouts = AnalysisContext.stated_timeouts
+    known_timeouts = AnalysisContext.known_timeouts
+    inferred_timeouts = AnalysisContext.inferred_timeouts
     timeout_source = AnalysisContext.timeout_source
 
 
