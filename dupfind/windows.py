@@ -346,19 +346,19 @@ def merged_report(
     )
     windows = f"{len(plan)} window{'s' if len(plan) != 1 else ''}"
     note = (
-        f"The inputs were analysed in {windows} of time to stay within {_gb(budget)} of memory, each read with "
-        f"{_duration(overlap)} of records before and after it: repeats of one action further apart than that are "
+        f"The inputs were analysed in {windows} of time to stay within {gigabytes(budget)} of memory, each read with "
+        f"{duration_text(overlap)} of records before and after it: repeats of one action further apart than that are "
         "not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
     )
     warnings = [note, *dict.fromkeys(w for p in parts for w in p.warnings)]
     return AnalysisReport(survey, findings, rules, verdict, reason, summary, warnings, None)
 
 
-def _gb(n: float) -> str:
+def gigabytes(n: float) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e9:.2f} GB"
 
 
-def _duration(span: timedelta) -> str:
+def duration_text(span: timedelta) -> str:
     seconds = span.total_seconds()
     for unit, size in (("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
@@ -395,12 +395,12 @@ def _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_val
     per_record = size / max(total, 1)
     max_records = max(1, int((share * budget - PEAK_FIXED_BYTES) / (PEAK_PER_LOG_BYTE * per_record)))
     plan = plan_windows(counts, max_records, overlap, since, until)
-    _say(
-        f"these inputs need about {_gb(needed_bytes(size))} of memory to be read whole, more than {_gb(budget)}: "
-        f"analysing them in {len(plan)} window{'s' if len(plan) != 1 else ''} of time, each read with {_duration(overlap)} before and after."
+    say(
+        f"these inputs need about {gigabytes(needed_bytes(size))} of memory to be read whole, more than {gigabytes(budget)}: "
+        f"analysing them in {len(plan)} window{'s' if len(plan) != 1 else ''} of time, each read with {duration_text(overlap)} before and after."
     )
     if any(window.records > max_records for window in plan):
-        _say(f"some windows hold more records than fit in {_gb(budget)} with an overlap of {_duration(overlap)}; "
+        say(f"some windows hold more records than fit in {gigabytes(budget)} with an overlap of {duration_text(overlap)}; "
              "a shorter --window-overlap makes them smaller.")
     return run_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, surveyed, plan, budget, overlap,
                        stderr, protect, collect, spill)
@@ -426,9 +426,9 @@ def run_windows(
         if not files:
             continue
         source = "read back from the survey's spill" if spill is not None else f"from {len(files)} file(s)"
-        _say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
+        say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
         result = (spill.read(window.read_from, window.read_to, config) if spill is not None
-                  else _read(files, config, window.read_from, window.read_to, stderr))
+                  else read_inputs(files, config, window.read_from, window.read_to, stderr))
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
@@ -447,7 +447,7 @@ def survey_inputs(paths: list[str], config: Config, since, until, stderr: Consol
                   spill: Spill | None = None) -> IngestResult:
     """Every line of the inputs read and accounted for, the records counted per second, none kept
     (but written to `spill`)."""
-    return _read(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
+    return read_inputs(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
 
 
 class Spill:
@@ -516,7 +516,7 @@ def _release_memory() -> None:
         pass  # not glibc
 
 
-def _read(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None,
+def read_inputs(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None,
           spill=None) -> IngestResult:
     from dupfind.ingest import ingest
     from dupfind.pipeline import progress_for
@@ -528,262 +528,6 @@ def _read(paths: list[str], config: Config, since, until, stderr, survey: bool =
         return ingest(paths, config, since, until, progress=advance, survey=survey, keep=keep, spill=spill)
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     sys.stderr.write(f"dupfind: {text}\n")
     sys.stderr.flush()
-
-
-# -- the result cache -------------------------------------------------------------------------
-# A windowed analysis is stored as an analysis (result_cache.store_analysis) of an entry with no
-# table: its key is that of the inputs' set with the overlap, its report fields carry the file
-# reports and the ids a redactor protects besides the report's own.
-
-_FILES, _FILTERED_OUT, _PROTECTED = "windowed_files", "windowed_filtered_out", "windowed_protected"
-
-
-def _stored_fields() -> list[str]:
-    from dataclasses import fields
-
-    from dupfind.analyze import AnalysisReport
-    from dupfind.pipeline import LIVE_REPORT_FIELDS
-
-    return [f.name for f in fields(AnalysisReport) if f.name not in LIVE_REPORT_FIELDS]
-
-
-def cache_ref(
-    paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
-    max_jobs_per_value: int, since: datetime | None, until: datetime | None, overlap: timedelta,
-) -> tuple[Any, str, str] | None:
-    """Where the windowed analysis of these inputs is cached: (cache, entry key, analysis key);
-    None where the inputs cannot be keyed (standard input, a file that cannot be examined)."""
-    from dupfind.cache import TableCache, default_cache_dir
-    from dupfind.result_cache import ResultCache
-
-    root = default_cache_dir()
-    files = TableCache(root, config.digest())
-    keys = []
-    for src in expand_inputs(paths):
-        key = files.key(src.file) if src.file is not None else None
-        if key is None:
-            return None
-        keys.append((src.path, key))
-    digest = f"{config.digest()}/windows/{overlap.total_seconds()!r}"
-    entry = ResultCache(root).set_key(keys, digest, since, until, max_jobs_per_value)
-    return ResultCache(root), entry, ResultCache.analysis_key(entry, rules, skew_s, timeouts, config.timeouts)
-
-
-def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisReport, list[str]] | None:
-    """The stored windowed analysis and its protected ids, or None (a damaged entry is deleted)."""
-    from dupfind.analyze import AnalysisReport
-    from dupfind.ingest import IngestResult
-    from dupfind.result_cache import _report_from_state
-
-    cache, entry, key = ref
-    hit = cache.load_analysis(entry, key)
-    if hit is None:
-        return None
-    try:
-        stored = dict(hit["report"])
-        if sorted(stored) != sorted([*_stored_fields(), _FILES, _FILTERED_OUT, _PROTECTED]):
-            raise ValueError("another report layout")
-        files = [_report_from_state(state) for state in stored.pop(_FILES)]
-        rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
-        inputs = IngestResult(pl.DataFrame(), files, rejects, stored.pop(_FILTERED_OUT))
-        protected = stored.pop(_PROTECTED)
-        report = AnalysisReport(inputs=inputs, findings=hit["findings"](), rules=rules, context=None, **stored)
-    except Exception:  # noqa: BLE001 (anything wrong with an entry means analysing again)
-        cache.discard_analysis(entry, key)
-        return None
-    return report, protected
-
-
-def load_cached_value(ref: tuple[Any, str, str], kind: str, params: Any) -> tuple[bool, Any]:
-    """A value derived from a stored windowed analysis (the stats of its windows): (found, value)."""
-    from dupfind.result_cache import ResultCache
-
-    cache, entry, key = ref
-    return cache.load_value(entry, ResultCache.value_key(key, kind, params))
-
-
-def store_cached_value(ref: tuple[Any, str, str], kind: str, params: Any, value: Any) -> None:
-    from dupfind.result_cache import ResultCache
-
-    cache, entry, key = ref
-    try:
-        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    cache.store_value(entry, ResultCache.value_key(key, kind, params), value)
-
-
-def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: list[str]) -> None:
-    from dupfind.result_cache import _report_state
-
-    cache, entry, key = ref
-    fields = {name: getattr(report, name) for name in _stored_fields()}
-    fields[_FILES] = [_report_state(f) for f in report.inputs.files]
-    fields[_FILTERED_OUT] = report.inputs.filtered_out
-    fields[_PROTECTED] = protected
-    try:
-        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    cache.store_analysis(entry, key, report.findings, fields)
-    cache.prune()
-
-
-# -- trace ------------------------------------------------------------------------------------
-
-
-def id_columns(config: Config) -> list[str]:
-    from dupfind.schema import ID_COLUMNS
-
-    return list(dict.fromkeys((*ID_COLUMNS, *config.link_keys, *config.business_keys)))
-
-
-def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
-    """A survey's `keep`: the rows of a normalised batch that carry a queried id (as `trace` reads
-    a query: a value in any id column, or COLUMN=VALUE in that column), with their time alone."""
-    from dupfind.trace import parse_query
-
-    parsed = [parse_query(query, columns) for query in queries]
-
-    def keep(batch: pl.DataFrame) -> pl.DataFrame:
-        tests = [
-            pl.col(c).cast(pl.String) == value
-            for column, value in parsed for c in ([column] if column else columns) if c in batch.columns
-        ]
-        return batch.filter(pl.any_horizontal(tests)).select("ts", "source", "line") if tests else batch.clear()
-
-    return keep
-
-
-def bounded_read(
-    survey: IngestResult, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
-) -> tuple[datetime, datetime]:
-    """The read around `first`..`last` with `overlap` each side, when the survey says it fits."""
-    read_from, read_to = first - overlap, last + overlap
-    counts = survey.time_counts
-    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
-    held = int(counts.filter(pl.col("second").is_between(read_from - timedelta(seconds=1), read_to))["records"].sum()) \
-        if total else 0
-    needed = needed_bytes(size * held / max(total, 1))
-    # A read over the budget that still spares most of the inputs is the best there is (reading
-    # alone needs about 0.5 GB); one that holds most of them would be killed as a whole read is.
-    if needed > budget and held > total / 2:
-        raise DupfindError(
-            f"{what} span {iso(first)} to {iso(last)}: with {_duration(overlap)} around them that needs about "
-            f"{_gb(needed)} of memory, more than the {_gb(budget)} there is; narrow the read with --since/--until."
-        )
-    return read_from, read_to
-
-
-def trace_bounds(
-    paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
-    budget: int, overlap: timedelta, stderr: Console | None = None,
-) -> tuple[datetime, datetime] | None:
-    """For inputs too large to read whole: the time to read for a trace of these ids (their
-    records' span with `overlap` each side), found by a survey that keeps only the records
-    carrying them; None when no record does."""
-    survey = _read(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
-    if survey.table.height == 0:
-        return None
-    first, last = survey.table["ts"].min(), survey.table["ts"].max()
-    read_from, read_to = bounded_read(
-        survey, log_bytes(expand_inputs(paths)), budget, first, last, overlap, f"the records of {', '.join(queries)}",
-    )
-    read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
-    _say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
-         f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
-    return read_from, read_to
-
-
-# -- stats ------------------------------------------------------------------------------------
-
-
-def _shifted(frame: pl.DataFrame, action_offset: int, exec_offset: int) -> pl.DataFrame:
-    """Ids moved past the earlier windows', labels as text (no Categorical outlives its window)."""
-    from dupfind.schema import as_strings
-
-    moved = [pl.col(c) + action_offset for c in ("action_id",) if c in frame.columns]
-    moved += [pl.col(c) + exec_offset for c in ("exec_id", "prev_exec_id") if c in frame.columns]
-    return as_strings(frame.with_columns(moved))
-
-
-def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, action_offset: int,
-                    exec_offset: int):
-    """A Collector for `stats`: the window's own part of what stats counts (queue_stats.StatsFacts):
-    rows of its own actions, and by their time rows that belong to none."""
-    from dupfind.queue_stats import StatsFacts, TimeoutFacts, lost_actions, stats_facts
-    from dupfind.schema import as_strings
-
-    ctx = report.context
-    facts = stats_facts(ctx, lost_actions(report))
-    mine = pl.col("action_id").is_in(owned.implode())
-    own_or_held = mine | (pl.col("action_id").is_null() & window.holds("ts"))
-
-    def own(frame: pl.DataFrame, keep: pl.Expr = mine) -> pl.DataFrame:
-        return _shifted(frame.filter(keep), action_offset, exec_offset)
-
-    records, *per_action = facts.counts
-    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "ts").filter(
-        pl.col("visibility_timeout_s").is_not_null() & window.holds("ts")
-    )).drop("ts")
-    queues = ctx.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
-    extended = (
-        as_strings(ctx.columns("kind", "action_id", "queue", "ts").filter(pl.col("kind") == "lease_extended"))
-        .join(queues, on="action_id", how="left").filter(own_or_held)
-    )
-    extensions = dict(extended.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len().rows())
-    held = ctx.columns("ts").filter(window.holds("ts"))["ts"]
-    t = facts.timeouts
-    # Held until the last window: only the columns grouping reads. Records only feed sums and the
-    # distinct dead-lettered messages: summed here per label (a 5M-line export's windows held 2M
-    # rows of them), which grouping sums again the same way.
-    labels = ["queue", "job_type", "deployment"]
-    flags = ["published", "received", "started", "retried", "lease_expired_logged"]
-    records = own(records, own_or_held).group_by(*labels, "dead_letter").agg(pl.col(flags).sum())
-    execs, gaps, extra, lost = (own(frame) for frame in per_action)
-    deploy = pl.col("kind").str.starts_with("deploy_")
-    return StatsFacts(
-        counts=[records, execs.select(*labels, "finished", "failed", "duration_s"), gaps.select(labels),
-                extra.select(labels), lost.select(labels)],
-        deliveries=own(facts.deliveries).select(*labels, "published_at", "delivered_at"),
-        events=facts.events.filter(window.holds("ts")).select(  # the deployment only of a deploy's records
-            "ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")),
-        ),
-        redelivered=own(facts.redelivered).select("ts", "kind"),
-        end_of_logs=held.max() if held.len() else None,
-        timeouts=TimeoutFacts(
-            t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "duration_s"),
-            own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id"), extensions,
-        ),
-    )
-
-
-def merge_stats_facts(parts: list) -> Any:
-    """One StatsFacts of the windows' own parts."""
-    from dupfind.queue_stats import StatsFacts, TimeoutFacts
-
-    def joined(frames: list[pl.DataFrame]) -> pl.DataFrame:
-        return pl.concat(frames, how="vertical_relaxed")
-
-    ends = [p.end_of_logs for p in parts if p.end_of_logs is not None]
-    extensions: dict[str, int] = {}
-    for part in parts:
-        for queue, count in part.timeouts.lease_extensions.items():
-            extensions[queue] = extensions.get(queue, 0) + count
-    return StatsFacts(
-        counts=[joined([p.counts[i] for p in parts]) for i in range(len(parts[0].counts))],
-        deliveries=joined([p.deliveries for p in parts]),
-        events=joined([p.events for p in parts]),
-        redelivered=joined([p.redelivered for p in parts]),
-        end_of_logs=max(ends) if ends else None,
-        timeouts=TimeoutFacts(
-            parts[0].timeouts.timeouts,
-            joined([p.timeouts.timeout_statements for p in parts]),
-            joined([p.timeouts.execution_durations for p in parts]),
-            joined([p.timeouts.redelivery_gaps for p in parts]),
-            extensions,
-        ),
-    )

@@ -18,15 +18,8 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.queue_stats import build_stats, stats_from
 from dupfind.rules_registry import load_rules
-from dupfind.windows import (
-    Window,
-    merge_stats_facts,
-    parse_size,
-    plan_windows,
-    run_windows,
-    stats_collector,
-    window_budget,
-)
+from dupfind.windows import Window, parse_size, plan_windows, run_windows, window_budget
+from dupfind.windows_views import merge_stats_facts, stats_collector
 
 SCENARIOS = sorted(p.parent for p in FIXTURES.glob("*/*/logs") if p.is_dir())
 T0 = datetime(2026, 7, 21, 10, 0, tzinfo=UTC)

@@ -53,9 +53,8 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
     from dupfind.pipeline import relative_bound, time_bounds
-    from dupfind.windows import (
-        analyze_in_windows, cache_ref, load_cached, load_cached_value, store_cached, store_cached_value,
-    )
+    from dupfind.windows import analyze_in_windows
+    from dupfind.windows_cache import cache_ref, load_cached, load_cached_value, store_cached, store_cached_value
 
     timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable)
     since_ts, until_ts = time_bounds(cfg, since, until)

@@ -91,7 +91,8 @@ def stats(
     else:  # too large to read whole: each window of time counts what is its own, then all is grouped
         from dupfind.commands.analyze import run_windowed
         from dupfind.queue_stats import HEALTH_RULES, StatsReport, stats_from
-        from dupfind.windows import STATS_PLANNED_SHARE, merge_stats_facts, stats_collector
+        from dupfind.windows import STATS_PLANNED_SHARE
+        from dupfind.windows_views import merge_stats_facts, stats_collector
 
         def tables(report, parts) -> dict:  # what stats shows besides the analysis, stored beside it
             stats = stats_from(report, merge_stats_facts(parts), bucket_s)

@@ -43,7 +43,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
     from dupfind.config import load_config
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
-    from dupfind.windows import trace_bounds
+    from dupfind.windows_views import trace_bounds
 
     window = timedelta(seconds=overlap)
     if finding:

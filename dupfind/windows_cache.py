@@ -1,0 +1,113 @@
+"""The result cache of analyses of inputs read in windows of time (dupfind.windows)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from dupfind.sources import expand_inputs
+
+if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
+    from dupfind.analyze import AnalysisReport
+    from dupfind.config import Config
+    from dupfind.rules_registry import Rule
+
+# A windowed analysis is stored as an analysis (result_cache.store_analysis) of an entry with no
+# table: its key is that of the inputs' set with the overlap, its report fields carry the file
+# reports and the ids a redactor protects besides the report's own.
+
+_FILES, _FILTERED_OUT, _PROTECTED = "windowed_files", "windowed_filtered_out", "windowed_protected"
+
+
+def _stored_fields() -> list[str]:
+    from dataclasses import fields
+
+    from dupfind.analyze import AnalysisReport
+    from dupfind.pipeline import LIVE_REPORT_FIELDS
+
+    return [f.name for f in fields(AnalysisReport) if f.name not in LIVE_REPORT_FIELDS]
+
+
+def cache_ref(
+    paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
+    max_jobs_per_value: int, since: datetime | None, until: datetime | None, overlap: timedelta,
+) -> tuple[Any, str, str] | None:
+    """Where the windowed analysis of these inputs is cached: (cache, entry key, analysis key);
+    None where the inputs cannot be keyed (standard input, a file that cannot be examined)."""
+    from dupfind.cache import TableCache, default_cache_dir
+    from dupfind.result_cache import ResultCache
+
+    root = default_cache_dir()
+    files = TableCache(root, config.digest())
+    keys = []
+    for src in expand_inputs(paths):
+        key = files.key(src.file) if src.file is not None else None
+        if key is None:
+            return None
+        keys.append((src.path, key))
+    digest = f"{config.digest()}/windows/{overlap.total_seconds()!r}"
+    entry = ResultCache(root).set_key(keys, digest, since, until, max_jobs_per_value)
+    return ResultCache(root), entry, ResultCache.analysis_key(entry, rules, skew_s, timeouts, config.timeouts)
+
+
+def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisReport, list[str]] | None:
+    """The stored windowed analysis and its protected ids, or None (a damaged entry is deleted)."""
+    from dupfind.analyze import AnalysisReport
+    from dupfind.ingest import IngestResult
+    from dupfind.result_cache import _report_from_state
+
+    cache, entry, key = ref
+    hit = cache.load_analysis(entry, key)
+    if hit is None:
+        return None
+    try:
+        stored = dict(hit["report"])
+        if sorted(stored) != sorted([*_stored_fields(), _FILES, _FILTERED_OUT, _PROTECTED]):
+            raise ValueError("another report layout")
+        files = [_report_from_state(state) for state in stored.pop(_FILES)]
+        rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
+        inputs = IngestResult(pl.DataFrame(), files, rejects, stored.pop(_FILTERED_OUT))
+        protected = stored.pop(_PROTECTED)
+        report = AnalysisReport(inputs=inputs, findings=hit["findings"](), rules=rules, context=None, **stored)
+    except Exception:  # noqa: BLE001 (anything wrong with an entry means analysing again)
+        cache.discard_analysis(entry, key)
+        return None
+    return report, protected
+
+
+def load_cached_value(ref: tuple[Any, str, str], kind: str, params: Any) -> tuple[bool, Any]:
+    """A value derived from a stored windowed analysis (the stats of its windows): (found, value)."""
+    from dupfind.result_cache import ResultCache
+
+    cache, entry, key = ref
+    return cache.load_value(entry, ResultCache.value_key(key, kind, params))
+
+
+def store_cached_value(ref: tuple[Any, str, str], kind: str, params: Any, value: Any) -> None:
+    from dupfind.result_cache import ResultCache
+
+    cache, entry, key = ref
+    try:
+        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    cache.store_value(entry, ResultCache.value_key(key, kind, params), value)
+
+
+def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: list[str]) -> None:
+    from dupfind.result_cache import _report_state
+
+    cache, entry, key = ref
+    fields = {name: getattr(report, name) for name in _stored_fields()}
+    fields[_FILES] = [_report_state(f) for f in report.inputs.files]
+    fields[_FILTERED_OUT] = report.inputs.filtered_out
+    fields[_PROTECTED] = protected
+    try:
+        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    cache.store_analysis(entry, key, report.findings, fields)
+    cache.prune()

@@ -1,0 +1,178 @@
+"""What `trace` and `stats` take of inputs read in windows of time (dupfind.windows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from dupfind.errors import DupfindError
+from dupfind.memory_check import log_bytes
+from dupfind.sources import expand_inputs
+from dupfind.timefmt import iso
+from dupfind.windows import Window, duration_text, gigabytes, needed_bytes, read_inputs, say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dupfind.analyze import AnalysisReport
+    from dupfind.config import Config
+    from dupfind.ingest import IngestResult
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+def id_columns(config: Config) -> list[str]:
+    from dupfind.schema import ID_COLUMNS
+
+    return list(dict.fromkeys((*ID_COLUMNS, *config.link_keys, *config.business_keys)))
+
+
+def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A survey's `keep`: the rows of a normalised batch that carry a queried id (as `trace` reads
+    a query: a value in any id column, or COLUMN=VALUE in that column), with their time alone."""
+    from dupfind.trace import parse_query
+
+    parsed = [parse_query(query, columns) for query in queries]
+
+    def keep(batch: pl.DataFrame) -> pl.DataFrame:
+        tests = [
+            pl.col(c).cast(pl.String) == value
+            for column, value in parsed for c in ([column] if column else columns) if c in batch.columns
+        ]
+        return batch.filter(pl.any_horizontal(tests)).select("ts", "source", "line") if tests else batch.clear()
+
+    return keep
+
+
+def bounded_read(
+    survey: IngestResult, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
+) -> tuple[datetime, datetime]:
+    """The read around `first`..`last` with `overlap` each side, when the survey says it fits."""
+    read_from, read_to = first - overlap, last + overlap
+    counts = survey.time_counts
+    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
+    held = int(counts.filter(pl.col("second").is_between(read_from - timedelta(seconds=1), read_to))["records"].sum()) \
+        if total else 0
+    needed = needed_bytes(size * held / max(total, 1))
+    # A read over the budget that still spares most of the inputs is the best there is (reading
+    # alone needs about 0.5 GB); one that holds most of them would be killed as a whole read is.
+    if needed > budget and held > total / 2:
+        raise DupfindError(
+            f"{what} span {iso(first)} to {iso(last)}: with {duration_text(overlap)} around them that needs about "
+            f"{gigabytes(needed)} of memory, more than the {gigabytes(budget)} there is; narrow the read with --since/--until."
+        )
+    return read_from, read_to
+
+
+def trace_bounds(
+    paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
+    budget: int, overlap: timedelta, stderr: Console | None = None,
+) -> tuple[datetime, datetime] | None:
+    """For inputs too large to read whole: the time to read for a trace of these ids (their
+    records' span with `overlap` each side), found by a survey that keeps only the records
+    carrying them; None when no record does."""
+    survey = read_inputs(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
+    if survey.table.height == 0:
+        return None
+    first, last = survey.table["ts"].min(), survey.table["ts"].max()
+    read_from, read_to = bounded_read(
+        survey, log_bytes(expand_inputs(paths)), budget, first, last, overlap, f"the records of {', '.join(queries)}",
+    )
+    read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
+    say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
+         f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
+    return read_from, read_to
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+def _shifted(frame: pl.DataFrame, action_offset: int, exec_offset: int) -> pl.DataFrame:
+    """Ids moved past the earlier windows', labels as text (no Categorical outlives its window)."""
+    from dupfind.schema import as_strings
+
+    moved = [pl.col(c) + action_offset for c in ("action_id",) if c in frame.columns]
+    moved += [pl.col(c) + exec_offset for c in ("exec_id", "prev_exec_id") if c in frame.columns]
+    return as_strings(frame.with_columns(moved))
+
+
+def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, action_offset: int,
+                    exec_offset: int):
+    """A Collector for `stats`: the window's own part of what stats counts (queue_stats.StatsFacts):
+    rows of its own actions, and by their time rows that belong to none."""
+    from dupfind.queue_stats import StatsFacts, TimeoutFacts, lost_actions, stats_facts
+    from dupfind.schema import as_strings
+
+    ctx = report.context
+    facts = stats_facts(ctx, lost_actions(report))
+    mine = pl.col("action_id").is_in(owned.implode())
+    own_or_held = mine | (pl.col("action_id").is_null() & window.holds("ts"))
+
+    def own(frame: pl.DataFrame, keep: pl.Expr = mine) -> pl.DataFrame:
+        return _shifted(frame.filter(keep), action_offset, exec_offset)
+
+    records, *per_action = facts.counts
+    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "ts").filter(
+        pl.col("visibility_timeout_s").is_not_null() & window.holds("ts")
+    )).drop("ts")
+    queues = ctx.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
+    extended = (
+        as_strings(ctx.columns("kind", "action_id", "queue", "ts").filter(pl.col("kind") == "lease_extended"))
+        .join(queues, on="action_id", how="left").filter(own_or_held)
+    )
+    extensions = dict(extended.group_by(pl.coalesce("queue", "action_queue").fill_null("").alias("q")).len().rows())
+    held = ctx.columns("ts").filter(window.holds("ts"))["ts"]
+    t = facts.timeouts
+    # Held until the last window: only the columns grouping reads. Records only feed sums and the
+    # distinct dead-lettered messages: summed here per label (a 5M-line export's windows held 2M
+    # rows of them), which grouping sums again the same way.
+    labels = ["queue", "job_type", "deployment"]
+    flags = ["published", "received", "started", "retried", "lease_expired_logged"]
+    records = own(records, own_or_held).group_by(*labels, "dead_letter").agg(pl.col(flags).sum())
+    execs, gaps, extra, lost = (own(frame) for frame in per_action)
+    deploy = pl.col("kind").str.starts_with("deploy_")
+    return StatsFacts(
+        counts=[records, execs.select(*labels, "finished", "failed", "duration_s"), gaps.select(labels),
+                extra.select(labels), lost.select(labels)],
+        deliveries=own(facts.deliveries).select(*labels, "published_at", "delivered_at"),
+        events=facts.events.filter(window.holds("ts")).select(  # the deployment only of a deploy's records
+            "ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")),
+        ),
+        redelivered=own(facts.redelivered).select("ts", "kind"),
+        end_of_logs=held.max() if held.len() else None,
+        timeouts=TimeoutFacts(
+            t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "duration_s"),
+            own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id"), extensions,
+        ),
+    )
+
+
+def merge_stats_facts(parts: list) -> Any:
+    """One StatsFacts of the windows' own parts."""
+    from dupfind.queue_stats import StatsFacts, TimeoutFacts
+
+    def joined(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return pl.concat(frames, how="vertical_relaxed")
+
+    ends = [p.end_of_logs for p in parts if p.end_of_logs is not None]
+    extensions: dict[str, int] = {}
+    for part in parts:
+        for queue, count in part.timeouts.lease_extensions.items():
+            extensions[queue] = extensions.get(queue, 0) + count
+    return StatsFacts(
+        counts=[joined([p.counts[i] for p in parts]) for i in range(len(parts[0].counts))],
+        deliveries=joined([p.deliveries for p in parts]),
+        events=joined([p.events for p in parts]),
+        redelivered=joined([p.redelivered for p in parts]),
+        end_of_logs=max(ends) if ends else None,
+        timeouts=TimeoutFacts(
+            parts[0].timeouts.timeouts,
+            joined([p.timeouts.timeout_statements for p in parts]),
+            joined([p.timeouts.execution_durations for p in parts]),
+            joined([p.timeouts.redelivery_gaps for p in parts]),
+            extensions,
+        ),
+    )
