@@ -425,9 +425,10 @@ def run_windows(
         files = [src.path for src, report in zip(sources, survey.files, strict=True) if window.reads_file(report)]
         if not files:
             continue
-        source = "read back from the survey's spill" if spill is not None else f"from {len(files)} file(s)"
+        source = "read back from the survey's spill" if spill is not None and not spill.failed \
+            else f"from {len(files)} file(s)"
         say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
-        result = (spill.read(window.read_from, window.read_to, config) if spill is not None
+        result = (spill.read(window.read_from, window.read_to, config) if spill is not None and not spill.failed
                   else read_inputs(files, config, window.read_from, window.read_to, stderr))
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
@@ -457,6 +458,7 @@ class Spill:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.batches: list[tuple[Path, datetime, datetime]] = []  # file, first and last record time
+        self.failed = False  # a write failed (a full disk): the windows parse their files instead
 
     @classmethod
     def create(cls, size: int) -> Spill | None:
@@ -483,8 +485,16 @@ class Spill:
                 shutil.rmtree(folder, ignore_errors=True)
 
     def write(self, batch: pl.DataFrame) -> None:
+        if self.failed:
+            return
         path = self.folder / f"{len(self.batches):06d}.arrow"
-        batch.write_ipc(path, compression="lz4")
+        try:
+            batch.write_ipc(path, compression="lz4")
+        except OSError:
+            self.failed = True
+            self.batches.clear()
+            self.remove()
+            return
         self.batches.append((path, batch["ts"].min(), batch["ts"].max()))
 
     def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult:

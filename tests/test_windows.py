@@ -405,6 +405,21 @@ def test_windows_read_their_records_back_from_the_spill_or_parse_again_without_o
     parsed, _, _ = windows.analyze_in_windows(*args)
     assert orjson.dumps(spilled.to_dict()) == orjson.dumps(parsed.to_dict())
     assert spilled.summary["windows"]["count"] >= 5
+    # a spill whose disk fills up mid-survey is given up: the windows parse their files
+    monkeypatch.setattr(windows.Spill, "create", staticmethod(create))
+    real_write = pl.DataFrame.write_ipc
+    writes: list[int] = []
+
+    def write_ipc(frame, path, **options):
+        writes.append(1)
+        if len(writes) == 1:  # this scenario is one batch
+            raise OSError(28, "No space left on device")
+        return real_write(frame, path, **options)
+
+    monkeypatch.setattr(pl.DataFrame, "write_ipc", write_ipc)
+    full, _, _ = windows.analyze_in_windows(*args)
+    assert created[-1].failed and not created[-1].folder.exists() and writes == [1]
+    assert orjson.dumps(full.to_dict()) == orjson.dumps(parsed.to_dict())
 
 
 def test_stats_of_inputs_too_large_comes_from_the_cache_the_second_time(long_scenario: Path, tmp_path: Path) -> None:
