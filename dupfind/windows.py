@@ -428,8 +428,9 @@ def run_windows(
         source = "read back from the survey's spill" if spill is not None and not spill.failed \
             else f"from {len(files)} file(s)"
         say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
-        result = (spill.read(window.read_from, window.read_to, config) if spill is not None and not spill.failed
-                  else read_inputs(files, config, window.read_from, window.read_to, stderr))
+        result = spill.read(window.read_from, window.read_to, config) if spill is not None else None
+        if result is None:
+            result = read_inputs(files, config, window.read_from, window.read_to, stderr)
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
@@ -497,17 +498,24 @@ class Spill:
             return
         self.batches.append((path, batch["ts"].min(), batch["ts"].max()))
 
-    def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult:
-        """The canonical table of the spilled records within [since, until], as a read of them would give."""
+    def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult | None:
+        """The canonical table of the spilled records within [since, until], as a read of them would
+        give; None when the spill failed or cannot be read (the files are parsed instead)."""
         from dupfind.ingest import IngestResult, _within, assemble, held_for_assembly
 
+        if self.failed:
+            return None
         tables = []
-        for path, first, last in self.batches:
-            if (since is not None and last < since) or (until is not None and first > until):
-                continue
-            batch = _within(pl.read_ipc(path), since, until)
-            if batch.height:
-                tables.append(held_for_assembly(batch))
+        try:
+            for path, first, last in self.batches:
+                if (since is not None and last < since) or (until is not None and first > until):
+                    continue
+                batch = _within(pl.read_ipc(path), since, until)
+                if batch.height:
+                    tables.append(held_for_assembly(batch))
+        except (OSError, pl.exceptions.PolarsError):
+            self.failed = True
+            return None
         rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
         return IngestResult(assemble(tables, config), [], rejects)
 

@@ -420,6 +420,11 @@ def test_windows_read_their_records_back_from_the_spill_or_parse_again_without_o
     full, _, _ = windows.analyze_in_windows(*args)
     assert created[-1].failed and not created[-1].folder.exists() and writes == [1]
     assert orjson.dumps(full.to_dict()) == orjson.dumps(parsed.to_dict())
+    # a spill that cannot be read back (removed meanwhile) is given up the same way
+    monkeypatch.setattr(pl.DataFrame, "write_ipc", real_write)
+    monkeypatch.setattr(pl, "read_ipc", lambda path, **options: (_ for _ in ()).throw(OSError(2, "gone")))
+    unreadable, _, _ = windows.analyze_in_windows(*args)
+    assert created[-1].failed and orjson.dumps(unreadable.to_dict()) == orjson.dumps(parsed.to_dict())
 
 
 def test_stats_of_inputs_too_large_comes_from_the_cache_the_second_time(long_scenario: Path, tmp_path: Path) -> None:
