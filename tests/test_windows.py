@@ -169,6 +169,15 @@ def test_windowed_markdown_redacts_and_a_baseline_applies(long_scenario: Path, t
     markdown = run_cli(*args, "--format", "markdown")
     assert markdown.returncode == 0, markdown.stderr
     assert b"side effect" in markdown.stdout and b"dupfind: window 2/" in markdown.stderr
+    # the ticket of one read, worst incident's trace included (read around that finding), but for
+    # the command that made it and the warning that says how it was read
+    one_read = run_cli("analyze", str(long_scenario), "--format", "markdown", "--no-cache")
+    windowed_lines = [line for line in markdown.stdout.decode().splitlines() if not line.startswith("dupfind analyze")]
+    one_lines = [line for line in one_read.stdout.decode().splitlines() if not line.startswith("dupfind analyze")]
+    assert "## Worst incident" in one_lines
+    at = windowed_lines.index("## Warnings")
+    assert "of time to stay within" in windowed_lines[at + 2]
+    assert windowed_lines[:at - 1] + windowed_lines[at + 3:] == one_lines
     known = run_cli(*args, "--format", "json", "--baseline", str(baseline))
     report = orjson.loads(known.stdout)
     assert report["findings"] == [] and report["baseline"]["left_out"] == len(orjson.loads(baseline.read_bytes())["findings"])

@@ -82,6 +82,27 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     return report, cfg, protected, value
 
 
+def _trace_around(finding, paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, overlap,
+                  use_cache):
+    """The trace of a finding of inputs read in windows of time, from a read around its span
+    (the same as `trace --finding` gives); None when that read does not find it."""
+    from datetime import timedelta
+
+    from dupfind.timefmt import iso
+    from dupfind.trace import build_trace
+
+    first, last = finding.first_ts, finding.last_ts or finding.first_ts
+    if first is None:
+        return None
+    around = timedelta(seconds=overlap)
+    analysis, _ = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
+                               iso(first - around), iso(last + around), None, False, use_cache=use_cache)
+    found = analysis.findings_where(lambda _, fingerprint: fingerprint == finding.fingerprint)
+    if not found or found[0].action_id is None:
+        return None
+    return build_trace(analysis.context, found[0].action_id, [f"finding {finding.fingerprint}"])
+
+
 @app.command()
 def analyze(
     paths: PathsArg,
@@ -145,6 +166,9 @@ def analyze(
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                                cfg.business_keys, context=report.context, protected=protected),
     )
+    if budget is not None:  # read in windows: a finding is traced from a read around it
+        options.trace_finding = lambda finding: _trace_around(
+            finding, paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, overlap, not no_cache)
     emit(RENDERERS, output_format.value, report, options, output)
     store_context_facts(report.context)
     if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):

@@ -118,10 +118,17 @@ def _root_cause(report: AnalysisReport, worst: Finding | None, full: AnalysisRep
     return lines + [""]
 
 
-def _worst_trace(report: AnalysisReport, worst: Finding | None) -> list[str]:
-    if worst is None or worst.action_id is None or report.context is None:
+def _worst_trace(report: AnalysisReport, worst: Finding | None, trace_finding=None) -> list[str]:
+    if worst is None or worst.action_id is None:
         return []
-    trace = build_trace(report.context, worst.action_id, [f"finding {worst.fingerprint}"])
+    if report.context is not None:
+        trace = build_trace(report.context, worst.action_id, [f"finding {worst.fingerprint}"])
+    elif trace_finding is not None:
+        trace = trace_finding(worst)
+    else:
+        return []
+    if trace is None:
+        return []
     trace.finding = worst
     lines = ["## Worst incident", ""]
     if worst.cause:
@@ -164,7 +171,8 @@ def _reproduce(report: AnalysisReport, worst: Finding | None, command: list[str]
 
 
 def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
-                    redacted: bool = False) -> str:
+                    redacted: bool = False, trace_finding=None) -> str:
+    """The ticket body; `trace_finding` traces the worst finding of a report without a context."""
     full = report
     if report.context is not None:  # the worst incident's trace, while the findings are decoded
         report.context.read_ahead(*TRACE_READS)
@@ -176,7 +184,7 @@ def render_markdown(report: AnalysisReport, command: list[str] | None = None, pa
     lines += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
     lines += _impact(report)
     lines += _root_cause(report, worst, full)
-    lines += _worst_trace(report, worst)
+    lines += _worst_trace(report, worst, trace_finding)
     lines += _remediation(report)
     lines += _findings_by_rule(report)
     lines += _reproduce(report, worst, command or [], paths or [])

@@ -26,6 +26,9 @@ class RenderOptions:
     command: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     redactor: Redactor | None = None
+    # The trace of a finding when the report has no context to build it from (inputs read in
+    # windows of time: dupfind.windows); None when it cannot be traced.
+    trace_finding: Callable[[Any], Any] | None = None
 
 
 def console_for(buffer: io.StringIO, options: RenderOptions) -> Console:
@@ -78,7 +81,7 @@ def _analyze_ndjson(report: AnalysisReport, out: IO[bytes], options: RenderOptio
 def _analyze_markdown(report: AnalysisReport, options: RenderOptions) -> str:
     from dupfind.render.markdown import render_markdown
 
-    return render_markdown(report, options.command, options.paths, options.redactor is not None)
+    return render_markdown(report, options.command, options.paths, options.redactor is not None, options.trace_finding)
 
 
 RENDERERS: dict[str, Renderer] = {
