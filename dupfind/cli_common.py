@@ -87,7 +87,8 @@ NoCacheOpt = Annotated[bool, typer.Option(
 MemoryLimitOpt = Annotated[Optional[str], typer.Option(
     "--memory-limit",
     help="Memory the command may use, e.g. 8G or 512MiB (default: what is available). Inputs that need more are "
-         "read one window of time at a time (analyze) or only around the records asked for (trace).",
+         "read in parts: one window of time at a time (analyze, stats), only around what is shown (trace, "
+         "timeline), or without keeping the records (formats).",
 )]
 # 1h by default (the commands' default value): visibility timeouts and retry back-offs are minutes
 # to an hour, and repeats of one action further apart are not linked across windows.
