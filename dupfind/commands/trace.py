@@ -54,6 +54,9 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
                                     until, None, False, budget, overlap, False, use_cache)
         found = finding_to_trace(report, finding)
         first, last = found.first_ts, found.last_ts or found.first_ts
+        if first is None:
+            raise DupfindError(f"finding {found.fingerprint} has no time to read around: narrow the read with "
+                               "--since/--until.")
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
                          f"{found.fingerprint} ({iso(first)} to {iso(last)}, {overlap:g} s each side).\n")
         return iso(first - window), iso(last + window)
