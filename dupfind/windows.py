@@ -78,7 +78,11 @@ def window_budget(paths: list[str], limit: int | None) -> int | None:
         sources = expand_inputs(paths)
     except DupfindError:
         return None  # ingest says what is wrong with the paths
-    if not sources or any(src.file is None for src in sources):
+    if not sources:
+        return None
+    if any(src.file is None for src in sources):
+        if limit is not None:
+            say("standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says.")
         return None
     budget = limit if limit is not None else memory_check.available_bytes()
     if budget is None or needed_bytes(log_bytes(sources)) <= budget:

@@ -99,7 +99,7 @@ def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> No
     logs = FIXTURES / "synth" / "deploy-overlap" / "logs"
     assert window_budget([str(logs)], 10**12) is None
     assert window_budget([str(logs)], 10**6) == 10**6
-    assert window_budget(["-"], 10**6) is None  # cannot be read twice
+    assert window_budget(["-"], 10**6) is None  # cannot be read twice (and stderr says so)
     assert window_budget([str(tmp_path / "missing")], 10**6) is None  # ingest says what is wrong
 
 
@@ -449,3 +449,12 @@ def test_stats_of_inputs_too_large_comes_from_the_cache_the_second_time(long_sce
     assert second.stdout == first.stdout
     other_bucket = run_cli("stats", str(long_scenario), "--format", "json", "--bucket", "2m", *windowed, env=env)
     assert b"window 1/" in other_bucket.stderr and orjson.loads(other_bucket.stdout)["timeline"]["bucket_s"] == 120
+
+
+def test_standard_input_with_a_memory_limit_is_read_whole_and_stderr_says_so() -> None:
+    logs = (FIXTURES / "synth" / "deploy-overlap" / "logs" / "deploy.log").read_bytes()
+    done = run_cli("analyze", "-", "--format", "json", "--no-cache", "--memory-limit", "1MB", stdin=logs)
+    assert done.returncode == 0 and orjson.loads(done.stdout)["inputs"]["totals"]["lines"] == logs.count(b"\n")
+    assert done.stderr.decode().strip() == (
+        "dupfind: standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says."
+    )
