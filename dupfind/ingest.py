@@ -997,6 +997,11 @@ class _NormalisingThread:
             raise self.error
 
 
+def empty_rejects() -> pl.DataFrame:
+    """A frame of rejected lines that holds none (source, line, reason, text)."""
+    return pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
+
+
 def held_for_assembly(table: pl.DataFrame) -> pl.DataFrame:
     """A normalised batch as it is held until assembly: in the assembled table's types (text as
     Categorical, but `source`, which assembly rebuilds from the distinct paths), without the
@@ -1108,7 +1113,7 @@ def ingest(
     all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
     rejects = (
         pl.concat(all_rejects, how="vertical") if all_rejects
-        else pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
+        else empty_rejects()
     )
     tables = [*cached_tables, *normaliser.tables]
     cached_tables.clear()

@@ -90,6 +90,11 @@ def available_bytes(
     return min(found) if found else None
 
 
+def needed_bytes(size: float) -> float:
+    """About the peak memory of a cold analysis of `size` bytes of log text."""
+    return PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+
+
 def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
@@ -101,7 +106,7 @@ def memory_warning(sources: list[Source], available: int | None = None) -> str |
     if size == 0:
         return None
     available = available if available is not None else available_bytes()
-    needed = PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+    needed = needed_bytes(size)
     if available is None or needed <= available:
         return None
     return (

@@ -88,12 +88,18 @@ def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Consol
         _warn_if_too_large(paths)
     # Files are stored in the cache after the command's output when the command line does its
     # cache writes then (dupfind.background); API callers find them stored when this returns.
-    later = background.deferring()
+    return ingest_with_progress(paths, config, since_ts, until_ts, stderr, cache=cache,
+                                store_later=background.deferring())
+
+
+def ingest_with_progress(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None,
+                         **options: Any) -> IngestResult:
+    """ingest(), with a progress bar on `stderr` when it is a terminal."""
     progress, advance = progress_for(paths, stderr)
     if progress is None:
-        return ingest(paths, config, since_ts, until_ts, cache=cache, store_later=later)
+        return ingest(paths, config, since_ts, until_ts, **options)
     with progress:
-        return ingest(paths, config, since_ts, until_ts, progress=advance, cache=cache, store_later=later)
+        return ingest(paths, config, since_ts, until_ts, progress=advance, **options)
 
 
 def load_inputs(

@@ -22,7 +22,8 @@ import polars as pl
 
 from dupfind import memory_check
 from dupfind.errors import DupfindError
-from dupfind.memory_check import PEAK_FIXED_BYTES, PEAK_PER_LOG_BYTE, log_bytes
+from dupfind.memory_check import PEAK_FIXED_BYTES, PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
+from dupfind.pipeline import ingest_with_progress
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 
@@ -63,11 +64,6 @@ def parse_size(text: str, option: str) -> int:
         raise DupfindError(f"{option} {text!r} is not a size: use bytes or a unit, e.g. 8G, 1.5GB, 512MiB.")
     unit, binary = match.group(2).lower(), match.group(3).lower().startswith("i")
     return int(float(match.group(1)) * (_BINARY_UNITS[unit] if binary and unit else _UNITS[unit]))
-
-
-def needed_bytes(size: int) -> float:
-    """About the peak memory of a cold analysis of `size` bytes of log text (see memory_check)."""
-    return PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
 
 
 def window_budget(paths: list[str], limit: int | None) -> int | None:
@@ -434,7 +430,7 @@ def run_windows(
         say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
         result = spill.read(window.read_from, window.read_to, config) if spill is not None else None
         if result is None:
-            result = read_inputs(files, config, window.read_from, window.read_to, stderr)
+            result = ingest_with_progress(files, config, window.read_from, window.read_to, stderr)
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
@@ -453,7 +449,7 @@ def survey_inputs(paths: list[str], config: Config, since, until, stderr: Consol
                   spill: Spill | None = None) -> IngestResult:
     """Every line of the inputs read and accounted for, the records counted per second, none kept
     (but written to `spill`)."""
-    return read_inputs(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
+    return ingest_with_progress(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
 
 
 class Spill:
@@ -505,7 +501,7 @@ class Spill:
     def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult | None:
         """The canonical table of the spilled records within [since, until], as a read of them would
         give; None when the spill failed or cannot be read (the files are parsed instead)."""
-        from dupfind.ingest import IngestResult, _within, assemble, held_for_assembly
+        from dupfind.ingest import IngestResult, _within, assemble, empty_rejects, held_for_assembly
 
         if self.failed:
             return None
@@ -520,8 +516,7 @@ class Spill:
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
-        rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
-        return IngestResult(assemble(tables, config), [], rejects)
+        return IngestResult(assemble(tables, config), [], empty_rejects())
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -536,18 +531,6 @@ def _release_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass  # not glibc
-
-
-def read_inputs(paths: list[str], config: Config, since, until, stderr, survey: bool = False, keep=None,
-          spill=None) -> IngestResult:
-    from dupfind.ingest import ingest
-    from dupfind.pipeline import progress_for
-
-    progress, advance = progress_for(paths, stderr)
-    if progress is None:
-        return ingest(paths, config, since, until, survey=survey, keep=keep, spill=spill)
-    with progress:
-        return ingest(paths, config, since, until, progress=advance, survey=survey, keep=keep, spill=spill)
 
 
 def say(text: str) -> None:

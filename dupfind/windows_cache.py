@@ -56,7 +56,7 @@ def cache_ref(
 def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisReport, list[str]] | None:
     """The stored windowed analysis and its protected ids, or None (a damaged entry is deleted)."""
     from dupfind.analyze import AnalysisReport
-    from dupfind.ingest import IngestResult
+    from dupfind.ingest import IngestResult, empty_rejects
     from dupfind.result_cache import _report_from_state
 
     cache, entry, key = ref
@@ -68,8 +68,7 @@ def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisR
         if sorted(stored) != sorted([*_stored_fields(), _FILES, _FILTERED_OUT, _PROTECTED]):
             raise ValueError("another report layout")
         files = [_report_from_state(state) for state in stored.pop(_FILES)]
-        rejects = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
-        inputs = IngestResult(pl.DataFrame(), files, rejects, stored.pop(_FILTERED_OUT))
+        inputs = IngestResult(pl.DataFrame(), files, empty_rejects(), stored.pop(_FILTERED_OUT))
         protected = stored.pop(_PROTECTED)
         report = AnalysisReport(inputs=inputs, findings=hit["findings"](), rules=rules, context=None, **stored)
     except Exception:  # noqa: BLE001 (anything wrong with an entry means analysing again)

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from dupfind.errors import DupfindError
-from dupfind.memory_check import log_bytes
+from dupfind.memory_check import log_bytes, needed_bytes
+from dupfind.pipeline import ingest_with_progress
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
-from dupfind.windows import Window, duration_text, gigabytes, needed_bytes, read_inputs, say
+from dupfind.windows import Window, duration_text, gigabytes, say
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,7 +75,7 @@ def trace_bounds(
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
     carrying them; None when no record does."""
-    survey = read_inputs(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
+    survey = ingest_with_progress(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
     if survey.table.height == 0:
         return None
     first, last = survey.table["ts"].min(), survey.table["ts"].max()
