@@ -84,6 +84,11 @@ class GroupIndex:
         return self.rows(self.positions.slice(span[0], span[1]) if span else self.positions.clear())
 
 
+def id_column_names(config: Config) -> tuple[str, ...]:
+    """The columns an id may be searched in (`trace ID`): the id, link and business key columns."""
+    return (*ID_COLUMNS, *config.link_keys, *config.business_keys)
+
+
 def stated_timeouts(stated: pl.DataFrame) -> dict[str, float]:
     """Visibility timeouts stated in the logs (per queue; '' = any queue), from the records that
     state one (`queue`, `visibility_timeout_s`): the median of each queue's."""
@@ -123,7 +128,7 @@ class AnalysisContext:
 
     def id_columns(self) -> list[str]:
         """The columns an id is searched in (`trace ID`): the id, link and business key columns present."""
-        return self.present_columns(*ID_COLUMNS, *self.config.link_keys, *self.config.business_keys)
+        return self.present_columns(*id_column_names(self.config))
 
     @cached_property
     def id_values(self) -> pl.DataFrame:

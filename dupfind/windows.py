@@ -97,8 +97,8 @@ class Window:
     read_to: datetime | None
     records: int  # records read, from the survey
 
-    def holds(self, column: str | pl.Expr) -> pl.Expr:
-        expr = pl.col(column) if isinstance(column, str) else column
+    def holds(self, column: str) -> pl.Expr:
+        expr = pl.col(column)
         held = pl.lit(True)
         if self.start is not None:
             held &= expr >= self.start
@@ -184,8 +184,6 @@ class WindowPart:
 
     findings: list[Finding]
     records: int
-    first_ts: datetime | None
-    last_ts: datetime | None
     actions: int
     executions: int
     workers: set
@@ -193,7 +191,7 @@ class WindowPart:
     repeated: int
     side_effect_requests: int
     timeouts: dict[str, float]
-    deploys: Any  # deploy_concentration.DeployFacts of what the window owns
+    deploys: Any  # deploy_concentration.DeployFacts of what the window owns (and its records' span)
     warnings: list[str]
     protected: list[str] = field(default_factory=list)
     action_ids: int = 0  # how many action ids the window numbered (the next window's start)
@@ -238,8 +236,6 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
     return WindowPart(
         findings=findings,
         records=held.height,
-        first_ts=facts.first,
-        last_ts=facts.last,
         actions=owned.len(),
         executions=executions.height,
         workers=set(executions["worker_id"].unique().to_list()),
@@ -287,8 +283,8 @@ def merge_deploy_facts(parts: list[WindowPart]):
         series = [getattr(p.deploys, name) for p in parts]
         return pl.concat(series).sort() if series else pl.Series("ts", [], dtype=pl.Datetime("us", "UTC"))
 
-    firsts = [p.first_ts for p in parts if p.first_ts is not None]
-    lasts = [p.last_ts for p in parts if p.last_ts is not None]
+    firsts = [p.deploys.first for p in parts if p.deploys.first is not None]
+    lasts = [p.deploys.last for p in parts if p.deploys.last is not None]
     return DeployFacts(
         windows=sorted((w for p in parts for w in p.deploys.windows), key=lambda w: w["start"]),
         generations=sorted(generations.values(), key=began),
@@ -318,13 +314,12 @@ def merged_report(
     for part in parts:
         for queue, seconds in part.timeouts.items():
             timeouts[queue] = max(seconds, timeouts.get(queue, seconds))
-    firsts = [p.first_ts for p in parts if p.first_ts is not None]
-    lasts = [p.last_ts for p in parts if p.last_ts is not None]
+    deploys = merge_deploy_facts(parts)
     summary = summary_of(
         findings,
         records=sum(p.records for p in parts),
-        first_ts=min(firsts) if firsts else None,
-        last_ts=max(lasts) if lasts else None,
+        first_ts=deploys.first,
+        last_ts=deploys.last,
         actions=sum(p.actions for p in parts),
         executions=sum(p.executions for p in parts),
         workers=len(set().union(*(p.workers for p in parts))),
@@ -332,7 +327,7 @@ def merged_report(
         repeated=sum(p.repeated for p in parts),
         side_effect_requests=sum(p.side_effect_requests for p in parts),
         timeouts=timeouts,
-        deploys=summarise_deploys(merge_deploy_facts(parts)),
+        deploys=summarise_deploys(deploys),
     )
     summary["windows"] = {
         "count": len(plan),
@@ -344,14 +339,17 @@ def merged_report(
         findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
         lambda: summary["actions_with_repeated_executions"],
     )
-    windows = f"{len(plan)} window{'s' if len(plan) != 1 else ''}"
     note = (
-        f"The inputs were analysed in {windows} of time to stay within {gigabytes(budget)} of memory, each read with "
+        f"The inputs were analysed in {_windows(plan)} of time to stay within {gigabytes(budget)} of memory, each read with "
         f"{duration_text(overlap)} of records before and after it: repeats of one action further apart than that are "
         "not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
     )
     warnings = [note, *dict.fromkeys(w for p in parts for w in p.warnings)]
     return AnalysisReport(survey, findings, rules, verdict, reason, summary, warnings, None)
+
+
+def _windows(plan: list[Window]) -> str:
+    return f"{len(plan)} window{'s' if len(plan) != 1 else ''}"
 
 
 def gigabytes(n: float) -> str:
@@ -397,7 +395,7 @@ def _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_val
     plan = plan_windows(counts, max_records, overlap, since, until)
     say(
         f"these inputs need about {gigabytes(needed_bytes(size))} of memory to be read whole, more than {gigabytes(budget)}: "
-        f"analysing them in {len(plan)} window{'s' if len(plan) != 1 else ''} of time, each read with {duration_text(overlap)} before and after."
+        f"analysing them in {_windows(plan)} of time, each read with {duration_text(overlap)} before and after."
     )
     if any(window.records > max_records for window in plan):
         say(f"some windows hold more records than fit in {gigabytes(budget)} with an overlap of {duration_text(overlap)}; "

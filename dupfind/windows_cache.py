@@ -89,11 +89,8 @@ def store_cached_value(ref: tuple[Any, str, str], kind: str, params: Any, value:
     from dupfind.result_cache import ResultCache
 
     cache, entry, key = ref
-    try:
-        (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    cache.store_value(entry, ResultCache.value_key(key, kind, params), value)
+    if _entry_folder(cache, entry):
+        cache.store_value(entry, ResultCache.value_key(key, kind, params), value)
 
 
 def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: list[str]) -> None:
@@ -104,9 +101,15 @@ def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: l
     fields[_FILES] = [_report_state(f) for f in report.inputs.files]
     fields[_FILTERED_OUT] = report.inputs.filtered_out
     fields[_PROTECTED] = protected
+    if _entry_folder(cache, entry):
+        cache.store_analysis(entry, key, report.findings, fields)
+        cache.prune()
+
+
+def _entry_folder(cache: Any, entry: str) -> bool:
+    """The folder a windowed analysis and its values are stored in (an entry without a table)."""
     try:
         (cache.sets / entry / "analyses").mkdir(parents=True, exist_ok=True)
     except OSError:
-        return
-    cache.store_analysis(entry, key, report.findings, fields)
-    cache.prune()
+        return False
+    return True

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from dupfind.analysis import id_column_names
 from dupfind.errors import DupfindError
 from dupfind.memory_check import log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
 # -- trace ------------------------------------------------------------------------------------
 
 
-def id_columns(config: Config) -> list[str]:
-    from dupfind.schema import ID_COLUMNS
-
-    return list(dict.fromkeys((*ID_COLUMNS, *config.link_keys, *config.business_keys)))
-
-
 def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
     """A survey's `keep`: the rows of a normalised batch that carry a queried id (as `trace` reads
     a query: a value in any id column, or COLUMN=VALUE in that column), with their time alone."""
@@ -46,6 +41,14 @@ def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.Dat
         return batch.filter(pl.any_horizontal(tests)).select("ts", "source", "line") if tests else batch.clear()
 
     return keep
+
+
+def around_finding(finding, overlap: timedelta) -> tuple[str, str] | None:
+    """--since/--until around a finding's span, `overlap` each side; None for a finding without a time."""
+    first, last = finding.first_ts, finding.last_ts or finding.first_ts
+    if first is None:
+        return None
+    return iso(first - overlap), iso(last + overlap)
 
 
 def bounded_read(
@@ -75,7 +78,7 @@ def trace_bounds(
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
     carrying them; None when no record does."""
-    survey = ingest_with_progress(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, id_columns(config)))
+    survey = ingest_with_progress(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, list(dict.fromkeys(id_column_names(config)))))
     if survey.table.height == 0:
         return None
     first, last = survey.table["ts"].min(), survey.table["ts"].max()

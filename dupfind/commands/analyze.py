@@ -88,15 +88,14 @@ def _trace_around(finding, paths, disable, skew, timeout, max_jobs_per_value, co
     (the same as `trace --finding` gives); None when that read does not find it."""
     from datetime import timedelta
 
-    from dupfind.timefmt import iso
     from dupfind.trace import build_trace
+    from dupfind.windows_views import around_finding
 
-    first, last = finding.first_ts, finding.last_ts or finding.first_ts
-    if first is None:
+    bounds = around_finding(finding, timedelta(seconds=overlap))
+    if bounds is None:
         return None
-    around = timedelta(seconds=overlap)
-    analysis, _ = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
-                               iso(first - around), iso(last + around), None, False, use_cache=use_cache)
+    analysis, _ = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, *bounds,
+                               None, False, use_cache=use_cache)
     found = analysis.findings_where(lambda _, fingerprint: fingerprint == finding.fingerprint)
     if not found or found[0].action_id is None:
         return None

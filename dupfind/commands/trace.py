@@ -43,7 +43,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
     from dupfind.config import load_config
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
-    from dupfind.windows_views import trace_bounds
+    from dupfind.windows_views import around_finding, trace_bounds
 
     window = timedelta(seconds=overlap)
     if finding:
@@ -53,13 +53,14 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         report, _, _, _ = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
                                     until, None, False, budget, overlap, False, use_cache)
         found = finding_to_trace(report, finding)
-        first, last = found.first_ts, found.last_ts or found.first_ts
-        if first is None:
+        bounds = around_finding(found, window)
+        if bounds is None:
             raise DupfindError(f"finding {found.fingerprint} has no time to read around: narrow the read with "
                                "--since/--until.")
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
-                         f"{found.fingerprint} ({iso(first)} to {iso(last)}, {overlap:g} s each side).\n")
-        return iso(first - window), iso(last + window)
+                         f"{found.fingerprint} ({iso(found.first_ts)} to {iso(found.last_ts or found.first_ts)}, "
+                         f"{overlap:g} s each side).\n")
+        return bounds
     cfg = load_config(config, rules, assume_tz)
     since_ts, until_ts = time_bounds(cfg, since, until)
     bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console())
