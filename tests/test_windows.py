@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -340,15 +341,19 @@ def test_a_timeline_of_inputs_too_large_reads_around_its_view(long_scenario: Pat
     assert other["summary"]["duplicates_total"] <= one["summary"]["duplicates_total"]
 
 
-def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_each_from_its_own_read(long_scenario: Path) -> None:
-    """The deploys come from the analysis in windows of time; each view is drawn from a read around
-    its deploy. With an overlap longer than a generation's life (12m here, deploys 5 minutes
-    apart), each view is the one a whole read draws."""
+def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_them_from_one_read_a_window(long_scenario: Path) -> None:
+    """The deploys come from the analysis in windows of time; their views are drawn from one read
+    a window that owns some (not one read a deploy: a 5M-line export has 1,384 deploys). With an
+    overlap longer than a generation's life (12m here, deploys 5 minutes apart), each view is the
+    one a whole read draws."""
     whole = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache")
     parts = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache", "--memory-limit", "253MB",
                     "--window-overlap", "12m")
     assert parts.returncode == whole.returncode == 0, parts.stderr
-    assert parts.stderr.decode().count("reading around deploy") == 6
+    said = parts.stderr.decode()
+    windows = int(re.search(r"analysing them in (\d+) windows", said).group(1))
+    reads = re.findall(r"read (\d+)/(\d+), .* draws (\d+) deploys?;", said)
+    assert 1 < len(reads) <= windows and sum(int(n) for *_, n in reads) == 6
     one, other = _views(whole.stdout), _views(parts.stdout)
     assert len(one) == 6 and [v["title"] for v in one] == [v["title"] for v in other]
     for view, drawn in zip(one, other):
@@ -356,6 +361,33 @@ def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_each_from_its_own_
         assert view["summary"]["duplicates_in_window"] == drawn["summary"]["duplicates_in_window"]
     terminal = run_cli("timeline", str(long_scenario), "--no-cache", "--memory-limit", "253MB", "--window-overlap", "12m")
     assert terminal.returncode == 0 and terminal.stdout.count(b"dupfind timeline: deploy v4.") == 6
+
+
+def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
+    from dupfind.commands.timeline import deploy_reads
+    from dupfind.deploy_concentration import MAX_TAIL_S
+
+    def row(name: str, start: str, end: str) -> dict:
+        return {"deploy": name, "start": f"2026-07-21T{start}Z", "end": f"2026-07-21T{end}Z"}
+
+    rows = [row("a", "10:00:00", "10:02:00"), row("b", "11:10:00", "11:12:00"), row("c", "11:55:00", "11:58:00"),
+            row("d", "14:00:00", "14:01:00")]
+    bounds = [[None, "2026-07-21T11:00:00.000Z"], ["2026-07-21T11:00:00.000Z", "2026-07-21T12:00:00.000Z"],
+              ["2026-07-21T12:00:00.000Z", "2026-07-21T13:00:00.000Z"], ["2026-07-21T13:00:00.000Z", None]]
+    tail = timedelta(seconds=MAX_TAIL_S)
+    at = datetime(2026, 7, 21, tzinfo=UTC)
+    reads = deploy_reads(rows, ["a", "b", "c", "d"], bounds, 1800, None, None)
+    assert [names for *_, names in reads] == [["a"], ["b", "c"], ["d"]]  # the third window owns none
+    assert reads[0][:2] == (None, "2026-07-21T11:30:00.000Z")
+    # c's view reaches past its window's end by the redelivery tail: so does the read.
+    reach = at + timedelta(hours=11, minutes=58) + tail + timedelta(minutes=30)
+    assert reads[1][:2] == ("2026-07-21T10:30:00.000Z", reach.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+    assert reads[2][:2] == ("2026-07-21T12:30:00.000Z", None)
+    # --since/--until bound every read.
+    since, until = at + timedelta(hours=10, minutes=45), at + timedelta(hours=12, minutes=5)
+    clamped = deploy_reads(rows, ["b", "c"], bounds, 1800, since, until)
+    assert clamped == [("2026-07-21T10:45:00.000Z", "2026-07-21T12:05:00.000Z", ["b", "c"])]
+    assert deploy_reads(rows, ["a"], [], 1800, None, None) == [(None, None, ["a"])]
 
 
 def test_formats_of_inputs_too_large_reads_every_line_and_keeps_no_record(long_scenario: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,11 +32,37 @@ from dupfind.cli_common import (
 from dupfind.errors import DupfindError
 
 
+def deploy_reads(rows: list[dict], chosen: list[str], bounds: list[list[str | None]], overlap_s: float,
+                 since: datetime | None, until: datetime | None) -> list[tuple[str | None, str | None, list[str]]]:
+    """The reads that draw the views of the `chosen` deploys of inputs read in windows of time
+    (`rows`: the summary's deploy windows; `bounds`: its windows' [start, end)): one read a window
+    that owns some of them (where they start), as the analysis read it (the window and the overlap
+    each side), reaching past its end as far as its deploys' views do (the redelivery tail). Each
+    read so holds at least what a read around each of its deploys would: --since/--until and the
+    name of each deploy drawn from it."""
+    from dupfind.deploy_concentration import MAX_TAIL_S
+    from dupfind.timefmt import iso
+
+    overlap, tail = timedelta(seconds=overlap_s), timedelta(seconds=MAX_TAIL_S)
+    parsed = [(datetime.fromisoformat(a) if a else None, datetime.fromisoformat(b) if b else None) for a, b in bounds]
+    spans = {r["deploy"]: (datetime.fromisoformat(r["start"]), datetime.fromisoformat(r["end"])) for r in rows}
+    reads = []
+    for start, end in parsed or [(None, None)]:
+        names = [n for n in chosen if (start is None or spans[n][0] >= start) and (end is None or spans[n][0] < end)]
+        if not names:
+            continue
+        read_from = since if start is None else max(start - overlap, since or start - overlap)
+        reach = max([end, *(spans[n][1] + tail for n in names)]) if end is not None else None
+        read_to = until if reach is None else min(reach + overlap, until or reach + overlap)
+        reads.append((iso(read_from), iso(read_to), names))
+    return reads
+
+
 def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
-                  use_cache, redact, fmt) -> tuple[dict, str | None]:
+                  use_cache, redact, fmt, bounds_at) -> tuple[dict, str | None]:
     """The timeline of every deploy of inputs too large to read whole: the deploys from the
-    analysis in windows of time (stored by `analyze` or made now), each view from a read around
-    its deploy; the document and what redaction masked."""
+    analysis in windows of time (stored by `analyze` or made now), their views drawn from one read
+    a window (deploy_reads); the document and what redaction masked."""
     from dupfind.commands.analyze import run_analysis, run_windowed
     from dupfind.timeline import select_windows, timeline_document
 
@@ -46,20 +73,26 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     if not chosen:
         raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
                            "with --around TIME, and the timeline reads only around it.")
-    views, masked, document = [], None, {}
-    for name in chosen:
-        read_from, read_to = _bounds_around(paths, name, None, width_s, budget, overlap, skew, config, rules,
-                                            assume_tz, since, until, use_cache, windowed)
+    bounds = windowed.summary.get("windows", {}).get("bounds", [])
+    reads = deploy_reads(rows, chosen, bounds, overlap, *bounds_at)
+    views: dict[str, list] = {}
+    masked, document = None, {}
+    for number, (read_from, read_to, names) in enumerate(reads, 1):
+        sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
+                         f"{read_from or 'the first record'} to {read_to or 'the last'}, draws {len(names)} "
+                         f"deploy{'s' if len(names) != 1 else ''}; the views' counts outside their windows are of "
+                         "those records.\n")
         report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, rejects,
                                    strict, use_cache=use_cache)
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
-        document = timeline_document(report, select_windows(report, name, None, width_s))
-        if redactor is not None:
-            document = redactor.tree(document)
-            masked = redactor.summary() or masked
-        views.extend(document["windows"])
+        for name in names:
+            document = timeline_document(report, select_windows(report, name, None, width_s))
+            if redactor is not None:
+                document = redactor.tree(document)
+                masked = redactor.summary() or masked
+            views[name] = document["windows"]
         del report
-    return {**document, "verdict": windowed.verdict, "windows": views}, masked
+    return {**document, "verdict": windowed.verdict, "windows": [v for n in chosen for v in views[n]]}, masked
 
 
 def _write_document(document: dict, html, output_format, output, width, max_rows) -> None:
@@ -96,7 +129,6 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
     the overlap each side."""
-    from datetime import datetime, timedelta
 
     from dupfind.deploy_concentration import MAX_TAIL_S
     from dupfind.timefmt import iso
@@ -196,7 +228,9 @@ def timeline(
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
     if budget is not None and deploy is None and around_ts is None:  # too large: each deploy from its own read
         document, masked = _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until,
-                                         rejects, strict, not no_cache, redact, output_format.value)
+                                         rejects, strict, not no_cache, redact, output_format.value,
+                                         [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
+                                          for b, o in ((since, "--since"), (until, "--until"))])
         _write_document(document, html, output_format, output, width, max_rows)
         if masked:
             sys.stderr.write(f"dupfind: {masked}\n")
