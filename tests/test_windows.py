@@ -363,6 +363,19 @@ def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_them_from_one_read
     assert terminal.returncode == 0 and terminal.stdout.count(b"dupfind timeline: deploy v4.") == 6
 
 
+def test_a_redacted_and_an_html_timeline_of_every_deploy_of_inputs_too_large(long_scenario: Path, tmp_path: Path) -> None:
+    """Redacted, each read's views are those of a redacted whole read (entries redacted before they
+    become JSON text), and --html draws every deploy."""
+    page = tmp_path / "timeline.html"
+    done = run_cli("timeline", str(long_scenario), "--format", "json", "--redact", "--html", str(page), "--no-cache",
+                   "--memory-limit", "253MB", "--window-overlap", "12m")
+    assert done.returncode == 0, done.stderr
+    views = _views(done.stdout)
+    assert len(views) == 6 and page.read_text().count('<section id="tl-') == 6
+    whole = run_cli("timeline", str(long_scenario), "--format", "json", "--redact", "--no-cache")
+    assert [_drawn(v) for v in views] == [_drawn(v) for v in _views(whole.stdout)]
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S

@@ -59,12 +59,16 @@ def deploy_reads(rows: list[dict], chosen: list[str], bounds: list[list[str | No
 
 
 def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
-                  use_cache, redact, fmt, bounds_at) -> tuple[dict, str | None]:
+                  use_cache, redact, fmt, bounds_at, html) -> tuple[dict, str | None, bool]:
     """The timeline of every deploy of inputs too large to read whole: the deploys from the
     analysis in windows of time (stored by `analyze` or made now), their views drawn from one read
-    a window (deploy_reads); the document and what redaction masked."""
+    a window (deploy_reads); the document, what redaction masked and whether the document's entries
+    are JSON text already (orjson.Fragment). The views are held as compact
+    as what they are written as needs (a 5M-line export's, as dicts, took 6.7 GB): JSON entries as
+    JSON text, and only what the terminal draws of each execution."""
     from dupfind.commands.analyze import run_analysis, run_windowed
-    from dupfind.timeline import select_windows, timeline_document
+    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
+    from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
 
     windowed = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False, budget,
                             overlap, False, use_cache)[0]
@@ -73,9 +77,10 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     if not chosen:
         raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
                            "with --around TIME, and the timeline reads only around it.")
-    bounds = windowed.summary.get("windows", {}).get("bounds", [])
-    reads = deploy_reads(rows, chosen, bounds, overlap, *bounds_at)
-    views: dict[str, list] = {}
+    reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at)
+    as_json = fmt == TableOrJson.json.value and html is None
+    fields = DRAWN_ENTRY_FIELDS if fmt == TableOrJson.table.value and html is None else ENTRY_FIELDS
+    views: list = []
     masked, document = None, {}
     for number, (read_from, read_to, names) in enumerate(reads, 1):
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
@@ -85,18 +90,21 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, rejects,
                                    strict, use_cache=use_cache)
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
-        for name in names:
-            document = timeline_document(report, select_windows(report, name, None, width_s))
-            if redactor is not None:
-                document = redactor.tree(document)
-                masked = redactor.summary() or masked
-            views[name] = document["windows"]
-        del report
-    return {**document, "verdict": windowed.verdict, "windows": [v for n in chosen for v in views[n]]}, masked
+        chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
+        document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
+        if redactor is not None:
+            document = redactor.tree(document)
+            masked = redactor.summary() or masked
+            if as_json:
+                document = entries_on_one_line(document)
+        views.extend(document["windows"])
+        del report, document["windows"]
+    return {**document, "verdict": windowed.verdict, "windows": views}, masked, as_json
 
 
-def _write_document(document: dict, html, output_format, output, width, max_rows) -> None:
-    """A timeline document written as --html, --format json or the terminal view."""
+def _write_document(document: dict, html, output_format, output, width, max_rows, prepared: bool = False) -> None:
+    """A timeline document written as --html, --format json or the terminal view (`prepared`: its
+    entries are JSON text already)."""
     import io
 
     import orjson
@@ -109,7 +117,8 @@ def _write_document(document: dict, html, output_format, output, width, max_rows
         page = render_html(document).encode()
         write_output(lambda out: out.write(page), html)
     if output_format == TableOrJson.json:
-        data = orjson.dumps(entries_on_one_line(document), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        data = orjson.dumps(document if prepared else entries_on_one_line(document),
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         write_output(lambda out: out.write(data), output)
         return
     from rich.console import Console
@@ -226,12 +235,14 @@ def timeline(
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
-    if budget is not None and deploy is None and around_ts is None:  # too large: each deploy from its own read
-        document, masked = _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until,
-                                         rejects, strict, not no_cache, redact, output_format.value,
-                                         [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
-                                          for b, o in ((since, "--since"), (until, "--until"))])
-        _write_document(document, html, output_format, output, width, max_rows)
+    if budget is not None and deploy is None and around_ts is None:  # too large: the deploys' views read a window at a time
+        bounds_at = [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
+                     for b, o in ((since, "--since"), (until, "--until"))]
+        document, masked, prepared = _every_deploy(
+            paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
+            not no_cache, redact, output_format.value, bounds_at, html,
+        )
+        _write_document(document, html, output_format, output, width, max_rows, prepared)
         if masked:
             sys.stderr.write(f"dupfind: {masked}\n")
         return
