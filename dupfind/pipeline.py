@@ -238,7 +238,7 @@ def analyze_correlated(
                 inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
             )
             report.__dict__["_finding_count"] = hit["count"]
-            report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
+            report.__dict__[CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
     report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
                      correlation=loaded.correlation)
@@ -249,7 +249,7 @@ def analyze_correlated(
         # back), a later run analyses again and finds those same outputs.
         analysed = report
         report = cached_report_class()(**{f.name: getattr(analysed, f.name) for f in fields(analysed)})
-        report.__dict__[_CACHE_REF] = (loaded.cache, loaded.set_key, key)
+        report.__dict__[CACHE_REF] = (loaded.cache, loaded.set_key, key)
         background.defer(_store_analysis, loaded, key, analysed, {name: getattr(analysed, name) for name in stored_fields})
     if report.context is not None:
         _remember_context(loaded, report.context)
@@ -268,8 +268,8 @@ def _store_analysis(loaded: Correlated, key: str, report: AnalysisReport, stored
 def _output_ref(source) -> tuple[ResultCache, str, str] | None:
     """(cache, set key, key) of a cached analysis report, or of a context backed by the cache."""
     attrs = getattr(source, "__dict__", {})
-    if _CACHE_REF in attrs:
-        return attrs[_CACHE_REF]
+    if CACHE_REF in attrs:
+        return attrs[CACHE_REF]
     facts = attrs.get(STORED_FACTS)
     return (facts.cache, facts.set_key, facts.folder.name) if facts is not None else None
 
@@ -364,7 +364,7 @@ def store_context_facts(ctx) -> None:
 # Set on a report whose analysis is in the result cache: (cache, set key, analysis key), so that
 # what is derived from it can be cached beside it. A report rebuilt from other findings
 # (--baseline) is another object without it, so nothing derived from that one is cached.
-_CACHE_REF = "_result_cache_ref"
+CACHE_REF = "_result_cache_ref"
 
 
 @lru_cache(maxsize=1)
@@ -413,7 +413,7 @@ def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable
     """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
     analysis is cached and the same kind and params were built before. Values go through exact_json:
     a value it cannot give back exactly is simply not cached."""
-    known = report.__dict__.get(_CACHE_REF)
+    known = report.__dict__.get(CACHE_REF)
     if known is None:
         return build()
     cache, set_key, analysis_key = known

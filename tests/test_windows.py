@@ -376,6 +376,33 @@ def test_a_redacted_and_an_html_timeline_of_every_deploy_of_inputs_too_large(lon
     assert [_drawn(v) for v in views] == [_drawn(v) for v in _views(whole.stdout)]
 
 
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_the_same_timeline_of_every_deploy_again_reads_nothing(long_scenario: Path, tmp_path: Path, fmt: str) -> None:
+    """The views are stored beside the analysis in windows (which the reads do not push out of the
+    cache): the same timeline again is those bytes, with no read."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("timeline", str(long_scenario), "--format", fmt, "--memory-limit", "253MB", "--window-overlap", "12m")
+    first, again = run_cli(*args, env=env), run_cli(*args, env=env)
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert b"read 1/" in first.stderr and b"read 1/" not in again.stderr
+    assert b"analysis in windows of time of these unchanged inputs comes from the cache" in again.stderr
+    assert again.stdout == first.stdout and first.stdout.count(b"v4.") >= 6
+    other = run_cli(*args, "--window", "20m", env=env)  # another view width: drawn again
+    assert other.returncode == 0 and b"read 1/" in other.stderr
+
+
+def test_a_timeline_of_every_deploy_in_windows_writes_every_rejected_line_once(long_scenario: Path,
+                                                                              tmp_path: Path) -> None:
+    whole = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache", "--rejects", str(tmp_path / "a"))
+    parts = run_cli("timeline", str(long_scenario), "--format", "json", "--no-cache", "--rejects", str(tmp_path / "b"),
+                    "--memory-limit", "253MB", "--window-overlap", "12m")
+    assert whole.returncode == parts.returncode == 0, parts.stderr
+    rejected = (tmp_path / "a").read_bytes()
+    assert rejected.count(b"\n") > 0 and (tmp_path / "b").read_bytes() == rejected
+    strict = run_cli("timeline", str(long_scenario), "--no-cache", "--strict", "--memory-limit", "253MB")
+    assert strict.returncode != 0 and b"read 1/" not in strict.stderr
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S

@@ -52,7 +52,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
     from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
-    from dupfind.pipeline import relative_bound, time_bounds
+    from dupfind.pipeline import CACHE_REF, relative_bound, time_bounds
     from dupfind.windows import analyze_in_windows
     from dupfind.windows_cache import cache_ref, load_cached, load_cached_value, store_cached, store_cached_value
 
@@ -67,6 +67,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
         found, value = (True, []) if derived is None else load_cached_value(ref, *derived[:2])
         if hit is not None and found and (collect is None or derived is not None):
             sys.stderr.write("dupfind: the analysis in windows of time of these unchanged inputs comes from the cache.\n")
+            hit[0].__dict__[CACHE_REF] = ref  # what is derived from it is cached beside it (pipeline.cached_output)
             return hit[0], cfg, hit[1], value
     report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
@@ -77,6 +78,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     value = derived[2](report, collected) if derived is not None else collected
     if ref is not None:
         background.defer(store_cached, ref, report, protected)
+        report.__dict__[CACHE_REF] = ref
         if derived is not None:
             background.defer(store_cached_value, ref, *derived[:2], value)
     return report, cfg, protected, value

@@ -59,25 +59,63 @@ def deploy_reads(rows: list[dict], chosen: list[str], bounds: list[list[str | No
 
 
 def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
-                  use_cache, redact, fmt, bounds_at, html) -> tuple[dict, str | None, bool]:
-    """The timeline of every deploy of inputs too large to read whole: the deploys from the
-    analysis in windows of time (stored by `analyze` or made now), their views drawn from one read
-    a window (deploy_reads); the document, what redaction masked and whether the document's entries
-    are JSON text already (orjson.Fragment). The views are held as compact
-    as what they are written as needs (a 5M-line export's, as dicts, took 6.7 GB): JSON entries as
-    JSON text, and only what the terminal draws of each execution."""
-    from dupfind.commands.analyze import run_analysis, run_windowed
-    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
-    from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
+                  use_cache, redact, bounds_at, html, output_format, output, width, max_rows) -> None:
+    """The timeline of every deploy of inputs too large to read whole, written out: the deploys from
+    the analysis in windows of time (stored by `analyze` or made now; it writes --rejects and
+    applies --strict, over every line), their views drawn from one read a window (deploy_reads).
+    Each output is stored beside that analysis, so the same timeline again reads nothing."""
+    from dupfind.commands.analyze import run_windowed
+    from dupfind.pipeline import cached_output
 
-    windowed = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False, budget,
-                            overlap, False, use_cache)[0]
+    windowed = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
+                            budget, overlap, False, use_cache)[0]
     rows = windowed.summary["deploys"]["windows"]
     chosen = [r["deploy"] for r in rows if r["previous"] is not None] or [r["deploy"] for r in rows]
     if not chosen:
         raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
                            "with --around TIME, and the timeline reads only around it.")
     reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at)
+    drawn: list = []
+
+    def document() -> tuple[dict, str | None, bool]:
+        if not drawn:
+            drawn.append(_draw_every_deploy(windowed, reads, paths, width_s, skew, config, rules, assume_tz, redact,
+                                            output_format.value, html))
+        return drawn[0]
+
+    shape = {"width_s": width_s, "redacted": bool(redact)}
+    said = []
+    if html is not None:
+        from dupfind.render.timeline_html import render_html
+
+        page, note = cached_output(windowed, "timeline:every:html", shape,
+                                   lambda: (render_html(document()[0]).encode(), document()[1]))
+        write_output(lambda out: out.write(page), html)
+        said.append(note)
+    if output_format == TableOrJson.json:
+        data, note = cached_output(windowed, "timeline:every:json", shape,
+                                   lambda: (_json_bytes(*document()[::2]), document()[1]))
+    else:
+        console = _console(output, width)
+        params = {**shape, "width": console.width, "max_rows": max_rows, "color": console.color_system}
+        data, note = cached_output(windowed, "timeline:every:table", params,
+                                   lambda: (_table_bytes(document()[0], console, max_rows), document()[1]))
+    write_output(lambda out: out.write(data), output)
+    said.append(note)
+    if any(said):
+        sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
+
+
+def _draw_every_deploy(windowed, reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt,
+                       html) -> tuple[dict, str | None, bool]:
+    """The views of every deploy, one read a window: the document, what redaction masked and
+    whether its entries are JSON text already (orjson.Fragment). The views are held as compact as
+    what they are written as needs (a 5M-line export's, as dicts, took 6.7 GB): JSON entries as
+    JSON text, and only what the terminal draws of each execution."""
+    from dupfind.commands.analyze import run_analysis
+    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
+    from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
+
     as_json = fmt == TableOrJson.json.value and html is None
     fields = DRAWN_ENTRY_FIELDS if fmt == TableOrJson.table.value and html is None else ENTRY_FIELDS
     views: list = []
@@ -87,8 +125,10 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
                          f"{read_from or 'the first record'} to {read_to or 'the last'}, draws {len(names)} "
                          f"deploy{'s' if len(names) != 1 else ''}; the views' counts outside their windows are of "
                          "those records.\n")
-        report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, rejects,
-                                   strict, use_cache=use_cache)
+        # Not cached: these reads would push the analysis in windows out of the cache (it keeps a
+        # few sets), and the timeline they make is stored beside that analysis instead.
+        report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, None,
+                                   False, use_cache=False)
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
@@ -102,35 +142,32 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     return {**document, "verdict": windowed.verdict, "windows": views}, masked, as_json
 
 
-def _write_document(document: dict, html, output_format, output, width, max_rows, prepared: bool = False) -> None:
-    """A timeline document written as --html, --format json or the terminal view (`prepared`: its
-    entries are JSON text already)."""
-    import io
-
+def _json_bytes(document: dict, prepared: bool = False) -> bytes:
+    """A timeline document as --format json writes it (`prepared`: its entries are JSON text already)."""
     import orjson
 
     from dupfind.timeline import entries_on_one_line
 
-    if html is not None:
-        from dupfind.render.timeline_html import render_html
+    return orjson.dumps(document if prepared else entries_on_one_line(document),
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
-        page = render_html(document).encode()
-        write_output(lambda out: out.write(page), html)
-    if output_format == TableOrJson.json:
-        data = orjson.dumps(document if prepared else entries_on_one_line(document),
-                            option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-        write_output(lambda out: out.write(data), output)
-        return
+
+def _console(output, width):
+    """The console a terminal view is drawn on (colour only on a terminal)."""
+    import io
+
     from rich.console import Console
 
+    color = output is None and sys.stdout.isatty()
+    return Console(file=io.StringIO(), width=width or (None if sys.stdout.isatty() else 100), force_terminal=color,
+                   color_system="auto" if color else None, highlight=False, soft_wrap=False)
+
+
+def _table_bytes(document: dict, console, max_rows: int) -> bytes:
     from dupfind.render.timeline_text import render_timeline
 
-    color = output is None and sys.stdout.isatty()
-    console = Console(file=io.StringIO(), width=width or (None if sys.stdout.isatty() else 100), force_terminal=color,
-                      color_system="auto" if color else None, highlight=False, soft_wrap=False)
     render_timeline(document, console, max_rows)
-    text = console.file.getvalue().encode()
-    write_output(lambda out: out.write(text), output)
+    return console.file.getvalue().encode()
 
 
 def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
@@ -215,8 +252,6 @@ def timeline(
     """Deploy-window report: generations and their workers' lifetimes, stop signals and kills,
     executions as bars with duplicated actions marked, and duplicates inside vs outside deploys.
     By default one view per deploy found (or the busiest duplicate period when no deploy is logged)."""
-    import io
-
     import orjson
 
     from dupfind.commands.analyze import run_analysis
@@ -238,14 +273,8 @@ def timeline(
     if budget is not None and deploy is None and around_ts is None:  # too large: the deploys' views read a window at a time
         bounds_at = [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
                      for b, o in ((since, "--since"), (until, "--until"))]
-        document, masked, prepared = _every_deploy(
-            paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects, strict,
-            not no_cache, redact, output_format.value, bounds_at, html,
-        )
-        _write_document(document, html, output_format, output, width, max_rows, prepared)
-        if masked:
-            sys.stderr.write(f"dupfind: {masked}\n")
-        return
+        return _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects,
+                             strict, not no_cache, redact, bounds_at, html, output_format, output, width, max_rows)
     if budget is not None:  # too large to read whole: read only around the view asked for
         since, until = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
                                       assume_tz, since, until, not no_cache)
@@ -315,17 +344,7 @@ def timeline(
         data = view("json", {}, as_json)
         write_output(lambda out: out.write(data), output)
         return done()
-    from rich.console import Console  # the terminal view alone imports rich
-
-    color = output is None and sys.stdout.isatty()
-    console = Console(
-        file=io.StringIO(),
-        width=width or (None if sys.stdout.isatty() else 100),
-        force_terminal=color,
-        color_system="auto" if color else None,
-        highlight=False,
-        soft_wrap=False,
-    )
+    console = _console(output, width)  # the terminal view alone imports rich
     params = {"width": console.width, "max_rows": max_rows, "color": console.color_system}
     data = view("table", params, lambda: as_table(console))
     write_output(lambda out: out.write(data), output)
