@@ -19,6 +19,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.queue_stats import build_stats, stats_from
 from dupfind.rules_registry import load_rules
+from dupfind.timeline import entries_on_one_line
 from dupfind.windows import Window, parse_size, plan_windows, run_windows, window_budget
 from dupfind.windows_views import merge_stats_facts, stats_collector
 
@@ -356,6 +357,9 @@ def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_them_from_one_read
     assert 1 < len(reads) <= windows and sum(int(n) for *_, n in reads) == 6
     one, other = _views(whole.stdout), _views(parts.stdout)
     assert len(one) == 6 and [v["title"] for v in one] == [v["title"] for v in other]
+    # Written a read at a time, the document is laid out as a whole one is (entries one line each).
+    assert parts.stdout == orjson.dumps(entries_on_one_line(orjson.loads(parts.stdout)),
+                                        option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     for view, drawn in zip(one, other):
         assert view["deploy"] == drawn["deploy"] and _drawn(view) == _drawn(drawn)
         assert view["summary"]["duplicates_in_window"] == drawn["summary"]["duplicates_in_window"]

@@ -75,12 +75,21 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
                            "with --around TIME, and the timeline reads only around it.")
     reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at)
+    json_alone = output_format == TableOrJson.json and html is None
+
+    def views(fmt: str):
+        return _views_by_read(reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt, html)
+
     drawn: list = []
 
-    def document() -> tuple[dict, str | None, bool]:
+    def document() -> tuple[dict, str | None]:
+        """Every view, as the terminal view and the page take them."""
         if not drawn:
-            drawn.append(_draw_every_deploy(windowed, reads, paths, width_s, skew, config, rules, assume_tz, redact,
-                                            output_format.value, html))
+            held, masked, head = [], None, {}
+            for head, note in views(output_format.value):
+                held.extend(head.pop("windows"))
+                masked = note or masked
+            drawn.append(({**head, "verdict": windowed.verdict, "windows": held}, masked))
         return drawn[0]
 
     shape = {"width_s": width_s, "redacted": bool(redact)}
@@ -92,9 +101,12 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
                                    lambda: (render_html(document()[0]).encode(), document()[1]))
         write_output(lambda out: out.write(page), html)
         said.append(note)
-    if output_format == TableOrJson.json:
+    if json_alone:
         data, note = cached_output(windowed, "timeline:every:json", shape,
-                                   lambda: (_json_bytes(*document()[::2]), document()[1]))
+                                   lambda: _json_of_views(windowed.verdict, views(output_format.value)))
+    elif output_format == TableOrJson.json:
+        data, note = cached_output(windowed, "timeline:every:json", shape,
+                                   lambda: (_json_bytes(document()[0]), document()[1]))
     else:
         console = _console(output, width)
         params = {**shape, "width": console.width, "max_rows": max_rows, "color": console.color_system}
@@ -106,20 +118,17 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
 
 
-def _draw_every_deploy(windowed, reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt,
-                       html) -> tuple[dict, str | None, bool]:
-    """The views of every deploy, one read a window: the document, what redaction masked and
-    whether its entries are JSON text already (orjson.Fragment). The views are held as compact as
-    what they are written as needs (a 5M-line export's, as dicts, took 6.7 GB): JSON entries as
-    JSON text, and only what the terminal draws of each execution."""
+def _views_by_read(reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt, html):
+    """For each read of deploy_reads: the document of its deploys' views and what redaction masked.
+    Its entries are as compact as what they are written as needs (a 5M-line export's views, as
+    dicts, took 6.7 GB): JSON text (orjson.Fragment) for --format json alone, only what the
+    terminal draws of each execution for the terminal view."""
     from dupfind.commands.analyze import run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
 
     as_json = fmt == TableOrJson.json.value and html is None
     fields = DRAWN_ENTRY_FIELDS if fmt == TableOrJson.table.value and html is None else ENTRY_FIELDS
-    views: list = []
-    masked, document = None, {}
     for number, (read_from, read_to, names) in enumerate(reads, 1):
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
                          f"{read_from or 'the first record'} to {read_to or 'the last'}, draws {len(names)} "
@@ -132,14 +141,50 @@ def _draw_every_deploy(windowed, reads, paths, width_s, skew, config, rules, ass
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
+        del report
+        masked = None
         if redactor is not None:
             document = redactor.tree(document)
-            masked = redactor.summary() or masked
+            masked = redactor.summary()
             if as_json:
                 document = entries_on_one_line(document)
-        views.extend(document["windows"])
-        del report, document["windows"]
-    return {**document, "verdict": windowed.verdict, "windows": views}, masked, as_json
+        yield document, masked
+
+
+def _scratch_file():
+    """A temporary file in the cache directory, else in the temporary directory."""
+    import tempfile
+
+    from dupfind.cache import default_cache_dir
+
+    try:
+        default_cache_dir().mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryFile(prefix=".timeline-", dir=default_cache_dir())
+    except OSError:
+        return tempfile.TemporaryFile(prefix="dupfind-timeline-")
+
+
+def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
+    """The bytes --format json writes for the views of these documents (each read's, entries as
+    JSON text), and what redaction masked: each read's views are written out as they come to a
+    temporary file in the cache directory (a temporary directory may be memory), so that no more
+    than one read's are held while reading."""
+    import orjson
+
+    indent = orjson.OPT_INDENT_2
+    with _scratch_file() as spill:
+        head, masked, count = {}, None, 0
+        for document, note in documents:
+            for view in document.pop("windows"):
+                # The view as the whole document indents it: two levels in, its entries one line each.
+                spill.write((b",\n    " if count else b"    ") + orjson.dumps(view, option=indent).replace(b"\n", b"\n    "))
+                count += 1
+            head, masked = document, note or masked
+        top = orjson.dumps({**head, "verdict": verdict, "windows": []}, option=indent | orjson.OPT_APPEND_NEWLINE)
+        if not count:
+            return top, masked
+        spill.seek(0)
+        return b"".join((top[:-len(b"[]\n}\n")], b"[\n", spill.read(), b"\n  ]\n}\n")), masked
 
 
 def _json_bytes(document: dict, prepared: bool = False) -> bytes:
