@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from dupfind.analyze import AnalysisReport
     from dupfind.config import Config
-    from dupfind.ingest import IngestResult
+    from dupfind.ingest import FileReport, IngestResult
 
 # -- trace ------------------------------------------------------------------------------------
 
@@ -51,6 +51,22 @@ def around_finding(finding, overlap: timedelta) -> tuple[str, str] | None:
     return iso(first - overlap), iso(last + overlap)
 
 
+def files_for_read(paths: list[str], files: list[FileReport], read_from: datetime | str | None,
+                   read_to: datetime | str | None) -> list[str]:
+    """The inputs to read for the records of [read_from, read_to] when a survey or the windows gave
+    each file's span: the files with a record in it (the others would be read only to drop every
+    line); `paths` as given when a span is unknown (standard input) or no file holds one."""
+    def at(bound: datetime | str | None) -> datetime | None:
+        return datetime.fromisoformat(bound) if isinstance(bound, str) else bound
+
+    start, end = at(read_from), at(read_to)
+    if not files or any(f.path == "-" for f in files):
+        return paths
+    chosen = [f.path for f in files if f.first_ts is not None
+              and (end is None or f.first_ts <= end) and (start is None or f.last_ts >= start)]
+    return chosen or paths
+
+
 def bounded_read(
     survey: IngestResult, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
 ) -> tuple[datetime, datetime]:
@@ -74,10 +90,10 @@ def bounded_read(
 def trace_bounds(
     paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
     budget: int, overlap: timedelta, stderr: Console | None = None,
-) -> tuple[datetime, datetime] | None:
+) -> tuple[datetime, datetime, list[str]] | None:
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
-    carrying them; None when no record does."""
+    carrying them, and the inputs that hold records in it; None when no record does."""
     survey = ingest_with_progress(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, list(dict.fromkeys(id_column_names(config)))))
     if survey.table.height == 0:
         return None
@@ -88,7 +104,7 @@ def trace_bounds(
     read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
     say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
          f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
-    return read_from, read_to
+    return read_from, read_to, files_for_read(paths, survey.files, read_from, read_to)
 
 
 # -- stats ------------------------------------------------------------------------------------

@@ -407,6 +407,23 @@ def test_a_timeline_of_every_deploy_in_windows_writes_every_rejected_line_once(l
     assert strict.returncode != 0 and b"read 1/" not in strict.stderr
 
 
+def test_a_read_around_a_span_reads_only_the_files_with_records_in_it() -> None:
+    from dupfind.ingest import FileReport
+    from dupfind.windows_views import files_for_read
+
+    def at(minute: int) -> datetime:
+        return T0 + timedelta(minutes=minute)
+
+    files = [FileReport("a.log", first_ts=at(0), last_ts=at(10)), FileReport("b.log", first_ts=at(20), last_ts=at(30)),
+             FileReport("c.log", first_ts=at(5), last_ts=at(40)), FileReport("empty.log")]
+    assert files_for_read(["logs"], files, at(12), at(18)) == ["c.log"]
+    assert files_for_read(["logs"], files, "2026-07-21T10:10:00.000Z", at(20)) == ["a.log", "b.log", "c.log"]
+    assert files_for_read(["logs"], files, None, at(4)) == ["a.log"]
+    assert files_for_read(["logs"], files, at(41), None) == ["logs"]  # no file holds a record then: as given
+    assert files_for_read(["logs"], [], at(0), at(1)) == ["logs"]  # spans unknown
+    assert files_for_read(["-"], [FileReport("-", first_ts=at(0), last_ts=at(1))], at(5), at(6)) == ["-"]
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S

@@ -86,20 +86,21 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     return report, cfg, protected, value
 
 
-def _trace_around(finding, paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, overlap,
-                  use_cache):
-    """The trace of a finding of inputs read in windows of time, from a read around its span
-    (the same as `trace --finding` gives); None when that read does not find it."""
+def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
+                  overlap, use_cache):
+    """The trace of a finding of inputs read in windows of time, from a read around its span of the
+    `files` (reports) with records in it (the same as `trace --finding` gives); None when that read
+    does not find it."""
     from datetime import timedelta
 
     from dupfind.trace import build_trace
-    from dupfind.windows_views import around_finding
+    from dupfind.windows_views import around_finding, files_for_read
 
     bounds = around_finding(finding, timedelta(seconds=overlap))
     if bounds is None:
         return None
-    analysis, _ = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, *bounds,
-                               None, False, use_cache=use_cache)
+    analysis, _ = run_analysis(files_for_read(paths, files, *bounds), disable, skew, timeout, max_jobs_per_value,
+                               config, rules, assume_tz, *bounds, None, False, use_cache=use_cache)
     found = analysis.findings_where(lambda _, fingerprint: fingerprint == finding.fingerprint)
     if not found or found[0].action_id is None:
         return None
@@ -171,7 +172,8 @@ def analyze(
     )
     if budget is not None:  # read in windows: a finding is traced from a read around it
         options.trace_finding = lambda finding: _trace_around(
-            finding, paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, overlap, not no_cache)
+            finding, paths, report.inputs.files, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
+            overlap, not no_cache)
     emit(RENDERERS, output_format.value, report, options, output)
     store_context_facts(report.context)
     if fail_on is not None and any(severity_rank(f.severity) >= severity_rank(fail_on.value) for f in report.findings):

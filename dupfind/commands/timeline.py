@@ -78,7 +78,8 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     json_alone = output_format == TableOrJson.json and html is None
 
     def views(fmt: str):
-        return _views_by_read(reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt, html)
+        return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact, fmt,
+                              html)
 
     drawn: list = []
 
@@ -118,14 +119,16 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
 
 
-def _views_by_read(reads, paths, width_s, skew, config, rules, assume_tz, redact, fmt, html):
-    """For each read of deploy_reads: the document of its deploys' views and what redaction masked.
+def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, fmt, html):
+    """For each read of deploy_reads (of the `files`, reports, with records in it): the document of
+    its deploys' views and what redaction masked.
     Its entries are as compact as what they are written as needs (a 5M-line export's views, as
     dicts, took 6.7 GB): JSON text (orjson.Fragment) for --format json alone, only what the
     terminal draws of each execution for the terminal view."""
     from dupfind.commands.analyze import run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
+    from dupfind.windows_views import files_for_read
 
     as_json = fmt == TableOrJson.json.value and html is None
     fields = DRAWN_ENTRY_FIELDS if fmt == TableOrJson.table.value and html is None else ENTRY_FIELDS
@@ -136,8 +139,8 @@ def _views_by_read(reads, paths, width_s, skew, config, rules, assume_tz, redact
                          "those records.\n")
         # Not cached: these reads would push the analysis in windows out of the cache (it keeps a
         # few sets), and the timeline they make is stored beside that analysis instead.
-        report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, read_from, read_to, None,
-                                   False, use_cache=False)
+        report, cfg = run_analysis(files_for_read(paths, files, read_from, read_to), None, skew, None, 25, config, rules,
+                                   assume_tz, read_from, read_to, None, False, use_cache=False)
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
@@ -216,23 +219,25 @@ def _table_bytes(document: dict, console, max_rows: int) -> bytes:
 
 
 def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
-                   use_cache, windowed=None) -> tuple[str, str]:
+                   use_cache) -> tuple[str, str, list[str]]:
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
-    the overlap each side."""
+    the overlap each side; and the inputs to read (for a deploy, those with records then)."""
 
     from dupfind.deploy_concentration import MAX_TAIL_S
     from dupfind.timefmt import iso
+    from dupfind.windows_views import files_for_read
 
-    window = timedelta(seconds=overlap)
+    window, files = timedelta(seconds=overlap), []
     if around_ts is not None:
         half = timedelta(seconds=width_s / 2)
         start, end, what = around_ts - half, around_ts + half, f"the window around {iso(around_ts)}"
     elif deploy is not None:
         from dupfind.commands.analyze import run_windowed
 
-        report = windowed or run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None,
-                                          False, budget, overlap, False, use_cache)[0]
+        report = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False, budget,
+                              overlap, False, use_cache)[0]
+        files = report.inputs.files
         found = [w for w in report.summary["deploys"]["windows"] if w["deploy"] == deploy]
         if not found:
             known = ", ".join(w["deploy"] for w in report.summary["deploys"]["windows"]) or "none"
@@ -245,7 +250,7 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     read_from, read_to = iso(start - window), iso(end + window)
     sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around {what}, {read_from} to "
                      f"{read_to}; the view's counts outside its window are of those records.\n")
-    return read_from, read_to
+    return read_from, read_to, files_for_read(paths, files, read_from, read_to)
 
 
 @app.command()
@@ -321,8 +326,10 @@ def timeline(
         return _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects,
                              strict, not no_cache, redact, bounds_at, html, output_format, output, width, max_rows)
     if budget is not None:  # too large to read whole: read only around the view asked for
-        since, until = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
-                                      assume_tz, since, until, not no_cache)
+        since, until, held = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
+                                            assume_tz, since, until, not no_cache)
+        if rejects is None and not strict:  # those are of every line: every file is read then
+            paths = held
     report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
                                use_cache=not no_cache, cfg=cfg)
     shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}

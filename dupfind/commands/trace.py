@@ -34,16 +34,16 @@ def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) ->
 
 
 def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout, max_jobs_per_value, config, rules,
-                   assume_tz, since, until, use_cache) -> tuple[str, str]:
+                   assume_tz, since, until, use_cache) -> tuple[str, str, list[str]]:
     """--since/--until for a trace of inputs too large to read whole: around the records of the
     ids (found by a survey that keeps only those), or around the finding's span (from the analysis
-    in windows of time, stored by `analyze` or made now)."""
+    in windows of time, stored by `analyze` or made now); and the inputs that hold records then."""
     from datetime import timedelta
 
     from dupfind.config import load_config
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
-    from dupfind.windows_views import around_finding, trace_bounds
+    from dupfind.windows_views import around_finding, files_for_read, trace_bounds
 
     window = timedelta(seconds=overlap)
     if finding:
@@ -60,7 +60,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
                          f"{found.fingerprint} ({iso(found.first_ts)} to {iso(found.last_ts or found.first_ts)}, "
                          f"{overlap:g} s each side).\n")
-        return bounds
+        return (*bounds, files_for_read(paths, report.inputs.files, *bounds))
     cfg = load_config(config, rules, assume_tz)
     since_ts, until_ts = time_bounds(cfg, since, until)
     bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console())
@@ -68,7 +68,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         listed = ", ".join(repr(q) for q in queries)
         raise DupfindError(f"no record carries {listed} in any id column; check the value, or map the field that "
                            "holds it with [aliases] in dupfind.toml.")
-    return iso(bounds[0]), iso(bounds[1])
+    return iso(bounds[0]), iso(bounds[1]), bounds[2]
 
 
 @app.command()
@@ -118,8 +118,10 @@ def trace(
     queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
     if budget is not None:  # too large to read whole: read only around what is traced
-        since, until = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
-                                      max_jobs_per_value, config, rules, assume_tz, since, until, not no_cache)
+        since, until, held = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
+                                            max_jobs_per_value, config, rules, assume_tz, since, until, not no_cache)
+        if rejects is None and not strict:  # those are of every line: every file is read then
+            paths = held
     if finding:
         from dupfind.commands.analyze import run_analysis
 
