@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -68,14 +70,11 @@ def files_for_read(paths: list[str], files: list[FileReport], read_from: datetim
 
 
 def bounded_read(
-    survey: IngestResult, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
+    held: float, total: int, size: int, budget: int, first: datetime, last: datetime, overlap: timedelta, what: str,
 ) -> tuple[datetime, datetime]:
-    """The read around `first`..`last` with `overlap` each side, when the survey says it fits."""
+    """The read around `first`..`last` with `overlap` each side (`held` of the inputs' `total`
+    records, by the survey's counts or the files' spans), when it fits."""
     read_from, read_to = first - overlap, last + overlap
-    counts = survey.time_counts
-    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
-    held = int(counts.filter(pl.col("second").is_between(read_from - timedelta(seconds=1), read_to))["records"].sum()) \
-        if total else 0
     needed = needed_bytes(size * held / max(total, 1))
     # A read over the budget that still spares most of the inputs is the best there is (reading
     # alone needs about 0.5 GB); one that holds most of them would be killed as a whole read is.
@@ -87,24 +86,90 @@ def bounded_read(
     return read_from, read_to
 
 
+def _counted(survey: IngestResult, read_from: datetime, read_to: datetime) -> tuple[int, int]:
+    """Records in [read_from, read_to] and in all, by the survey's counts per second."""
+    counts = survey.time_counts
+    total = int(counts["records"].sum()) if counts is not None and counts.height else 0
+    held = int(counts.filter(pl.col("second").is_between(read_from - timedelta(seconds=1), read_to))["records"].sum()) \
+        if total else 0
+    return held, total
+
+
+def _spread(files: list[FileReport], read_from: datetime, read_to: datetime) -> tuple[float, int]:
+    """Records in [read_from, read_to] and in all, each file's taken as spread evenly over its span."""
+    held = 0.0
+    for f in files:
+        if f.first_ts is None or f.last_ts < read_from or f.first_ts > read_to:
+            continue
+        span = (f.last_ts - f.first_ts).total_seconds()
+        inside = (min(f.last_ts, read_to) - max(f.first_ts, read_from)).total_seconds()
+        held += f.records * (inside / span if span > 0 else 1.0)
+    return held, sum(f.records for f in files)
+
+
+# Texts every format writes as they are (JSON escapes none of these characters).
+_LITERAL = re.compile(r"[A-Za-z0-9_.:@+#-]+")
+
+
+def files_mentioning(files: list[FileReport], values: list[str]) -> list[str] | None:
+    """Of the files with records, those whose bytes hold one of `values` (a record carrying a value
+    holds its text); None when that cannot be told by a byte search: a compressed file, or a value
+    a format may write escaped."""
+    if not values or not all(_LITERAL.fullmatch(v) for v in values):
+        return None
+    needles = [v.encode() for v in values]
+    found = []
+    for f in files:
+        if f.first_ts is None:
+            continue
+        if f.compression != "none" or f.path == "-":
+            return None
+        try:
+            with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as text:
+                if any(text.find(n) >= 0 for n in needles):
+                    found.append(f.path)
+        except (OSError, ValueError):  # gone, or emptied since it was read
+            return None
+    return found
+
+
 def trace_bounds(
     paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
-    budget: int, overlap: timedelta, stderr: Console | None = None,
+    budget: int, overlap: timedelta, stderr: Console | None = None, files: list[FileReport] | None = None,
 ) -> tuple[datetime, datetime, list[str]] | None:
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
-    carrying them, and the inputs that hold records in it; None when no record does."""
-    survey = ingest_with_progress(paths, config, since, until, stderr, survey=True, keep=records_carrying(queries, list(dict.fromkeys(id_column_names(config)))))
+    carrying them, and the inputs that hold records in it; None when no record does. With every
+    input's report (`files`, as the stored analysis in windows of time gives them), the survey
+    reads only the files whose text holds an id queried."""
+    from dupfind.trace import parse_query
+
+    columns = list(dict.fromkeys(id_column_names(config)))
+    mentioning = None
+    maps = [config.value_maps, *(p.values for p in config.presets)]  # a value renamed is not its text
+    if files is not None and not any(c in m for m in maps for c in columns):
+        mentioning = files_mentioning(files, [parse_query(q, columns)[1] for q in queries])
+        if mentioning == []:
+            return None
+        if mentioning is not None:
+            held = sum(f.first_ts is not None for f in files)
+            say(f"the text of {', '.join(queries)} is in {len(mentioning)} of the {held} files with records: "
+                "surveying those.")
+    survey = ingest_with_progress(mentioning or paths, config, since, until, stderr, survey=True,
+                                  keep=records_carrying(queries, columns))
     if survey.table.height == 0:
         return None
     first, last = survey.table["ts"].min(), survey.table["ts"].max()
-    read_from, read_to = bounded_read(
-        survey, log_bytes(expand_inputs(paths)), budget, first, last, overlap, f"the records of {', '.join(queries)}",
-    )
+    what = f"the records of {', '.join(queries)}"
+    size = log_bytes(expand_inputs(paths))
+    spans = files if mentioning is not None else survey.files
+    counted = _spread(spans, first - overlap, last + overlap) if mentioning is not None \
+        else _counted(survey, first - overlap, last + overlap)
+    read_from, read_to = bounded_read(*counted, size, budget, first, last, overlap, what)
     read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
     say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
          f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
-    return read_from, read_to, files_for_read(paths, survey.files, read_from, read_to)
+    return read_from, read_to, files_for_read(paths, spans, read_from, read_to)
 
 
 # -- stats ------------------------------------------------------------------------------------

@@ -287,6 +287,30 @@ def test_a_trace_of_a_finding_of_inputs_too_large_reads_around_its_span(
     assert f"reading around finding {fingerprint}" in said
 
 
+def test_a_trace_of_ids_after_analyze_in_windows_surveys_only_the_files_holding_their_text(
+    long_scenario: Path, long_analysis: dict, tmp_path: Path,
+) -> None:
+    """With the analysis in windows stored, every file's span is known: the survey reads only the
+    files whose bytes hold an id queried, the read around only those with records then."""
+    finding = next(f for f in long_analysis["findings"] if f["harmful"])
+    job, order = finding["ids"]["job_id"][0], finding["ids"]["order_id"][0]
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    windowed = ["--memory-limit", "253MB", "--window-overlap", "5m"]
+    assert run_cli("analyze", str(long_scenario), "--format", "json", *windowed, env=env).returncode == 0
+    for query in ([job], [f"order_id={order}"], ["--id", job, "--id", f"order_id={order}"]):
+        whole = run_cli("trace", *query, str(long_scenario), "--format", "json", "--no-cache")
+        around = run_cli("trace", *query, str(long_scenario), "--format", "json", *windowed, env=env)
+        assert around.returncode == whole.returncode == 0, around.stderr
+        assert around.stdout == whole.stdout
+        surveyed, held = map(int, re.search(rb"is in (\d+) of the (\d+) files with records", around.stderr).groups())
+        assert 0 < surveyed < held
+    missing = run_cli("trace", "no-such-id-anywhere", str(long_scenario), *windowed, env=env)
+    assert missing.returncode == 2 and b"no record carries 'no-such-id-anywhere'" in missing.stderr
+    # A value a format may write escaped is looked for by parsing every file, as without the analysis.
+    slashed = run_cli("trace", "a/b", str(long_scenario), *windowed, env=env)
+    assert slashed.returncode == 2 and b"files with records" not in slashed.stderr
+
+
 @pytest.mark.parametrize(("query", "message"), [
     ("no-such-id-anywhere", "dupfind: error: no record carries 'no-such-id-anywhere' in any id column"),
 ])
@@ -422,6 +446,24 @@ def test_a_read_around_a_span_reads_only_the_files_with_records_in_it() -> None:
     assert files_for_read(["logs"], files, at(41), None) == ["logs"]  # no file holds a record then: as given
     assert files_for_read(["logs"], [], at(0), at(1)) == ["logs"]  # spans unknown
     assert files_for_read(["-"], [FileReport("-", first_ts=at(0), last_ts=at(1))], at(5), at(6)) == ["-"]
+
+
+def test_the_files_whose_bytes_hold_an_id(tmp_path: Path) -> None:
+    from dupfind.ingest import FileReport
+    from dupfind.windows_views import files_mentioning
+
+    held = {"a.log": b'{"job_id": "job-1"}\n', "b.log": b'{"job_id": "job-2"}\n', "empty.log": b""}
+    for name, text in held.items():
+        (tmp_path / name).write_bytes(text)
+    files = [FileReport(str(tmp_path / n), first_ts=T0, last_ts=T0) for n in ("a.log", "b.log")]
+    files.append(FileReport(str(tmp_path / "empty.log")))  # no record: not looked at
+    assert files_mentioning(files, ["job-2"]) == [str(tmp_path / "b.log")]
+    assert files_mentioning(files, ["job-1", "job-2"]) == [str(tmp_path / n) for n in ("a.log", "b.log")]
+    assert files_mentioning(files, ["job-3"]) == []
+    assert files_mentioning(files, ["a/b"]) is None  # JSON may write it "a\\/b"
+    assert files_mentioning([*files, FileReport("c.log.gz", compression="gzip", first_ts=T0, last_ts=T0)],
+                            ["job-1"]) is None
+    assert files_mentioning([FileReport(str(tmp_path / "gone.log"), first_ts=T0, last_ts=T0)], ["job-1"]) is None
 
 
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:

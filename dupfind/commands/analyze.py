@@ -52,16 +52,12 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
 
     from dupfind import background
     from dupfind.cli_common import progress_console, rejects_and_strict
-    from dupfind.pipeline import CACHE_REF, relative_bound, time_bounds
+    from dupfind.pipeline import CACHE_REF
     from dupfind.windows import analyze_in_windows
-    from dupfind.windows_cache import cache_ref, load_cached, load_cached_value, store_cached, store_cached_value
+    from dupfind.windows_cache import load_cached, load_cached_value, store_cached, store_cached_value
 
-    timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable)
-    since_ts, until_ts = time_bounds(cfg, since, until)
-    window_overlap = timedelta(seconds=overlap)
-    ref = None
-    if use_cache and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
-        ref = cache_ref(paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, window_overlap)
+    timeouts, cfg, rule_list, since_ts, until_ts, ref = _windowed_ref(
+        paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap, use_cache)
     if ref is not None and rejects is None and not strict:  # those need the rejected lines themselves
         # The stored analysis is loaded only when it will do: held while the windows are analysed
         # again (for a value not stored beside it), it took 0.3 GB at 5M lines.
@@ -73,7 +69,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
             return hit[0], cfg, hit[1], value
     report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
-        window_overlap, progress_console(), protect or ref is not None, collect,
+        timedelta(seconds=overlap), progress_console(), protect or ref is not None, collect,
         **({"share": share} if share is not None else {}),
     )
     rejects_and_strict(report.inputs, rejects, strict)
@@ -84,6 +80,35 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
         if derived is not None:
             background.defer(store_cached_value, ref, *derived[:2], value)
     return report, cfg, protected, value
+
+
+def _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap,
+                  use_cache):
+    """The options of an analysis in windows of time and where the cache keeps it (None: not cached)."""
+    from datetime import timedelta
+
+    from dupfind.pipeline import relative_bound, time_bounds
+    from dupfind.windows_cache import cache_ref
+
+    timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable)
+    since_ts, until_ts = time_bounds(cfg, since, until)
+    ref = None
+    if use_cache and not (relative_bound(cfg, since) or relative_bound(cfg, until)):
+        ref = cache_ref(paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts,
+                        timedelta(seconds=overlap))
+    return timeouts, cfg, rule_list, since_ts, until_ts, ref
+
+
+def stored_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap,
+                    use_cache=True):
+    """The analysis in windows of time of these inputs as the cache holds it, or None; nothing is
+    read or analysed."""
+    from dupfind.windows_cache import load_cached
+
+    _, _, rule_list, _, _, ref = _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules,
+                                               assume_tz, since, until, overlap, use_cache)
+    hit = load_cached(ref, rule_list) if ref is not None else None
+    return hit[0] if hit is not None else None
 
 
 def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
