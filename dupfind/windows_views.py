@@ -95,16 +95,34 @@ def _counted(survey: IngestResult, read_from: datetime, read_to: datetime) -> tu
     return held, total
 
 
-def _spread(files: list[FileReport], read_from: datetime, read_to: datetime) -> tuple[float, int]:
-    """Records in [read_from, read_to] and in all, each file's taken as spread evenly over its span."""
+def _spread(files: list[FileReport], read_from: datetime | None, read_to: datetime | None) -> tuple[float, int]:
+    """Records in [read_from, read_to] (None: unbounded) and in all, each file's taken as spread
+    evenly over its span."""
     held = 0.0
     for f in files:
-        if f.first_ts is None or f.last_ts < read_from or f.first_ts > read_to:
+        if f.first_ts is None or (read_from is not None and f.last_ts < read_from) \
+                or (read_to is not None and f.first_ts > read_to):
             continue
         span = (f.last_ts - f.first_ts).total_seconds()
-        inside = (min(f.last_ts, read_to) - max(f.first_ts, read_from)).total_seconds()
+        inside = (min(f.last_ts, read_to or f.last_ts) - max(f.first_ts, read_from or f.first_ts)).total_seconds()
         held += f.records * (inside / span if span > 0 else 1.0)
     return held, sum(f.records for f in files)
+
+
+def read_fits(paths: list[str], files: list[FileReport], budget: float,
+              ) -> Callable[[datetime | None, datetime | None], bool] | None:
+    """Whether a read of [read_from, read_to] of these inputs fits in `budget` bytes, by the files'
+    spans (their records spread evenly over each); None when no read does (reading alone needs
+    more), so that smaller reads would only be more of them."""
+    size = log_bytes(expand_inputs(paths))
+    if needed_bytes(0) >= budget:
+        return None
+
+    def fits(read_from: datetime | None, read_to: datetime | None) -> bool:
+        held, total = _spread(files, read_from, read_to)
+        return needed_bytes(size * held / max(total, 1)) <= budget
+
+    return fits
 
 
 # Texts every format writes as they are (JSON escapes none of these characters).

@@ -466,6 +466,20 @@ def test_the_files_whose_bytes_hold_an_id(tmp_path: Path) -> None:
     assert files_mentioning([FileReport(str(tmp_path / "gone.log"), first_ts=T0, last_ts=T0)], ["job-1"]) is None
 
 
+def test_a_read_fits_by_the_share_of_records_its_time_holds(tmp_path: Path) -> None:
+    from dupfind.ingest import FileReport
+    from dupfind.memory_check import needed_bytes
+    from dupfind.windows_views import read_fits
+
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x" * 100_000_000)
+    files = [FileReport(str(log), records=1000, first_ts=T0, last_ts=T0 + timedelta(hours=10))]
+    fits = read_fits([str(log)], files, needed_bytes(50_000_000))  # half the file's bytes
+    assert fits(T0, T0 + timedelta(hours=4)) and fits(None, T0 + timedelta(hours=5))
+    assert not fits(T0 + timedelta(hours=2), None) and not fits(None, None)
+    assert read_fits([str(log)], files, needed_bytes(0)) is None  # reading alone takes that: no read fits
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S
@@ -473,24 +487,32 @@ def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_ta
     def row(name: str, start: str, end: str) -> dict:
         return {"deploy": name, "start": f"2026-07-21T{start}Z", "end": f"2026-07-21T{end}Z"}
 
+    def text(ts: datetime) -> str:
+        return ts.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
     rows = [row("a", "10:00:00", "10:02:00"), row("b", "11:10:00", "11:12:00"), row("c", "11:55:00", "11:58:00"),
             row("d", "14:00:00", "14:01:00")]
     bounds = [[None, "2026-07-21T11:00:00.000Z"], ["2026-07-21T11:00:00.000Z", "2026-07-21T12:00:00.000Z"],
               ["2026-07-21T12:00:00.000Z", "2026-07-21T13:00:00.000Z"], ["2026-07-21T13:00:00.000Z", None]]
-    tail = timedelta(seconds=MAX_TAIL_S)
+    tail, overlap = timedelta(seconds=MAX_TAIL_S), timedelta(minutes=30)
     at = datetime(2026, 7, 21, tzinfo=UTC)
     reads = deploy_reads(rows, ["a", "b", "c", "d"], bounds, 1800, None, None)
     assert [names for *_, names in reads] == [["a"], ["b", "c"], ["d"]]  # the third window owns none
-    assert reads[0][:2] == (None, "2026-07-21T11:30:00.000Z")
-    # c's view reaches past its window's end by the redelivery tail: so does the read.
-    reach = at + timedelta(hours=11, minutes=58) + tail + timedelta(minutes=30)
-    assert reads[1][:2] == ("2026-07-21T10:30:00.000Z", reach.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
-    assert reads[2][:2] == ("2026-07-21T12:30:00.000Z", None)
+    # A read spans its deploys' views (the last one's redelivery tail past its end) with the overlap.
+    assert reads[0][:2] == (text(at + timedelta(hours=10) - overlap),
+                            text(at + timedelta(hours=10, minutes=2) + tail + overlap))
+    assert reads[1][:2] == (text(at + timedelta(hours=11, minutes=10) - overlap),
+                            text(at + timedelta(hours=11, minutes=58) + tail + overlap))
     # --since/--until bound every read.
     since, until = at + timedelta(hours=10, minutes=45), at + timedelta(hours=12, minutes=5)
     clamped = deploy_reads(rows, ["b", "c"], bounds, 1800, since, until)
     assert clamped == [("2026-07-21T10:45:00.000Z", "2026-07-21T12:05:00.000Z", ["b", "c"])]
-    assert deploy_reads(rows, ["a"], [], 1800, None, None) == [(None, None, ["a"])]
+    assert [n for *_, n in deploy_reads(rows, ["a"], [], 1800, None, None)] == [["a"]]
+    # Where a window's deploys together do not fit, they are drawn in as few reads as do.
+    shorter = deploy_reads(rows, ["a", "b", "c", "d"], bounds, 1800, None, None,
+                           fits=lambda a, b: b - a <= timedelta(hours=1, minutes=30))
+    assert [names for *_, names in shorter] == [["a"], ["b"], ["c"], ["d"]]
+    assert deploy_reads(rows, ["b", "c"], bounds, 1800, None, None, fits=lambda a, b: True)[0][2] == ["b", "c"]
 
 
 def test_formats_of_inputs_too_large_reads_every_line_and_keeps_no_record(long_scenario: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Optional
@@ -31,30 +32,44 @@ from dupfind.cli_common import (
 )
 from dupfind.errors import DupfindError
 
+# A read that draws views holds their document beside its analysis: planned to this share of the
+# memory limit (an analysis' windows take 85%, windows.PLANNED_SHARE; at 5M lines, reads that
+# size drawing 355 views each peaked at 1.29 GB under a limit of 1 GB).
+TIMELINE_PLANNED_SHARE = 0.6
+
 
 def deploy_reads(rows: list[dict], chosen: list[str], bounds: list[list[str | None]], overlap_s: float,
-                 since: datetime | None, until: datetime | None) -> list[tuple[str | None, str | None, list[str]]]:
+                 since: datetime | None, until: datetime | None,
+                 fits: Callable[[datetime | None, datetime | None], bool] | None = None,
+                 ) -> list[tuple[str | None, str | None, list[str]]]:
     """The reads that draw the views of the `chosen` deploys of inputs read in windows of time
-    (`rows`: the summary's deploy windows; `bounds`: its windows' [start, end)): one read a window
-    that owns some of them (where they start), as the analysis read it (the window and the overlap
-    each side), reaching past its end as far as its deploys' views do (the redelivery tail). Each
-    read so holds at least what a read around each of its deploys would: --since/--until and the
-    name of each deploy drawn from it."""
+    (`rows`: the summary's deploy windows; `bounds`: its windows' [start, end)): the deploys each
+    window owns (where they start) together, in as few reads as `fits` allows (one a window without
+    it; a deploy alone when even that does not fit). A read spans its deploys' views, from the first
+    start to the last end and the redelivery tail, with the overlap each side, as a read around each
+    deploy would: --since/--until and the name of each deploy drawn from it."""
     from dupfind.deploy_concentration import MAX_TAIL_S
     from dupfind.timefmt import iso
 
     overlap, tail = timedelta(seconds=overlap_s), timedelta(seconds=MAX_TAIL_S)
     parsed = [(datetime.fromisoformat(a) if a else None, datetime.fromisoformat(b) if b else None) for a, b in bounds]
     spans = {r["deploy"]: (datetime.fromisoformat(r["start"]), datetime.fromisoformat(r["end"])) for r in rows}
+
+    def read_of(names: list[str]) -> tuple[datetime | None, datetime | None]:
+        first = min(spans[n][0] for n in names) - overlap
+        last = max(spans[n][1] for n in names) + tail + overlap
+        return max(first, since or first), min(last, until or last)
+
     reads = []
     for start, end in parsed or [(None, None)]:
-        names = [n for n in chosen if (start is None or spans[n][0] >= start) and (end is None or spans[n][0] < end)]
-        if not names:
-            continue
-        read_from = since if start is None else max(start - overlap, since or start - overlap)
-        reach = max([end, *(spans[n][1] + tail for n in names)]) if end is not None else None
-        read_to = until if reach is None else min(reach + overlap, until or reach + overlap)
-        reads.append((iso(read_from), iso(read_to), names))
+        group: list[str] = []
+        for name in (n for n in chosen if (start is None or spans[n][0] >= start) and (end is None or spans[n][0] < end)):
+            if group and fits is not None and not fits(*read_of([*group, name])):
+                reads.append((*map(iso, read_of(group)), group))
+                group = []
+            group.append(name)
+        if group:
+            reads.append((*map(iso, read_of(group)), group))
     return reads
 
 
@@ -66,6 +81,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     Each output is stored beside that analysis, so the same timeline again reads nothing."""
     from dupfind.commands.analyze import run_windowed
     from dupfind.pipeline import cached_output
+    from dupfind.windows_views import read_fits
 
     windowed = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
                             budget, overlap, False, use_cache)[0]
@@ -74,7 +90,8 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     if not chosen:
         raise DupfindError("these inputs are too large to read whole and no deploy was found in them: choose a time "
                            "with --around TIME, and the timeline reads only around it.")
-    reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at)
+    reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at,
+                         fits=read_fits(paths, windowed.inputs.files, budget * TIMELINE_PLANNED_SHARE))
     json_alone = output_format == TableOrJson.json and html is None
 
     def views(fmt: str):
