@@ -438,7 +438,7 @@ def run_windows(
         exec_offset += part.exec_ids
         parts.append(part)
         del report, result, part, owned
-        _release_memory()
+        release_memory()
     protected = sorted(set().union(*(p.protected for p in parts))) if protect else []
     return merged_report(survey, parts, rules, plan, overlap, budget), protected, collected
 
@@ -520,7 +520,7 @@ class Spill:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _release_memory() -> None:
+def release_memory() -> None:
     """Hand the memory of the window just analysed back before the next is read: Python's
     objects collected, and glibc's free heap pages returned (it keeps them otherwise, and
     windows would grow one after another)."""

@@ -145,6 +145,7 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
     from dupfind.commands.analyze import run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
+    from dupfind.windows import release_memory
     from dupfind.windows_views import files_for_read
 
     as_json = fmt == TableOrJson.json.value and html is None
@@ -161,7 +162,8 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
         redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
-        del report
+        del report, chosen_windows
+        release_memory()  # or the reads' tables (and the texts they made Categorical) outlive them
         masked = None
         if redactor is not None:
             document = redactor.tree(document)
