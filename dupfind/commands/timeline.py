@@ -77,7 +77,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
                   use_cache, redact, bounds_at, html, output_format, output, width, max_rows) -> None:
     """The timeline of every deploy of inputs too large to read whole, written out: the deploys from
     the analysis in windows of time (stored by `analyze` or made now; it writes --rejects and
-    applies --strict, over every line), their views drawn from one read a window (deploy_reads).
+    applies --strict, over every line), their views drawn in as few reads as fit (deploy_reads).
     Each output is stored beside that analysis, so the same timeline again reads nothing."""
     from dupfind.commands.analyze import run_windowed
     from dupfind.pipeline import cached_output
@@ -110,7 +110,8 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
             drawn.append(({**head, "verdict": windowed.verdict, "windows": held}, masked))
         return drawn[0]
 
-    shape = {"width_s": width_s, "redacted": bool(redact)}
+    # The reads shape the views (a generation that started before its read is inferred).
+    shape = {"width_s": width_s, "redacted": bool(redact), "reads": [r[:2] for r in reads]}
     said = []
     if html is not None:
         from dupfind.render.timeline_html import render_html
@@ -138,10 +139,9 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
 
 def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, fmt, html):
     """For each read of deploy_reads (of the `files`, reports, with records in it): the document of
-    its deploys' views and what redaction masked.
-    Its entries are as compact as what they are written as needs (a 5M-line export's views, as
-    dicts, took 6.7 GB): JSON text (orjson.Fragment) for --format json alone, only what the
-    terminal draws of each execution for the terminal view."""
+    its deploys' views and what redaction masked. Its entries are as compact as what they are
+    written as needs (a 5M-line export's views, as dicts, took 6.7 GB): JSON text (orjson.Fragment)
+    for --format json alone, only what the terminal draws of each execution for the terminal view."""
     from dupfind.commands.analyze import run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
@@ -209,14 +209,13 @@ def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
         return b"".join((top[:-len(b"[]\n}\n")], b"[\n", spill.read(), b"\n  ]\n}\n")), masked
 
 
-def _json_bytes(document: dict, prepared: bool = False) -> bytes:
-    """A timeline document as --format json writes it (`prepared`: its entries are JSON text already)."""
+def _json_bytes(document: dict) -> bytes:
+    """A timeline document (as plain data) as --format json writes it."""
     import orjson
 
     from dupfind.timeline import entries_on_one_line
 
-    return orjson.dumps(document if prepared else entries_on_one_line(document),
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    return orjson.dumps(entries_on_one_line(document), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def _console(output, width):
@@ -242,7 +241,6 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
     the overlap each side; and the inputs to read (for a deploy, those with records then)."""
-
     from dupfind.deploy_concentration import MAX_TAIL_S
     from dupfind.timefmt import iso
     from dupfind.windows_views import files_for_read
@@ -339,7 +337,7 @@ def timeline(
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
-    if budget is not None and deploy is None and around_ts is None:  # too large: the deploys' views read a window at a time
+    if budget is not None and deploy is None and around_ts is None:  # too large: the deploys' views a few reads at a time
         bounds_at = [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
                      for b, o in ((since, "--since"), (until, "--until"))]
         return _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects,
