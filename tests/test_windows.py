@@ -405,6 +405,32 @@ def test_a_redacted_and_an_html_timeline_of_every_deploy_of_inputs_too_large(lon
 
 
 @pytest.mark.parametrize("fmt", ["json", "table"])
+def _island(page: Path) -> list[dict]:
+    text = page.read_text()
+    start = text.index('<script id="timeline-data" type="application/json">') + len('<script id="timeline-data" type="application/json">')
+    return orjson.loads(text[start:text.index("</script>", start)])["windows"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_page_of_every_deploy_in_windows_embeds_what_a_whole_read_draws(long_scenario: Path, tmp_path: Path,
+                                                                          fmt: str) -> None:
+    """The page and the other output come from one pass over the reads; the page's data is the
+    whole read's (its entries held as JSON text, as --format json holds them)."""
+    whole = run_cli("timeline", str(long_scenario), "--html", str(tmp_path / "whole.html"), "--no-cache")
+    parts = run_cli("timeline", str(long_scenario), "--format", fmt, "--html", str(tmp_path / "parts.html"),
+                    "--no-cache", "--memory-limit", "253MB", "--window-overlap", "12m")
+    assert whole.returncode == parts.returncode == 0, parts.stderr
+    reads = re.findall(rb"read (\d+)/(\d+),", parts.stderr)
+    assert reads and len(reads) == int(reads[0][1])  # each read once for both outputs
+    one, other = _island(tmp_path / "whole.html"), _island(tmp_path / "parts.html")
+    assert len(one) == 6 and [_drawn(v) for v in one] == [_drawn(v) for v in other]
+    assert (tmp_path / "parts.html").read_text().count('<section id="tl-') == 6
+    if fmt == "json":
+        assert [_drawn(v) for v in _views(parts.stdout)] == [_drawn(v) for v in one]
+    else:
+        assert parts.stdout.count(b"dupfind timeline: deploy v4.") == 6
+
+
 def test_the_same_timeline_of_every_deploy_again_reads_nothing(long_scenario: Path, tmp_path: Path, fmt: str) -> None:
     """The views are stored beside the analysis in windows (which the reads do not push out of the
     cache): the same timeline again is those bytes, with no read."""

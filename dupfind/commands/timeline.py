@@ -93,22 +93,29 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     reads = deploy_reads(rows, chosen, windowed.summary.get("windows", {}).get("bounds", []), overlap, *bounds_at,
                          fits=read_fits(paths, windowed.inputs.files, budget * TIMELINE_PLANNED_SHARE))
     json_alone = output_format == TableOrJson.json and html is None
+    # Entries as JSON text for --format json and the page (which embeds them as such), as the
+    # drawn fields for the terminal view: views held as dicts took 6.7 GB at 5M lines.
+    kinds = (True,) * (html is not None or output_format == TableOrJson.json) + (False,) * (
+        output_format == TableOrJson.table)
 
-    def views(fmt: str):
-        return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact, fmt,
-                              html)
+    def views():
+        return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact,
+                              kinds)
 
-    drawn: list = []
+    held: dict = {}
 
-    def document() -> tuple[dict, str | None]:
-        """Every view, as the terminal view and the page take them."""
-        if not drawn:
-            held, masked, head = [], None, {}
-            for head, note in views(output_format.value):
-                held.extend(head.pop("windows"))
+    def document(as_json: bool) -> tuple[dict, str | None]:
+        """Every view (entries as JSON text or as the drawn fields), and what redaction masked."""
+        if not held:
+            kept: dict[bool, list] = {kind: [] for kind in kinds}
+            masked, head = None, {}
+            for docs, note in views():
+                for kind, doc in docs.items():
+                    kept[kind].extend(doc.pop("windows"))
+                    head = doc
                 masked = note or masked
-            drawn.append(({**head, "verdict": windowed.verdict, "windows": held}, masked))
-        return drawn[0]
+            held.update({kind: ({**head, "verdict": windowed.verdict, "windows": kept[kind]}, masked) for kind in kinds})
+        return held[as_json]
 
     # The reads shape the views (a generation that started before its read is inferred).
     shape = {"width_s": width_s, "redacted": bool(redact), "reads": [r[:2] for r in reads]}
@@ -117,39 +124,37 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         from dupfind.render.timeline_html import render_html
 
         page, note = cached_output(windowed, "timeline:every:html", shape,
-                                   lambda: (render_html(document()[0]).encode(), document()[1]))
+                                   lambda: (render_html(document(True)[0]).encode(), document(True)[1]))
         write_output(lambda out: out.write(page), html)
         said.append(note)
     if json_alone:
         data, note = cached_output(windowed, "timeline:every:json", shape,
-                                   lambda: _json_of_views(windowed.verdict, views(output_format.value)))
+                                   lambda: _json_of_views(windowed.verdict, ((d[True], n) for d, n in views())))
     elif output_format == TableOrJson.json:
         data, note = cached_output(windowed, "timeline:every:json", shape,
-                                   lambda: (_json_bytes(document()[0]), document()[1]))
+                                   lambda: (_json_of_document(document(True)[0]), document(True)[1]))
     else:
         console = _console(output, width)
         params = {**shape, "width": console.width, "max_rows": max_rows, "color": console.color_system}
         data, note = cached_output(windowed, "timeline:every:table", params,
-                                   lambda: (_table_bytes(document()[0], console, max_rows), document()[1]))
+                                   lambda: (_table_bytes(document(False)[0], console, max_rows), document(False)[1]))
     write_output(lambda out: out.write(data), output)
     said.append(note)
     if any(said):
         sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
 
 
-def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, fmt, html):
+def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, kinds: tuple[bool, ...]):
     """For each read of deploy_reads (of the `files`, reports, with records in it): the document of
-    its deploys' views and what redaction masked. Its entries are as compact as what they are
-    written as needs (a 5M-line export's views, as dicts, took 6.7 GB): JSON text (orjson.Fragment)
-    for --format json alone, only what the terminal draws of each execution for the terminal view."""
+    its deploys' views for each kind asked for (True: every field of each execution's entry, as
+    JSON text, an orjson.Fragment; False: the fields the terminal draws, as dicts), and what
+    redaction masked."""
     from dupfind.commands.analyze import run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
-    from dupfind.timeline import ENTRY_FIELDS, entries_on_one_line, select_windows, timeline_document
+    from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
     from dupfind.windows import release_memory
     from dupfind.windows_views import files_for_read
 
-    as_json = fmt == TableOrJson.json.value and html is None
-    fields = DRAWN_ENTRY_FIELDS if fmt == TableOrJson.table.value and html is None else ENTRY_FIELDS
     for number, (read_from, read_to, names) in enumerate(reads, 1):
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
                          f"{read_from or 'the first record'} to {read_to or 'the last'}, draws {len(names)} "
@@ -159,18 +164,19 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
         # few sets), and the timeline they make is stored beside that analysis instead.
         report, cfg = run_analysis(files_for_read(paths, files, read_from, read_to), None, skew, None, 25, config, rules,
                                    assume_tz, read_from, read_to, None, False, use_cache=False)
-        redactor = make_redactor(redact, fmt, None, cfg.business_keys, context=report.context)
+        redactor = make_redactor(redact, "json", None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
-        document = timeline_document(report, chosen_windows, as_json=as_json and redactor is None, entry_fields=fields)
+        docs, masked = {}, None
+        if redactor is not None:  # one document redacted (masked once), every field as the whole read's
+            redacted = redactor.tree(timeline_document(report, chosen_windows))
+            masked = redactor.summary()
+            docs = {kind: entries_on_one_line(redacted) if kind else redacted for kind in kinds}
+        else:
+            docs = {kind: timeline_document(report, chosen_windows, as_json=kind, entry_fields=DRAWN_ENTRY_FIELDS)
+                    for kind in kinds}
         del report, chosen_windows
         release_memory()  # or the reads' tables (and the texts they made Categorical) outlive them
-        masked = None
-        if redactor is not None:
-            document = redactor.tree(document)
-            masked = redactor.summary()
-            if as_json:
-                document = entries_on_one_line(document)
-        yield document, masked
+        yield docs, masked
 
 
 def _scratch_file():
@@ -209,13 +215,11 @@ def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
         return b"".join((top[:-len(b"[]\n}\n")], b"[\n", spill.read(), b"\n  ]\n}\n")), masked
 
 
-def _json_bytes(document: dict) -> bytes:
-    """A timeline document (as plain data) as --format json writes it."""
+def _json_of_document(document: dict) -> bytes:
+    """A timeline document whose entries are JSON text already, as --format json writes it."""
     import orjson
 
-    from dupfind.timeline import entries_on_one_line
-
-    return orjson.dumps(entries_on_one_line(document), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def _console(output, width):
