@@ -404,7 +404,6 @@ def test_a_redacted_and_an_html_timeline_of_every_deploy_of_inputs_too_large(lon
     assert [_drawn(v) for v in views] == [_drawn(v) for v in _views(whole.stdout)]
 
 
-@pytest.mark.parametrize("fmt", ["json", "table"])
 def _island(page: Path) -> list[dict]:
     text = page.read_text()
     start = text.index('<script id="timeline-data" type="application/json">') + len('<script id="timeline-data" type="application/json">')
@@ -431,6 +430,7 @@ def test_a_page_of_every_deploy_in_windows_embeds_what_a_whole_read_draws(long_s
         assert parts.stdout.count(b"dupfind timeline: deploy v4.") == 6
 
 
+@pytest.mark.parametrize("fmt", ["json", "table"])
 def test_the_same_timeline_of_every_deploy_again_reads_nothing(long_scenario: Path, tmp_path: Path, fmt: str) -> None:
     """The views are stored beside the analysis in windows (which the reads do not push out of the
     cache): the same timeline again is those bytes, with no read."""
