@@ -424,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before one run is killed (default 1800)")
     ap.add_argument("--next-cold", action="store_true",
                     help="with the 'next' contender, also time each of those commands cold (--no-cache)")
+    ap.add_argument("--next-windowed", action="store_true",
+                    help="with the 'next' contender, give the priming analyze and each command the windowed "
+                         "contender's --memory-limit: the follow-ups of inputs read in windows of time")
     ap.add_argument("--at", metavar="REV",
                     help="measure dupfind as committed at REV (exported under --work), not the live checkout")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -632,21 +635,23 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
 
     _sanity(runs, out_dir, meta)
     if follow:
-        failures += _next_commands(args, work, logs, child_env, out_dir, med.get("cold"))
+        limit = ["--memory-limit", str(windowed_limit)] if args.next_windowed else []
+        failures += _next_commands(args, work, logs, child_env, out_dir, med.get("cold"), limit)
     for kind, res in failures[:4]:
         print(f"\n{CONTENDERS[kind]} FAILED (exit {res.get('exit')}):\n{res.get('error')}")
     return 1 if failures else 0
 
 
 def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
-                   analyze_cold: float | None) -> list[tuple[str, dict]]:
+                   analyze_cold: float | None, limit: list[str]) -> list[tuple[str, dict]]:
     """The first run of each NEXT_COMMANDS entry after one analyze, K times each from a fresh copy of
-    the cache that analyze left; with --next-cold, each command cold too. Prints a table."""
+    the cache that analyze left; with --next-cold, each command cold too. Prints a table. `limit`
+    (--memory-limit SIZE, with --next-windowed) is given to every run: inputs read in windows."""
     base = work / "cache-next"
     shutil.rmtree(base, ignore_errors=True)
     env = dict(child_env, DUPFIND_CACHE_DIR=str(base))
     primed = out_dir / "next-prime.json"
-    res = run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", str(logs), "--format", "json"],
+    res = run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", str(logs), "--format", "json", *limit],
               cwd=work, timeout=args.timeout, env=env, stdout_path=primed, first_byte=True)
     doc = _report(primed)
     finding = next((f for f in (doc or {}).get("findings", []) if f.get("harmful")), None)
@@ -654,7 +659,8 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         print("\nother commands after analyze: skipped (the priming analyze found no harmful finding)")
         return [("next", {"error": res.get("stderr", "")[-2000:] or "no harmful finding"})]
     shown = f"report after {res['first_byte_seconds']:.2f} s, " if "first_byte_seconds" in res else ""
-    print(f"\nother commands after analyze (priming analyze with the cache on: {shown}{res['proc_seconds']:.2f} s "
+    read = f"in windows of time, {' '.join(limit)}; " if limit else ""
+    print(f"\nother commands after analyze ({read}priming analyze with the cache on: {shown}{res['proc_seconds']:.2f} s "
           f"in all, {res.get('rss_peak_mb', 0):.0f} MB; trace --finding {finding['fingerprint']}):")
     header = f"{'command':<28} {'first run s':>11} {'min s':>7} {'peak RSS MB':>12} {'cold s':>8} {'first/cold':>10}"
     print(header)
@@ -678,7 +684,7 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
     for name, template in NEXT_COMMANDS.items():
         job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
         argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
-        argv = [argv[0], str(logs), *argv[1:]]
+        argv = [argv[0], str(logs), *argv[1:], *limit]
         firsts = [r for r in (once(argv, base) for _ in range(args.repeat)) if r]
         colds = [r for r in (once([*argv, "--no-cache"], None) for _ in range(args.repeat if args.next_cold else 0)) if r]
         if not firsts:
