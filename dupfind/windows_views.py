@@ -202,6 +202,20 @@ def _shifted(frame: pl.DataFrame, action_offset: int, exec_offset: int) -> pl.Da
     return as_strings(frame.with_columns(moved))
 
 
+def stats_aside(bucket_s: float | None) -> dict[str, Any]:
+    """run_windowed's options for what `stats` shows besides the analysis (its tables for this
+    --bucket, None: the default), gathered window by window and stored beside the analysis."""
+    from dupfind.queue_stats import stats_from
+    from dupfind.windows import STATS_PLANNED_SHARE
+
+    def tables(report: AnalysisReport, parts: list) -> dict:
+        stats = stats_from(report, merge_stats_facts(parts), bucket_s)
+        return {name: getattr(stats, name) for name in ("queues", "deployments", "timeline", "timeouts")}
+
+    return {"collect": stats_collector, "share": STATS_PLANNED_SHARE,
+            "derived": ("stats", {"bucket_s": bucket_s}, tables)}
+
+
 def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, action_offset: int,
                     exec_offset: int):
     """A Collector for `stats`: the window's own part of what stats counts (queue_stats.StatsFacts):

@@ -90,18 +90,12 @@ def stats(
         stats_report = _stats_report(report, bucket_s)
     else:  # too large to read whole: each window of time counts what is its own, then all is grouped
         from dupfind.commands.analyze import run_windowed
-        from dupfind.queue_stats import HEALTH_RULES, StatsReport, stats_from
-        from dupfind.windows import STATS_PLANNED_SHARE
-        from dupfind.windows_views import merge_stats_facts, stats_collector
-
-        def tables(report, parts) -> dict:  # what stats shows besides the analysis, stored beside it
-            stats = stats_from(report, merge_stats_facts(parts), bucket_s)
-            return {name: getattr(stats, name) for name in ("queues", "deployments", "timeline", "timeouts")}
+        from dupfind.queue_stats import HEALTH_RULES, StatsReport
+        from dupfind.windows_views import stats_aside
 
         report, cfg, _, shown = run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules,
                                              assume_tz, since, until, rejects, strict, budget, overlap, False,
-                                             use_cache=not no_cache, collect=stats_collector,
-                                             share=STATS_PLANNED_SHARE, derived=("stats", {"bucket_s": bucket_s}, tables))
+                                             use_cache=not no_cache, **stats_aside(bucket_s))
         stats_report = StatsReport(analysis=report, findings=report.findings_of(*HEALTH_RULES), **shown)
     options = RenderOptions(
         width=report_width(output),
