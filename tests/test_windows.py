@@ -506,6 +506,26 @@ def test_a_read_fits_by_the_share_of_records_its_time_holds(tmp_path: Path) -> N
     assert read_fits([str(log)], files, needed_bytes(0)) is None  # reading alone takes that: no read fits
 
 
+def test_a_timeline_whose_temporary_file_cannot_be_written_fails_in_one_sentence(monkeypatch, tmp_path: Path) -> None:
+    import errno
+    import io
+
+    from dupfind.commands import timeline
+
+    class Full(io.BytesIO):
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(timeline, "_scratch_file", lambda: (Full(), tmp_path))
+    views = [({"schema": "s", "verdict": "v", "windows": [{"title": "a"}]}, None)]
+    with pytest.raises(DupfindError, match=r"cannot write the timeline's views to a temporary file in .*: No space left"):
+        timeline._json_of_views("v", iter(views))
+    monkeypatch.undo()
+    data, masked = timeline._json_of_views("v", iter([({"schema": "s", "verdict": "x", "windows": [{"title": "a"}]},
+                                                        "masked 1")]))
+    assert orjson.loads(data) == {"schema": "s", "verdict": "v", "windows": [{"title": "a"}]} and masked == "masked 1"
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S

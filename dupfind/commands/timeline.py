@@ -180,16 +180,16 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
 
 
 def _scratch_file():
-    """A temporary file in the cache directory, else in the temporary directory."""
+    """A temporary file in the cache directory, else in the temporary directory, and that directory."""
     import tempfile
 
     from dupfind.cache import default_cache_dir
 
     try:
         default_cache_dir().mkdir(parents=True, exist_ok=True)
-        return tempfile.TemporaryFile(prefix=".timeline-", dir=default_cache_dir())
+        return tempfile.TemporaryFile(prefix=".timeline-", dir=default_cache_dir()), default_cache_dir()
     except OSError:
-        return tempfile.TemporaryFile(prefix="dupfind-timeline-")
+        return tempfile.TemporaryFile(prefix="dupfind-timeline-"), tempfile.gettempdir()
 
 
 def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
@@ -200,12 +200,18 @@ def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
     import orjson
 
     indent = orjson.OPT_INDENT_2
-    with _scratch_file() as spill:
+    spill, folder = _scratch_file()
+    with spill:
         head, masked, count = {}, None, 0
         for document, note in documents:
             for view in document.pop("windows"):
                 # The view as the whole document indents it: two levels in, its entries one line each.
-                spill.write((b",\n    " if count else b"    ") + orjson.dumps(view, option=indent).replace(b"\n", b"\n    "))
+                chunk = (b",\n    " if count else b"    ") + orjson.dumps(view, option=indent).replace(b"\n", b"\n    ")
+                try:
+                    spill.write(chunk)
+                except OSError as exc:
+                    raise DupfindError(f"cannot write the timeline's views to a temporary file in {folder}: "
+                                       f"{exc.strerror or exc}; free some space or set DUPFIND_CACHE_DIR.") from None
                 count += 1
             head, masked = document, note or masked
         top = orjson.dumps({**head, "verdict": verdict, "windows": []}, option=indent | orjson.OPT_APPEND_NEWLINE)
