@@ -18,6 +18,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import polars as pl
 
 from dupfind import memory_check
@@ -368,21 +369,28 @@ def analyze_in_windows(
     paths: list[str], config: Config, rules: list[Rule], skew_s: float, timeouts: dict[str, float],
     max_jobs_per_value: int, since: datetime | None, until: datetime | None, budget: int, overlap: timedelta,
     stderr: Console | None = None, protect: bool = False, collect: Collector | None = None,
-    share: float = PLANNED_SHARE,
+    share: float = PLANNED_SHARE, keep_spill: Callable[[Spill], None] | None = None,
 ) -> tuple[AnalysisReport, list[str], list[Any]]:
     """Analyse inputs too large to read whole: a survey (every line read and accounted for, the
     records counted per second, none kept), then one read and analysis per planned window, each
     reading only the files whose records reach into it; the report merged. With `protect`, also
-    the ids a redactor must leave alone; what `collect` took of each window (see run_windows)."""
+    the ids a redactor must leave alone; what `collect` took of each window (see run_windows).
+    The survey's spill is removed at the end, or handed to `keep_spill` when the run succeeded."""
     sources = expand_inputs(paths)
     size = log_bytes(sources)
     spill = Spill.create(size)
+    done = False
     try:
-        return _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget,
-                                   overlap, stderr, protect, collect, share, size, spill)
+        result = _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget,
+                                     overlap, stderr, protect, collect, share, size, spill)
+        done = True
+        return result
     finally:
         if spill is not None:
-            spill.remove()
+            if done and keep_spill is not None and not spill.failed:
+                keep_spill(spill)
+            else:
+                spill.remove()
 
 
 def _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget, overlap,
@@ -448,6 +456,9 @@ def survey_inputs(paths: list[str], config: Config, since, until, stderr: Consol
     """Every line of the inputs read and accounted for, the records counted per second, none kept
     (but written to `spill`)."""
     return ingest_with_progress(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None)
+
+
+SPILL_INDEX = "batches.json"
 
 
 class Spill:
@@ -518,6 +529,33 @@ class Spill:
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def keep(self, folder: Path) -> None:
+        """Move the spill to `folder` (beside a stored analysis), with the index of its batches, for
+        later reads of a time (stored); removed when that fails."""
+        index = [{"name": path.name, "first": first.isoformat(), "last": last.isoformat()}
+                 for path, first, last in self.batches]
+        try:
+            (self.folder / SPILL_INDEX).write_bytes(orjson.dumps(index))
+            shutil.rmtree(folder, ignore_errors=True)
+            os.replace(self.folder, folder)
+        except OSError:
+            self.remove()
+            return
+        self.folder = folder
+        self.batches = [(folder / path.name, first, last) for path, first, last in self.batches]
+
+    @classmethod
+    def stored(cls, folder: Path) -> Spill | None:
+        """A spill kept in `folder`, or None (none, or an index or batch missing)."""
+        try:
+            index = orjson.loads((folder / SPILL_INDEX).read_bytes())
+            spill = cls(folder)
+            spill.batches = [(folder / b["name"], datetime.fromisoformat(b["first"]), datetime.fromisoformat(b["last"]))
+                             for b in index]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return spill if all(path.is_file() for path, _, _ in spill.batches) else None
 
 
 def release_memory() -> None:

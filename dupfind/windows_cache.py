@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from dupfind.analyze import AnalysisReport
     from dupfind.config import Config
     from dupfind.rules_registry import Rule
+    from dupfind.windows import Spill
 
 # A windowed analysis is stored as an analysis (result_cache.store_analysis) of an entry with no
 # table: its key is that of the inputs' set with the overlap, its report fields carry the file
@@ -104,6 +105,24 @@ def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: l
     if _entry_folder(cache, entry):
         cache.store_analysis(entry, key, report.findings, fields)
         cache.prune()
+
+
+def store_spill(ref: tuple[Any, str, str], spill: Spill) -> None:
+    """Keep the survey's spill beside the windowed analysis: later reads of a time (the timeline's)
+    take their records from it instead of parsing the files again."""
+    cache, entry, _ = ref
+    if _entry_folder(cache, entry):
+        spill.keep(cache.sets / entry / "spill")
+    else:
+        spill.remove()
+
+
+def stored_spill(ref: tuple[Any, str, str]) -> Spill | None:
+    """The spill kept beside the windowed analysis, or None."""
+    from dupfind.windows import Spill
+
+    cache, entry, _ = ref
+    return Spill.stored(cache.sets / entry / "spill")
 
 
 def _entry_folder(cache: Any, entry: str) -> bool:

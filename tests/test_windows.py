@@ -526,6 +526,31 @@ def test_a_timeline_whose_temporary_file_cannot_be_written_fails_in_one_sentence
     assert orjson.loads(data) == {"schema": "s", "verdict": "v", "windows": [{"title": "a"}]} and masked == "masked 1"
 
 
+def test_the_timeline_reads_the_records_the_analysis_in_windows_kept(long_scenario: Path, tmp_path: Path) -> None:
+    """With the cache on, the windowed analysis keeps its survey's spill beside it: the timeline's
+    reads take their records from it (in the same run, or after `analyze`) and draw what reading
+    the files draws; a damaged spill is given up for the files."""
+    windowed = ["--memory-limit", "253MB", "--window-overlap", "12m"]
+    args = ("timeline", str(long_scenario), "--format", "json", *windowed)
+    files = run_cli(*args, "--no-cache")
+    assert files.returncode == 0 and b"of the files" in files.stderr
+    same_run = run_cli(*args, env={"DUPFIND_CACHE_DIR": str(tmp_path / "a")})
+    assert same_run.returncode == 0 and b"of the records the analysis kept" in same_run.stderr
+    assert same_run.stdout == files.stdout
+    cache = tmp_path / "b"
+    assert run_cli("analyze", str(long_scenario), "--format", "json", *windowed,
+                   env={"DUPFIND_CACHE_DIR": str(cache)}).returncode == 0
+    (kept,) = cache.glob("sets/*/spill")
+    assert (kept / "batches.json").is_file() and not list(cache.glob(".spill-*"))
+    after = run_cli(*args, env={"DUPFIND_CACHE_DIR": str(cache)})
+    assert after.returncode == 0 and b"of the records the analysis kept" in after.stderr and after.stdout == files.stdout
+    for out in cache.glob("sets/*/analyses/*.out"):  # the timeline drawn again ...
+        out.unlink()
+    next(kept.glob("*.arrow")).unlink()  # ... from a spill that lost a batch: the files instead
+    damaged = run_cli(*args, env={"DUPFIND_CACHE_DIR": str(cache)})
+    assert damaged.returncode == 0 and b"of the files" in damaged.stderr and damaged.stdout == files.stdout
+
+
 def test_the_reads_of_every_deploy_follow_the_windows_and_reach_their_deploys_tails() -> None:
     from dupfind.commands.timeline import deploy_reads
     from dupfind.deploy_concentration import MAX_TAIL_S

@@ -56,7 +56,7 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
     from dupfind.cli_common import progress_console, rejects_and_strict
     from dupfind.pipeline import CACHE_REF
     from dupfind.windows import analyze_in_windows
-    from dupfind.windows_cache import load_cached, load_cached_value, store_cached, store_cached_value
+    from dupfind.windows_cache import load_cached, load_cached_value, store_cached, store_cached_value, store_spill
 
     timeouts, cfg, rule_list, since_ts, until_ts, ref = _windowed_ref(
         paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap, use_cache)
@@ -70,11 +70,19 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
             sys.stderr.write("dupfind: the analysis in windows of time of these unchanged inputs comes from the cache.\n")
             hit[0].__dict__[CACHE_REF] = ref  # what is derived from it is cached beside it (pipeline.cached_output)
             return hit[0], cfg, hit[1], value
+    kept: list = []
+
+    def keep_spill(spill) -> None:  # moved beside the analysis with the cache writes; usable meanwhile
+        kept.append(spill)
+        background.defer(store_spill, ref, spill, if_skipped=lambda _, left: left.remove())
+
     report, protected, collected = analyze_in_windows(
         paths, cfg, rule_list, skew, timeouts, max_jobs_per_value, since_ts, until_ts, budget,
         timedelta(seconds=overlap), progress_console(), protect or ref is not None, collect,
-        **({"share": share} if share is not None else {}),
+        **({"share": share} if share is not None else {}), keep_spill=keep_spill if ref is not None else None,
     )
+    if kept:
+        report.__dict__[SPILL] = kept[0]
     rejects_and_strict(report.inputs, rejects, strict)
     value = derived[2](report, collected) if derived is not None else collected
     if ref is not None:
@@ -83,6 +91,22 @@ def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rule
         if derived is not None:
             background.defer(store_cached_value, ref, *derived[:2], value)
     return report, cfg, protected, value
+
+
+# Set on a report analysed in windows just now: the survey's spill (windows.Spill), kept beside the
+# analysis once the cache writes run and readable meanwhile (windowed_spill).
+SPILL = "_windows_spill"
+
+
+def windowed_spill(report):
+    """The survey's spill of a windowed analysis (made now, or kept beside the stored one), or None."""
+    from dupfind.pipeline import CACHE_REF
+    from dupfind.windows_cache import stored_spill
+
+    spill = report.__dict__.get(SPILL)
+    if spill is None and report.__dict__.get(CACHE_REF) is not None:
+        spill = stored_spill(report.__dict__[CACHE_REF])
+    return spill
 
 
 def _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap,

@@ -79,7 +79,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     the analysis in windows of time (stored by `analyze` or made now; it writes --rejects and
     applies --strict, over every line), their views drawn in as few reads as fit (deploy_reads).
     Each output is stored beside that analysis, so the same timeline again reads nothing."""
-    from dupfind.commands.analyze import run_windowed
+    from dupfind.commands.analyze import run_windowed, windowed_spill
     from dupfind.pipeline import cached_output
     from dupfind.windows_views import read_fits
 
@@ -100,7 +100,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
 
     def views():
         return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact,
-                              kinds)
+                              kinds, windowed_spill(windowed))
 
     held: dict = {}
 
@@ -144,26 +144,35 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
 
 
-def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, kinds: tuple[bool, ...]):
-    """For each read of deploy_reads (of the `files`, reports, with records in it): the document of
-    its deploys' views for each kind asked for (True: every field of each execution's entry, as
-    JSON text, an orjson.Fragment; False: the fields the terminal draws, as dicts), and what
-    redaction masked."""
-    from dupfind.commands.analyze import run_analysis
+def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, kinds: tuple[bool, ...],
+                   spill=None):
+    """For each read of deploy_reads (of the `spill` the windowed analysis kept, else of the
+    `files`, reports, with records in it): the document of its deploys' views for each kind asked
+    for (True: every field of each execution's entry, as JSON text, an orjson.Fragment; False: the
+    fields the terminal draws, as dicts), and what redaction masked."""
+    from dupfind.analyze import analyze
+    from dupfind.commands.analyze import _options, run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
     from dupfind.windows import release_memory
     from dupfind.windows_views import files_for_read
 
+    timeouts, cfg, rule_list = _options(skew, None, config, rules, assume_tz, None)
     for number, (read_from, read_to, names) in enumerate(reads, 1):
+        source = "the records the analysis kept" if spill is not None and not spill.failed else "the files"
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
-                         f"{read_from or 'the first record'} to {read_to or 'the last'}, draws {len(names)} "
-                         f"deploy{'s' if len(names) != 1 else ''}; the views' counts outside their windows are of "
-                         "those records.\n")
-        # Not cached: these reads would push the analysis in windows out of the cache (it keeps a
-        # few sets), and the timeline they make is stored beside that analysis instead.
-        report, cfg = run_analysis(files_for_read(paths, files, read_from, read_to), None, skew, None, 25, config, rules,
-                                   assume_tz, read_from, read_to, None, False, use_cache=False)
+                         f"{read_from or 'the first record'} to {read_to or 'the last'}, of {source}, draws "
+                         f"{len(names)} deploy{'s' if len(names) != 1 else ''}; the views' counts outside their "
+                         "windows are of those records.\n")
+        kept = spill.read(*(datetime.fromisoformat(b) if b else None for b in (read_from, read_to)), cfg) \
+            if spill is not None else None
+        if kept is not None:  # the survey's normalised records: what parsing the files would give
+            report = analyze(kept, cfg, rule_list, skew, timeouts, 25)
+        else:
+            # Not cached: these reads would push the analysis in windows out of the cache (it keeps
+            # a few sets), and the timeline they make is stored beside that analysis instead.
+            report, cfg = run_analysis(files_for_read(paths, files, read_from, read_to), None, skew, None, 25, config,
+                                       rules, assume_tz, read_from, read_to, None, False, use_cache=False)
         redactor = make_redactor(redact, "json", None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         docs, masked = {}, None
@@ -174,7 +183,7 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
         else:
             docs = {kind: timeline_document(report, chosen_windows, as_json=kind, entry_fields=DRAWN_ENTRY_FIELDS)
                     for kind in kinds}
-        del report, chosen_windows
+        del report, chosen_windows, kept
         release_memory()  # or the reads' tables (and the texts they made Categorical) outlive them
         yield docs, masked
 
