@@ -87,6 +87,11 @@ def window_budget(paths: list[str], limit: int | None) -> int | None:
     return budget
 
 
+def spans_into(first: datetime, last: datetime, read_from: datetime | None, read_to: datetime | None) -> bool:
+    """Whether records from `first` to `last` reach into a read of [read_from, read_to] (None: unbounded)."""
+    return not ((read_from is not None and last < read_from) or (read_to is not None and first > read_to))
+
+
 @dataclass(frozen=True)
 class Window:
     """One read of the inputs: the records of [read_from, read_to]; the findings, actions and
@@ -115,8 +120,7 @@ class Window:
     def reads_file(self, report: FileReport) -> bool:
         if report.first_ts is None:
             return False  # no record to read
-        return not ((self.read_from is not None and report.last_ts < self.read_from)
-                    or (self.read_to is not None and report.first_ts > self.read_to))
+        return spans_into(report.first_ts, report.last_ts, self.read_from, self.read_to)
 
     def describe(self) -> str:
         return f"{iso(self.start) if self.start else 'the first record'} to {iso(self.end) if self.end else 'the last'}"
@@ -463,7 +467,8 @@ SPILL_INDEX = "batches.json"
 
 class Spill:
     """The survey's normalised batches on disk, so that each window reads its records back
-    instead of parsing its files again; removed when the analysis is done."""
+    instead of parsing its files again; removed when the analysis is done, or kept beside the
+    stored analysis for later reads of a time (keep, stored)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -517,7 +522,7 @@ class Spill:
         tables = []
         try:
             for path, first, last in self.batches:
-                if (since is not None and last < since) or (until is not None and first > until):
+                if not spans_into(first, last, since, until):
                     continue
                 batch = _within(pl.read_ipc(path), since, until)
                 if batch.height:

@@ -16,7 +16,7 @@ from dupfind.memory_check import log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
-from dupfind.windows import Window, duration_text, gigabytes, say
+from dupfind.windows import Window, duration_text, gigabytes, say, spans_into
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,8 +64,7 @@ def files_for_read(paths: list[str], files: list[FileReport], read_from: datetim
     start, end = at(read_from), at(read_to)
     if not files or any(f.path == "-" for f in files):
         return paths
-    chosen = [f.path for f in files if f.first_ts is not None
-              and (end is None or f.first_ts <= end) and (start is None or f.last_ts >= start)]
+    chosen = [f.path for f in files if f.first_ts is not None and spans_into(f.first_ts, f.last_ts, start, end)]
     return chosen or paths
 
 
@@ -75,7 +74,7 @@ def bounded_read(
     """The read around `first`..`last` with `overlap` each side (`held` of the inputs' `total`
     records, by the survey's counts or the files' spans), when it fits."""
     read_from, read_to = first - overlap, last + overlap
-    needed = needed_bytes(size * held / max(total, 1))
+    needed = _needed(size, held, total)
     # A read over the budget that still spares most of the inputs is the best there is (reading
     # alone needs about 0.5 GB); one that holds most of them would be killed as a whole read is.
     if needed > budget and held > total / 2:
@@ -84,6 +83,12 @@ def bounded_read(
             f"{gigabytes(needed)} of memory, more than the {gigabytes(budget)} there is; narrow the read with --since/--until."
         )
     return read_from, read_to
+
+
+def _needed(size: int, held: float, total: int) -> float:
+    """The memory a read of `held` of the inputs' `total` records needs (their `size` bytes of log
+    text spread evenly over them)."""
+    return needed_bytes(size * held / max(total, 1))
 
 
 def _counted(survey: IngestResult, read_from: datetime, read_to: datetime) -> tuple[int, int]:
@@ -100,8 +105,7 @@ def _spread(files: list[FileReport], read_from: datetime | None, read_to: dateti
     evenly over its span."""
     held = 0.0
     for f in files:
-        if f.first_ts is None or (read_from is not None and f.last_ts < read_from) \
-                or (read_to is not None and f.first_ts > read_to):
+        if f.first_ts is None or not spans_into(f.first_ts, f.last_ts, read_from, read_to):
             continue
         span = (f.last_ts - f.first_ts).total_seconds()
         inside = (min(f.last_ts, read_to or f.last_ts) - max(f.first_ts, read_from or f.first_ts)).total_seconds()
@@ -119,8 +123,7 @@ def read_fits(paths: list[str], files: list[FileReport], budget: float,
         return None
 
     def fits(read_from: datetime | None, read_to: datetime | None) -> bool:
-        held, total = _spread(files, read_from, read_to)
-        return needed_bytes(size * held / max(total, 1)) <= budget
+        return _needed(size, *_spread(files, read_from, read_to)) <= budget
 
     return fits
 

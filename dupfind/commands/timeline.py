@@ -154,16 +154,15 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
     from dupfind.commands.analyze import _options, run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
-    from dupfind.windows import release_memory
+    from dupfind.windows import release_memory, say
     from dupfind.windows_views import files_for_read
 
     timeouts, cfg, rule_list = _options(skew, None, config, rules, assume_tz, None)
     for number, (read_from, read_to, names) in enumerate(reads, 1):
         source = "the records the analysis kept" if spill is not None and not spill.failed else "the files"
-        sys.stderr.write(f"dupfind: these inputs are too large to read whole: read {number}/{len(reads)}, "
-                         f"{read_from or 'the first record'} to {read_to or 'the last'}, of {source}, draws "
-                         f"{len(names)} deploy{'s' if len(names) != 1 else ''}; the views' counts outside their "
-                         "windows are of those records.\n")
+        say(f"these inputs are too large to read whole: read {number}/{len(reads)}, {read_from or 'the first record'} "
+            f"to {read_to or 'the last'}, of {source}, draws {len(names)} deploy{'s' if len(names) != 1 else ''}; the "
+            "views' counts outside their windows are of those records.")
         kept = spill.read(*(datetime.fromisoformat(b) if b else None for b in (read_from, read_to)), cfg) \
             if spill is not None else None
         if kept is not None:  # the survey's normalised records: what parsing the files would give
