@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from dupfind.analyze import AnalysisReport
     from dupfind.config import Config
+    from dupfind.ingest import FileReport
     from dupfind.rules_registry import Rule
     from dupfind.windows import Spill
 
@@ -65,9 +66,7 @@ def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisR
     if hit is None:
         return None
     try:
-        stored = dict(hit["report"])
-        if sorted(stored) != sorted([*_stored_fields(), _FILES, _FILTERED_OUT, _PROTECTED]):
-            raise ValueError("another report layout")
+        stored = _stored_state(hit)
         files = [_report_from_state(state) for state in stored.pop(_FILES)]
         inputs = IngestResult(pl.DataFrame(), files, empty_rejects(), stored.pop(_FILTERED_OUT))
         protected = stored.pop(_PROTECTED)
@@ -76,6 +75,30 @@ def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisR
         cache.discard_analysis(entry, key)
         return None
     return report, protected
+
+
+def load_cached_files(ref: tuple[Any, str, str]) -> list[FileReport] | None:
+    """The file reports (each input's span) of the stored windowed analysis, without decoding its
+    findings (2 s at 5M lines), or None."""
+    from dupfind.result_cache import _report_from_state
+
+    cache, entry, key = ref
+    hit = cache.load_analysis(entry, key)
+    if hit is None:
+        return None
+    try:
+        return [_report_from_state(state) for state in _stored_state(hit)[_FILES]]
+    except Exception:  # noqa: BLE001 (anything wrong with an entry means analysing again)
+        cache.discard_analysis(entry, key)
+        return None
+
+
+def _stored_state(hit: dict) -> dict:
+    """A stored windowed analysis' report fields, checked to be this version's."""
+    stored = dict(hit["report"])
+    if sorted(stored) != sorted([*_stored_fields(), _FILES, _FILTERED_OUT, _PROTECTED]):
+        raise ValueError("another report layout")
+    return stored
 
 
 def load_cached_value(ref: tuple[Any, str, str], kind: str, params: Any) -> tuple[bool, Any]:

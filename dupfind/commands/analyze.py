@@ -126,16 +126,15 @@ def _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rul
     return timeouts, cfg, rule_list, since_ts, until_ts, ref
 
 
-def stored_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap,
-                    use_cache=True):
-    """The analysis in windows of time of these inputs as the cache holds it, or None; nothing is
-    read or analysed."""
-    from dupfind.windows_cache import load_cached
+def stored_windowed_files(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
+                          overlap, use_cache=True):
+    """The file reports (each input's span) of the analysis in windows of time of these inputs as
+    the cache holds it, or None; nothing is read or analysed."""
+    from dupfind.windows_cache import load_cached_files
 
-    _, _, rule_list, _, _, ref = _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules,
-                                               assume_tz, since, until, overlap, use_cache)
-    hit = load_cached(ref, rule_list) if ref is not None else None
-    return hit[0] if hit is not None else None
+    *_, ref = _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
+                            overlap, use_cache)
+    return load_cached_files(ref) if ref is not None else None
 
 
 def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,

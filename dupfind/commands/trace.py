@@ -61,16 +61,15 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
                          f"{found.fingerprint} ({iso(found.first_ts)} to {iso(found.last_ts or found.first_ts)}, "
                          f"{overlap:g} s each side).\n")
         return (*bounds, files_for_read(paths, report.inputs.files, *bounds))
-    from dupfind.commands.analyze import stored_windowed
+    from dupfind.commands.analyze import stored_windowed_files
 
     cfg = load_config(config, rules, assume_tz)
     since_ts, until_ts = time_bounds(cfg, since, until)
     # Every file's span, when `analyze` stored its analysis in windows: the survey then reads only
     # the files whose text holds an id queried.
-    stored = stored_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
-                             overlap, use_cache)
-    bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console(),
-                          files=stored.inputs.files if stored is not None else None)
+    files = stored_windowed_files(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
+                                  until, overlap, use_cache)
+    bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console(), files=files)
     if bounds is None:
         listed = ", ".join(repr(q) for q in queries)
         raise DupfindError(f"no record carries {listed} in any id column; check the value, or map the field that "
