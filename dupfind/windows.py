@@ -532,6 +532,57 @@ class Spill:
             return None
         return IngestResult(assemble(tables, config), [], empty_rejects())
 
+    def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:
+        """The time, source and line of the spilled records that meet `condition` (given the
+        columns a batch has: the test, or None when none can), as a survey keeping those would
+        give them; None when the spill failed or cannot be read. One parallel scan of each
+        layout's batches."""
+        groups = self._layouts()
+        if groups is None:
+            return None
+        scans = []
+        for columns, paths in groups.items():
+            test = condition(list(columns))
+            if test is not None:
+                scans.append(pl.scan_ipc(paths).filter(test).select("ts", "source", "line"))
+        try:
+            found = pl.collect_all(scans) if scans else []
+        except (OSError, pl.exceptions.PolarsError):
+            self.failed = True
+            return None
+        return pl.concat(found, how="vertical_relaxed") if found else pl.DataFrame(
+            schema={"ts": pl.Datetime("us", "UTC"), "source": pl.String, "line": pl.Int64})
+
+    def records_between(self, since: datetime | None, until: datetime | None) -> int | None:
+        """How many spilled records are within [since, until] (None: unbounded); None when the
+        spill cannot be read."""
+        groups = self._layouts()
+        if groups is None:
+            return None
+        bounds = [pl.col("ts") >= since] if since is not None else []
+        bounds += [pl.col("ts") <= until] if until is not None else []
+        reached = {path for path, first, last in self.batches if spans_into(first, last, since, until)}
+        scans = [pl.scan_ipc(held).select("ts").filter(*bounds or [pl.lit(True)]).select(pl.len())
+                 for held in ([p for p in paths if p in reached] for paths in groups.values()) if held]
+        try:
+            return sum(frame.item() for frame in pl.collect_all(scans)) if scans else 0
+        except (OSError, pl.exceptions.PolarsError):
+            self.failed = True
+            return None
+
+    def _layouts(self) -> dict[tuple[str, ...], list[Path]] | None:
+        """The batches grouped by their columns (a scan reads files of one layout), or None."""
+        if self.failed:
+            return None
+        groups: dict[tuple[str, ...], list[Path]] = {}
+        try:
+            for path, _, _ in self.batches:
+                groups.setdefault(tuple(pl.read_ipc_schema(path)), []).append(path)
+        except (OSError, pl.exceptions.PolarsError):
+            self.failed = True
+            return None
+        return groups
+
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -24,23 +24,36 @@ if TYPE_CHECKING:
     from dupfind.analyze import AnalysisReport
     from dupfind.config import Config
     from dupfind.ingest import FileReport, IngestResult
+    from dupfind.windows import Spill
 
 # -- trace ------------------------------------------------------------------------------------
 
 
-def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
-    """A survey's `keep`: the rows of a normalised batch that carry a queried id (as `trace` reads
-    a query: a value in any id column, or COLUMN=VALUE in that column), with their time alone."""
+def carrying(queries: list[str], columns: list[str]) -> Callable[[list[str]], pl.Expr | None]:
+    """The test of a record carrying a queried id (as `trace` reads a query: a value in any id
+    column, or COLUMN=VALUE in that column), given the columns a batch of records has; None when
+    none of them can."""
     from dupfind.trace import parse_query
 
     parsed = [parse_query(query, columns) for query in queries]
 
-    def keep(batch: pl.DataFrame) -> pl.DataFrame:
+    def test(present: list[str]) -> pl.Expr | None:
         tests = [
             pl.col(c).cast(pl.String) == value
-            for column, value in parsed for c in ([column] if column else columns) if c in batch.columns
+            for column, value in parsed for c in ([column] if column else columns) if c in present
         ]
-        return batch.filter(pl.any_horizontal(tests)).select("ts", "source", "line") if tests else batch.clear()
+        return pl.any_horizontal(tests) if tests else None
+
+    return test
+
+
+def records_carrying(queries: list[str], columns: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A survey's `keep`: the rows of a normalised batch that carry a queried id, with their time alone."""
+    test = carrying(queries, columns)
+
+    def keep(batch: pl.DataFrame) -> pl.DataFrame:
+        found = test(batch.columns)
+        return batch.filter(found).select("ts", "source", "line") if found is not None else batch.clear()
 
     return keep
 
@@ -157,15 +170,30 @@ def files_mentioning(files: list[FileReport], values: list[str]) -> list[str] | 
 def trace_bounds(
     paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
     budget: int, overlap: timedelta, stderr: Console | None = None, files: list[FileReport] | None = None,
+    spill: Spill | None = None,
 ) -> tuple[datetime, datetime, list[str]] | None:
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
-    carrying them, and the inputs that hold records in it; None when no record does. With every
-    input's report (`files`, as the stored analysis in windows of time gives them), the survey
-    reads only the files whose text holds an id queried."""
+    carrying them, and the inputs that hold records in it; None when no record does. With the
+    records the stored analysis in windows of time kept (`spill`), those are searched instead of
+    the files; with every input's report (`files`, as that analysis gives them), the survey reads
+    only the files whose text holds an id queried."""
     from dupfind.trace import parse_query
 
     columns = list(dict.fromkeys(id_column_names(config)))
+    size = log_bytes(expand_inputs(paths))
+    if spill is not None:
+        carried = spill.scan(carrying(queries, columns))
+        if carried is not None and carried.height == 0:
+            return None
+        if carried is not None:
+            first, last = carried["ts"].min(), carried["ts"].max()
+            counted = spill.records_between(first - overlap, last + overlap), spill.records_between(None, None)
+            if None not in counted:
+                say(f"the records of {', '.join(queries)} were found in the records the analysis in windows of time "
+                    "kept.")
+                read_from, read_to = _trace_read(queries, counted, size, budget, first, last, overlap, since, until)
+                return read_from, read_to, files_for_read(paths, files or [], read_from, read_to)
     mentioning = None
     maps = [config.value_maps, *(p.values for p in config.presets)]  # a value renamed is not its text
     if files is not None and not any(c in m for m in maps for c in columns):
@@ -181,16 +209,23 @@ def trace_bounds(
     if survey.table.height == 0:
         return None
     first, last = survey.table["ts"].min(), survey.table["ts"].max()
-    what = f"the records of {', '.join(queries)}"
-    size = log_bytes(expand_inputs(paths))
     spans = files if mentioning is not None else survey.files
     counted = _spread(spans, first - overlap, last + overlap) if mentioning is not None \
         else _counted(survey, first - overlap, last + overlap)
-    read_from, read_to = bounded_read(*counted, size, budget, first, last, overlap, what)
+    read_from, read_to = _trace_read(queries, counted, size, budget, first, last, overlap, since, until)
+    return read_from, read_to, files_for_read(paths, spans, read_from, read_to)
+
+
+def _trace_read(queries: list[str], counted: tuple[float, int], size: int, budget: int, first: datetime,
+                last: datetime, overlap: timedelta, since: datetime | None, until: datetime | None,
+                ) -> tuple[datetime, datetime]:
+    """The read around the queried ids' records (`first`..`last`, `counted` records of all in it
+    with `overlap` each side), within --since/--until, when it fits; said on stderr."""
+    read_from, read_to = bounded_read(*counted, size, budget, first, last, overlap, f"the records of {', '.join(queries)}")
     read_from, read_to = max(read_from, since or read_from), min(read_to, until or read_to)
     say(f"these inputs are too large to read whole: the records of {', '.join(queries)} span {iso(first)} to "
          f"{iso(last)}; reading {iso(read_from)} to {iso(read_to)}.")
-    return read_from, read_to, files_for_read(paths, spans, read_from, read_to)
+    return read_from, read_to
 
 
 # -- stats ------------------------------------------------------------------------------------

@@ -287,21 +287,39 @@ def test_a_trace_of_a_finding_of_inputs_too_large_reads_around_its_span(
     assert f"reading around finding {fingerprint}" in said
 
 
-def test_a_trace_of_ids_after_analyze_in_windows_surveys_only_the_files_holding_their_text(
+def test_a_trace_of_ids_after_analyze_in_windows_searches_the_records_it_kept_or_the_files_holding_their_text(
     long_scenario: Path, long_analysis: dict, tmp_path: Path,
 ) -> None:
-    """With the analysis in windows stored, every file's span is known: the survey reads only the
-    files whose bytes hold an id queried, the read around only those with records then."""
+    """With the analysis in windows stored, the ids are searched in the records it kept and the read
+    around them takes its records from there. Without those (lost), every file's span is known:
+    the survey reads only the files whose bytes hold an id queried, the read around only those
+    with records then. Either way, the bytes a whole read prints."""
     finding = next(f for f in long_analysis["findings"] if f["harmful"])
     job, order = finding["ids"]["job_id"][0], finding["ids"]["order_id"][0]
-    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    cache = tmp_path / "cache"
+    env = {"DUPFIND_CACHE_DIR": str(cache)}
     windowed = ["--memory-limit", "253MB", "--window-overlap", "5m"]
     assert run_cli("analyze", str(long_scenario), "--format", "json", *windowed, env=env).returncode == 0
-    for query in ([job], [f"order_id={order}"], ["--id", job, "--id", f"order_id={order}"]):
-        whole = run_cli("trace", *query, str(long_scenario), "--format", "json", "--no-cache")
+    queries = ([job], [f"order_id={order}"], ["--id", job, "--id", f"order_id={order}"])
+    wholes = [run_cli("trace", *query, str(long_scenario), "--format", "json", "--no-cache") for query in queries]
+    for query, whole in zip(queries, wholes):
+        for _ in range(2):  # the second run's trace is the stored one
+            around = run_cli("trace", *query, str(long_scenario), "--format", "json", *windowed, env=env)
+            assert around.returncode == whole.returncode == 0, around.stderr
+            assert around.stdout == whole.stdout
+            said = around.stderr.decode()
+            assert "were found in the records the analysis in windows of time kept" in said
+            assert "time kept, not parsed from the files again" in said and "files with records" not in said
+    missing = run_cli("trace", "no-such-id-anywhere", str(long_scenario), *windowed, env=env)
+    assert missing.returncode == 2 and b"no record carries 'no-such-id-anywhere'" in missing.stderr
+    (kept,) = cache.glob("sets/*/spill")
+    shutil.rmtree(kept)
+    for out in cache.glob("sets/*/analyses/*.out"):  # the traces made again ...
+        out.unlink()
+    for query, whole in zip(queries, wholes):  # ... without the records kept
         around = run_cli("trace", *query, str(long_scenario), "--format", "json", *windowed, env=env)
-        assert around.returncode == whole.returncode == 0, around.stderr
-        assert around.stdout == whole.stdout
+        assert around.returncode == 0, around.stderr
+        assert around.stdout == whole.stdout and b"the analysis in windows of time kept" not in around.stderr
         surveyed, held = map(int, re.search(rb"is in (\d+) of the (\d+) files with records", around.stderr).groups())
         assert 0 < surveyed < held
     missing = run_cli("trace", "no-such-id-anywhere", str(long_scenario), *windowed, env=env)
@@ -309,6 +327,38 @@ def test_a_trace_of_ids_after_analyze_in_windows_surveys_only_the_files_holding_
     # A value a format may write escaped is looked for by parsing every file, as without the analysis.
     slashed = run_cli("trace", "a/b", str(long_scenario), *windowed, env=env)
     assert slashed.returncode == 2 and b"files with records" not in slashed.stderr
+
+
+def test_reads_around_a_span_after_analyze_in_windows_take_the_records_it_kept(
+    long_scenario: Path, long_analysis: dict, tmp_path: Path,
+) -> None:
+    """`trace --finding`, the Markdown ticket's worst incident and `timeline --deploy/--around`
+    read their span from the records the stored analysis in windows kept: the bytes reading those
+    of the files gives (--no-cache), the first time and from the cache."""
+    fingerprint = next(f["fingerprint"] for f in long_analysis["findings"] if f["harmful"])
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    windowed = ["--memory-limit", "253MB", "--window-overlap", "5m"]
+    kept_note = b"time kept, not parsed from the files again"
+    ticket = run_cli("analyze", str(long_scenario), "--format", "markdown", *windowed, env=env)
+    files_ticket = run_cli("analyze", str(long_scenario), "--format", "markdown", *windowed, "--no-cache")
+    assert ticket.returncode == files_ticket.returncode == 0, ticket.stderr
+    assert kept_note in ticket.stderr and kept_note not in files_ticket.stderr
+    assert b"## Worst incident" in ticket.stdout
+    def without_command(text: bytes) -> list[bytes]:
+        return [line for line in text.split(b"\n") if not line.startswith(b"dupfind analyze")]
+
+    assert without_command(ticket.stdout) == without_command(files_ticket.stdout)
+    for command in (
+        ["trace", "--finding", fingerprint[:10], "--format", "json"],
+        ["timeline", "--deploy", "v4.26.0", "--format", "json"],
+        ["timeline", "--around", "2026-07-21T10:16:00Z", "--window", "4m"],
+    ):
+        files = run_cli(*command, str(long_scenario), *windowed, "--no-cache")
+        assert files.returncode == 0 and kept_note not in files.stderr, files.stderr
+        for _ in range(2):
+            kept = run_cli(*command, str(long_scenario), *windowed, env=env)
+            assert kept.returncode == 0 and kept_note in kept.stderr, kept.stderr
+            assert kept.stdout == files.stdout
 
 
 @pytest.mark.parametrize(("query", "message"), [

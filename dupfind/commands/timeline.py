@@ -79,7 +79,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     the analysis in windows of time (stored by `analyze` or made now; it writes --rejects and
     applies --strict, over every line), their views drawn in as few reads as fit (deploy_reads).
     Each output is stored beside that analysis, so the same timeline again reads nothing."""
-    from dupfind.commands.analyze import run_windowed, windowed_spill
+    from dupfind.commands.analyze import kept_records, run_windowed
     from dupfind.pipeline import cached_output
     from dupfind.windows_views import read_fits
 
@@ -100,7 +100,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
 
     def views():
         return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact,
-                              kinds, windowed_spill(windowed))
+                              kinds, (kept_records(windowed) or (None,))[0])
 
     held: dict = {}
 
@@ -255,10 +255,12 @@ def _table_bytes(document: dict, console, max_rows: int) -> bytes:
 
 
 def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
-                   use_cache) -> tuple[str, str, list[str]]:
+                   use_cache) -> tuple[str, str, list[str], tuple | None]:
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
-    the overlap each side; and the inputs to read (for a deploy, those with records then)."""
+    the overlap each side; the inputs to read (for a deploy, those with records then); and the
+    records the analysis in windows kept (analyze.kept_records), read instead of the inputs."""
+    from dupfind.commands.analyze import _windowed_ref, kept_records
     from dupfind.deploy_concentration import MAX_TAIL_S
     from dupfind.timefmt import iso
     from dupfind.windows_views import files_for_read
@@ -267,12 +269,14 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     if around_ts is not None:
         half = timedelta(seconds=width_s / 2)
         start, end, what = around_ts - half, around_ts + half, f"the window around {iso(around_ts)}"
+        ref = _windowed_ref(paths, None, skew, None, 25, config, rules, assume_tz, since, until, overlap, use_cache)[-1]
+        kept = kept_records(ref) if ref is not None else None
     elif deploy is not None:
         from dupfind.commands.analyze import run_windowed
 
         report = run_windowed(paths, None, skew, None, 25, config, rules, assume_tz, since, until, None, False, budget,
                               overlap, False, use_cache)[0]
-        files = report.inputs.files
+        files, kept = report.inputs.files, kept_records(report)
         found = [w for w in report.summary["deploys"]["windows"] if w["deploy"] == deploy]
         if not found:
             known = ", ".join(w["deploy"] for w in report.summary["deploys"]["windows"]) or "none"
@@ -285,7 +289,7 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     read_from, read_to = iso(start - window), iso(end + window)
     sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around {what}, {read_from} to "
                      f"{read_to}; the view's counts outside its window are of those records.\n")
-    return read_from, read_to, files_for_read(paths, files, read_from, read_to)
+    return read_from, read_to, files_for_read(paths, files, read_from, read_to), kept
 
 
 @app.command()
@@ -360,13 +364,14 @@ def timeline(
                      for b, o in ((since, "--since"), (until, "--until"))]
         return _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects,
                              strict, not no_cache, redact, bounds_at, html, output_format, output, width, max_rows)
+    kept = None
     if budget is not None:  # too large to read whole: read only around the view asked for
-        since, until, held = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules,
-                                            assume_tz, since, until, not no_cache)
+        since, until, held, kept = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config,
+                                                  rules, assume_tz, since, until, not no_cache)
         if rejects is None and not strict:  # those are of every line: every file is read then
             paths = held
     report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
-                               use_cache=not no_cache, cfg=cfg)
+                               use_cache=not no_cache, cfg=cfg, kept=kept)
     shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)

@@ -34,12 +34,14 @@ def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) ->
 
 
 def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout, max_jobs_per_value, config, rules,
-                   assume_tz, since, until, use_cache) -> tuple[str, str, list[str]]:
+                   assume_tz, since, until, use_cache) -> tuple[str, str, list[str], tuple | None]:
     """--since/--until for a trace of inputs too large to read whole: around the records of the
     ids (found by a survey that keeps only those), or around the finding's span (from the analysis
-    in windows of time, stored by `analyze` or made now); and the inputs that hold records then."""
+    in windows of time, stored by `analyze` or made now); the inputs that hold records then; and
+    the records that analysis kept (analyze.kept_records), read instead of the inputs."""
     from datetime import timedelta
 
+    from dupfind.commands.analyze import kept_records
     from dupfind.config import load_config
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
@@ -60,21 +62,22 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
                          f"{found.fingerprint} ({iso(found.first_ts)} to {iso(found.last_ts or found.first_ts)}, "
                          f"{overlap:g} s each side).\n")
-        return (*bounds, files_for_read(paths, report.inputs.files, *bounds))
-    from dupfind.commands.analyze import stored_windowed_files
+        return (*bounds, files_for_read(paths, report.inputs.files, *bounds), kept_records(report))
+    from dupfind.commands.analyze import stored_windowed_inputs
 
     cfg = load_config(config, rules, assume_tz)
     since_ts, until_ts = time_bounds(cfg, since, until)
-    # Every file's span, when `analyze` stored its analysis in windows: the survey then reads only
-    # the files whose text holds an id queried.
-    files = stored_windowed_files(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
-                                  until, overlap, use_cache)
-    bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console(), files=files)
+    # When `analyze` stored its analysis in windows: the records it kept are searched, else every
+    # file's span is known and the survey reads only the files whose text holds an id queried.
+    files, kept = stored_windowed_inputs(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
+                                         since, until, overlap, use_cache)
+    bounds = trace_bounds(paths, cfg, queries, since_ts, until_ts, budget, window, progress_console(), files=files,
+                          spill=kept[0] if kept is not None else None)
     if bounds is None:
         listed = ", ".join(repr(q) for q in queries)
         raise DupfindError(f"no record carries {listed} in any id column; check the value, or map the field that "
                            "holds it with [aliases] in dupfind.toml.")
-    return iso(bounds[0]), iso(bounds[1]), bounds[2]
+    return iso(bounds[0]), iso(bounds[1]), bounds[2], kept
 
 
 @app.command()
@@ -123,29 +126,36 @@ def trace(
         raise DupfindError("--max-actions and --max-records must be at least 1.")
     queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    kept = None
     if budget is not None:  # too large to read whole: read only around what is traced
-        since, until, held = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
-                                            max_jobs_per_value, config, rules, assume_tz, since, until, not no_cache)
+        since, until, held, kept = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
+                                                  max_jobs_per_value, config, rules, assume_tz, since, until,
+                                                  not no_cache)
         if rejects is None and not strict:  # those are of every line: every file is read then
             paths = held
     if finding:
         from dupfind.commands.analyze import run_analysis
 
         analysis, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
-                                     since, until, rejects, strict, use_cache=not no_cache)
+                                     since, until, rejects, strict, use_cache=not no_cache, kept=kept)
         ctx, cached = analysis.context, analysis
         build = lambda: trace_finding(ctx, analysis, finding, max_records)  # noqa: E731
     else:
+        from dupfind.commands.analyze import correlated_of_kept
         from dupfind.config import load_config
-        from dupfind.pipeline import analysis_context
+        from dupfind.pipeline import CACHE_REF, analysis_context
 
         if skew < 0:
             raise DupfindError("--skew must be zero or more seconds.")
         timeouts = parse_timeouts(timeout or [])
         cfg = load_config(config, rules, assume_tz)
-        loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value,
-                                       use_cache=not no_cache)
+        found = correlated_of_kept(kept, cfg, since, until, max_jobs_per_value) \
+            if kept is not None and rejects is None and not strict else None
+        loaded = found[0] if found is not None else correlate_with_config(
+            cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=not no_cache)
         ctx = cached = analysis_context(loaded, cfg, skew, timeouts)  # no rules run: enough to trace any id
+        if found is not None:
+            ctx.__dict__[CACHE_REF] = found[1]  # the trace is cached beside the analysis in windows
         build = lambda: trace_ids(ctx, queries, max_actions, max_records)  # noqa: E731
     width, color = report_width(output), output is None and sys.stdout.isatty()
 
