@@ -130,7 +130,6 @@ def correlated_of_kept(kept: tuple, cfg, since: str | None, until: str | None, m
     instead)."""
     from dupfind.pipeline import Correlated, correlate_inputs, time_bounds
     from dupfind.result_cache import ResultCache
-
     from dupfind.windows import say
 
     spill, (cache, set_key, base_key) = kept
