@@ -48,9 +48,15 @@ PLANNED_SHARE = 0.85
 # `stats` also gathers what it counts while a window's analysis is in memory (about a quarter more
 # at its peak, measured at 5M lines with --memory-limit 1GB: 1131 MiB at 0.85).
 STATS_PLANNED_SHARE = 0.7
-# Disk a spill of the survey's records asks for, per byte of log text (LZ4 Arrow IPC of the
-# canonical columns: 0.20 at 1M lines), with room to spare.
+# Disk a spill of the survey's records asks for, per byte of log text (LZ4 Parquet of the canonical
+# columns: 0.09 at 5M lines), with room to spare.
 SPILL_ROOM_PER_LOG_BYTE = 0.5
+# Rows of a spilled batch's row groups. A batch holds records of whole files, which may span the
+# whole export: sorted by time, a read of a time decodes only the row groups whose time reaches
+# into it (at 5M lines, a 2-hour read 0.16 s against 2.3 s reading the batches whole as Arrow IPC).
+SPILL_ROW_GROUP = 16_384
+# Spilled batches read at once (in parallel) by a read of a time.
+SPILL_READ_FILES = 8
 # The survey counts records per second; a longer span is planned on coarser steps.
 MAX_STEPS = 200_000
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -502,9 +508,9 @@ class Spill:
     def write(self, batch: pl.DataFrame) -> None:
         if self.failed:
             return
-        path = self.folder / f"{len(self.batches):06d}.arrow"
+        path = self.folder / f"{len(self.batches):06d}.parquet"
         try:
-            batch.write_ipc(path, compression="lz4")
+            batch.sort("ts").write_parquet(path, compression="lz4", row_group_size=SPILL_ROW_GROUP, statistics=True)
         except OSError:
             self.failed = True
             self.batches.clear()
@@ -519,14 +525,12 @@ class Spill:
 
         if self.failed:
             return None
+        reached = [path for path, first, last in self.batches if spans_into(first, last, since, until)]
         tables = []
         try:
-            for path, first, last in self.batches:
-                if not spans_into(first, last, since, until):
-                    continue
-                batch = _within(pl.read_ipc(path), since, until)
-                if batch.height:
-                    tables.append(held_for_assembly(batch))
+            for at in range(0, len(reached), SPILL_READ_FILES):
+                scans = [_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
+                tables += [held_for_assembly(batch) for batch in pl.collect_all(scans) if batch.height]
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
@@ -544,7 +548,7 @@ class Spill:
         for columns, paths in groups.items():
             test = condition(list(columns))
             if test is not None:
-                scans.append(pl.scan_ipc(paths).filter(test).select("ts", "source", "line"))
+                scans.append(pl.scan_parquet(paths).filter(test).select("ts", "source", "line"))
         try:
             found = pl.collect_all(scans) if scans else []
         except (OSError, pl.exceptions.PolarsError):
@@ -562,7 +566,7 @@ class Spill:
         bounds = [pl.col("ts") >= since] if since is not None else []
         bounds += [pl.col("ts") <= until] if until is not None else []
         reached = {path for path, first, last in self.batches if spans_into(first, last, since, until)}
-        scans = [pl.scan_ipc(held).select("ts").filter(*bounds or [pl.lit(True)]).select(pl.len())
+        scans = [pl.scan_parquet(held).select("ts").filter(*bounds or [pl.lit(True)]).select(pl.len())
                  for held in ([p for p in paths if p in reached] for paths in groups.values()) if held]
         try:
             return sum(frame.item() for frame in pl.collect_all(scans)) if scans else 0
@@ -577,7 +581,7 @@ class Spill:
         groups: dict[tuple[str, ...], list[Path]] = {}
         try:
             for path, _, _ in self.batches:
-                groups.setdefault(tuple(pl.read_ipc_schema(path)), []).append(path)
+                groups.setdefault(tuple(pl.read_parquet_schema(path)), []).append(path)
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None

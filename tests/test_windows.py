@@ -596,7 +596,7 @@ def test_the_timeline_reads_the_records_the_analysis_in_windows_kept(long_scenar
     assert after.returncode == 0 and b"of the records the analysis kept" in after.stderr and after.stdout == files.stdout
     for out in cache.glob("sets/*/analyses/*.out"):  # the timeline drawn again ...
         out.unlink()
-    next(kept.glob("*.arrow")).unlink()  # ... from a spill that lost a batch: the files instead
+    next(kept.glob("*.parquet")).unlink()  # ... from a spill that lost a batch: the files instead
     damaged = run_cli(*args, env={"DUPFIND_CACHE_DIR": str(cache)})
     assert damaged.returncode == 0 and b"of the files" in damaged.stderr and damaged.stdout == files.stdout
 
@@ -694,22 +694,22 @@ def test_windows_read_their_records_back_from_the_spill_or_parse_again_without_o
     assert spilled.summary["windows"]["count"] >= 5
     # a spill whose disk fills up mid-survey is given up: the windows parse their files
     monkeypatch.setattr(windows.Spill, "create", staticmethod(create))
-    real_write = pl.DataFrame.write_ipc
+    real_write = pl.DataFrame.write_parquet
     writes: list[int] = []
 
-    def write_ipc(frame, path, **options):
+    def write_parquet(frame, path, **options):
         writes.append(1)
         if len(writes) == 1:  # this scenario is one batch
             raise OSError(28, "No space left on device")
         return real_write(frame, path, **options)
 
-    monkeypatch.setattr(pl.DataFrame, "write_ipc", write_ipc)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", write_parquet)
     full, _, _ = windows.analyze_in_windows(*args)
     assert created[-1].failed and not created[-1].folder.exists() and writes == [1]
     assert orjson.dumps(full.to_dict()) == orjson.dumps(parsed.to_dict())
     # a spill that cannot be read back (removed meanwhile) is given up the same way
-    monkeypatch.setattr(pl.DataFrame, "write_ipc", real_write)
-    monkeypatch.setattr(pl, "read_ipc", lambda path, **options: (_ for _ in ()).throw(OSError(2, "gone")))
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", real_write)
+    monkeypatch.setattr(pl, "scan_parquet", lambda path, **options: (_ for _ in ()).throw(OSError(2, "gone")))
     unreadable, _, _ = windows.analyze_in_windows(*args)
     assert created[-1].failed and orjson.dumps(unreadable.to_dict()) == orjson.dumps(parsed.to_dict())
 
