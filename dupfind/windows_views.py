@@ -14,6 +14,7 @@ from dupfind.analysis import id_column_names
 from dupfind.errors import DupfindError
 from dupfind.memory_check import log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
+from dupfind.schema import TS_TYPE
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 from dupfind.windows import Window, duration_text, gigabytes, say, spans_into
@@ -116,14 +117,34 @@ def _counted(survey: IngestResult, read_from: datetime, read_to: datetime) -> tu
 def _spread(files: list[FileReport], read_from: datetime | None, read_to: datetime | None) -> tuple[float, int]:
     """Records in [read_from, read_to] (None: unbounded) and in all, each file's taken as spread
     evenly over its span."""
-    held = 0.0
-    for f in files:
-        if f.first_ts is None or not spans_into(f.first_ts, f.last_ts, read_from, read_to):
-            continue
-        span = (f.last_ts - f.first_ts).total_seconds()
-        inside = (min(f.last_ts, read_to or f.last_ts) - max(f.first_ts, read_from or f.first_ts)).total_seconds()
-        held += f.records * (inside / span if span > 0 else 1.0)
-    return held, sum(f.records for f in files)
+    return _held(_file_spans(files), read_from, read_to), sum(f.records for f in files)
+
+
+def _file_spans(files: list[FileReport]) -> pl.DataFrame:
+    """The files with records: their first and last record times and their records."""
+    spans = [(f.first_ts, f.last_ts, f.records) for f in files if f.first_ts is not None]
+    return pl.DataFrame(spans, schema={"first": TS_TYPE, "last": TS_TYPE, "records": pl.Int64}, orient="row")
+
+
+def _held(spans: pl.DataFrame, read_from: datetime | None, read_to: datetime | None) -> float:
+    """The records of these file spans in [read_from, read_to], each file's spread evenly over its
+    span (in one pass over the spans: the timeline of every deploy asks this of every file for
+    each deploy, 1,377 x 4,155 times at 5M lines)."""
+    first, last = pl.col("first"), pl.col("last")
+    start = first if read_from is None else pl.max_horizontal(first, pl.lit(read_from, dtype=TS_TYPE))
+    end = last if read_to is None else pl.min_horizontal(last, pl.lit(read_to, dtype=TS_TYPE))
+    reaching = pl.lit(True)
+    if read_from is not None:
+        reaching &= last >= pl.lit(read_from, dtype=TS_TYPE)
+    if read_to is not None:
+        reaching &= first <= pl.lit(read_to, dtype=TS_TYPE)
+
+    def seconds(delta: pl.Expr) -> pl.Expr:  # as timedelta.total_seconds() gives them
+        return delta.dt.total_microseconds() / 1_000_000
+
+    span = seconds(last - first)
+    share = pl.when(span > 0).then(seconds(end - start) / span).otherwise(1.0)
+    return float(spans.select((pl.col("records") * share).filter(reaching).sum()).item())
 
 
 def read_fits(paths: list[str], files: list[FileReport], budget: float,
@@ -134,9 +155,10 @@ def read_fits(paths: list[str], files: list[FileReport], budget: float,
     size = log_bytes(expand_inputs(paths))
     if needed_bytes(0) >= budget:
         return None
+    spans, total = _file_spans(files), sum(f.records for f in files)
 
     def fits(read_from: datetime | None, read_to: datetime | None) -> bool:
-        return _needed(size, *_spread(files, read_from, read_to)) <= budget
+        return _needed(size, _held(spans, read_from, read_to), total) <= budget
 
     return fits
 
