@@ -111,9 +111,14 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
                 decoded.append(orjson.loads(line))
             except orjson.JSONDecodeError:
                 decoded.append(None)
+    keys: set[str] = set()
+    for record in decoded:
+        if isinstance(record, dict):
+            keys.update(record)
+    heads = {key.split(".", 1)[0] for key in keys}  # what a preset's paths can be found under (Preset.may_match)
     for preset in presets:
         line_envelope = preset.kind == "json" and preset.is_envelope and preset.lines
-        if line_envelope and _majority_of(preset.matches, decoded, len(decoded)):
+        if line_envelope and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [re.sub(ANSI_ESCAPE, "", line) for line in lines]
     for preset in presets:
@@ -122,7 +127,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             if _majority_of(pattern.search, clean, len(lines)):
                 return FormatSniff(preset.label, envelope=preset.name)
     for preset in presets:
-        if preset.is_record_shape and _majority_of(preset.matches, decoded, len(lines)):
+        if preset.is_record_shape and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
             return FormatSniff(preset.label)
     grammar_hits = 0
     grammar_label = None

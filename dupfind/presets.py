@@ -91,6 +91,16 @@ class Preset:
             return False
         return not self.detect_any or any(get_path(record, p) is not None for p in self.detect_any)
 
+    def may_match(self, heads: set[str]) -> bool:
+        """False when no record whose top-level keys begin with these `heads` (a key's text before
+        its first dot) can match: a path is found only under a key that begins with its first
+        segment (get_path). Sniffing tries every preset on every sampled record of every file."""
+        def reachable(path: str) -> bool:
+            return path.split(".", 1)[0] in heads
+
+        required = (*self.detect_all, *self.detect_text, *self.detect_numbers)
+        return all(reachable(p) for p in required) and (not self.detect_any or any(map(reachable, self.detect_any)))
+
     def key_paths(self) -> set[str]:
         """Every record path this preset reads (for the JSON reader's key selection)."""
         paths = set(self.detect_all) | set(self.detect_any) | set(self.detect_text) | set(self.detect_numbers)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dupfind.config import load_config
 from dupfind.formats import _majority, _majority_of, _passing
 
 
@@ -35,3 +36,60 @@ def test_a_preset_that_fails_early_is_not_tried_on_every_line():
     tried: list[int] = []
     assert not _majority_of(lambda i: tried.append(i) or i == 0, list(range(50)), 50)
     assert len(tried) == 26  # one hit, then 25 misses: at most 25 of the 50 can pass, not more than half
+
+
+PRESETS = load_config(None, None, None).presets
+PRESET_PATHS = sorted({path for p in PRESETS for path in (*p.detect_all, *p.detect_any, *p.detect_text, *p.detect_numbers)})
+# Keys as exports write them: a preset path's segments, joined (a literal dotted key) or not, and others.
+KEYS = sorted({seg for p in PRESET_PATHS for seg in p.split(".")} | set(PRESET_PATHS) | {"msg", "ctx", "x.y"})
+VALUES = st.one_of(st.none(), st.text(max_size=3), st.sampled_from(["12", "-3.5", "info"]), st.integers(), st.floats())
+RECORDS = st.recursive(VALUES, lambda inner: st.dictionaries(st.sampled_from(KEYS), inner, max_size=6), max_leaves=12)
+
+
+@settings(deadline=None)
+@given(st.dictionaries(st.sampled_from(KEYS), RECORDS, max_size=8))
+def test_a_preset_ruled_out_by_the_keys_present_matches_no_such_record(record):
+    """Sniffing skips a preset whose paths no top-level key can lead to (Preset.may_match): never
+    one that would have matched a record."""
+    heads = {key.split(".", 1)[0] for key in record}
+    for preset in PRESETS:
+        if preset.matches(record):
+            assert preset.may_match(heads), preset.name
+
+
+def test_presets_are_ruled_out_by_the_keys_of_plain_worker_lines():
+    presets = PRESETS
+    worker = {"ts", "level", "event", "job_id", "worker_id", "msg"}
+    ruled_out = [p.name for p in presets if (p.detect_all or p.detect_any) and not p.may_match(worker)]
+    assert len(ruled_out) >= len([p for p in presets if p.detect_all or p.detect_any]) // 2, ruled_out
+
+
+def _nested(path: str, value) -> dict:
+    head, _, rest = path.partition(".")
+    return {head: _nested(rest, value) if rest else value}
+
+
+def _merged(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = _merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
+def test_every_json_preset_stays_in_the_running_for_records_it_matches():
+    """Each preset's own record, its paths nested or as literal dotted keys, matches it and is
+    not ruled out."""
+    tried = 0
+    for preset in PRESETS:
+        paths = [(p, "x") for p in (*preset.detect_all, *preset.detect_text, *preset.detect_any[:1])]
+        paths += [(p, 7) for p in preset.detect_numbers]
+        if not paths:
+            continue
+        nested: dict = {}
+        for path, value in paths:
+            nested = _merged(nested, _nested(path, value))
+        for record in (nested, dict(paths)):
+            if preset.matches(record):
+                tried += 1
+                assert preset.may_match({key.split(".", 1)[0] for key in record}), preset.name
+    assert tried >= 10
