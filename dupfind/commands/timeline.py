@@ -166,7 +166,7 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
         kept = spill.read(*(datetime.fromisoformat(b) if b else None for b in (read_from, read_to)), cfg) \
             if spill is not None else None
         if kept is not None:  # the survey's normalised records: what parsing the files would give
-            report = analyze(kept, cfg, rule_list, skew, timeouts, 25)
+            report = analyze(kept, cfg, rule_list, skew, timeouts, 25, evidence=False)  # a view shows none
         else:
             # Not cached: these reads would push the analysis in windows out of the cache (it keeps
             # a few sets), and the timeline they make is stored beside that analysis instead.
