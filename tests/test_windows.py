@@ -359,6 +359,9 @@ def test_reads_around_a_span_after_analyze_in_windows_take_the_records_it_kept(
             kept = run_cli(*command, str(long_scenario), *windowed, env=env)
             assert kept.returncode == 0 and kept_note in kept.stderr, kept.stderr
             assert kept.stdout == files.stdout
+        # --rejects is of every line: the files are read then
+        rejected = run_cli(*command, str(long_scenario), *windowed, "--rejects", str(tmp_path / "rejects.ndjson"), env=env)
+        assert rejected.returncode == 0 and kept_note not in rejected.stderr and rejected.stdout == files.stdout
 
 
 @pytest.mark.parametrize(("query", "message"), [

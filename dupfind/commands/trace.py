@@ -149,8 +149,7 @@ def trace(
             raise DupfindError("--skew must be zero or more seconds.")
         timeouts = parse_timeouts(timeout or [])
         cfg = load_config(config, rules, assume_tz)
-        found = correlated_of_kept(kept, cfg, since, until, max_jobs_per_value) \
-            if kept is not None and rejects is None and not strict else None
+        found = correlated_of_kept(kept, cfg, since, until, max_jobs_per_value, rejects, strict)
         loaded = found[0] if found is not None else correlate_with_config(
             cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=not no_cache)
         ctx = cached = analysis_context(loaded, cfg, skew, timeouts)  # no rules run: enough to trace any id
