@@ -377,13 +377,9 @@ class AnalysisContext:
             evidence_execs=list(executions), evidence_kinds=tuple(kinds), limit=limit, wants_evidence=True,
         )
 
-    def fill_details(self, evidence: bool = True) -> None:
-        """Fill every registered finding's details in a few vectorised passes (without the log
-        lines that prove it when `evidence` is False: a view that shows none)."""
+    def fill_details(self) -> None:
+        """Fill every registered finding's details in a few vectorised passes."""
         requests, self._details = list(self._details.values()), {}
-        if not evidence:
-            for request in requests:
-                request.wants_evidence = False
         fill_details(self, requests)
 
     @cached_property

@@ -184,10 +184,8 @@ def analyze(
     timeouts: dict[str, float] | None = None,
     max_jobs_per_value: int = 25,
     correlation: Correlation | None = None,
-    evidence: bool = True,
 ) -> AnalysisReport:
-    """Run the whole analysis on an ingested table (or on its `correlation`, already computed);
-    without each finding's evidence when `evidence` is False (a view that shows none)."""
+    """Run the whole analysis on an ingested table (or on its `correlation`, already computed)."""
     if correlation is None:
         from dupfind.pipeline import correlate_inputs
 
@@ -197,7 +195,7 @@ def analyze(
     for rule in rules:
         if rule.enabled:
             findings.extend(DETECTORS[rule.detector](ctx, rule))
-    ctx.fill_details(evidence)
+    ctx.fill_details()
     findings.sort(key=finding_order)
     warnings = [
         f"{w.key}={w.value!r} appears with {w.jobs} different jobs; it was not used to link records "

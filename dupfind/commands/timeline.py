@@ -166,7 +166,10 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
         kept = spill.read(*(datetime.fromisoformat(b) if b else None for b in (read_from, read_to)), cfg) \
             if spill is not None else None
         if kept is not None:  # the survey's normalised records: what parsing the files would give
-            report = analyze(kept, cfg, rule_list, skew, timeouts, 25, evidence=False)  # a view shows none
+            # Correlated only, no rule run: a view draws the records' executions, deploys and side
+            # effects, and the document's verdict is the windowed analysis' (the tests compare these
+            # views with those of the files' reads, every rule run).
+            report = analyze(kept, cfg, [], skew, timeouts, 25)
         else:
             # Not cached: these reads would push the analysis in windows out of the cache (it keeps
             # a few sets), and the timeline they make is stored beside that analysis instead.
