@@ -530,7 +530,9 @@ class Spill:
         try:
             for at in range(0, len(reached), SPILL_READ_FILES):
                 scans = [_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
-                tables += [held_for_assembly(batch) for batch in pl.collect_all(scans) if batch.height]
+                found = [batch for batch in pl.collect_all(scans) if batch.height]
+                if found:  # held for assembly together: one cast of each column, not one a batch
+                    tables.append(held_for_assembly(pl.concat(found, how="diagonal_relaxed")))
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
