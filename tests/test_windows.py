@@ -746,3 +746,49 @@ def test_standard_input_with_a_memory_limit_is_read_whole_and_stderr_says_so() -
     assert done.stderr.decode().strip() == (
         "dupfind: standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says."
     )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_reads_of_every_deploy_are_those_adding_deploys_one_by_one_would_make(seed: int) -> None:
+    """deploy_reads finds each read's deploys by a binary search (a read of more deploys spans at
+    least as much): the reads that adding them one at a time until one does not fit makes, with a
+    few questions a read."""
+    import random
+
+    from dupfind.commands.timeline import deploy_reads
+    from dupfind.timefmt import iso
+
+    rng = random.Random(seed)
+    t0 = datetime(2026, 7, 21, tzinfo=UTC)
+    rows, at = [], t0
+    for i in range(rng.randrange(1, 40)):
+        at += timedelta(minutes=rng.randrange(0, 90))
+        rows.append({"deploy": f"d{i}", "start": iso(at), "end": iso(at + timedelta(minutes=rng.randrange(1, 30)))})
+    chosen = [r["deploy"] for r in rows if rng.random() < 0.8] or [rows[0]["deploy"]]
+    cut = t0 + timedelta(hours=rng.randrange(1, 30))
+    bounds = [[None, iso(cut)], [iso(cut), None]]
+    limit = timedelta(minutes=rng.randrange(30, 600))
+    asked: list[int] = []
+
+    def fits(a, b) -> bool:
+        asked.append(1)
+        return b - a <= limit
+
+    reads = deploy_reads(rows, chosen, bounds, 600, None, None, fits=fits)
+
+    def fits_alone(group: list[str]) -> bool:  # the read of these deploys together (one read, no window)
+        (start, end, _), = deploy_reads(rows, group, [], 600, None, None)
+        return datetime.fromisoformat(end) - datetime.fromisoformat(start) <= limit
+
+    # the reference: each window's deploys added one at a time, a read closed when the next one does not fit
+    expected = []
+    for *_, owned in deploy_reads(rows, chosen, bounds, 600, None, None):
+        group: list[str] = []
+        for name in owned:
+            if group and not fits_alone([*group, name]):
+                expected.append(group)
+                group = []
+            group.append(name)
+        expected.append(group)
+    assert [names for *_, names in reads] == expected
+    assert len(asked) <= len(reads) * (len(chosen).bit_length() + 1)
