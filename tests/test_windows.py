@@ -792,3 +792,23 @@ def test_the_reads_of_every_deploy_are_those_adding_deploys_one_by_one_would_mak
         expected.append(group)
     assert [names for *_, names in reads] == expected
     assert len(asked) <= len(reads) * (len(chosen).bit_length() + 1)
+
+
+def test_a_damaged_record_kept_by_analyze_in_windows_is_not_trusted(
+    long_scenario: Path, long_analysis: dict, tmp_path: Path,
+) -> None:
+    """A batch of the kept records that cannot be read (cut short on disk) sends the reads back to
+    the files: the bytes a whole read prints."""
+    finding = next(f for f in long_analysis["findings"] if f["harmful"])
+    cache = tmp_path / "cache"
+    env = {"DUPFIND_CACHE_DIR": str(cache)}
+    windowed = ["--memory-limit", "253MB", "--window-overlap", "5m"]
+    assert run_cli("analyze", str(long_scenario), "--format", "json", *windowed, env=env).returncode == 0
+    for batch in cache.glob("sets/*/spill/*.parquet"):
+        batch.write_bytes(batch.read_bytes()[:100])
+    for query in (["trace", finding["ids"]["job_id"][0]], ["trace", "--finding", finding["fingerprint"]]):
+        whole = run_cli(*query, str(long_scenario), "--format", "json", "--no-cache")
+        damaged = run_cli(*query, str(long_scenario), "--format", "json", *windowed, env=env)
+        assert damaged.returncode == whole.returncode == 0, damaged.stderr
+        assert damaged.stdout == whole.stdout
+        assert b"not parsed from the files again" not in damaged.stderr
