@@ -183,7 +183,7 @@ def _entry_frame(report: AnalysisReport, shown: pl.DataFrame, marks: _Marks,
     if "side_effect_at" in wanted:
         frame = frame.join(marks.effect_at, on="exec_id", how="left", maintain_order="left")
     if "ids" in wanted:
-        ids = ctx.id_samples
+        ids = ctx.id_samples_of(frame["action_id"])
         keys = [c.removeprefix("id:") for c in ids.columns if c != "action_id"]
         frame = frame.join(ids, on="action_id", how="left", maintain_order="left")
     state = (

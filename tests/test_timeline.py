@@ -370,3 +370,25 @@ def test_a_time_in_milliseconds_lands_in_the_column_of_its_text(window):
     for ms in times:
         text = (epoch + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         assert scale.col_ms(ms) == scale.col(text), (ms, text)
+
+
+@pytest.mark.parametrize("logs", [OVERLAP, K8S])
+def test_the_ids_of_the_actions_a_view_shows_are_those_of_every_action(logs: Path) -> None:
+    """A timeline works out the ids it lists only for the actions it shows (id_samples_of): the
+    same rows as the frame of every action's."""
+    import polars as pl
+
+    from dupfind.analysis import AnalysisContext
+    from dupfind.config import load_config
+    from dupfind.ingest import ingest
+    from dupfind.pipeline import correlate_inputs
+
+    config = load_config(None, None, None)
+    correlation = correlate_inputs(ingest([str(logs)], config).table, config)
+    actions = AnalysisContext(correlation, config).id_samples["action_id"]
+    assert actions.len() > 5
+    shown = actions.sort().gather_every(3)
+    alone = AnalysisContext(correlation, config).id_samples_of(shown).sort("action_id")
+    every = AnalysisContext(correlation, config).id_samples.filter(pl.col("action_id").is_in(shown.implode()))
+    assert alone.equals(every.sort("action_id")) and alone.height == shown.len()
+    assert alone.columns == every.columns and len(alone.columns) > 2
