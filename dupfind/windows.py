@@ -525,7 +525,7 @@ class Spill:
 
         if self.failed:
             return None
-        reached = [path for path, first, last in self.batches if spans_into(first, last, since, until)]
+        reached = self._reaching(since, until)
         tables = []
         try:
             for at in range(0, len(reached), SPILL_READ_FILES):
@@ -562,19 +562,23 @@ class Spill:
     def records_between(self, since: datetime | None, until: datetime | None) -> int | None:
         """How many spilled records are within [since, until] (None: unbounded); None when the
         spill cannot be read."""
+        from dupfind.ingest import _within
+
         groups = self._layouts()
         if groups is None:
             return None
-        bounds = [pl.col("ts") >= since] if since is not None else []
-        bounds += [pl.col("ts") <= until] if until is not None else []
-        reached = {path for path, first, last in self.batches if spans_into(first, last, since, until)}
-        scans = [pl.scan_parquet(held).select("ts").filter(*bounds or [pl.lit(True)]).select(pl.len())
+        reached = set(self._reaching(since, until))
+        scans = [_within(pl.scan_parquet(held).select("ts"), since, until).select(pl.len())
                  for held in ([p for p in paths if p in reached] for paths in groups.values()) if held]
         try:
             return sum(frame.item() for frame in pl.collect_all(scans)) if scans else 0
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
+
+    def _reaching(self, since: datetime | None, until: datetime | None) -> list[Path]:
+        """The batches with records in [since, until] (None: unbounded), by their time spans."""
+        return [path for path, first, last in self.batches if spans_into(first, last, since, until)]
 
     def _layouts(self) -> dict[tuple[str, ...], list[Path]] | None:
         """The batches grouped by their columns (a scan reads files of one layout), or None."""
