@@ -261,10 +261,10 @@ def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> Non
     import dataclasses
 
     from dupfind.pipeline import cached_output
-    from dupfind.render.registry import render_bytes
+    from dupfind.render.registry import render_chunks
 
-    def rendered() -> tuple[bytes, str | None]:
-        return render_bytes(renderers, fmt, report, options), options.redactor.summary() if options.redactor is not None else None
+    def rendered() -> tuple[list[bytes], str | None]:
+        return render_chunks(renderers, fmt, report, options), options.redactor.summary() if options.redactor is not None else None
 
     # The options as they are: dataclasses.asdict would deep-copy the redactor first (its protected
     # ids: 4.5 s at 5M lines). How a finding is traced is named, not its function (whose text holds
@@ -276,6 +276,6 @@ def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> Non
     shape["redacted"] = options.redactor is not None
     shape["traced_around"] = options.trace_finding is not None
     data, summary = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
-    write_output(lambda out: out.write(data), output)
+    write_output(lambda out: out.writelines(data if isinstance(data, list) else [data]), output)
     if summary:
         sys.stderr.write(f"dupfind: {summary}\n")

@@ -274,10 +274,10 @@ def _output_ref(source) -> tuple[ResultCache, str, str] | None:
     return (facts.cache, facts.set_key, facts.folder.name) if facts is not None else None
 
 
-def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[bytes, Any]]) -> tuple[bytes | memoryview, Any]:
-    """`render()` (the bytes of a report derived from `source` alone and `params`, and notes for
-    stderr as JSON data), or what an earlier run rendered for the same cached analysis or context
-    (`source`), kind and params."""
+def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+    """`render()` (the bytes of a report derived from `source` alone and `params`, or a list of
+    the chunks they were written in, and notes for stderr as JSON data), or what an earlier run
+    rendered for the same cached analysis or context (`source`), kind and params (one chunk)."""
     known = _output_ref(source)
     if known is None:
         return render()
@@ -289,7 +289,7 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[byt
         if end >= 0:
             return stored[end + 1:], orjson.loads(stored[:end])
     data, note = render()
-    cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", data)
+    cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", *(data if isinstance(data, list) else [data]))
     return data, note
 
 

@@ -122,3 +122,75 @@ def test_evidence_holds_each_distinct_text_once():
         assert any(len(ids) == 1 for ids in objects.values())
         assert all(len(ids) == 1 for ids in objects.values()), field
     assert not hasattr(evidence[0], "__dict__")
+
+
+# -- the JSON document written a finding at a time --------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from dupfind.redact import Redactor  # noqa: E402
+from dupfind.render.machine import write_json, write_json_items  # noqa: E402
+
+_json_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | _json_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_json_text, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=st.dictionaries(_json_text.filter(lambda k: k != "items"), _json_values, max_size=4),
+       items=st.lists(_json_values, max_size=5))
+def test_items_written_one_at_a_time_make_the_document_write_json_makes(head, items):
+    whole, streamed = io.BytesIO(), io.BytesIO()
+    write_json({**head, "items": items}, whole)
+    write_json_items({**head, "items": []}, "items", iter(items), streamed)
+    assert streamed.getvalue() == whole.getvalue()
+
+
+def test_items_are_written_only_as_the_last_key_of_the_document():
+    with pytest.raises(ValueError):
+        write_json_items({"items": [], "after": 1}, "items", [], io.BytesIO())
+    with pytest.raises(ValueError):
+        write_json_items({"items": [1]}, "items", [2], io.BytesIO())
+
+
+@pytest.fixture(scope="module")
+def pii_report():
+    config = load_config(cwd=Path("/"))
+    logs = FIXTURES / "scenarios" / "pii-order-confirmation" / "logs"
+    return analyze(ingest([str(logs)], config), config, load_rules(config))
+
+
+@pytest.mark.parametrize("redacted", [False, True])
+def test_json_report_is_the_whole_document(pii_report, redacted):
+    """The renderer writes findings one at a time; the bytes are those of the whole document
+    dumped at once (redacted alike, with the same note of what was masked)."""
+    report = pii_report
+
+    def options() -> RenderOptions:
+        return RenderOptions(redactor=Redactor() if redacted else None)
+
+    streamed_options, whole_options = options(), options()
+    streamed = io.BytesIO()
+    RENDERERS["json"](report, streamed, streamed_options)
+    doc = report.to_dict()
+    whole = io.BytesIO()
+    write_json(whole_options.redactor.tree(doc) if redacted else doc, whole)
+    assert streamed.getvalue() == whole.getvalue()
+    assert len(json.loads(streamed.getvalue())["findings"]) == len(report.findings) > 0
+    if redacted:
+        assert streamed_options.redactor.summary() is not None  # e-mail addresses were masked
+        assert streamed_options.redactor.summary() == whole_options.redactor.summary()
+
+
+def test_json_report_without_findings_is_the_whole_document(report):
+    import dataclasses
+
+    quiet = dataclasses.replace(report, findings=[])
+    streamed, whole = io.BytesIO(), io.BytesIO()
+    RENDERERS["json"](quiet, streamed, RenderOptions())
+    write_json(quiet.to_dict(), whole)
+    assert streamed.getvalue() == whole.getvalue()
+    assert json.loads(streamed.getvalue())["findings"] == []
