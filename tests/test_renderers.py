@@ -8,11 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from markdown_it import MarkdownIt
 
 from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.ingest import ingest
+from dupfind.redact import Redactor
+from dupfind.render.machine import write_json, write_json_items
 from dupfind.render.registry import RENDERERS, RenderOptions
 from dupfind.rules_registry import load_rules
 
@@ -125,11 +128,6 @@ def test_evidence_holds_each_distinct_text_once():
 
 
 # -- the JSON document written a finding at a time --------------------------------------------
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from dupfind.redact import Redactor  # noqa: E402
-from dupfind.render.machine import write_json, write_json_items  # noqa: E402
 
 _json_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 _json_values = st.recursive(
