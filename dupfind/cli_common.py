@@ -260,8 +260,8 @@ def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> Non
     redaction protects come from the same inputs."""
     import dataclasses
 
-    from dupfind.pipeline import cached_output
-    from dupfind.render.registry import render_chunks
+    from dupfind.pipeline import cached_output, write_cached_output
+    from dupfind.render.registry import render, render_chunks
 
     def rendered() -> tuple[list[bytes], str | None]:
         return render_chunks(renderers, fmt, report, options), options.redactor.summary() if options.redactor is not None else None
@@ -275,7 +275,12 @@ def emit(renderers: dict, fmt: str, report, options, output: Path | None) -> Non
         shape = {}
     shape["redacted"] = options.redactor is not None
     shape["traced_around"] = options.trace_finding is not None
-    data, summary = cached_output(report, f"{type(report).__qualname__}:{fmt}", shape, rendered)
+    kind = f"{type(report).__qualname__}:{fmt}"
+    if options.redactor is None:  # nothing to say on stderr: written as it is rendered, never held whole
+        write_cached_output(report, kind, shape, lambda out: render(renderers, fmt, report, out, options),
+                            lambda writer: write_output(writer, output))
+        return
+    data, summary = cached_output(report, kind, shape, rendered)
     write_output(lambda out: out.writelines(data if isinstance(data, list) else [data]), output)
     if summary:
         sys.stderr.write(f"dupfind: {summary}\n")

@@ -293,6 +293,46 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[Any
     return data, note
 
 
+def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], None],
+                        write: Callable[[Callable[[Any], None]], None]) -> None:
+    """Like cached_output, for a report with no notes for stderr: `write` is given a writer of the
+    output, which writes what an earlier run stored, else `render(out)` straight into the output
+    while the same bytes are stored (the JSON of 10M lines is never held whole)."""
+    known = _output_ref(source)
+    if known is None:
+        write(render)
+        return
+    cache, set_key, base_key = known
+    key = ResultCache.value_key(base_key, f"output:{kind}", params)
+    stored = cache.load_blob(set_key, key)
+    end = _line_end(stored) if stored is not None else -1
+    if end >= 0:
+        write(lambda out: out.write(stored[end + 1:]))
+        return
+    blob = cache.stream_blob(set_key, key, orjson.dumps(None) + b"\n")
+    try:
+        write(lambda out: render(_Tee(out, blob)))
+    except BaseException:  # an output cut short (a closed pipe) is not stored
+        blob.abandon()
+        raise
+    blob.finish()
+
+
+class _Tee:
+    """A binary sink that writes to the output and to a stored copy."""
+
+    def __init__(self, out, blob) -> None:
+        self.out, self.blob = out, blob
+
+    def write(self, data) -> int:
+        self.out.write(data)
+        self.blob.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def _line_end(data: memoryview) -> int:
     """Where the first line of `data` ends (-1: no newline), without copying all of it."""
     size = 4096

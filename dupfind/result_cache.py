@@ -401,6 +401,70 @@ def _discard_staged(set_key: str, key: str, thread, staged: list[Path]) -> None:
         path.unlink(missing_ok=True)
 
 
+class BlobStream:
+    """A rendered report written to a staging file as it comes (ResultCache.stream_blob). Its check
+    line, written last over a placeholder of the same width, gives the length zero-padded (read
+    back as any other). A failed write only loses the entry, never the output."""
+
+    def __init__(self, cache: ResultCache, set_key: str, key: str, head: bytes) -> None:
+        self.cache, self.set_key, self.key = cache, set_key, key
+        self.crc, self.size = 0, 0
+        self._fh = None
+        self._path: Path | None = None
+        try:
+            cache.sets.mkdir(parents=True, exist_ok=True)
+            fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=cache.sets)
+            self._path = Path(staging)
+            self._fh = os.fdopen(fd, "wb")
+            self._fh.write(f"{set_key} {key}\n".encode())
+            self._check_at = self._fh.tell()
+            self._fh.write(self._check_line())  # the placeholder
+            self.write(head)
+        except OSError:
+            self.abandon()
+
+    def _check_line(self) -> bytes:
+        return b"%s %s %08x %020d\n" % (_HEADER, BLOB_FORMAT.encode(), self.crc, self.size)
+
+    def write(self, chunk: bytes) -> None:
+        if self._fh is None:
+            return
+        try:
+            self._fh.write(chunk)
+        except OSError:
+            self.abandon()
+            return
+        self.crc = zlib.crc32(chunk, self.crc)
+        self.size += len(chunk)
+
+    def finish(self) -> None:
+        """The check line written; the file placed beside its set with the command's deferred writes."""
+        if self._fh is None:
+            return
+        try:
+            self._fh.seek(self._check_at)
+            self._fh.write(self._check_line())
+            self._fh.close()
+        except OSError:
+            self.abandon()
+            return
+        self._fh = None
+        staged = [self._path]
+        background.defer(self.cache._place_blob, self.set_key, self.key, None, staged, if_skipped=_discard_staged)
+
+    def abandon(self) -> None:
+        """No entry: the staging file removed (an output cut short, a failed write)."""
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except OSError:
+                pass
+            self._fh = None
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            self._path = None
+
+
 class ReadAhead:
     """Things read from the cache on a thread of their own, one after the other, while the command
     goes on: polars decodes a frame without holding the GIL, so on two cores a warm command's
@@ -1148,6 +1212,11 @@ class ResultCache:
         else:
             thread = background.start(stage, name="dupfind-store-output")
         background.defer(self._place_blob, set_key, key, thread, staged, if_skipped=_discard_staged)
+
+    def stream_blob(self, set_key: str, key: str, head: bytes) -> BlobStream:
+        """A stored output written as it is rendered (`head`, then each chunk given to `write`), so
+        that a report of hundreds of MB is never held whole; like store_blob_soon once finished."""
+        return BlobStream(self, set_key, key, head)
 
     def _staged_blob(self, set_key: str, key: str, chunks: tuple[bytes, ...]) -> Path | None:
         try:

@@ -655,8 +655,9 @@ def test_analyses_and_outputs_of_a_set_are_bounded(logs, cache_dir, monkeypatch)
 
 
 def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs, cache_dir, monkeypatch):
-    """An output of BACKGROUND_BLOB_BYTES or more is stored on a thread of its own; the entry
-    point returns only once it is stored, and the next run reads it back."""
+    """An output rendered whole (the Markdown ticket: what redaction masked is said after it) of
+    BACKGROUND_BLOB_BYTES or more is stored on a thread of its own; the entry point returns only
+    once it is stored, and the next run reads it back."""
     import sys
     import threading
     import time
@@ -680,7 +681,7 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
         return real_stage(self, *args)
 
     monkeypatch.setattr(dupfind.result_cache.ResultCache, "_staged_blob", slow_stage)
-    monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "json"])
+    monkeypatch.setattr(sys, "argv", ["dupfind", "analyze", str(logs), "--format", "markdown"])
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
@@ -688,10 +689,98 @@ def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs
     assert not dupfind.background._RUNNING
     [entry] = _set_dirs(cache_dir)
     assert len(list((entry / "analyses").glob("*.out"))) == 1
-    cold = run("analyze", str(logs), "--format", "json", "--no-cache")
+    cold = run("analyze", str(logs), "--format", "markdown", "--no-cache")
     calls = Calls(monkeypatch)
     calls.forbid = True
+    assert _without_command_line(run("analyze", str(logs), "--format", "markdown")) == _without_command_line(cold)
+
+
+def _without_command_line(ticket: bytes) -> bytes:
+    return b"\n".join(line for line in ticket.split(b"\n") if b"dupfind analyze" not in line)
+
+
+@pytest.mark.parametrize("fmt", ["json", "ndjson", "table"])
+def test_an_output_without_notes_is_stored_as_it_is_written(logs, cache_dir, monkeypatch, fmt):
+    """A report with nothing to say on stderr (no redaction) goes to the output a chunk at a time
+    and into the cache as it goes (never held whole): the stored copy is the output, byte for
+    byte, and the next run writes it without analysing anything."""
+    cold = run("analyze", str(logs), "--format", fmt, "--no-cache")
+    written: list[bytes] = []
+    real_write = dupfind.result_cache.BlobStream.write
+
+    def write(self, chunk):
+        written.append(bytes(chunk))
+        return real_write(self, chunk)
+
+    monkeypatch.setattr(dupfind.result_cache.BlobStream, "write", write)
+    first = run("analyze", str(logs), "--format", fmt)
+    assert first == cold
+    assert b"".join(written[1:]) == first  # after the note line ("null"): the output itself
+    if fmt == "json":
+        assert len(written) > 3  # the findings one at a time, not one document
+    [entry] = _set_dirs(cache_dir)
+    [stored] = (entry / "analyses").glob("*.out")
+    assert stored.read_bytes().endswith(first)
+    calls = Calls(monkeypatch)
+    calls.forbid = True
+    assert run("analyze", str(logs), "--format", fmt) == first
+
+
+def test_an_output_cut_short_is_not_stored(logs, cache_dir, monkeypatch):
+    """A reader that goes away mid-report (a closed pipe) leaves no stored output and no staging
+    file: the next run renders the whole report again."""
+    run("analyze", str(logs), "--format", "json")  # the analysis stored; now only the output is missing
+    [entry] = _set_dirs(cache_dir)
+    for path in (entry / "analyses").glob("*.out"):
+        path.unlink()
+    import io
+
+    class ClosingPipe(io.BytesIO):
+        def write(self, data):
+            if self.tell() > 100:
+                raise BrokenPipeError
+            return super().write(data)
+
+    import dupfind.cli_common
+
+    def to_pipe(writer, output):
+        writer(ClosingPipe())
+
+    monkeypatch.setattr(dupfind.cli_common, "write_output", to_pipe)
+    with pytest.raises(BrokenPipeError):
+        CliRunner().invoke(app, ["analyze", str(logs), "--format", "json"], catch_exceptions=False)
+    dupfind.background.wait()
+    assert not list((entry / "analyses").glob("*.out"))
+    assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]
+    monkeypatch.undo()
+    assert run("analyze", str(logs), "--format", "json") == run("analyze", str(logs), "--format", "json", "--no-cache")
+
+
+def test_a_stored_output_whose_write_fails_is_dropped_and_the_output_stays_whole(logs, cache_dir, monkeypatch):
+    """A failed write of the stored copy (a full disk) costs the entry, not the report."""
+    cold = run("analyze", str(logs), "--format", "json", "--no-cache")
+    real_write = dupfind.result_cache.BlobStream.write
+    calls = {"n": 0}
+
+    def failing(self, chunk):
+        calls["n"] += 1
+        if calls["n"] == 3 and self._fh is not None:
+            self._fh.close()
+            self._fh = _Failing()  # the disk fills up: this write and the rest fail
+        return real_write(self, chunk)
+
+    class _Failing:
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(dupfind.result_cache.BlobStream, "write", failing)
     assert run("analyze", str(logs), "--format", "json") == cold
+    [entry] = _set_dirs(cache_dir)
+    assert not list((entry / "analyses").glob("*.out"))
+    assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]
 
 
 def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache_dir, monkeypatch, capsysbinary):
