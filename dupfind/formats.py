@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -36,6 +37,30 @@ def _sample_lines(head: bytes) -> list[str]:
     if len(head) > SAMPLE_BYTES and lines:
         lines.pop()  # probably cut in the middle
     return [line for line in lines if line][:SAMPLE_LINES]
+
+
+_ANSI = re.compile(ANSI_ESCAPE)
+
+
+@lru_cache(maxsize=None)
+def _line_pattern(line: str) -> re.Pattern:
+    return re.compile(line)
+
+
+def _without_ansi(line: str) -> str:
+    return _ANSI.sub("", line) if "\x1b" in line else line
+
+
+def _grammar_test(preset: Preset):
+    """Whether a line is one of a grammar preset's lines (its record line or a context line)."""
+    patterns = [_line_pattern(preset.line).search, *(r.regex.search for r in preset.context_lines)]  # type: ignore[arg-type]
+
+    def test(line: str) -> bool:
+        for search in patterns:
+            if search(line):
+                return True
+        return False
+    return test
 
 
 def _majority(count: int, total: int) -> bool:
@@ -120,11 +145,10 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         line_envelope = preset.kind == "json" and preset.is_envelope and preset.lines
         if line_envelope and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
-    clean = [re.sub(ANSI_ESCAPE, "", line) for line in lines]
+    clean = [_without_ansi(line) for line in lines]
     for preset in presets:
         if preset.kind == "text" and preset.is_envelope:
-            pattern = re.compile(preset.line)  # type: ignore[arg-type]
-            if _majority_of(pattern.search, clean, len(lines)):
+            if _majority_of(_line_pattern(preset.line).search, clean, len(lines)):  # type: ignore[arg-type]
                 return FormatSniff(preset.label, envelope=preset.name)
     for preset in presets:
         if preset.is_record_shape and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
@@ -133,9 +157,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     grammar_label = None
     for preset in presets:
         if preset.is_grammar:
-            patterns = [re.compile(preset.line), *(r.regex for r in preset.context_lines)]  # type: ignore[arg-type]
             # A preset that cannot match most lines is not counted out: only a majority is used below.
-            hits = _passing(lambda line: any(p.search(line) for p in patterns), clean, len(lines))  # noqa: B023
+            hits = _passing(_grammar_test(preset), clean, len(lines))
             if hits > grammar_hits:
                 grammar_hits, grammar_label = hits, preset.label
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}
