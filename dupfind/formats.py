@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import orjson
@@ -42,7 +42,7 @@ def _sample_lines(head: bytes) -> list[str]:
 _ANSI = re.compile(ANSI_ESCAPE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _line_pattern(line: str) -> re.Pattern:
     return re.compile(line)
 
@@ -147,8 +147,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [_without_ansi(line) for line in lines]
     for preset in presets:
-        if preset.kind == "text" and preset.is_envelope:
-            if _majority_of(_line_pattern(preset.line).search, clean, len(lines)):  # type: ignore[arg-type]
+        text_envelope = preset.kind == "text" and preset.is_envelope
+        if text_envelope and _majority_of(_line_pattern(preset.line).search, clean, len(lines)):  # type: ignore[arg-type]
                 return FormatSniff(preset.label, envelope=preset.name)
     for preset in presets:
         if preset.is_record_shape and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
