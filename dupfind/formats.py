@@ -149,7 +149,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     for preset in presets:
         text_envelope = preset.kind == "text" and preset.is_envelope
         if text_envelope and _majority_of(_line_pattern(preset.line).search, clean, len(lines)):  # type: ignore[arg-type]
-                return FormatSniff(preset.label, envelope=preset.name)
+            return FormatSniff(preset.label, envelope=preset.name)
     for preset in presets:
         if preset.is_record_shape and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
             return FormatSniff(preset.label)
