@@ -8,7 +8,7 @@ import sys
 
 import dupfind.commands  # noqa: F401  (registers the subcommands)
 from dupfind import background
-from dupfind.cli_common import app
+from dupfind.cli_common import app, stdout_to_devnull
 from dupfind.errors import DupfindError
 from dupfind.render.safe import safe_str
 
@@ -42,8 +42,7 @@ def main(release_output: bool = False) -> None:
         sys.exit(130)
     except BrokenPipeError:
         # Output piped into `head` or similar: stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        stdout_to_devnull()
         sys.exit(0)
     except Exception as exc:
         if os.environ.get("DUPFIND_DEBUG"):
@@ -92,9 +91,7 @@ def _release_stdout() -> None:
     `dupfind analyze ... | jq` or `$(dupfind ...)` need not wait for."""
     try:
         sys.stdout.flush()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        stdout_to_devnull()
     except (OSError, ValueError, AttributeError):  # no stdout to close, or already closed
         pass
 

@@ -137,10 +137,26 @@ def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_f
     return load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=use_cache)
 
 
+def stdout_to_devnull() -> None:
+    """stdout's file descriptor on the null device: its reader went away (`| head`), or has the
+    whole report (what is written after it goes nowhere)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def write_output(data_writer, output: Path | None) -> None:
     if output is None:
-        data_writer(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        try:
+            data_writer(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            # A report written as it is rendered meets the closed pipe within the command, where
+            # typer would make it exit status 1: the command ends as a whole report's would.
+            stdout_to_devnull()
+            raise typer.Exit(0) from None
         return
     try:
         with output.open("wb") as fh:

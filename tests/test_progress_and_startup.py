@@ -95,15 +95,25 @@ def test_the_process_ends_with_all_its_output_written(tmp_path):
     assert missing.returncode == 2 and missing.stderr.count(b"\n") == 1 and missing.stderr.startswith(b"dupfind: error:")
 
 
-def test_a_closed_pipe_ends_the_command_quietly():
-    """`dupfind analyze ... | head -c 10`: the reader leaves early; exit 0, nothing on stderr."""
-    proc = subprocess.Popen([sys.executable, "-m", "dupfind", "analyze", str(LOGS), "--format", "json", "--no-cache"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path, cache):
+    """`dupfind analyze ... | head -c 10`: the reader leaves early; exit 0, nothing on stderr. The
+    report meets the closed pipe while it is rendered: with the cache on, the part written is not
+    stored as the report, and the next run writes the whole report."""
+    env = {**os.environ, "DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "dupfind", "analyze", str(LOGS), "--format", "json", *([] if cache else ["--no-cache"])]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
     assert len(proc.stdout.read(10)) == 10
     proc.stdout.close()
     stderr = proc.stderr.read()
     assert proc.wait(timeout=300) == 0
     assert stderr == b""
+    if cache:
+        assert not list((tmp_path / "cache").rglob("*.out"))
+        whole = subprocess.run(command, capture_output=True, cwd=ROOT, env=env, timeout=300)
+        cold = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache")
+        assert whole.returncode == 0 and whole.stdout == cold.stdout
+        assert len(list((tmp_path / "cache").rglob("*.out"))) == 1
 
 
 def test_the_report_reader_gets_its_end_of_file_before_the_cache_writes(tmp_path):
