@@ -278,16 +278,12 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[Any
     """`render()` (the bytes of a report derived from `source` alone and `params`, or a list of
     the chunks they were written in, and notes for stderr as JSON data), or what an earlier run
     rendered for the same cached analysis or context (`source`), kind and params (one chunk)."""
-    known = _output_ref(source)
-    if known is None:
+    entry = _output_entry(source, kind, params)
+    if entry is None:
         return render()
-    cache, set_key, base_key = known
-    key = ResultCache.value_key(base_key, f"output:{kind}", params)
-    stored = cache.load_blob(set_key, key)
+    cache, set_key, key, stored = entry
     if stored is not None:
-        end = _line_end(stored)
-        if end >= 0:
-            return stored[end + 1:], orjson.loads(stored[:end])
+        return stored
     data, note = render()
     cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", *(data if isinstance(data, list) else [data]))
     return data, note
@@ -298,16 +294,13 @@ def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], 
     """Like cached_output, for a report with no notes for stderr: `write` is given a writer of the
     output, which writes what an earlier run stored, else `render(out)` straight into the output
     while the same bytes are stored (the JSON of 10M lines is never held whole)."""
-    known = _output_ref(source)
-    if known is None:
+    entry = _output_entry(source, kind, params)
+    if entry is None:
         write(render)
         return
-    cache, set_key, base_key = known
-    key = ResultCache.value_key(base_key, f"output:{kind}", params)
-    stored = cache.load_blob(set_key, key)
-    end = _line_end(stored) if stored is not None else -1
-    if end >= 0:
-        write(lambda out: out.write(stored[end + 1:]))
+    cache, set_key, key, stored = entry
+    if stored is not None:
+        write(lambda out: out.write(stored[0]))
         return
     blob = cache.stream_blob(set_key, key, orjson.dumps(None) + b"\n")
     try:
@@ -316,6 +309,19 @@ def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], 
         blob.abandon()
         raise
     blob.finish()
+
+
+def _output_entry(source, kind: str, params: Any) -> tuple[ResultCache, str, str, tuple | None] | None:
+    """Where an output derived from `source` alone is cached: (cache, set key, key, (bytes, notes)
+    an earlier run stored, or None); None when `source` is not backed by the cache."""
+    known = _output_ref(source)
+    if known is None:
+        return None
+    cache, set_key, base_key = known
+    key = ResultCache.value_key(base_key, f"output:{kind}", params)
+    stored = cache.load_blob(set_key, key)
+    end = _line_end(stored) if stored is not None else -1
+    return cache, set_key, key, ((stored[end + 1:], orjson.loads(stored[:end])) if end >= 0 else None)
 
 
 class _Tee:

@@ -151,7 +151,12 @@ def _check_line(chunks: tuple[bytes, ...], fmt: str) -> bytes:
     crc = 0
     for chunk in chunks:
         crc = zlib.crc32(chunk, crc)
-    return b"%s %s %08x %d\n" % (_HEADER, fmt.encode(), crc, sum(len(c) for c in chunks))
+    return _check_header(fmt, crc, sum(len(c) for c in chunks))
+
+
+def _check_header(fmt: str, crc: int, size: int, width: int = 0) -> bytes:
+    """The check line of a body of this CRC-32 and size, its size zero-padded to `width` digits."""
+    return b"%s %s %08x %0*d\n" % (_HEADER, fmt.encode(), crc, width, size)
 
 
 def _checked(body: bytes, fmt: str) -> bytes:
@@ -426,7 +431,7 @@ class BlobStream:
             self.abandon()
 
     def _check_line(self) -> bytes:
-        return b"%s %s %08x %020d\n" % (_HEADER, BLOB_FORMAT.encode(), self.crc, self.size)
+        return _check_header(BLOB_FORMAT, self.crc, self.size, width=20)
 
     def write(self, chunk: bytes) -> None:
         if self._fh is None:
