@@ -73,7 +73,7 @@ def _labelled(frame: pl.DataFrame, ctx: AnalysisContext) -> pl.DataFrame:
     stay Categorical where the record's own are (the table's rows), String elsewhere."""
     attrs = ctx.action_attributes.rename({"queue": "_aq", "job_type": "_aj"})
     deploys = ctx.executions.select("exec_id", pl.col("deployment_id").alias("_ed"))
-    label_type = pl.Categorical if frame.schema.get("queue") == pl.Categorical else pl.String
+    label_type = pl.Categorical if isinstance(frame.schema.get("queue"), pl.Categorical) else pl.String
     attrs = attrs.with_columns(pl.col("_aq", "_aj").cast(label_type))
     deploys = deploys.with_columns(pl.col("_ed").cast(label_type))
     frame = frame.join(attrs, on="action_id", how="left").join(deploys, on="exec_id", how="left")

@@ -185,7 +185,7 @@ def _column_streams(frame: pl.DataFrame) -> list[list[str]]:
     streams: list[list[str]] = [[]]
     categoricals = 0
     for name, dtype in frame.schema.items():
-        if dtype == pl.Categorical:
+        if isinstance(dtype, pl.Categorical):
             if categoricals == CATEGORICALS_PER_STREAM:
                 streams.append([])
                 categoricals = 0

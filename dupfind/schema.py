@@ -67,8 +67,24 @@ def stored_dtype(dtype: pl.DataType) -> pl.DataType:
     return pl.Categorical if dtype == pl.String else dtype
 
 
+# Text columns that name a few things each (kinds, workers, deploys, queues, files...), against
+# the ids and messages, which name as many things as there are actions or lines. Once the table
+# is assembled they share one pool of their own with 2-byte codes (`label_dtype`).
+LABEL_COLUMNS = (
+    "kind", "name", "level", "worker_id", "process_id", "deployment_id", "queue", "job_type", "action",
+    "provider", "status", "result", "error", "lock_owner", "stream", "object_kind", "object_name",
+    "source", "format",
+)
+LABEL_TEXTS_MAX = 60_000  # distinct texts over every label column; 2-byte codes hold 65,536
+
+
+def label_dtype() -> pl.DataType:
+    """A Categorical with 2-byte codes over a pool of its own, for the label columns of one table."""
+    return pl.Categorical(pl.Categories.random(physical=pl.UInt16))
+
+
 def as_strings(frame: pl.DataFrame | pl.LazyFrame):
     """`frame` with its Categorical columns as String: for small derived frames that meet
     string literals, string functions or frames built from Python values."""
-    cats = [c for c, t in frame.collect_schema().items() if t == pl.Categorical]
+    cats = [c for c, t in frame.collect_schema().items() if isinstance(t, pl.Categorical)]
     return frame.with_columns(pl.col(c).cast(pl.String) for c in cats) if cats else frame

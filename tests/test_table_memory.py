@@ -12,7 +12,7 @@ import pytest
 
 from dupfind.config import load_config
 from dupfind.ingest import ingest
-from dupfind.schema import canonical_schema
+from dupfind.schema import LABEL_COLUMNS, canonical_schema
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CONFIG = load_config(cwd=Path("/"))
@@ -21,7 +21,7 @@ CONFIG = load_config(cwd=Path("/"))
 def test_text_columns_are_categorical_and_rows_stay_small() -> None:
     table = ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], CONFIG).table
     text = [c for c, t in canonical_schema(CONFIG.business_keys).items() if t == pl.String]
-    assert text and all(table.schema[c] == pl.Categorical for c in text)
+    assert text and all(isinstance(table.schema[c], pl.Categorical) for c in text)
     # The same rows held as strings take more than twice the bytes (16-byte views plus text).
     as_text = table.with_columns(pl.col(c).cast(pl.String) for c in text)
     assert table.estimated_size() * 2 < as_text.estimated_size()
@@ -76,3 +76,49 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
         assert table[column].cast(expected[column].dtype).to_list() == expected[column].to_list(), column
     assert table["source"].cast(pl.String).to_list() == expected["source"].to_list()
     assert table["message"].null_count() == table.height
+
+
+def test_label_columns_share_one_pool_of_two_byte_codes() -> None:
+    table = ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], CONFIG).table
+    labels = {table.schema[c] for c in LABEL_COLUMNS}
+    assert len(labels) == 1  # one pool: labels compare and join with each other
+    (label,) = labels
+    assert label.categories.physical() == pl.UInt16 and not label.categories.is_global()
+    for column in ("message", "job_id", "event_id"):  # as many texts as actions or lines
+        assert table.schema[column] == pl.Categorical() and table[column].to_physical().dtype == pl.UInt32
+    assert table["worker_id"].to_physical().dtype == pl.UInt16
+    # Each label column costs 2 bytes a row of codes (plus validity), not 4.
+    assert table["kind"].to_physical().estimated_size() <= table.height * 2 + table.height // 8 + 64
+
+
+def test_labels_too_many_for_two_byte_codes_stay_in_the_global_pool(monkeypatch) -> None:
+    logs = str(FIXTURES / "synth" / "deploy-overlap" / "logs")
+    narrow = ingest([logs], CONFIG).table
+    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 10)
+    wide = ingest([logs], CONFIG).table
+    assert all(wide.schema[c] == pl.Categorical() for c in LABEL_COLUMNS)
+    assert narrow.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String)).equals(
+        wide.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String))
+    )
+
+
+@pytest.mark.parametrize("scenario", ["synth/deploy-overlap", "scenarios/k8s-sigterm-keep-polling", "scenarios/lock-get-then-set-race"])
+def test_reports_are_the_same_with_labels_in_either_pool(monkeypatch, scenario) -> None:
+    from typer.testing import CliRunner
+
+    from dupfind.cli import app
+
+    logs = FIXTURES / scenario / "logs"
+    runner = CliRunner()
+    args = ["--no-cache", str(logs)]
+
+    def outputs() -> list[tuple[int, str]]:
+        return [(r.exit_code, r.stdout) for r in (
+            runner.invoke(app, [command, *args, "--format", "json"]) for command in ("analyze", "timeline", "stats")
+        )]
+
+    narrow = outputs()
+    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 0)
+    wide = outputs()
+    assert all(code in (0, 1) and text.startswith("{") for code, text in narrow)  # 1: harmful findings
+    assert narrow == wide
