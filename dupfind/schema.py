@@ -68,12 +68,12 @@ def stored_dtype(dtype: pl.DataType) -> pl.DataType:
 
 
 # Text columns that name a few things each (kinds, workers, deploys, queues, files...), against
-# the ids and messages, which name as many things as there are actions or lines. Once the table
-# is assembled they share one pool of their own with 2-byte codes (`label_dtype`).
+# the ids and messages, which name as many things as there are actions or lines, and the free
+# text of errors and results (which often carry an id). Once the table is assembled they share
+# one pool of their own with 2-byte codes (`label_dtype`).
 LABEL_COLUMNS = (
     "kind", "name", "level", "worker_id", "process_id", "deployment_id", "queue", "job_type", "action",
-    "provider", "status", "result", "error", "lock_owner", "stream", "object_kind", "object_name",
-    "source", "format",
+    "provider", "status", "lock_owner", "stream", "object_kind", "object_name", "source", "format",
 )
 LABEL_TEXTS_MAX = 60_000  # distinct texts over every label column; 2-byte codes hold 65,536
 

@@ -102,6 +102,19 @@ def test_labels_too_many_for_two_byte_codes_stay_in_the_global_pool(monkeypatch)
     )
 
 
+def test_free_text_errors_do_not_take_the_labels_out_of_their_pool(tmp_path, monkeypatch) -> None:
+    lines = [
+        f'{{"ts":"2026-07-21T10:00:{i % 60:02d}Z","event":"job_failed","worker":"w-{i % 3}","job_id":"j-{i}",'
+        f'"error":"upstream refused job j-{i} (attempt {i})"}}'
+        for i in range(120)
+    ]
+    (tmp_path / "worker.log").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 60)  # fewer than the 120 error texts
+    table = ingest([str(tmp_path)], CONFIG).table
+    assert table["error"].n_unique() == 120 and table.schema["error"] == pl.Categorical()
+    assert table["worker_id"].to_physical().dtype == pl.UInt16 and table["worker_id"].n_unique() == 3
+
+
 @pytest.mark.parametrize("scenario", ["synth/deploy-overlap", "scenarios/k8s-sigterm-keep-polling", "scenarios/lock-get-then-set-race"])
 def test_reports_are_the_same_with_labels_in_either_pool(monkeypatch, scenario) -> None:
     from typer.testing import CliRunner
