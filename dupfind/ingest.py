@@ -27,7 +27,7 @@ from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
-from dupfind.schema import LABEL_COLUMNS, LABEL_TEXTS_MAX, canonical_schema, label_dtype, stored_dtype
+from dupfind.schema import LABEL_COLUMNS, LABEL_TEXTS_MAX, as_strings, canonical_schema, label_dtype, stored_dtype
 from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
@@ -1130,7 +1130,7 @@ def ingest(
     if survey:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
-        table = table.cast({c: pl.String for c, t in table.schema.items() if isinstance(t, pl.Categorical)})
+        table = as_strings(table)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
@@ -1188,7 +1188,7 @@ def _assemble(
 
 def _with_label_codes(table: pl.DataFrame) -> pl.DataFrame:
     """The label columns with 2-byte codes over one pool of their own (the table's), when their
-    distinct texts fit: 2 bytes a row less for each of them (140 MiB at 5M lines) than the 4-byte
+    distinct texts fit: 2 bytes a row less for each of them (150 MiB at 5M lines) than the 4-byte
     codes of polars' global pool. One pool for all, so that labels compare and join alike."""
     labels = [c for c in LABEL_COLUMNS if isinstance(table.schema.get(c), pl.Categorical)]
     if not labels:

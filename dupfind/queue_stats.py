@@ -70,10 +70,12 @@ class StatsReport:
 def _labelled(frame: pl.DataFrame, ctx: AnalysisContext) -> pl.DataFrame:
     """Queue, job type and deployment of each row: the action's queue and job type (else the
     record's own), the deployment of the execution it belongs to (else the record's own). Labels
-    stay Categorical where the record's own are (the table's rows), String elsewhere."""
+    stay in the type of the record's own (the table's label pool for the table's rows: no row is
+    coded again), String elsewhere."""
     attrs = ctx.action_attributes.rename({"queue": "_aq", "job_type": "_aj"})
     deploys = ctx.executions.select("exec_id", pl.col("deployment_id").alias("_ed"))
-    label_type = pl.Categorical if isinstance(frame.schema.get("queue"), pl.Categorical) else pl.String
+    own_type = frame.schema.get("queue")
+    label_type = own_type if isinstance(own_type, pl.Categorical) else pl.String
     attrs = attrs.with_columns(pl.col("_aq", "_aj").cast(label_type))
     deploys = deploys.with_columns(pl.col("_ed").cast(label_type))
     frame = frame.join(attrs, on="action_id", how="left").join(deploys, on="exec_id", how="left")
