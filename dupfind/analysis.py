@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,8 +40,54 @@ def id_value_hash(values: pl.Series) -> pl.Series:
     return values.cast(pl.String).hash(seed=0)
 
 
+# Rows checked for order at a time (`_in_order`): its shifted copies stay small.
+ORDER_CHECK_ROWS = 1 << 20
+
+
+def _in_order(frame: pl.DataFrame, order: tuple[str, ...]) -> bool:
+    """Whether the rows are sorted by the `order` columns (no nulls in them), as a sort with
+    maintain_order would leave them."""
+    if not order:
+        return True
+    if any(frame[c].null_count() for c in order):
+        return False
+    ordered = None
+    for c in reversed(order):
+        now, before = pl.col(c), pl.col(c).shift(1)
+        ordered = (now >= before) if ordered is None else (now > before) | ((now == before) & ordered)
+    for start in range(0, frame.height, ORDER_CHECK_ROWS):
+        part = frame.slice(max(start - 1, 0), ORDER_CHECK_ROWS + (start > 0)).select(order)
+        if not part.select(ordered.fill_null(True).all()).item():
+            return False
+    return True
+
+
+class _Spans:
+    """Key -> (first position, count) of a GroupIndex, for keys in ascending order. Integer keys
+    (action ids) are held in 8-byte arrays and found by bisection: a dict of Python ints and
+    tuples took 63 MB for the 460k actions of a 5M-line export, and an analysis holds three."""
+
+    def __init__(self, keys: pl.Series, counts: pl.Series) -> None:
+        starts = counts.cum_sum() - counts
+        self.numeric = keys.dtype in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
+        if self.numeric:
+            self.keys, self.starts, self.counts = (array("q", s.cast(pl.Int64).to_list()) for s in (keys, starts, counts))
+        else:
+            self.by_key = dict(zip(keys.to_list(), zip(starts.to_list(), counts.to_list())))
+
+    def get(self, value) -> tuple[int, int] | None:
+        if not self.numeric:
+            return self.by_key.get(value)
+        if not isinstance(value, int):
+            return None
+        i = bisect.bisect_left(self.keys, value)
+        if i < len(self.keys) and self.keys[i] == value:
+            return self.starts[i], self.counts[i]
+        return None
+
+
 class GroupIndex:
-    """Rows of a frame grouped by one key, for O(1) lookups per key (no full-table filter).
+    """Rows of a frame grouped by one key, for lookups per key without a full-table filter.
 
     Keeps row positions, not a sorted copy of the frame: a lookup gathers its few rows, from
     `frame` or, when given, through `rows` (positions -> rows of a wider frame, such as the
@@ -57,16 +105,25 @@ class GroupIndex:
         self.rows = rows or (lambda positions: frame[positions])
         self.key, self.order = key, order
         self.lookups = 0
-        self.spans: dict | None = None
+        self.spans: _Spans | None = None
         self._keys: pl.Series | None = None
 
     def _build(self) -> None:
-        keyed = self.columns(self.key, *self.order).with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
-        keyed = keyed.filter(pl.col(self.key).is_not_null()).sort(self.key, *self.order, maintain_order=True)
-        self.positions = keyed["_pos"]
-        counts = keyed.group_by(self.key, maintain_order=True).len()
-        starts = counts["len"].cum_sum() - counts["len"]
-        self.spans = dict(zip(counts[self.key].to_list(), zip(starts.to_list(), counts["len"].to_list())))
+        frame = self.columns(self.key, *self.order)
+        if _in_order(frame, self.order):
+            # Rows already in order (the table is, by time, file and line): a stable sort by the
+            # key alone gives the same positions, for half the memory (150 MiB less at 5M lines).
+            keys = frame[self.key]
+            positions = frame.select(pl.arg_sort_by(self.key, nulls_last=True, maintain_order=True)).to_series()
+            self.positions = positions.head(keys.len() - keys.null_count()).cast(pl.UInt32)
+            runs = keys.gather(self.positions).rle().struct.unnest()
+            self.spans = _Spans(runs["value"], runs["len"])
+        else:
+            keyed = frame.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
+            keyed = keyed.filter(pl.col(self.key).is_not_null()).sort(self.key, *self.order, maintain_order=True)
+            self.positions = keyed["_pos"]
+            counts = keyed.group_by(self.key, maintain_order=True).len()
+            self.spans = _Spans(counts[self.key], counts["len"])
         self._keys = None
 
     def get(self, value) -> pl.DataFrame:

@@ -280,7 +280,12 @@ def build_executions(table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS) 
         runs.append(run_rows)
         parts.append(part_executions)
         echoes.append(part_echoes)
-    executions = pl.concat(parts, how="vertical").sort("action_id", "start", "identity").pipe(as_strings)
+    # Text as String for the many frames it meets, but each execution's file stays a label code:
+    # a path on every execution was the largest column of the frame (36 MB at 5M lines).
+    executions = pl.concat(parts, how="vertical").sort("action_id", "start", "identity")
+    executions = as_strings(executions.drop("first_source")).insert_column(
+        executions.get_column_index("first_source"), executions["first_source"]
+    )
     echo = _by_rid(table, pl.concat(echoes).with_columns(echo=pl.lit(True)), "echo", default=False)
     exec_ids = _by_rid(table, pl.concat(runs), "exec_id")
     return table.with_columns(exec_id=exec_ids, echo=echo), executions

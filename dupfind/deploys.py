@@ -292,7 +292,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         "identity",
         "attempt",
         pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"),
-        pl.col("first_source").alias("source"),
+        pl.col("first_source").cast(pl.String).alias("source"),
     ).sort("entry")
     schema = {
         "exec_id": pl.Int64,
