@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import dupfind.analysis as analysis
+from dupfind import analysis
 from dupfind.analysis import GroupIndex, _in_order
 from dupfind.config import load_config
 from dupfind.correlate import correlate
