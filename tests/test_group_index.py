@@ -82,3 +82,12 @@ def test_nulls_in_an_order_column_take_the_full_sort() -> None:
     assert not _in_order(frame, ("ts",))
     index = _built(GroupIndex(frame, "key", ("ts",)))
     assert index.get(1)["n"].to_list() == frame.sort("ts", maintain_order=True)["n"].to_list()
+
+
+@pytest.mark.parametrize("keys", [[5, 2, 5, 2], [-1, 2, -1, 2], [2**40, 2, 2**40, 2]], ids=["small", "negative", "wide"])
+def test_integer_keys_of_any_range(keys: list[int]) -> None:
+    frame = pl.DataFrame({"key": keys, "ts": [1, 2, 3, 4]})
+    index = _built(GroupIndex(frame, "key", ("ts",)))
+    for key in set(keys):
+        assert index.get(key)["ts"].to_list() == [t for k, t in zip(keys, [1, 2, 3, 4]) if k == key]
+    assert index.get(7).height == 0
