@@ -17,7 +17,7 @@ from dupfind.pipeline import ingest_with_progress
 from dupfind.schema import TS_TYPE
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
-from dupfind.windows import Window, duration_text, gigabytes, say, spans_into
+from dupfind.windows import WINDOW_BLOCK_BYTES, Window, duration_text, gigabytes, say, spans_into
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -227,7 +227,7 @@ def trace_bounds(
             say(f"the text of {', '.join(queries)} is in {len(mentioning)} of the {held} files with records: "
                 "surveying those.")
     survey = ingest_with_progress(mentioning or paths, config, since, until, stderr, survey=True,
-                                  keep=records_carrying(queries, columns))
+                                  keep=records_carrying(queries, columns), block_bytes=WINDOW_BLOCK_BYTES)
     if survey.table.height == 0:
         return None
     first, last = survey.table["ts"].min(), survey.table["ts"].max()

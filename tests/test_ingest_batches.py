@@ -81,3 +81,48 @@ def test_batches_equal_file_by_file(tmp_path, monkeypatch, batch_bytes):
     assert table.height > 0 and rejects.height > 0
     laravel = table.filter(pl.col("format") == "laravel-queue")
     assert laravel.height and laravel["worker_id"].null_count() == 0
+
+
+def test_small_blocks_read_the_same(tmp_path, monkeypatch):
+    """Blocks of a few kilobytes (reads in windows use 4 MB ones) cut files and batches elsewhere:
+    the table, the rejects and every file's accounting are the same."""
+    logs = _mixed_dir(tmp_path)
+    big = logs / "big.log"
+    big.write_bytes(b"".join(
+        b'{"ts":"2026-07-21T10:%02d:%02dZ","event":"job_started","job_id":"b-%d","msg":"%s"}\n' % (i // 60 % 60, i % 60, i, b"x" * (i % 97))
+        for i in range(3000)
+    ))
+    default = ingest([str(logs)], CONFIG)
+    chunks: list[int] = []
+    real_iter_chunks = ingest_module.iter_chunks
+
+    def counted(stream, *args):
+        for chunk in real_iter_chunks(stream, *args):
+            chunks.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(ingest_module, "iter_chunks", counted)
+    small = ingest([str(logs)], CONFIG, block_bytes=4096)
+    monkeypatch.undo()
+    assert len(chunks) > 20 and max(chunks) <= 2 * 4096  # the big file was read a few kilobytes at a time
+    assert as_strings(small.table).equals(as_strings(default.table))
+    assert small.rejects.sort("source", "line").equals(default.rejects.sort("source", "line"))
+    assert [(r.path, r.lines, r.records, r.blank, dict(r.rejected)) for r in small.files] == \
+        [(r.path, r.lines, r.records, r.blank, dict(r.rejected)) for r in default.files]
+
+
+def test_windows_read_in_small_blocks(monkeypatch):
+    from dupfind import windows
+
+    seen: list = []
+    init = ingest_module.Ingestor.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        seen.append(self.block_bytes)
+
+    monkeypatch.setattr(ingest_module.Ingestor, "__init__", spy)
+    survey = windows.survey_inputs([str(FORMATS / "ndjson-dirty" / "logs")], CONFIG, None, None)
+    assert survey.table.height == 0 and seen == [windows.WINDOW_BLOCK_BYTES]
+    ingest([str(FORMATS / "ndjson-dirty" / "logs")], CONFIG)
+    assert seen[-1] is None  # one read: the default blocks
