@@ -28,7 +28,7 @@ from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
 from dupfind.schema import LABEL_COLUMNS, LABEL_TEXTS_MAX, as_strings, canonical_schema, label_dtype, stored_dtype
-from dupfind.sources import Source, expand_inputs, iter_chunks, open_source
+from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_chunks, open_source
 
 JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
@@ -562,7 +562,7 @@ class Ingestor:
     ):
         self.config = config
         # Bytes of lines parsed at once, a chunk of a file or a batch of small files (default:
-        # iter_chunks' chunks and BATCH_BYTES).
+        # CHUNK_BYTES and BATCH_BYTES).
         self.block_bytes = block_bytes
         self.parser = LineParser(config)
         self.progress = progress
@@ -600,7 +600,7 @@ class Ingestor:
                 rejects.append(_reject_frame([1], "unsupported_compression", [f"<{opened.compression} data>"]).with_columns(source=pl.lit(src.path)))
                 report.notes.append(f"{opened.compression} compression is not supported; decompress the file first")
                 return read
-            chunks = iter_chunks(opened.stream, self.block_bytes) if self.block_bytes else iter_chunks(opened.stream)
+            chunks = iter_chunks(opened.stream, self.block_bytes or CHUNK_BYTES)
             first = next(chunks, b"")
             sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label

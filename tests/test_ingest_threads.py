@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from test_ingest_batches import _mixed_dir
 import dupfind.ingest as ingest_module
 from dupfind.config import load_config
 from dupfind.ingest import ingest
-from dupfind.sources import iter_chunks
 from dupfind.schema import as_strings
 
 CONFIG = load_config(cwd=Path("/"))
@@ -58,17 +56,15 @@ def test_normalising_thread_equals_one_thread(tmp_path, monkeypatch):
     lines += [f'{{"timestamp":"2026-07-21T10:01:{i:02d}Z","event":"job_acked","job_id":"t-{i}"}}' for i in range(20)]
     (logs / "renamed-time.log").write_text("\n".join(lines) + "\n")
     # Many small blocks and normaliser batches: the queue fills and both threads work at once.
-    monkeypatch.setattr(ingest_module, "BATCH_BYTES", 2048)
     monkeypatch.setattr(ingest_module, "NORMALISE_BATCH_ROWS", 5)
-    monkeypatch.setattr(ingest_module, "iter_chunks", partial(iter_chunks, chunk_bytes=512))
     threads = _normalised_in(monkeypatch)
-    table, rejects, reports, filtered = _snapshot(ingest([str(logs)], CONFIG))
+    table, rejects, reports, filtered = _snapshot(ingest([str(logs)], CONFIG, block_bytes=512))
     # Every block but the last batch (normalised once reading is done) went to the second thread.
     assert threads.count("dupfind-normalise") > 10
     assert set(threads) == {"dupfind-normalise", threading.current_thread().name}
     monkeypatch.setattr(ingest_module, "_NormalisingThread", _Inline)
     threads.clear()
-    alone = _snapshot(ingest([str(logs)], CONFIG))
+    alone = _snapshot(ingest([str(logs)], CONFIG, block_bytes=512))
     assert set(threads) == {threading.current_thread().name}
     assert table.height > 0 and rejects.height > 0
     assert as_strings(table).equals(as_strings(alone[0]))  # labels as text: each table has a pool of its own
