@@ -19,6 +19,7 @@ from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS, as_strings
+from dupfind.textcodes import CODE_TYPE, Texts
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
@@ -180,6 +181,11 @@ class AnalysisContext:
     def table(self) -> pl.DataFrame:
         return self.correlation.table
 
+    @property
+    def texts(self) -> Texts:
+        """The dictionary of the table's coded columns (ids, messages): `texts.decoded(frame)`."""
+        return self.correlation.texts
+
     def present_columns(self, *names: str) -> list[str]:
         return self.correlation.present_columns(*names)
 
@@ -206,6 +212,8 @@ class AnalysisContext:
         rows = []
         for column in self.id_columns():
             values = self.columns(column).get_column(column).drop_nulls().unique()
+            if values.dtype == CODE_TYPE:
+                values = self.texts.decode(values)
             rows.append((column, id_value_hash(values)))
         return pl.DataFrame(
             {"column": [c for c, _ in rows], "hashes": [h for _, h in rows]},
@@ -258,13 +266,13 @@ class AnalysisContext:
 
     def records_of(self, action_id: int) -> pl.DataFrame:
         """Every record of one action, in time order."""
-        return as_strings(self._records_index.get(action_id))
+        return self.texts.decoded(as_strings(self._records_index.get(action_id)))
 
     def executions_of(self, action_id: int) -> pl.DataFrame:
         return self._executions_index.get(action_id)
 
     def side_effects_of(self, action_id: int) -> pl.DataFrame:
-        return self._effects_index.get(action_id)
+        return self.texts.decoded(self._effects_index.get(action_id))
 
     @cached_property
     def side_effects(self) -> pl.DataFrame:
@@ -318,7 +326,7 @@ class AnalysisContext:
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
         table = self.columns(*self.present_columns("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id"))
-        return redelivery_gaps(table, self.action_attributes.select("action_id", "queue"))
+        return redelivery_gaps(table, self.action_attributes.select("action_id", "queue"), self.texts)
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:
@@ -481,9 +489,13 @@ class AnalysisContext:
         # record at once held 0.3 GB at 5M lines.
         columns = []
         for k in keys:
+            first = pl.col(k).unique().sort().head(4)
+            if records.collect_schema()[k] != CODE_TYPE:
+                first = first.cast(pl.String)
             values = records.select("action_id", k).filter(pl.col(k).is_not_null()).group_by("action_id").agg(
-                pl.col(k).unique().sort().head(4).cast(pl.String).alias(f"id:{k}")
+                first.alias(f"id:{k}")
             ).collect()
+            values = self.texts.decoded_lists(values, f"id:{k}")
             columns.append(actions.join(values, on="action_id", how="left", maintain_order="left")[f"id:{k}"].fill_null([]))
         return actions.with_columns(columns)
 

@@ -191,7 +191,7 @@ def analyze(
     if correlation is None:
         from dupfind.pipeline import correlate_inputs
 
-        correlation = correlate_inputs(result.table, config, max_jobs_per_value)
+        correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
     ctx = AnalysisContext(correlation, config, skew_s, {**config.timeouts, **(timeouts or {})})
     findings: list[Finding] = []
     for rule in rules:

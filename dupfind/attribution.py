@@ -44,6 +44,7 @@ def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, Actio
     records = ctx.action_records("kind", "ts", "source", "line", "rid", "exec_id", "job_id").filter(
         pl.col("action_id").is_in(wanted.implode()) & pl.col("kind").is_in(ATTRIBUTION_KINDS)
     ).sort("action_id", "ts", "source", "line", maintain_order=True).select("action_id", "rid", "ts", "kind", "exec_id", "job_id").collect()
+    records = ctx.texts.decoded(records)
     by_exec = execs.rows_by_key("action_id", named=True, include_key=True)
     by_record = records.rows_by_key("action_id", named=True, include_key=True)
     return {a: ActionFacts(by_exec.get(a, []), by_record.get(a, [])) for a in wanted.to_list()}

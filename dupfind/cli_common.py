@@ -242,7 +242,7 @@ def report_width(output: Path | None) -> int:
     return shutil.get_terminal_size((100, 24)).columns if output is None else 120
 
 
-def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None, protected=None):
+def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), context=None, protected=None, texts=None):
     """The redactor for this output (None: show values as logged); on by default for Markdown.
 
     `table` may be a function that gives the table: it is only called when redaction is on (a
@@ -261,7 +261,7 @@ def make_redactor(redact: bool | None, fmt: str, table, business_keys=(), contex
             context, *redaction_ids_kind(context.config),
             lambda: protected_ids(context, context.config),
         ))
-    return Redactor.for_table(table() if callable(table) else table, business_keys)
+    return Redactor.for_table(table() if callable(table) else table, business_keys, texts)
 
 
 # Formats whose renderers use nothing from the options but the redactor (render/registry.py).

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dupfind.schema import as_strings
+from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
 
 # Values that never link records: they mean "no id", not "the same id".
 PLACEHOLDERS = (
@@ -44,6 +45,11 @@ class Correlation:
     actions: pl.DataFrame
     executions: pl.DataFrame
     warnings: list[GlueWarning] = field(default_factory=list)
+    texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))  # of the table's coded columns
+
+    def text_table(self) -> pl.DataFrame:
+        """The table with its coded columns as text: a copy, for small tables and for tools."""
+        return self.texts.decoded(self.table)
 
     # Readers that need a few columns or rows of the table ask for them: a cached correlation
     # (result_cache.CachedCorrelation) then reads only those instead of the whole table.
@@ -100,13 +106,14 @@ def _by_rid(table: pl.DataFrame, values: pl.DataFrame, column: str, default=None
 
 
 def build_actions(
-    table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25
+    table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25, texts: Texts | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[GlueWarning]]:
     """Connected components over link-key values that appear together on one record.
 
     Returns the table with `rid` and `action_id` (null when a record carries no link key),
     an actions table (action_id, identity) and the glue warnings.
     """
+    texts = texts if texts is not None else Texts.empty(())
     table = table.with_row_index("rid")
     keys = [k for k in link_keys if k in table.columns]
     if not keys or table.height == 0:
@@ -119,24 +126,33 @@ def build_actions(
         .group_by(keys).agg(pl.col("rid")).with_row_index("tid")
     )
     # One row per (tuple, key) with a value. A node (key=value) is numbered by its key's position
-    # and the value's categorical code: text columns share one string pool, so a code is one
-    # string. No "key=value" text is written a row, and none is added to the pool, which keeps
-    # every string it is given while any Categorical column lives (the whole run).
-    long = pl.concat([
-        tuples.select("tid", pl.lit(i, dtype=pl.Int64).alias("key"), pl.col(k).cast(pl.Categorical).alias("value"))
-        .drop_nulls("value")
-        for i, k in enumerate(keys)
-    ])
-    distinct = long["value"].unique()
-    placeholders = distinct.filter(distinct.cast(pl.String).str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS))
-    long = long.filter(~pl.col("value").is_in(placeholders.implode())).with_columns(
-        nid=pl.col("key") * (1 << 32) + pl.col("value").to_physical().cast(pl.Int64)
+    # and the value's code: an id's code in the table's dictionary, or another text's code in
+    # polars' pool. No "key=value" text is written a row; only the distinct values are decoded.
+    parts, vocab = [], []
+    for i, k in enumerate(keys):
+        column = tuples[k]
+        if k in texts.columns and column.dtype == CODE_TYPE:
+            codes, distinct = column, column.drop_nulls().unique()
+            spelled = texts.decode(distinct)
+        else:
+            column = column.cast(pl.Categorical)
+            codes = column.to_physical().cast(CODE_TYPE)
+            values = column.drop_nulls().unique()
+            distinct, spelled = values.to_physical().cast(CODE_TYPE), values.cast(pl.String)
+        parts.append(pl.DataFrame({"tid": tuples["tid"], "value": codes}).drop_nulls("value").with_columns(key=pl.lit(i, dtype=pl.Int64)))
+        vocab.append(pl.DataFrame({"value": distinct, "text": spelled}).with_columns(key=pl.lit(i, dtype=pl.Int64)))
+    nid = pl.col("key") * (1 << 32) + pl.col("value").cast(pl.Int64)
+    vocab = pl.concat(vocab).filter(~pl.col("text").str.strip_chars().str.to_lowercase().is_in(PLACEHOLDERS)).select(
+        nid.alias("nid"), "key", "text"
     )
-    node_ids = long.select("nid", "key", "value").unique("nid").select(
+    long = pl.concat(parts).with_columns(nid=nid).join(vocab.select("nid"), on="nid", how="semi")
+    del parts
+    node_ids = vocab.join(long.select("nid").unique(), on="nid", how="semi").select(
         "nid",
         pl.col("key").replace_strict(list(range(len(keys))), keys, return_dtype=pl.String),
-        pl.col("value").cast(pl.String),
+        pl.col("text").alias("value"),
     ).with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
+    del vocab
     long = long.select("tid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
@@ -258,7 +274,9 @@ def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
 EXECUTION_PART_ROWS = 500_000
 
 
-def build_executions(table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS) -> tuple[pl.DataFrame, pl.DataFrame]:
+def build_executions(
+    table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS, texts: Texts | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process).
 
     Works on ranges of action ids holding about `part_rows` records each, so its sorted and
@@ -276,7 +294,10 @@ def build_executions(table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS) 
     selections = [records.filter(pl.col("action_id").is_between(lo, hi)) for lo, hi in ranges] or [records.clear()]
     runs, parts, echoes = [], [], []
     for selection in selections:
-        run_rows, part_executions, part_echoes = _executions_of(selection.collect(), sum(p.height for p in parts))
+        part = selection.collect()
+        if texts is not None:
+            part = texts.decoded(part, "job_id")  # the executions' job ids are text
+        run_rows, part_executions, part_echoes = _executions_of(part, sum(p.height for p in parts))
         runs.append(run_rows)
         parts.append(part_executions)
         echoes.append(part_echoes)
@@ -372,8 +393,14 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
     return base.select("rid", "exec_id"), executions, echoes
 
 
-def correlate(table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25) -> Correlation:
-    """Actions and executions for a canonical table."""
-    linked, actions, warnings = build_actions(table, link_keys, max_jobs_per_value)
-    linked, executions = build_executions(linked)
-    return Correlation(linked, actions, executions, warnings)
+def correlate(
+    table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25, texts: Texts | None = None,
+) -> Correlation:
+    """Actions and executions for a canonical table (`texts`: the dictionary of its coded columns)."""
+    coded = [c for c, t in table.schema.items() if t == CODE_TYPE and c in (texts.columns if texts else coded_columns())]
+    if (texts is None or not len(texts)) and any(table[c].null_count() < table.height for c in coded):
+        raise ValueError("a table of codes needs its dictionary of texts (IngestResult.texts)")
+    texts = texts if texts is not None else Texts.empty(())
+    linked, actions, warnings = build_actions(table, link_keys, max_jobs_per_value, texts)
+    linked, executions = build_executions(linked, texts=texts)
+    return Correlation(linked, actions, executions, warnings, texts)

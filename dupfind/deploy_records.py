@@ -5,12 +5,13 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.config import Config
+from dupfind.textcodes import CODE_TYPE, Texts
 
 # The deployment controller names the ReplicaSet (one per pod template, i.e. per generation).
 _SCALED = r"(?i)scaled (up|down) replica set (\S+?)(?:\s+to\s+(\d+))?(?:\s|$)"
 
 
-def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
+def refine_object_records(table: pl.DataFrame, config: Config, texts: Texts | None = None) -> pl.DataFrame:
     """Apply vocabulary [subjects] to records that carry `object_kind`; a Pod's name is a worker id.
 
     A `ScalingReplicaSet` that scales a ReplicaSet up starts that generation's rollout (its
@@ -25,7 +26,9 @@ def refine_object_records(table: pl.DataFrame, config: Config) -> pl.DataFrame:
     )
     subject = pl.col("object_kind").cast(pl.String).str.to_lowercase()
     folded = pl.col("name").cast(pl.String).str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
-    scaled = pl.col("message").cast(pl.String).str.extract_groups(_SCALED)
+    coded = texts is not None and table.schema.get("message") == CODE_TYPE
+    message = texts.text("message") if coded else pl.col("message").cast(pl.String)
+    scaled = pl.when(pl.col("object_kind").is_not_null()).then(message).str.extract_groups(_SCALED)
     table = (
         table.with_columns(__subject=subject, __folded=folded)
         .join(vocabulary, on=["__subject", "__folded"], how="left", maintain_order="left")

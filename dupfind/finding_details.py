@@ -58,6 +58,7 @@ def ids_and_spans(ctx: AnalysisContext, action_ids: set[int],
         *[pl.col(c).drop_nulls().unique().sort().alias(f"id:{c}") for c in columns],
         pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"),
     )
+    rows = ctx.texts.decoded_lists(rows, *(f"id:{c}" for c in columns))
     facts = {}
     for row in rows.iter_rows():
         ids = {c: list(v) for c, v in zip(columns, row[1:1 + len(columns)]) if v or c in EXECUTION_ID_KEYS}
@@ -96,6 +97,7 @@ def execution_ids_of(ctx: AnalysisContext, groups: dict[int, list[int]]) -> dict
     rows = wanted.join(records, on="exec_id").group_by("group").agg(
         *[pl.col(k).drop_nulls().unique().sort() for k in EXECUTION_ID_KEYS]
     )
+    rows = ctx.texts.decoded_lists(rows, *EXECUTION_ID_KEYS)
     found = {row[0]: {k: list(v) for k, v in zip(EXECUTION_ID_KEYS, row[1:])} for row in rows.iter_rows()}
     return {g: found.get(g) or {k: [] for k in EXECUTION_ID_KEYS} for g in groups}
 

@@ -29,6 +29,7 @@ from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, co
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
 from dupfind.schema import LABEL_COLUMNS, LABEL_TEXTS_MAX, as_strings, canonical_schema, label_dtype, stored_dtype
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_chunks, open_source
+from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
@@ -122,6 +123,12 @@ class IngestResult:
     # With ingest(..., survey=True): records per second of time (`second`, `records`), sorted;
     # the table then holds no rows (dupfind.windows plans its reads from this).
     time_counts: pl.DataFrame | None = None
+    # The dictionary of the table's coded columns (ids, messages: dupfind.textcodes).
+    texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))
+
+    def text_table(self) -> pl.DataFrame:
+        """The table with its coded columns as text: a copy, for small tables and for tools."""
+        return self.texts.decoded(self.table)
 
     def totals(self) -> dict:
         rejected: Counter = Counter()
@@ -908,7 +915,8 @@ class _Normaliser:
         self.time_counts: list[pl.DataFrame] = []
         self.pending: list[tuple[pl.DataFrame, str]] = []
         self.pending_rows = 0
-        self.tables: list[pl.DataFrame] = []
+        self.tables: list[HeldBatch] = []
+        self.coded = coded_columns(config.business_keys)
         self.rejects: list[pl.DataFrame] = []
         self.spans: list[pl.DataFrame] = []  # per batch: first and last time per file
         self.unmapped: list[pl.DataFrame] = []  # per batch: records of kind `other` per file and name
@@ -944,7 +952,7 @@ class _Normaliser:
                 if self.spill is not None and table.height:
                     self.spill(table)
                 table = self.keep(table) if self.keep is not None else table.clear()
-            self.tables.append(held_for_assembly(table))
+            self.tables.append(held_for_assembly(table, self.coded))
             counts = per_file.select("source", "len", "ts_naive").rows()
             self.report_updates.append((counts, result.fields, result.rejects))
             if result.rejects.height:
@@ -1005,20 +1013,39 @@ def empty_rejects() -> pl.DataFrame:
     return pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "reason": pl.String, "text": pl.String})
 
 
-def held_for_assembly(table: pl.DataFrame) -> pl.DataFrame:
-    """A normalised batch as it is held until assembly: in the assembled table's types (text as
-    Categorical, but `source`, which assembly rebuilds from the distinct paths), without the
-    columns null on every row (put back as constants by `_assemble`)."""
+@dataclass
+class HeldBatch:
+    """A normalised batch as it is held until assembly: its coded columns (ids, messages) as codes
+    into a dictionary of its own (`texts`: its distinct texts, code n the n-th, in no particular
+    order), other text as Categorical (but `source`, which assembly rebuilds from the distinct
+    paths), without the columns null on every row (put back as constants)."""
+
+    frame: pl.DataFrame
+    texts: pl.Series
+
+
+def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
+    """`table` (canonical columns, text as String) as held until assembly."""
     nulls = table.null_count().row(0)
-    return table.select(
-        pl.col(c).cast(stored_dtype(t)) if c != "source" else pl.col(c)
+    frame = table.select(
+        pl.col(c).cast(stored_dtype(t)) if c != "source" and c not in coded else pl.col(c)
         for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
     )
+    present = [c for c in coded if c in frame.columns]
+    # Numbered by a pool of polars' own for this batch alone (the fastest way polars numbers
+    # texts), read while its columns live (polars empties a pool no column uses any more);
+    # unsorted: assembly sorts the texts of every batch once.
+    pool = pl.Categories.random()
+    frame = frame.with_columns(pl.col(c).cast(pl.String).cast(pl.Categorical(pool)) for c in present)
+    texts = pool.to_series().cast(pl.String).rename("text")
+    return HeldBatch(frame.with_columns(pl.col(c).to_physical().cast(CODE_TYPE) for c in present), texts)
 
 
-def assemble(tables: list[pl.DataFrame], config: Config) -> pl.DataFrame:
-    """One canonical table of batches held for assembly (sorted by time, then source and line)."""
-    return _assemble(tables, canonical_schema(config.business_keys), None, None)[0]
+def assemble(tables: list[HeldBatch], config: Config) -> tuple[pl.DataFrame, Texts]:
+    """One canonical table of batches held for assembly (sorted by time, then source and line),
+    and the dictionary of its coded columns."""
+    table, _, texts = _assemble(tables, canonical_schema(config.business_keys), None, None, coded_columns(config.business_keys))
+    return table, texts
 
 
 def _per_second(table: pl.DataFrame) -> pl.DataFrame:
@@ -1085,7 +1112,9 @@ def ingest(
     ingestor = Ingestor(config, sink=normalising.add, progress=progress, block_bytes=block_bytes)
     parse_rejects: list[pl.DataFrame] = []
     reads: list[_FileRead] = []
-    cached_tables: list[pl.DataFrame] = []
+    cached_tables: list[HeldBatch] = []
+    cache_filtered = 0
+    coded = coded_columns(config.business_keys)
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
         for src in sources:
@@ -1093,7 +1122,10 @@ def ingest(
             hit = cache.load(key, src.path) if key is not None else None
             if hit is not None:
                 reports[src.path], table, rejects = hit
-                cached_tables.append(table)
+                kept = _within(table, since, until)  # before its dictionary: only the texts of rows kept
+                cache_filtered += table.height - kept.height
+                cached_tables.append(held_for_assembly(kept, coded))
+                del table, kept
                 parse_rejects.append(rejects)
                 if progress and src.file is not None:
                     progress(src.file.stat().st_size)
@@ -1124,40 +1156,51 @@ def ingest(
     tables = [*cached_tables, *normaliser.tables]
     cached_tables.clear()
     normaliser.tables.clear()
-    table, filtered_out = _assemble(tables, schema, since, until)  # cached files' rows are filtered here
+    table, filtered_out, texts = _assemble(tables, schema, since, until, coded)
+    filtered_out += cache_filtered
     if to_store:
         if store_later:
             # A first run's report then comes as soon as a run without the cache gives it (at 1M
             # lines 5.3-5.7 s instead of 6.4-6.8 s with the store on a thread beside correlation).
-            background.defer(_store_in_cache, cache, to_store, reports, table, rejects, schema, last=True)
+            background.defer(_store_in_cache, cache, to_store, reports, table, texts, rejects, schema, last=True)
         else:
-            _store_in_cache(cache, to_store, reports, table, rejects, schema)
+            _store_in_cache(cache, to_store, reports, table, texts, rejects, schema)
     time_counts = None
     if survey:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
-        table = as_strings(table)
+        table = as_strings(texts.decoded(table))
+        texts = Texts.empty(coded)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
         )
-    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts)
+    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts, texts)
 
 
 def _assemble(
-    tables: list[pl.DataFrame], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
-) -> tuple[pl.DataFrame, int]:
+    tables: list[HeldBatch], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
+    coded: tuple[str, ...],
+) -> tuple[pl.DataFrame, int, Texts]:
     """One table of every block, sorted by time, then source and line; (table, rows outside
-    --since/--until). `tables` (blocks may lack all-null columns) is emptied on the way.
+    --since/--until, the dictionary of its coded columns). `tables` (blocks may lack all-null
+    columns) is emptied on the way.
 
     Built one column at a time, each block's column released once gathered (sorting the whole
     table would hold it twice). A column null in every row stays a constant (no 16 bytes a row
     of string views), and `source` points into one small buffer of the distinct paths instead
-    of a copy of its path on every row.
+    of a copy of its path on every row. The blocks' dictionaries merge into one, and each
+    block's codes are mapped into it as its column is gathered.
     """
-    keys = pl.concat([t.select("ts", "source", "line") for t in tables], how="vertical") if tables else None
+    def held_type(name: str, dtype: pl.DataType) -> pl.DataType:
+        return CODE_TYPE if name in coded else stored_dtype(dtype)
+
+    frames = [t.frame for t in tables]
+    keys = pl.concat([t.select("ts", "source", "line") for t in frames], how="vertical") if frames else None
     if keys is None or keys.height == 0:
-        return pl.DataFrame(schema={c: stored_dtype(t) for c, t in schema.items()}), 0
+        return pl.DataFrame(schema={c: held_type(c, t) for c, t in schema.items()}), 0, Texts.empty(coded)
+    texts, remaps = Texts.merged([t.texts for t in tables], coded)
+    tables.clear()
     paths = keys["source"].unique().sort()
     keys = keys.with_row_index("__row").with_columns(
         __file=pl.col("source").replace_strict(paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32)
@@ -1169,27 +1212,28 @@ def _assemble(
     constants: list[pl.Expr] = []
     # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
     # the GIL while it works): the rest of the run waits for this step. A column's blocks are
-    # taken out of `tables` here, in this thread, and released once it is gathered.
+    # taken out of `frames` here, in this thread, and released once it is gathered.
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
                 columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
-            elif all(name not in t.columns or t[name].null_count() == t.height for t in tables):
-                constants.append(pl.lit(None, dtype=stored_dtype(dtype)).alias(name))
+            elif all(name not in t.columns or t[name].null_count() == t.height for t in frames):
+                constants.append(pl.lit(None, dtype=held_type(name, dtype)).alias(name))
             else:
-                stored = stored_dtype(dtype)
+                stored = held_type(name, dtype)
                 pieces = [
-                    t.drop_in_place(name).cast(stored) if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
-                    for t in tables
+                    (remap.gather(t.drop_in_place(name)) if name in coded else t.drop_in_place(name).cast(stored))
+                    if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
+                    for t, remap in zip(frames, remaps)
                 ]
                 columns.append(pool.submit(_gathered, pieces, order, name))
                 del pieces
-            for t in tables:
+            for t in frames:
                 if name in t.columns:
                     t.drop_in_place(name)
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants)
-    return _with_label_codes(table.select(list(schema))), before - keys.height
+    return _with_label_codes(table.select(list(schema))), before - keys.height, texts
 
 
 def _with_label_codes(table: pl.DataFrame) -> pl.DataFrame:
@@ -1215,8 +1259,8 @@ def _gathered(pieces: list[pl.Series], order: pl.Series, name: str) -> pl.Series
 
 
 def _store_in_cache(
-    cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, rejects: pl.DataFrame,
-    schema: dict[str, pl.DataType],
+    cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
+    rejects: pl.DataFrame, schema: dict[str, pl.DataType],
 ) -> None:
     """Write each freshly parsed file's rows (every canonical column, in line order), rejects and
     report as one cache entry, gathered file by file from the assembled table (no copy of it)."""
@@ -1230,7 +1274,7 @@ def _store_in_cache(
     # Stored as text: with Categorical columns in these thousands of small entries, the first
     # cached run at 5M lines took 106 s instead of 58 s (33 s of it system time); measured, the
     # cause inside polars not pinned down.
-    columns = [pl.col(c).cast(t) for c, t in schema.items()]
+    columns = [texts.text(c) if c in texts.columns else pl.col(c).cast(t) for c, t in schema.items()]
 
     def store(source: str, key: str) -> None:
         if background.stopping():

@@ -21,6 +21,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs
+from dupfind.textcodes import Texts
 from dupfind.timeparse import parse_time_bound
 
 if TYPE_CHECKING:
@@ -120,12 +121,14 @@ def load_inputs(
     return _ingest(paths, config, since_ts, until_ts, stderr, cache)
 
 
-def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: int = 25) -> Correlation:
-    """The canonical table's records about objects refined (kubectl events), then correlated."""
+def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: int = 25, texts: Texts | None = None) -> Correlation:
+    """The canonical table's records about objects refined (kubectl events), then correlated
+    (`texts`: the dictionary of its coded columns, as the read that made it gives it)."""
     from dupfind.correlate import correlate
     from dupfind.deploy_records import refine_object_records
 
-    return correlate(refine_object_records(table, config), config.link_keys, max_jobs_per_value)
+    table = refine_object_records(table, config, texts)
+    return correlate(table, config.link_keys, max_jobs_per_value, texts)
 
 
 @dataclass
@@ -154,7 +157,7 @@ def load_correlated(
     since_ts, until_ts = time_bounds(config, since, until)
     if not use_cache:
         result = _ingest(paths, config, since_ts, until_ts, stderr, None)
-        return Correlated(result, correlate_inputs(result.table, config, max_jobs_per_value))
+        return Correlated(result, correlate_inputs(result.table, config, max_jobs_per_value, result.texts))
     root = default_cache_dir()
     digest = config.digest()
     files = TableCache(root, digest)
@@ -175,7 +178,7 @@ def load_correlated(
 
     def fresh() -> tuple[IngestResult, Correlation]:
         result = _ingest(paths, config, since_ts, until_ts, stderr, files)
-        correlation = correlate_inputs(result.table, config, max_jobs_per_value)
+        correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred
             # writes, which go into this entry.
@@ -360,7 +363,7 @@ def protected_ids(source: Correlation, config: Config) -> list[str]:
     from dupfind.redact import PROTECTED_COLUMNS, protected_values
 
     wanted = source.present_columns(*PROTECTED_COLUMNS, *config.business_keys)
-    return protected_values(source.columns(*wanted), config.business_keys).to_list()
+    return protected_values(source.columns(*wanted), config.business_keys, source.texts).to_list()
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:

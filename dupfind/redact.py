@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from dupfind.schema import ID_COLUMNS
+from dupfind.textcodes import CODE_TYPE, Texts
 
 # Columns whose values are the story's identifiers: never masked, even when they look like a
 # phone number, a card number or an address (an order id of 16 digits, a worker called after its IP).
@@ -115,9 +116,9 @@ _TOKEN_EDGE = re.compile(r"[\s\"'`,;=()\[\]{}<>|]")
 _TRAILING = ".,:;!?"
 
 
-def protected_values(table: pl.DataFrame | None, business_keys: Iterable[str] = ()) -> pl.Series:
+def protected_values(table: pl.DataFrame | None, business_keys: Iterable[str] = (), texts: Texts | None = None) -> pl.Series:
     """The id values of a canonical table (PROTECTED_COLUMNS and business keys) that could look
-    sensitive, distinct and sorted."""
+    sensitive, distinct and sorted (`texts`: the dictionary of the table's coded columns)."""
     if table is None or table.height == 0:
         return pl.Series(dtype=pl.String)
     columns = [c for c in dict.fromkeys((*PROTECTED_COLUMNS, *business_keys)) if c in table.columns]
@@ -126,7 +127,8 @@ def protected_values(table: pl.DataFrame | None, business_keys: Iterable[str] = 
     # Filtered column by column: the distinct ids of every column at once are a large transient.
     kept = []
     for column in columns:
-        values = table.get_column(column).drop_nulls().unique().cast(pl.String)
+        values = table.get_column(column).drop_nulls().unique()
+        values = texts.decode(values) if texts is not None and values.dtype == CODE_TYPE else values.cast(pl.String)
         kept.append(values.filter(values.str.contains(_MAYBE_SENSITIVE)))
     return pl.concat(kept).unique().sort()
 
@@ -155,9 +157,9 @@ class Redactor:
         return self._ids
 
     @classmethod
-    def for_table(cls, table: pl.DataFrame | None, business_keys: Iterable[str] = ()) -> Redactor:
+    def for_table(cls, table: pl.DataFrame | None, business_keys: Iterable[str] = (), texts: Texts | None = None) -> Redactor:
         """A redactor that protects every id value of a canonical table that could look sensitive."""
-        return cls(protected_values(table, business_keys).to_list())
+        return cls(protected_values(table, business_keys, texts).to_list())
 
     def _protected(self, text: str, start: int, end: int, value: str) -> bool:
         if value in self.protected:

@@ -76,8 +76,9 @@ from dupfind import __version__, background
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
+from dupfind.textcodes import Texts
 
-SET_FORMAT = "2"
+SET_FORMAT = "3"
 ANALYSIS_FORMAT = "4"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
@@ -90,7 +91,7 @@ FACT_VALUE_MAX_ITEMS = 10_000  # and a value of more items is not even tried
 VALUE_FACT_MIN_S = 0.05
 STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
-FRAMES = ("actions", "executions", "rejects")  # and the table, in parts
+FRAMES = ("actions", "executions", "rejects", "texts")  # and the table, in parts
 TABLE_PART_ROWS = 1 << 16
 PARTS_PER_SCAN = 16
 MAX_OPEN_PARTS = 256  # descriptors kept open per set entry (the usual limit is 1024 a process)
@@ -299,7 +300,8 @@ def _finding_of_line(line: bytes, evidence: bool) -> Any:
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
     """The frames of a set entry: FRAMES and the table."""
     return {"table": correlation.table, "actions": correlation.actions,
-            "executions": correlation.executions, "rejects": result.rejects}
+            "executions": correlation.executions, "rejects": result.rejects,
+            "texts": correlation.texts.values.to_frame("text")}
 
 
 def _part_name(index: int) -> str:
@@ -376,6 +378,10 @@ class CachedCorrelation(Correlation):
     def executions(self) -> pl.DataFrame:
         return self._entry.frame("executions")
 
+    @property
+    def texts(self) -> Texts:
+        return self._entry.texts()
+
 
 class CachedIngest(IngestResult):
     """The IngestResult of a set entry: file reports from its meta, rejects read when first used.
@@ -398,6 +404,10 @@ class CachedIngest(IngestResult):
     @property
     def rejects(self) -> pl.DataFrame:
         return self._entry.frame("rejects")
+
+    @property
+    def texts(self) -> Texts:
+        return self._entry.texts()
 
 
 def _discard_staged(set_key: str, key: str, thread, staged: list[Path]) -> None:
@@ -562,6 +572,7 @@ class SetEntry:
         self._part_files: dict[int, int] = {}  # descriptors of the parts read so far
         weakref.finalize(self, _close_all, self._part_files)
         self._files: list[FileReport] | None = None
+        self._texts: Texts | None = None
         self._ahead: ReadAhead | None = None
         self._ingest = CachedIngest(self, int(meta["filtered_out"]))
         self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
@@ -589,6 +600,17 @@ class SetEntry:
             except Exception as exc:
                 self._failed(exc)
         return self._rebuilt_frame(name)
+
+    def texts(self) -> Texts:
+        """The dictionary of the table's coded columns."""
+        if self._texts is None and self._rebuilt is None:
+            try:
+                values = self.frame("texts")["text"]  # a frame that fails its checks rebuilds the entry
+                if self._rebuilt is None:
+                    self._texts = Texts(values, tuple(self.meta["coded"]))
+            except Exception as exc:
+                self._failed(exc)
+        return self._texts if self._rebuilt is None else self._rebuilt[1].texts
 
     def _failed(self, error: Exception) -> None:
         """A frame failed its checks: the entry is deleted, and every frame is rebuilt."""
@@ -951,7 +973,7 @@ class ResultCache:
             return None
         try:
             meta = orjson.loads(_unchecked(raw, SET_FORMAT))
-            if meta.get("key") != key or set(meta.get("frames", {})) != set(FRAMES):
+            if meta.get("key") != key or set(meta.get("frames", {})) != set(FRAMES) or not isinstance(meta.get("coded"), list):
                 raise CorruptEntry("meta of another entry")
             files = [(f"{name}.arrow", info) for name, info in meta["frames"].items()]
             files += [(_part_name(i), info) for i, info in enumerate(meta["table"]["parts"])]
@@ -981,6 +1003,7 @@ class ResultCache:
                 "files": [_report_state(f) for f in result.files],
                 "filtered_out": result.filtered_out,
                 "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
+                "coded": list(correlation.texts.columns),
             }
             self.sets.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))

@@ -59,11 +59,11 @@ def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
 
 
 # Text columns are held as Categorical in the assembled table: 4 bytes a row instead of a
-# 16-byte string view, and each distinct text once. Even `message` repeats far more often than
-# not (templates such as "job done", "calling sendgrid (email)"), and all-distinct text costs
-# about what a string view does.
+# 16-byte string view, and each distinct text once. The ids and messages, which name as many
+# things as there are actions or lines, are held as codes into a dictionary of the table's own
+# instead (dupfind.textcodes).
 def stored_dtype(dtype: pl.DataType) -> pl.DataType:
-    """The dtype a canonical column is held in once the table is assembled."""
+    """The dtype a canonical column other than the coded ones is held in once the table is assembled."""
     return pl.Categorical if dtype == pl.String else dtype
 
 

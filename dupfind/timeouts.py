@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
+from dupfind.textcodes import CODE_TYPE, Texts
+
 
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
 REQUESTED_REDELIVERY_KINDS = ("fail", "retry", "lock_denied")
@@ -82,22 +84,51 @@ def _run_fill(column: str) -> pl.Expr:
     )
 
 
-def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = None) -> pl.DataFrame:
+def _message_order(rows: pl.DataFrame, texts: Texts) -> pl.DataFrame:
+    """`rows` (with `job` codes and `message_action`) with `message`: an integer that sorts as the
+    message's text (the job id, else "action:N") would, without writing that text a row."""
+    actions = (
+        rows.filter(pl.col("job").is_null()).select(pl.concat_str(pl.lit("action:"), pl.col("message_action").cast(pl.String)))
+        .to_series().unique().sort()
+    )
+    below = texts.values.search_sorted(actions).cast(pl.Int64)  # dictionary texts before each action text
+    known = pl.Series([False] * actions.len()) if not len(texts) else (
+        texts.values.gather(below.clip(upper_bound=len(texts) - 1)) == actions
+    ) & (below < len(texts))
+    added = below.filter(~known)  # action texts the dictionary lacks, in order
+    job_rank = pl.col("job").cast(pl.Int64) + pl.lit(added).search_sorted(pl.col("job").cast(pl.Int64), side="right").cast(pl.Int64)
+    ranks = pl.DataFrame({"text": actions, "below": below, "known": known}).with_columns(
+        rank=pl.when("known").then(pl.col("below") + pl.lit(added).search_sorted(pl.col("below"), side="right").cast(pl.Int64))
+        .otherwise(pl.col("below") + (~pl.col("known")).cast(pl.Int64).cum_sum() - 1)
+    )
+    action_rank = pl.concat_str(pl.lit("action:"), pl.col("message_action").cast(pl.String)).replace_strict(
+        ranks["text"], ranks["rank"], default=None, return_dtype=pl.Int64
+    )
+    return rows.with_columns(message=pl.when(pl.col("job").is_not_null()).then(job_rank).otherwise(action_rank))
+
+
+def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = None, texts: Texts | None = None) -> pl.DataFrame:
     """Deliveries of one message after the first that no failure, retry or lock denial asked for
     (`action_queue`: action_id, queue of each action, for deliveries that do not name their queue).
 
     A delivery is a receive record of the message (job id, else action); messages whose consumers
     log no receive count their start records instead. `gap_s` is this delivery minus the previous one.
     """
+    coded = texts is not None and table.schema.get("job_id") == CODE_TYPE
+    # Codes: a copy of each record's job id as text, then sorted, held 0.3 GB at 5M lines, after the
+    # table's own texts. Messages are ordered as their texts, as the text would order them.
+    message = {"job": pl.col("job_id"), "message_action": pl.col("action_id")} if coded else {
+        "message": _message().cast(pl.Categorical)
+    }
     rows = (
         table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
         .filter(~pl.col("echo") if "echo" in table.columns else pl.lit(True))  # one log's account per run
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
-        # Categorical (codes, sorted by their text like the text): a copy of each record's job id as
-        # text, then sorted, held 0.3 GB at 5M lines, after the table's own texts.
-        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", message=_message().cast(pl.Categorical))
+        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", **message)
         .collect()
     )
+    if coded:
+        rows = _message_order(rows, texts)
     if rows.height == 0:
         return pl.DataFrame(schema=GAP_SCHEMA)
     # Each message's records in time order, requested redeliveries before a delivery logged at the
@@ -131,6 +162,10 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         deliveries = deliveries.join(queues, on="action_id", how="left", maintain_order="left").with_columns(
             queue=pl.coalesce(pl.col("queue").cast(pl.String), "_action_queue")
         )
+    if coded:
+        deliveries = deliveries.with_columns(message=pl.coalesce(
+            texts.text("job"), pl.concat_str(pl.lit("action:"), pl.col("message_action").cast(pl.String))
+        ))
     return deliveries.select(
         pl.col("queue").fill_null(""),
         "message",

@@ -15,6 +15,7 @@ from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.schema import as_strings
+from dupfind.textcodes import CODE_TYPE, Texts
 from dupfind.timefmt import iso_us
 from dupfind.trace_notes import annotate
 
@@ -126,11 +127,13 @@ class TraceReport:
 
 
 def correlation_context(table: pl.DataFrame, config: Config, skew_s: float = 0.5,
-                        timeouts: dict[str, float] | None = None, max_jobs_per_value: int = 25) -> AnalysisContext:
-    """Correlate a canonical table as every command does (no rules run): enough to trace any id."""
+                        timeouts: dict[str, float] | None = None, max_jobs_per_value: int = 25,
+                        texts: Texts | None = None) -> AnalysisContext:
+    """Correlate a canonical table as every command does (no rules run): enough to trace any id
+    (`texts`: the dictionary of its coded columns)."""
     from dupfind.pipeline import correlate_inputs
 
-    return AnalysisContext(correlate_inputs(table, config, max_jobs_per_value), config, skew_s, timeouts or {})
+    return AnalysisContext(correlate_inputs(table, config, max_jobs_per_value, texts), config, skew_s, timeouts or {})
 
 
 def parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
@@ -156,7 +159,14 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
         for col in ([column] if column else columns):
             if col not in searched:
                 continue
-            found = table.filter(pl.col(col) == value).select(
+            if table.schema[col] == CODE_TYPE:
+                codes = ctx.texts.find([value])
+                if not codes:
+                    continue
+                test = pl.col(col) == codes[0]
+            else:
+                test = pl.col(col) == value
+            found = table.filter(test).select(
                 "rid", "action_id", pl.lit(query).alias("query"), pl.lit(f"{col}={value}").alias("match")
             )
             if found.height:
@@ -223,7 +233,8 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
     for column in unlinked.columns[1:]:
         values = records[column].drop_nulls().unique()
         if values.len():
-            rids += unlinked.filter(pl.col(column).is_in(values.to_list()))["rid"].to_list()
+            wanted = ctx.texts.find(values.cast(pl.String).to_list()) if unlinked.schema[column] == CODE_TYPE else values.to_list()
+            rids += unlinked.filter(pl.col(column).is_in(wanted))["rid"].to_list()
     if execs.height:
         kills = ctx.exec_killed.filter(pl.col("exec_id").is_in(execs["exec_id"].implode()))
         rids += [int(r) for r in kills["kill_rid"].to_list()]
@@ -246,12 +257,12 @@ def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] 
                 extra_rids: list[int] | None = None, max_records: int = 1000) -> ActionTrace:
     """The trace of one action (or, with action_id None, of records no action holds)."""
     ctx.read_ahead(*TRACE_READS)
-    own = ctx.records_of(action_id) if action_id is not None else as_strings(ctx.rows([]))
+    own = ctx.records_of(action_id) if action_id is not None else ctx.texts.decoded(as_strings(ctx.rows([])))
     execs = (ctx.executions_of(action_id) if action_id is not None else ctx.executions.clear()).sort("start", "exec_id")
     rids = set(extra_rids or [])
     if own.height:
         rids |= set(_related_rids(ctx, action_id, own, execs))
-    records = pl.concat([own, as_strings(ctx.rows(sorted(rids)).filter(pl.col("action_id").is_null()))]) \
+    records = pl.concat([own, ctx.texts.decoded(as_strings(ctx.rows(sorted(rids)).filter(pl.col("action_id").is_null())))]) \
         if rids else own
     records = records.unique("rid").sort("ts", "source", "line")
     total = records.height

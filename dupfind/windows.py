@@ -528,6 +528,7 @@ class Spill:
         """The canonical table of the spilled records within [since, until], as a read of them would
         give; None when the spill failed or cannot be read (the files are parsed instead)."""
         from dupfind.ingest import IngestResult, _within, assemble, empty_rejects, held_for_assembly
+        from dupfind.textcodes import coded_columns
 
         if self.failed:
             return None
@@ -538,11 +539,12 @@ class Spill:
                 scans = [_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
                 found = [batch for batch in pl.collect_all(scans) if batch.height]
                 if found:  # held for assembly together: one cast of each column, not one a batch
-                    tables.append(held_for_assembly(pl.concat(found, how="diagonal_relaxed")))
+                    tables.append(held_for_assembly(pl.concat(found, how="diagonal_relaxed"), coded_columns(config.business_keys)))
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
-        return IngestResult(assemble(tables, config), [], empty_rejects())
+        table, texts = assemble(tables, config)
+        return IngestResult(table, [], empty_rejects(), texts=texts)
 
     def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:
         """The time, source and line of the spilled records that meet `condition` (given the

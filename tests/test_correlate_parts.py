@@ -26,8 +26,8 @@ CASES = [
 @pytest.mark.parametrize("logs", CASES, ids=lambda p: p.parent.name if p.name == "logs" else p.name)
 @pytest.mark.parametrize("part_rows", [1, 37, 500])
 def test_parts_give_the_same_executions_as_one_pass(logs: Path, part_rows: int) -> None:
-    table = ingest([str(logs)], CONFIG).table
-    linked, _, _ = build_actions(table, CONFIG.link_keys)
+    read = ingest([str(logs)], CONFIG)
+    linked, _, _ = build_actions(read.table, CONFIG.link_keys, texts=read.texts)
     whole_table, whole = build_executions(linked, part_rows=10**12)
     parted_table, parted = build_executions(linked, part_rows=part_rows)
     ranges = linked.filter(pl.col("action_id").is_not_null())["action_id"].n_unique()
@@ -37,8 +37,8 @@ def test_parts_give_the_same_executions_as_one_pass(logs: Path, part_rows: int) 
 
 
 def test_no_records_in_runs_gives_no_executions() -> None:
-    table = ingest([str(FIXTURES / "synth" / "baseline" / "logs")], CONFIG).table
-    linked, _, _ = build_actions(table, CONFIG.link_keys)
+    read = ingest([str(FIXTURES / "synth" / "baseline" / "logs")], CONFIG)
+    linked, _, _ = build_actions(read.table, CONFIG.link_keys, texts=read.texts)
     producers_only = linked.with_columns(worker_id=pl.lit(None, dtype=linked.schema["worker_id"]))
     result, executions = build_executions(producers_only, part_rows=5)
     assert executions.height == 0

@@ -48,7 +48,7 @@ def test_file_accounting(case: Path):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_canonical_rows(case: Path):
     expected, result = _load(case)
-    table = result.table.with_columns(pl.col("source").map_elements(lambda s: Path(s).name, return_dtype=pl.String))
+    table = result.text_table().with_columns(pl.col("source").map_elements(lambda s: Path(s).name, return_dtype=pl.String))
     for want in expected.get("rows", []):
         match = table.filter((pl.col("source") == want["source"]) & (pl.col("line") == want["line"]))
         assert match.height == 1, f"no single row for {want['source']}:{want['line']}"

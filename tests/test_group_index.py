@@ -25,7 +25,8 @@ CASES = [
 
 
 def _table(logs: Path) -> pl.DataFrame:
-    return correlate(ingest([str(logs)], CONFIG).table, CONFIG.link_keys).table
+    read = ingest([str(logs)], CONFIG)
+    return correlate(read.table, CONFIG.link_keys, texts=read.texts).table
 
 
 def _expected(table: pl.DataFrame, action_id: int) -> pl.DataFrame:

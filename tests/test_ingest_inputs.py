@@ -33,7 +33,7 @@ def test_compression_detected_by_magic_not_extension(tmp_path, config, name, com
     result = ingest([str(target)], config)
     assert result.files[0].compression == name
     assert result.files[0].records == plain.files[0].records == 8
-    assert as_strings(result.table.drop("source")).equals(as_strings(plain.table.drop("source")))  # labels as text: a pool each
+    assert as_strings(result.text_table().drop("source")).equals(as_strings(plain.text_table().drop("source")))  # labels as text: a pool each
 
 
 def test_truncated_gzip_keeps_what_was_read_and_says_so(tmp_path, config):
@@ -74,7 +74,7 @@ def test_undecodable_lines_are_rejected_individually(tmp_path, config):
     result = ingest([str(target)], config)
     assert result.files[0].rejected == {"undecodable": 1}
     assert result.files[0].examples == {"undecodable": 2}
-    assert result.table["job_id"].to_list() == ["a", "a"]
+    assert result.text_table()["job_id"].to_list() == ["a", "a"]
 
 
 def test_directories_are_recursive_sorted_and_skip_hidden(tmp_path):
@@ -135,7 +135,8 @@ def test_bad_lines_only_cost_their_sub_block(tmp_path, config):
     assert result.files[0].rejected == {"invalid_json": 2}
     assert result.files[0].examples == {"invalid_json": 124}
     assert result.files[0].records == 19998
-    assert result.table.filter(result.table["job_id"] == "q-124")["attempt"].to_list() == [2]
+    table = result.text_table()
+    assert table.filter(table["job_id"] == "q-124")["attempt"].to_list() == [2]
 
 
 def test_since_until_filter_and_count(config):

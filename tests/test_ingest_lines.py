@@ -36,7 +36,7 @@ def test_a_key_on_one_line_of_a_large_block_is_read(tmp_path, monkeypatch, threa
     rows[LINES // 2]["tenant_id"] = "t-middle"
     rows[-1]["job_id"] = "job-last"
     (tmp_path / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    table = ingest([str(tmp_path)], CONFIG).table
+    table = ingest([str(tmp_path)], CONFIG).text_table()
     assert table.height == LINES
     found = {c: table[c].cast(pl.String).drop_nulls().to_list() for c in ("order_id", "tenant_id", "job_id")}
     assert found == {"order_id": ["ord-first"], "tenant_id": ["t-middle"], "job_id": ["job-last"]}

@@ -52,7 +52,7 @@ def test_redaction_masks_personal_data_and_keeps_ids_in_every_format(report, ren
     plain = _render(renderers, fmt, subject)
     leaked = [value for value in PII if value in plain]
     assert leaked, "the unredacted output shows no personal data, so this test would prove nothing"
-    redactor = Redactor.for_table(report.context.table)
+    redactor = Redactor.for_table(report.context.table, texts=report.context.texts)
     masked = _render(renderers, fmt, subject, redactor)
     assert [value for value in PII if value in masked] == []
     assert "[redacted " in masked

@@ -179,7 +179,8 @@ def test_the_ids_redaction_protects_are_stored_with_the_set(logs, cache_dir, mon
     from dupfind.redact import Redactor
 
     config = load_config(cwd=Path("/"))
-    expected = Redactor.for_table(load_correlated([str(logs)], config, use_cache=False).correlation.table).protected
+    correlation = load_correlated([str(logs)], config, use_cache=False).correlation
+    expected = Redactor.for_table(correlation.table, texts=correlation.texts).protected
     assert len(expected) > 10  # order ids and the like look like phone numbers
     load_correlated([str(logs)], config)  # stores the set
 
@@ -208,7 +209,8 @@ def test_an_analysis_stores_the_frames_the_next_commands_need(logs, cache_dir, c
 def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)
     config = load_config(cwd=Path("/"))
-    table = load_correlated([str(logs)], config, use_cache=False).correlation.table
+    fresh = load_correlated([str(logs)], config, use_cache=False).correlation
+    table = fresh.table
     run("analyze", str(logs), "--format", "json")
     [entry] = _set_dirs(cache_dir)
     assert len(list(entry.glob("table-*.arrow"))) == math.ceil(table.height / 37) > 3
@@ -222,6 +224,9 @@ def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monke
 
     warm = cached()
     assert warm.column_names == table.columns
+    # The dictionary of the ids and messages comes back with the table: its codes mean the same texts.
+    assert warm.texts.values.equals(fresh.texts.values) and warm.texts.columns == fresh.texts.columns
+    assert as_strings(warm.text_table()).equals(as_strings(fresh.text_table()))
     # Labels as text: each table has its own pool of labels.
     assert as_strings(warm.columns("kind", "rid", "job_id")).equals(as_strings(table.select("kind", "rid", "job_id")))
     picks = [table.height - 1, 40, 0, 36, 37, 40, 74, table.height // 2]  # unordered, repeated, at part edges
@@ -378,6 +383,8 @@ DAMAGE = {
     "table-truncated": (lambda e: sorted(e.glob("table-*.arrow")), _truncate),
     "table-garbage": (lambda e: sorted(e.glob("table-*.arrow")), _garbage),
     "executions-garbage": (lambda e: [e / "executions.arrow"], _garbage),
+    "texts-garbage": (lambda e: [e / "texts.arrow"], _garbage),  # the dictionary of the ids and messages
+    "texts-truncated": (lambda e: [e / "texts.arrow"], _truncate),
     "meta-garbage": (lambda e: [e / "meta.json"], _garbage),
     "meta-missing": (lambda e: [e / "meta.json"], Path.unlink),
     "meta-file-report": (lambda e: [e / "meta.json"], _bad_file_report),

@@ -234,10 +234,11 @@ def test_df401_quiet_where_runs_fit_the_timeout(name: str):
 
 
 def test_df401_uses_the_inferred_timeout_when_none_is_stated():
-    table = ingest([str(VT / "logs")], CONFIG).table.with_columns(visibility_timeout_s=pl.lit(None, dtype=pl.Float64))
+    read = ingest([str(VT / "logs")], CONFIG)
+    table = read.table.with_columns(visibility_timeout_s=pl.lit(None, dtype=pl.Float64))
     from dupfind.ingest import IngestResult
 
-    result = IngestResult(table, [], table.clear().select([]))
+    result = IngestResult(table, [], table.clear().select([]), texts=read.texts)
     [finding] = [f for f in analyze(result, CONFIG, load_rules(CONFIG)).findings if f.rule == "DF401"]
     assert finding.figures["timeout_source"] == "inferred" and finding.confidence == "likely"
     assert abs(finding.figures["timeout_s"] - 30.0) <= 1.0

@@ -13,18 +13,22 @@ import pytest
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.schema import LABEL_COLUMNS, canonical_schema
+from dupfind.textcodes import CODE_TYPE, coded_columns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CONFIG = load_config(cwd=Path("/"))
 
 
-def test_text_columns_are_categorical_and_rows_stay_small() -> None:
-    table = ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], CONFIG).table
+def test_text_columns_are_codes_or_categorical_and_rows_stay_small() -> None:
+    read = ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], CONFIG)
+    table = read.table
     text = [c for c, t in canonical_schema(CONFIG.business_keys).items() if t == pl.String]
-    assert text and all(isinstance(table.schema[c], pl.Categorical) for c in text)
+    coded = coded_columns(CONFIG.business_keys)
+    assert text and all(table.schema[c] == CODE_TYPE for c in coded)
+    assert all(isinstance(table.schema[c], pl.Categorical) for c in text if c not in coded)
     # The same rows held as strings take more than twice the bytes (16-byte views plus text).
-    as_text = table.with_columns(pl.col(c).cast(pl.String) for c in text)
-    assert table.estimated_size() * 2 < as_text.estimated_size()
+    as_text = read.text_table().with_columns(pl.col(c).cast(pl.String) for c in text)
+    assert (table.estimated_size() + read.texts.values.estimated_size()) * 2 < as_text.estimated_size()
     assert table.estimated_size() / table.height < 200
 
 
@@ -46,8 +50,8 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
     threads) into what one concatenation sorted by time, file and line gives."""
     from datetime import UTC, datetime, timedelta
 
-    from dupfind.ingest import _assemble
-    from dupfind.schema import canonical_schema, stored_dtype
+    from dupfind.ingest import _assemble, held_for_assembly
+    from dupfind.schema import canonical_schema
 
     monkeypatch.setattr("dupfind.ingest.ASSEMBLE_THREADS", threads)
     schema = canonical_schema()
@@ -62,16 +66,12 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
             block["job_id"] = [f"j{b}-{i}" if i % 4 else None for i in range(n)]
         if b != 3:
             block["attempt"] = [i % 3 for i in range(n)]
-        blocks.append(pl.DataFrame(block).with_columns(
-            pl.col(c).cast(stored_dtype(schema[c])) for c in block if c != "source"
-        ))
-    expected = (
-        pl.concat([b.with_columns(pl.col(c).cast(stored_dtype(t)) for c, t in schema.items() if c in b.columns and c != "source")
-                   for b in blocks], how="diagonal_relaxed")
-        .sort("ts", "source", "line", maintain_order=True)
-    )
-    table, outside = _assemble([b.clone() for b in blocks], schema, None, None)
+        blocks.append(pl.DataFrame(block).with_columns(pl.col(c).cast(schema[c]) for c in block))
+    expected = pl.concat(blocks, how="diagonal_relaxed").sort("ts", "source", "line", maintain_order=True)
+    coded = coded_columns()
+    table, outside, texts = _assemble([held_for_assembly(b, coded) for b in blocks], schema, None, None, coded)
     assert outside == 0 and table.columns == list(schema)
+    table = texts.decoded(table)
     for column in ("ts", "kind", "line", "job_id", "attempt", "format"):
         assert table[column].cast(expected[column].dtype).to_list() == expected[column].to_list(), column
     assert table["source"].cast(pl.String).to_list() == expected["source"].to_list()
@@ -84,8 +84,8 @@ def test_label_columns_share_one_pool_of_two_byte_codes() -> None:
     assert len(labels) == 1  # one pool: labels compare and join with each other
     (label,) = labels
     assert label.categories.physical() == pl.UInt16 and not label.categories.is_global()
-    for column in ("message", "job_id", "event_id"):  # as many texts as actions or lines
-        assert table.schema[column] == pl.Categorical() and table[column].to_physical().dtype == pl.UInt32
+    for column in ("message", "job_id", "event_id"):  # as many texts as actions or lines: codes of their own
+        assert table.schema[column] == CODE_TYPE
     assert table["worker_id"].to_physical().dtype == pl.UInt16
     # Each label column costs 2 bytes a row of codes (plus validity), not 4.
     assert table["kind"].to_physical().estimated_size() <= table.height * 2 + table.height // 8 + 64

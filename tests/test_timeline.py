@@ -384,7 +384,8 @@ def test_the_ids_of_the_actions_a_view_shows_are_those_of_every_action(logs: Pat
     from dupfind.pipeline import correlate_inputs
 
     config = load_config(None, None, None)
-    correlation = correlate_inputs(ingest([str(logs)], config).table, config)
+    read = ingest([str(logs)], config)
+    correlation = correlate_inputs(read.table, config, texts=read.texts)
     actions = AnalysisContext(correlation, config).id_samples["action_id"]
     assert actions.len() > 5
     shown = actions.sort().gather_every(3)

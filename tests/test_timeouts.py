@@ -23,10 +23,11 @@ REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_
 
 def _context(logs: Path, strip_stated: bool = True, timeouts: dict[str, float] | None = None) -> AnalysisContext:
     """The analysis context of some logs; by default every stated timeout is removed first."""
-    table = ingest([str(logs)], CONFIG).table
+    read = ingest([str(logs)], CONFIG)
+    table = read.table
     if strip_stated:
         table = table.with_columns(visibility_timeout_s=pl.lit(None, dtype=pl.Float64))
-    return AnalysisContext(correlate(table, CONFIG.link_keys), CONFIG, timeouts=timeouts or {})
+    return AnalysisContext(correlate(table, CONFIG.link_keys, texts=read.texts), CONFIG, timeouts=timeouts or {})
 
 
 def _only_estimate(ctx: AnalysisContext):

@@ -25,7 +25,8 @@ PRESETS = sorted(p.name for p in SYNTH.iterdir() if (p / "truth.json").is_file()
 @lru_cache(maxsize=None)
 def _context(preset: str):
     config = load_config(cwd=Path("/"))
-    return correlation_context(ingest([str(SYNTH / preset / "logs")], config).table, config)
+    read = ingest([str(SYNTH / preset / "logs")], config)
+    return correlation_context(read.table, config, texts=read.texts)
 
 
 def _truth(preset: str) -> dict:
@@ -117,7 +118,8 @@ def test_redelivery_note_measures_the_gap_against_the_timeout():
 
 def test_provider_success_before_status_write_is_measured():
     config = load_config(cwd=Path("/"))
-    ctx = correlation_context(ingest([str(PII)], config).table, config)
+    read = ingest([str(PII)], config)
+    ctx = correlation_context(read.table, config, texts=read.texts)
     trace = trace_ids(ctx, ["4514710497465075"]).traces[0]
     rows = trace.records
     result = rows.filter((pl.col("kind") == "side_effect_result") & (pl.col("attempt_shown") == 2)).row(0, named=True)
@@ -261,11 +263,11 @@ def test_an_overlap_within_the_clock_skew_is_only_possible(tmp_path):
         rec("host-b", "09.800", "job_received", 2), rec("host-b", "09.900", "job_started", 2),
         rec("host-b", "11.000", "job_acked", 2)]) + "\n")
     config = load_config(cwd=Path("/"))
-    table = ingest([str(tmp_path)], config).table
-    close = trace_ids(correlation_context(table, config, skew_s=0.5), ["j-1"]).traces[0]
+    read = ingest([str(tmp_path)], config)
+    close = trace_ids(correlation_context(read.table, config, skew_s=0.5, texts=read.texts), ["j-1"]).traces[0]
     assert any("received while attempt 1 in flight (+9.8 s)" in n and n.endswith("so only possibly")
                for n in _notes(close)), _notes(close)
-    strict = trace_ids(correlation_context(table, config, skew_s=0.1), ["j-1"]).traces[0]
+    strict = trace_ids(correlation_context(read.table, config, skew_s=0.1, texts=read.texts), ["j-1"]).traces[0]
     assert any(n == "attempt 2 received while attempt 1 in flight (+9.8 s)" for n in _notes(strict)), _notes(strict)
 
 
@@ -285,7 +287,7 @@ def test_a_warm_trace_by_id_reads_only_the_id_columns_holding_the_value(tmp_path
     shutil.copytree(SYNTH / "deploy-overlap" / "logs", logs)
     monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
     config = load_config(None, None, None)
-    table = ingest([str(logs)], config).table
+    table = ingest([str(logs)], config).text_table()
     value = table["order_id"].drop_nulls().cast(pl.String)[0]
     holding = {c for c in ID_COLUMNS if c in table.columns and (table[c].cast(pl.String) == value).any()}
     assert holding and len(holding) < len([c for c in ID_COLUMNS if table[c].null_count() < table.height])

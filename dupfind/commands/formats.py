@@ -43,7 +43,7 @@ def formats(
         result = _survey(paths, config, rules, assume_tz, since, until, rejects, strict)
     options = RenderOptions(
         width=report_width(output), color=output is None and sys.stdout.isatty(),
-        redactor=make_redactor(redact, output_format.value, result.table),
+        redactor=make_redactor(redact, output_format.value, result.table, texts=result.texts),
     )
     emit(FORMATS_RENDERERS, output_format.value, result, options, output)
 
