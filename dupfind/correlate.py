@@ -397,7 +397,8 @@ def correlate(
     table: pl.DataFrame, link_keys: tuple[str, ...], max_jobs_per_value: int = 25, texts: Texts | None = None,
 ) -> Correlation:
     """Actions and executions for a canonical table (`texts`: the dictionary of its coded columns)."""
-    coded = [c for c, t in table.schema.items() if t == CODE_TYPE and c in (texts.columns if texts else coded_columns())]
+    names = texts.columns if texts is not None else coded_columns()
+    coded = [c for c, t in table.schema.items() if t == CODE_TYPE and c in names]
     if (texts is None or not len(texts)) and any(table[c].null_count() < table.height for c in coded):
         raise ValueError("a table of codes needs its dictionary of texts (IngestResult.texts)")
     texts = texts if texts is not None else Texts.empty(())
