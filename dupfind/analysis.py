@@ -211,9 +211,7 @@ class AnalysisContext:
         at 5M lines); a collision only means one column read in vain."""
         rows = []
         for column in self.id_columns():
-            values = self.columns(column).get_column(column).drop_nulls().unique()
-            if values.dtype == CODE_TYPE:
-                values = self.texts.decode(values)
+            values = self.texts.as_text(self.columns(column).get_column(column).drop_nulls().unique())
             rows.append((column, id_value_hash(values)))
         return pl.DataFrame(
             {"column": [c for c, _ in rows], "hashes": [h for _, h in rows]},

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from dupfind.schema import ID_COLUMNS
-from dupfind.textcodes import CODE_TYPE, Texts
+from dupfind.textcodes import Texts
 
 # Columns whose values are the story's identifiers: never masked, even when they look like a
 # phone number, a card number or an address (an order id of 16 digits, a worker called after its IP).
@@ -128,7 +128,7 @@ def protected_values(table: pl.DataFrame | None, business_keys: Iterable[str] = 
     kept = []
     for column in columns:
         values = table.get_column(column).drop_nulls().unique()
-        values = texts.decode(values) if texts is not None and values.dtype == CODE_TYPE else values.cast(pl.String)
+        values = texts.as_text(values) if texts is not None else values.cast(pl.String)
         kept.append(values.filter(values.str.contains(_MAYBE_SENSITIVE)))
     return pl.concat(kept).unique().sort()
 

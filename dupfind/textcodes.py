@@ -24,10 +24,6 @@ def coded_columns(business_keys: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("message", *ID_COLUMNS, *business_keys)))
 
 
-def _sorted_texts(values: pl.Series) -> pl.Series:
-    return values.drop_nulls().unique().sort().rename("text")
-
-
 class Texts:
     """The sorted distinct texts of a table's coded columns: code n is `values[n]`. Codes of one
     dictionary compare, sort and join as their texts do, across columns too; codes of two
@@ -51,7 +47,8 @@ class Texts:
         present = [c for c in columns if c in frame.columns]
         if not present:
             return cls.empty(columns)
-        return cls(_sorted_texts(pl.concat([frame[c].cast(pl.String).drop_nulls().unique() for c in present])), columns)
+        every = pl.concat([frame[c].cast(pl.String).drop_nulls() for c in present])
+        return cls(every.unique().sort().rename("text"), columns)
 
     @classmethod
     def merged(cls, dictionaries: list[pl.Series], columns: tuple[str, ...]) -> tuple[Texts, list[pl.Series]]:
@@ -93,20 +90,26 @@ class Texts:
         present = [c for c in self.columns if c in frame.columns and frame.schema[c] != CODE_TYPE]
         return frame.with_columns(self.encode(frame[c]) for c in present) if present else frame
 
+    def lookup(self, texts: pl.Series) -> pl.Series:
+        """The code of each text, null where the dictionary does not hold it."""
+        texts = texts.cast(pl.String)
+        codes = self.values.search_sorted(texts).cast(CODE_TYPE)
+        if not len(self):
+            return pl.repeat(None, texts.len(), dtype=CODE_TYPE, eager=True)
+        held = self.values.gather(codes.clip(upper_bound=len(self) - 1)) == texts
+        return pl.select(pl.when(held & (codes < len(self))).then(codes)).to_series()
+
     def find(self, texts: list[str]) -> list[int]:
         """Codes of those of `texts` the dictionary holds."""
-        if not texts or not len(self):
-            return []
-        wanted = pl.Series(texts, dtype=pl.String)
-        codes = self.values.search_sorted(wanted)
-        found = codes < len(self)
-        codes, wanted = codes.filter(found), wanted.filter(found)
-        hit = self.values.gather(codes) == wanted
-        return codes.filter(hit).cast(pl.Int64).to_list()
+        return self.lookup(pl.Series(texts, dtype=pl.String)).drop_nulls().cast(pl.Int64).to_list()
+
+    def as_text(self, values: pl.Series) -> pl.Series:
+        """A column's values as text: codes decoded, any other type cast."""
+        return self.decode(values) if values.dtype == CODE_TYPE else values.cast(pl.String)
 
     def text(self, name: str) -> pl.Expr:
         """An expression: column `name`'s codes as text."""
-        return pl.lit(self.values).gather(pl.col(name)).alias(name)
+        return self.values_of(pl.col(name)).alias(name)
 
     def values_of(self, codes: pl.Expr) -> pl.Expr:
         """An expression: these codes as text, row by row (not in an aggregation: there polars

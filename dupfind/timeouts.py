@@ -92,9 +92,7 @@ def _message_order(rows: pl.DataFrame, texts: Texts) -> pl.DataFrame:
         .to_series().unique().sort()
     )
     below = texts.values.search_sorted(actions).cast(pl.Int64)  # dictionary texts before each action text
-    known = pl.Series([False] * actions.len()) if not len(texts) else (
-        texts.values.gather(below.clip(upper_bound=len(texts) - 1)) == actions
-    ) & (below < len(texts))
+    known = texts.lookup(actions).is_not_null()
     added = below.filter(~known)  # action texts the dictionary lacks, in order
     job_rank = pl.col("job").cast(pl.Int64) + pl.lit(added).search_sorted(pl.col("job").cast(pl.Int64), side="right").cast(pl.Int64)
     ranks = pl.DataFrame({"text": actions, "below": below, "known": known}).with_columns(

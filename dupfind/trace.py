@@ -156,14 +156,14 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
     table = ctx.columns("rid", "action_id", *searched)
     hits = []
     for query, (column, value) in zip(queries, parsed):
+        code = ctx.texts.find([value])  # the value as the coded columns hold it (none: not there)
         for col in ([column] if column else columns):
             if col not in searched:
                 continue
             if table.schema[col] == CODE_TYPE:
-                codes = ctx.texts.find([value])
-                if not codes:
+                if not code:
                     continue
-                test = pl.col(col) == codes[0]
+                test = pl.col(col) == code[0]
             else:
                 test = pl.col(col) == value
             found = table.filter(test).select(

@@ -52,7 +52,15 @@ def test_codes_sort_and_compare_as_their_texts():
 def test_find_gives_the_codes_of_held_texts_only():
     texts = _texts(["a", "c", "e"])
     assert texts.find(["c", "b", "z", "e", ""]) == [1, 2]
+    assert texts.lookup(pl.Series(["z", "a", None, "d", "e"])).to_list() == [None, 0, None, None, 2]
     assert Texts.empty(CODED).find(["a"]) == []
+    assert Texts.empty(CODED).lookup(pl.Series(["a"])).to_list() == [None]
+
+
+def test_as_text_decodes_codes_and_casts_anything_else():
+    texts = _texts(["a", "b"])
+    assert texts.as_text(pl.Series([1, 0], dtype=CODE_TYPE)).to_list() == ["b", "a"]
+    assert texts.as_text(pl.Series(["x"], dtype=pl.Categorical)).to_list() == ["x"]
 
 
 def test_merged_dictionaries_map_each_ones_codes_to_the_same_texts():
