@@ -7,11 +7,19 @@ from pathlib import Path
 
 from dupfind.sources import Source, detect_compression
 
-# Peak RSS of a first `analyze` (cache on, the default), fitted above bench/compare.py's runs
-# (1M lines: 0.74-0.77 GB for 0.40 GB of logs; 5M: 2.35 GB cold, 2.51 GB with the cache for
-# 2.02 GB; 10M: 4.52 GB cold for 4.04 GB): about 1.2 bytes a byte of log text, plus 0.25 GB.
-PEAK_PER_LOG_BYTE = 1.2
-PEAK_FIXED_BYTES = 250 * 10**6
+# Peak RSS of a first `analyze` that reads its inputs whole (the cache on, the default, which
+# peaks higher than --no-cache from 5M lines up), fitted above bench/compare.py's exports at
+# c5a7125: 1M lines 0.59 GB for 0.40 GB of logs; 5M 1.88 GB (1.72 with --no-cache) for 2.02 GB;
+# 10M 3.56 GB (3.15) for 4.04 GB. About 0.85 bytes a byte of log text plus 0.3 GB, 5-10 % above
+# each. (1.2 bytes plus 0.25 GB before ids and messages were coded: 2.7 GB at 5M lines.)
+PEAK_PER_LOG_BYTE = 0.85
+PEAK_FIXED_BYTES = 300 * 10**6
+# A read of part of the inputs (a window of time, the records a view needs) is planned with more
+# room: what earlier reads left stays (findings, pages the allocators return later). Windows
+# planned to 0.85 of --memory-limit with this peaked at 340 MB of 400 MB (1M lines) and 948 MB of
+# 1 GB (5M lines).
+PART_PEAK_PER_LOG_BYTE = 1.2
+PART_PEAK_FIXED_BYTES = 250 * 10**6
 # bz2 and xz keep no uncompressed size; text logs shrink at least this much.
 ASSUMED_RATIO = 5
 # A cgroup "limit" this large means no limit (cgroup v1 writes 2^63 rounded to a page).
@@ -91,8 +99,13 @@ def available_bytes(
 
 
 def needed_bytes(size: float) -> float:
-    """About the peak memory of a cold analysis of `size` bytes of log text."""
+    """About the peak memory of a cold analysis of `size` bytes of log text, read whole."""
     return PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+
+
+def part_needed_bytes(size: float) -> float:
+    """About the peak memory of a read of `size` bytes of log text that is part of the inputs."""
+    return PART_PEAK_PER_LOG_BYTE * size + PART_PEAK_FIXED_BYTES
 
 
 def _gb(n: float) -> str:

@@ -12,7 +12,7 @@ import polars as pl
 
 from dupfind.analysis import id_column_names
 from dupfind.errors import DupfindError
-from dupfind.memory_check import log_bytes, needed_bytes
+from dupfind.memory_check import log_bytes, part_needed_bytes
 from dupfind.pipeline import ingest_with_progress
 from dupfind.schema import TS_TYPE
 from dupfind.sources import expand_inputs
@@ -102,7 +102,7 @@ def bounded_read(
 def _needed(size: int, held: float, total: int) -> float:
     """The memory a read of `held` of the inputs' `total` records needs (their `size` bytes of log
     text spread evenly over them)."""
-    return needed_bytes(size * held / max(total, 1))
+    return part_needed_bytes(size * held / max(total, 1))
 
 
 def _counted(survey: IngestResult, read_from: datetime, read_to: datetime) -> tuple[int, int]:
@@ -153,7 +153,7 @@ def read_fits(paths: list[str], files: list[FileReport], budget: float,
     spans (their records spread evenly over each); None when no read does (reading alone needs
     more), so that smaller reads would only be more of them."""
     size = log_bytes(expand_inputs(paths))
-    if needed_bytes(0) >= budget:
+    if part_needed_bytes(0) >= budget:
         return None
     spans, total = _file_spans(files), sum(f.records for f in files)
 

@@ -105,6 +105,19 @@ def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> No
     assert window_budget([str(tmp_path / "missing")], 10**6) is None  # ingest says what is wrong
 
 
+def test_inputs_are_read_whole_only_with_room_beside_the_estimate() -> None:
+    from dupfind.memory_check import log_bytes, needed_bytes
+    from dupfind.sources import expand_inputs
+    from dupfind.windows import WHOLE_READ_SHARE
+
+    logs = FIXTURES / "synth" / "deploy-overlap" / "logs"
+    needed = needed_bytes(log_bytes(expand_inputs([str(logs)])))
+    assert 0 < WHOLE_READ_SHARE < 1
+    tight = int(needed / WHOLE_READ_SHARE) - 1000  # the estimate fits, but without its room
+    assert tight > needed and window_budget([str(logs)], tight) == tight
+    assert window_budget([str(logs)], int(needed / WHOLE_READ_SHARE) + 1000) is None
+
+
 def _without_window_notes(document: dict) -> dict:
     document = dict(document)
     if "windows" in document["summary"]:
@@ -547,16 +560,16 @@ def test_the_files_whose_bytes_hold_an_id(tmp_path: Path) -> None:
 
 def test_a_read_fits_by_the_share_of_records_its_time_holds(tmp_path: Path) -> None:
     from dupfind.ingest import FileReport
-    from dupfind.memory_check import needed_bytes
+    from dupfind.memory_check import part_needed_bytes
     from dupfind.windows_views import read_fits
 
     log = tmp_path / "a.log"
     log.write_bytes(b"x" * 100_000_000)
     files = [FileReport(str(log), records=1000, first_ts=T0, last_ts=T0 + timedelta(hours=10))]
-    fits = read_fits([str(log)], files, needed_bytes(50_000_000))  # half the file's bytes
+    fits = read_fits([str(log)], files, part_needed_bytes(50_000_000))  # half the file's bytes
     assert fits(T0, T0 + timedelta(hours=4)) and fits(None, T0 + timedelta(hours=5))
     assert not fits(T0 + timedelta(hours=2), None) and not fits(None, None)
-    assert read_fits([str(log)], files, needed_bytes(0)) is None  # reading alone takes that: no read fits
+    assert read_fits([str(log)], files, part_needed_bytes(0)) is None  # reading alone takes that: no read fits
 
 
 def test_a_timeline_whose_temporary_file_cannot_be_written_fails_in_one_sentence(monkeypatch, tmp_path: Path) -> None:
