@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
+import uuid
 from collections import Counter
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 
@@ -17,9 +20,12 @@ import polars as pl
 
 from dupfind import __version__
 from dupfind.ingest import FileReport
+from dupfind.textcodes import CODE_TYPE
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 ENV_DIR = "DUPFIND_CACHE_DIR"
+PACKS = "packs"
+_PACK_NAME = re.compile(r"[0-9a-f]{32}")
 
 
 def default_cache_dir() -> Path:
@@ -35,16 +41,15 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
 
 
-def _report_to_json(report: FileReport) -> bytes:
+def _report_to_dict(report: FileReport) -> dict:
     data = asdict(report)
     data["rejected"] = dict(report.rejected)
     for key in ("first_ts", "last_ts"):
         data[key] = data[key].isoformat() if data[key] else None
-    return orjson.dumps(data)
+    return data
 
 
-def _report_from_json(raw: bytes, path: str) -> FileReport:
-    data = orjson.loads(raw)
+def _report_from_dict(data: dict, path: str) -> FileReport:
     known = {f.name for f in fields(FileReport)}
     if set(data) != known:
         raise ValueError("cached report has other fields")
@@ -55,9 +60,35 @@ def _report_from_json(raw: bytes, path: str) -> FileReport:
     return FileReport(**data)
 
 
+@dataclass
+class CachedPart:
+    """The rows of some files in one pack (`source` their path as given now): coded columns as
+    codes into `texts`, which holds the texts of the whole pack (`whole`: these are all its rows)."""
+
+    rows: pl.DataFrame
+    texts: pl.Series
+    rejects: pl.DataFrame
+    whole: bool
+
+
+@dataclass
+class CachedFiles:
+    """What the cache holds of some input files: each one's report, and their rows by pack."""
+
+    reports: dict[str, FileReport] = field(default_factory=dict)
+    parts: list[CachedPart] = field(default_factory=list)
+
+
 class TableCache:
     """Entries keyed by a file's absolute path, size and mtime, dupfind's version and the
-    effective configuration; anything unreadable is discarded and rebuilt, never trusted."""
+    effective configuration; anything unreadable is discarded and rebuilt, never trusted.
+
+    The files a run parsed are stored together, as one pack: `packs/<id>/table.arrow` (their
+    rows as the assembled table holds them: ids and messages as codes into `texts.arrow`, the
+    sorted texts those rows use), `rejects.arrow`, and for each file a pointer
+    `<key[:2]>/<key>.json` (the pack, the path its rows carry there, its report). A first run at
+    5M lines wrote 4,155 entries of their own, each gathered, decoded to text and written, in
+    18.6 s: the pack is one write of the columns as they are."""
 
     def __init__(self, root: Path, config_digest: str) -> None:
         self.root = root
@@ -74,43 +105,104 @@ class TableCache:
         text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    def _entry(self, key: str) -> Path:
-        return self.root / key[:2] / key
+    def _pointer(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
 
-    def load(self, key: str, path: str) -> tuple[FileReport, pl.DataFrame, pl.DataFrame] | None:
-        entry = self._entry(key)
-        if not entry.is_dir():
-            self.misses += 1
-            return None
-        try:
-            report = _report_from_json((entry / "report.json").read_bytes(), path)
-            table = pl.read_ipc(entry / "table.arrow").with_columns(source=pl.lit(path, dtype=pl.String))
-            rejects = pl.read_ipc(entry / "rejects.arrow").with_columns(source=pl.lit(path, dtype=pl.String))
-            if table.height != report.records:
-                raise ValueError("row count differs from the report")
-        except Exception:  # a corrupt or foreign entry: drop it and parse the file again
-            shutil.rmtree(entry, ignore_errors=True)
-            self.misses += 1
-            return None
-        self.hits += 1
-        try:
-            os.utime(entry)  # recently used: kept by the result cache's pruning of old entries
-        except OSError:
-            pass
-        return report, table, rejects
+    def _pack(self, name: str) -> Path:
+        return self.root / PACKS / name
 
-    def store(self, key: str, report: FileReport, table: pl.DataFrame, rejects: pl.DataFrame) -> None:
-        entry = self._entry(key)
+    def load(self, wanted: list[tuple[str, str]]) -> CachedFiles:
+        """The cached files among `wanted` (path as given now, key); a damaged pointer or pack
+        is removed, and its files count as misses (they are parsed again)."""
+        found = CachedFiles()
+        by_pack: dict[str, dict[str, tuple[str, FileReport, Path]]] = {}  # pack -> stored path -> (path now, report, pointer)
+        for path, key in wanted:
+            pointer = self._pointer(key)
+            try:
+                data = orjson.loads(pointer.read_bytes())
+                pack, stored = data["pack"], data["source"]
+                if not (isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str)):
+                    raise ValueError("not a pointer to a pack")
+                report = _report_from_dict(data["report"], path)
+            except OSError:
+                continue  # none (or an unreadable cache directory): parsed
+            except Exception:  # a corrupt or foreign pointer: drop it and parse the file again
+                with contextlib.suppress(OSError):
+                    pointer.unlink()
+                continue
+            by_pack.setdefault(pack, {})[stored] = (path, report, pointer)
+        for pack, files in by_pack.items():
+            part = self._read_pack(pack, files)
+            if part is None:
+                continue
+            found.parts.append(part)
+            for path, report, pointer in files.values():
+                found.reports[path] = report
+                with contextlib.suppress(OSError):
+                    os.utime(pointer)  # recently used: kept by the result cache's pruning of old entries
+        self.hits += len(found.reports)
+        self.misses += len(wanted) - len(found.reports)
+        return found
+
+    def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, Path]]) -> CachedPart | None:
+        """The rows and rejects of these files (stored path -> path now, report, pointer) in one pack,
+        their paths as given now; files whose rows are not all there are left out of `files`."""
+        where = self._pack(pack)
+        stored = pl.Series("stored", list(files), dtype=pl.String)
+        now = pl.Series("now", [p for p, _, _ in files.values()], dtype=pl.String)
+        try:
+            table = pl.read_ipc(where / "table.arrow")
+            texts = pl.read_ipc(where / "texts.arrow").to_series()
+            rejects = pl.read_ipc(where / "rejects.arrow")
+            codes = [c for c, t in table.schema.items() if t == CODE_TYPE]
+            top = table.select(pl.max_horizontal(pl.col(codes).max())).item() if codes and table.height else None
+            if texts.dtype != pl.String or table.schema.get("source") is None or (top is not None and top >= texts.len()):
+                raise ValueError("not a pack")
+            counts = dict(table.group_by(pl.col("source").cast(pl.String)).len().iter_rows())
+            packed = set(counts) | set(rejects["source"].cast(pl.String).unique().to_list())  # a file may have only rejects
+        except Exception:  # a corrupt or foreign pack: drop it and parse its files again
+            shutil.rmtree(where, ignore_errors=True)
+            return None
+        for name, (_, report, _) in list(files.items()):
+            if counts.get(name, 0) != report.records:
+                del files[name]  # parsed again, and stored again with the other files parsed
+        if not files:
+            return None
+        stored, now = stored.filter(stored.is_in(list(files))), now.filter(stored.is_in(list(files)))
+
+        whole = packed <= set(files)  # every file of the pack wanted: nothing to filter
+
+        def moved(frame: pl.DataFrame) -> pl.DataFrame:
+            source = pl.col("source").cast(pl.String)
+            if not whole:
+                frame = frame.filter(source.is_in(stored.to_list()))
+            return frame.with_columns(source.replace_strict(stored, now))
+
+        with contextlib.suppress(OSError):
+            os.utime(where)  # recently used: kept by the result cache's pruning of old entries
+        return CachedPart(moved(table), texts, moved(rejects), whole=whole)
+
+    def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame) -> None:
+        """One pack of these files' rows (coded columns as codes into `texts`, which holds exactly
+        the texts they use), rejects and reports, then each file's pointer to it."""
+        name = uuid.uuid4().hex
         staging: Path | None = None
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+            packs = self.root / PACKS
+            packs.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=packs))
             table.write_ipc(staging / "table.arrow", compression="lz4")
+            texts.rename("text").to_frame().write_ipc(staging / "texts.arrow", compression="lz4")
             rejects.write_ipc(staging / "rejects.arrow", compression="lz4")
-            (staging / "report.json").write_bytes(_report_to_json(report))
-            shutil.rmtree(entry, ignore_errors=True)
-            os.replace(staging, entry)
+            os.replace(staging, packs / name)
             staging = None
+            for key, report in reports.items():
+                pointer = self._pointer(key)
+                pointer.parent.mkdir(exist_ok=True)
+                body = orjson.dumps({"pack": name, "source": report.path, "report": _report_to_dict(report)})
+                temporary = pointer.with_name(f".tmp-{name}-{pointer.name}")
+                temporary.write_bytes(body)
+                os.replace(temporary, pointer)
         except OSError:
             pass  # a read-only or full cache directory must never break an analysis
         finally:

@@ -38,7 +38,6 @@ UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
-STORE_THREADS = 2  # per-file cache entries written at a time
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
 ASSEMBLE_THREADS = 2  # columns gathered at once when the table is assembled
 KEY_COLUMNS = ("ts", "kind", "name", "source", "line", "format")  # kept in every normalised block
@@ -1041,6 +1040,21 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
     return HeldBatch(frame.with_columns(pl.col(c).to_physical().cast(CODE_TYPE) for c in present), texts)
 
 
+def held_from_coded(table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool) -> HeldBatch:
+    """Rows as the cache holds them (coded columns as codes into `dictionary`, other text
+    Categorical) as held until assembly; with `compact`, the dictionary keeps only the texts
+    these rows use."""
+    nulls = table.null_count().row(0)
+    # Categorical to Categorical directly: through text, the label columns took 0.4 GB more at 1M lines.
+    frame = table.select(
+        pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c)
+        for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
+    )
+    if compact:
+        frame, dictionary = Texts.compacted(frame, dictionary, coded)
+    return HeldBatch(frame, dictionary.rename("text"))
+
+
 def assemble(tables: list[HeldBatch], config: Config) -> tuple[pl.DataFrame, Texts]:
     """One canonical table of batches held for assembly (sorted by time, then source and line),
     and the dictionary of its coded columns."""
@@ -1117,16 +1131,20 @@ def ingest(
     coded = coded_columns(config.business_keys)
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
+        keys = {src.path: cache.key(src.file) for src in sources if cache is not None and src.file is not None}
+        cached = cache.load([(path, key) for path, key in keys.items() if key is not None]) if cache is not None else None
+        while cached is not None and cached.parts:
+            part = cached.parts.pop()
+            kept = _within(part.rows, since, until)
+            cache_filtered += part.rows.height - kept.height
+            # Only the texts of the rows kept, unless they are the pack's every row.
+            cached_tables.append(held_from_coded(kept, part.texts, coded, compact=not part.whole or kept.height < part.rows.height))
+            parse_rejects.append(part.rejects)
+            del part, kept
         for src in sources:
-            key = cache.key(src.file) if cache is not None and src.file is not None else None
-            hit = cache.load(key, src.path) if key is not None else None
-            if hit is not None:
-                reports[src.path], table, rejects = hit
-                kept = _within(table, since, until)  # before its dictionary: only the texts of rows kept
-                cache_filtered += table.height - kept.height
-                cached_tables.append(held_for_assembly(kept, coded))
-                del table, kept
-                parse_rejects.append(rejects)
+            key = keys.get(src.path)
+            if cached is not None and src.path in cached.reports:
+                reports[src.path] = cached.reports[src.path]
                 if progress and src.file is not None:
                     progress(src.file.stat().st_size)
                 continue
@@ -1262,35 +1280,20 @@ def _store_in_cache(
     cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
     rejects: pl.DataFrame, schema: dict[str, pl.DataType],
 ) -> None:
-    """Write each freshly parsed file's rows (every canonical column, in line order), rejects and
-    report as one cache entry, gathered file by file from the assembled table (no copy of it)."""
-    grouped = (
-        table.select("source").with_row_index("_row").filter(pl.col("source").is_in(list(keys)))
-        .group_by("source").agg("_row")
-    )
-    rows_of = dict(zip(grouped["source"].to_list(), grouped["_row"], strict=True))  # path -> its row numbers
-    del grouped
-    rejected = rejects.partition_by("source", as_dict=True) if rejects.height else {}
-    # Stored as text: with Categorical columns in these thousands of small entries, the first
-    # cached run at 5M lines took 106 s instead of 58 s (33 s of it system time); measured, the
-    # cause inside polars not pinned down.
-    columns = [texts.text(c) if c in texts.columns else pl.col(c).cast(t) for c, t in schema.items()]
-
-    def store(source: str, key: str) -> None:
-        if background.stopping():
-            return  # interrupted: the files not stored yet are parsed again next time
-        try:
-            rows = table[rows_of[source]].sort("line", maintain_order=True) if source in rows_of else table.clear()
-            cache.store(key, reports[source], rows.select(columns), rejected.get((source,), rejects.clear()))
-        except KeyboardInterrupt:
-            background.stop()  # polars raises Ctrl-C in whichever thread is in it: leave the other files
-
-    # Two files at a time: polars gathers, casts, compresses and writes without the GIL, so one
-    # file's Python glue and file-system calls overlap another's work.
-    with ThreadPoolExecutor(max_workers=STORE_THREADS) as pool:
-        try:
-            for _ in pool.map(store, keys.keys(), keys.values()):
-                pass
-        except KeyboardInterrupt:  # here: the files not started are skipped, then Ctrl-C goes on
-            background.stop()
-            raise
+    """Store the freshly parsed files (`keys`: path -> cache key) as one pack: their rows as the
+    assembled table holds them (ids and messages as codes, with the texts those rows use), their
+    rejects and reports."""
+    if background.stopping():
+        return  # interrupted: these files are parsed again next time
+    fresh = list(keys)
+    try:
+        every = set(table["source"].unique().cast(pl.String).to_list()) <= set(keys)
+        rows = table.select(list(schema))
+        dictionary = texts.values
+        if not every:
+            rows = rows.filter(pl.col("source").cast(pl.String).is_in(fresh))
+            rows, dictionary = Texts.compacted(rows, dictionary, texts.columns)
+        stored_rejects = rejects.filter(pl.col("source").is_in(fresh)) if rejects.height else rejects
+        cache.store({keys[path]: reports[path] for path in fresh}, rows, dictionary, stored_rejects)
+    except KeyboardInterrupt:
+        background.stop()  # polars raises Ctrl-C in whichever thread is in it

@@ -78,6 +78,23 @@ class Texts:
     def __len__(self) -> int:
         return self.values.len()
 
+    @staticmethod
+    def compacted(frame: pl.DataFrame, dictionary: pl.Series, columns: tuple[str, ...]) -> tuple[pl.DataFrame, pl.Series]:
+        """`frame` with these coded columns (those it has) as codes into a dictionary of only the
+        texts they use, in `dictionary`'s order, and that dictionary (a part of a table's rows
+        keeps no text of the rows left out)."""
+        present = [c for c in columns if c in frame.columns]
+        used = pl.repeat(False, dictionary.len(), dtype=pl.Boolean, eager=True)
+        for name in present:
+            codes = frame[name].drop_nulls()
+            if codes.len():
+                used = used.scatter(codes, True)
+        kept = used.arg_true()
+        new_codes = pl.repeat(0, dictionary.len(), dtype=CODE_TYPE, eager=True).scatter(
+            kept, pl.int_range(kept.len(), dtype=CODE_TYPE, eager=True))
+        frame = frame.with_columns(pl.lit(new_codes).gather(pl.col(name)).alias(name) for name in present)
+        return frame, dictionary.gather(kept)
+
     def encode(self, column: pl.Series) -> pl.Series:
         """Text -> codes (every non-null text must be in the dictionary); nulls stay null."""
         codes = self.values.search_sorted(column.cast(pl.String)).cast(CODE_TYPE).alias(column.name)

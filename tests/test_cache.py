@@ -7,12 +7,14 @@ import shutil
 from pathlib import Path
 
 import orjson
+import polars as pl
 import pytest
 
 from dupfind.cache import TableCache
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.schema import as_strings
+from dupfind.textcodes import Texts
 
 from conftest import FIXTURES
 
@@ -24,6 +26,15 @@ def logs(tmp_path):
     target = tmp_path / "logs"
     shutil.copytree(SCENARIO, target)
     return target
+
+
+def _pointers(cache_dir: Path) -> list[Path]:
+    """Each stored file's pointer to the pack that holds its rows."""
+    return sorted(cache_dir.glob("??/*.json"))
+
+
+def _packs(cache_dir: Path) -> list[Path]:
+    return sorted(p for p in (cache_dir / "packs").glob("*") if not p.name.startswith(".tmp-"))
 
 
 def _run(logs: Path, cache_dir: Path, config=None):
@@ -80,11 +91,11 @@ def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_
 
     def meanwhile() -> None:
         dupfind.background.defer(order.append, "set")  # deferred after the files, written before them
-        assert order == [] and not list((tmp_path / "cache").rglob("table.arrow"))
+        assert order == [] and not (tmp_path / "cache").exists()
 
-    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: order.append("file"), meanwhile)
-    assert order == ["set"] + ["file"] * len(cold.files)
-    assert len(list((tmp_path / "cache").rglob("table.arrow"))) == len(cold.files)
+    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: order.append("files"), meanwhile)
+    assert order == ["set", "files"]  # every file parsed, in one pack
+    assert len(_packs(tmp_path / "cache")) == 1 and len(_pointers(tmp_path / "cache")) == len(cold.files)
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.hits == len(cold.files) and cache.misses == 0
     assert as_strings(warm.table).equals(as_strings(cold.table))  # each table has its own pool of labels
@@ -99,6 +110,36 @@ def test_changed_file_is_parsed_again_others_are_served(logs, tmp_path):
     assert cache.misses == 1 and cache.hits == len(warm.files) - 1
     report = next(f for f in warm.files if f.path == str(victim))
     assert report.lines == len(lines) - 5
+    cold = ingest([str(logs)], load_config(cwd=Path("/")))  # the files as they are now
+    assert as_strings(warm.table).equals(as_strings(cold.table))
+    # The others' rows came from the pack of every file: their dictionary keeps only what is used.
+    assert warm.texts.values.equals(Texts.of(warm.text_table(), warm.texts.columns).values)
+    assert warm.texts.values.equals(cold.texts.values)
+
+
+def test_files_served_from_part_of_a_pack_keep_no_text_of_the_rest(logs, tmp_path):
+    """A pack holds every file a run parsed; a later run that needs only some of them keeps only
+    the texts their rows use (the codes of the others' ids never reach its dictionary)."""
+    extra = logs / "worker-extra.log"
+    extra.write_text('{"ts":"2026-07-21T10:00:01.000Z","level":"info","event":"job_started",'
+                     '"job_id":"job-only-in-extra","msg":"a message only extra.log has","worker_id":"w-extra"}\n')
+    garbage = logs / "garbage.log"
+    garbage.write_text("not a log line\n\x1b[31mnor this\n")  # rejects and no rows
+    _run(logs, tmp_path / "cache")
+    with_extra, _ = _run(logs, tmp_path / "cache")
+    assert "job-only-in-extra" in with_extra.texts.values.to_list()
+    assert with_extra.rejects.filter(pl.col("source") == str(garbage)).height == 2
+    garbage.unlink()  # a file of the pack with rejects only, not read any more
+    without_garbage, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == 0 and without_garbage.rejects.filter(pl.col("source") == str(garbage)).height == 0
+    extra.unlink()
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == 0 and cache.hits == len(warm.files) and len(_packs(tmp_path / "cache")) == 1
+    cold = ingest([str(logs)], load_config(cwd=Path("/")))
+    assert as_strings(warm.table).equals(as_strings(cold.table))
+    assert warm.texts.values.equals(cold.texts.values)
+    assert not {"job-only-in-extra", "a message only extra.log has"} & set(warm.texts.values.to_list())
+    assert warm.rejects.sort("source", "line").equals(cold.rejects.sort("source", "line"))
 
 
 def test_config_change_invalidates(logs, tmp_path):
@@ -111,16 +152,31 @@ def test_config_change_invalidates(logs, tmp_path):
 
 def test_corrupt_entries_are_ignored_and_rebuilt(logs, tmp_path):
     cold, _ = _run(logs, tmp_path / "cache")
-    entries = sorted((tmp_path / "cache").glob("*/*"))
-    assert entries
-    (entries[0] / "table.arrow").write_bytes(b"not arrow at all")
-    (entries[1] / "report.json").write_bytes(b"{")
-    (entries[2] / "rejects.arrow").unlink()
+    pointers = _pointers(tmp_path / "cache")
+    assert len(pointers) == len(cold.files) >= 4 and len(_packs(tmp_path / "cache")) == 1
+    pointers[0].write_bytes(b"{")
+    elsewhere = orjson.loads(pointers[1].read_bytes()) | {"pack": "0" * 32}  # a pack that is not there
+    pointers[1].write_bytes(orjson.dumps(elsewhere))
+    more = orjson.loads(pointers[2].read_bytes())
+    more["report"]["records"] += 1  # the pack holds fewer of its rows than its report says
+    pointers[2].write_bytes(orjson.dumps(more))
     warm, cache = _run(logs, tmp_path / "cache")
-    assert cache.misses == 3
+    assert cache.misses == 3 and cache.hits == len(cold.files) - 3
     assert as_strings(warm.table).equals(as_strings(cold.table))  # each table has its own pool of labels
-    again, cache = _run(logs, tmp_path / "cache")
-    assert cache.misses == 0  # rebuilt
+    _, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == 0 and len(_packs(tmp_path / "cache")) == 2  # the three, stored again
+
+    for damage in ("not arrow at all", "texts of another pack"):
+        first = tmp_path / "cache" / "packs" / orjson.loads(pointers[3].read_bytes())["pack"]  # not the three's
+        if damage == "not arrow at all":
+            (first / "table.arrow").write_bytes(b"not arrow at all")
+        else:  # fewer texts than the rows' codes need
+            pl.DataFrame({"text": ["a"]}).write_ipc(first / "texts.arrow")
+        warm, cache = _run(logs, tmp_path / "cache")
+        assert cache.misses == len(cold.files) - 3 and not first.exists(), damage
+        assert as_strings(warm.table).equals(as_strings(cold.table))
+        _, cache = _run(logs, tmp_path / "cache")
+        assert cache.misses == 0
 
 
 def test_unwritable_cache_never_breaks_a_run(logs, tmp_path):
@@ -134,7 +190,7 @@ def test_cli_uses_the_cache_dir_and_no_cache(cli, tmp_path, logs):
     env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
     first = cli("analyze", str(logs), "--format", "json", env=env)
     assert first.returncode == 0
-    assert any((tmp_path / "cli-cache").glob("*/*/table.arrow"))
+    assert any((tmp_path / "cli-cache").glob("packs/*/table.arrow")) and _pointers(tmp_path / "cli-cache")
     second = cli("analyze", str(logs), "--format", "json", env=env)
     assert orjson.loads(second.stdout) == orjson.loads(first.stdout)
     uncached = cli("analyze", str(logs), "--format", "json", "--no-cache", env={"DUPFIND_CACHE_DIR": str(tmp_path / "other")})
@@ -175,24 +231,20 @@ def test_a_time_window_reads_through_the_cache_but_never_stores_its_rows(logs, t
     assert as_strings(from_entries.table).equals(as_strings(cold.table)) and from_entries.filtered_out == cold.filtered_out
 
 
-def test_a_stopped_store_skips_the_files_not_started_and_they_are_parsed_again(logs, tmp_path, monkeypatch):
-    """Ctrl-C stops the deferred file store at its next file (dupfind.background.stop): the files
-    being written finish, the others are not written, and the next run parses just those again."""
+def test_a_stopped_store_writes_nothing_and_the_files_are_parsed_again(logs, tmp_path, monkeypatch):
+    """Ctrl-C before the deferred store (dupfind.background.stop): no pack and no pointer is
+    written, later commands store again, and the next run parses every file."""
     import dupfind.background
-    import dupfind.cache
 
-    real_store = dupfind.cache.TableCache.store
-    # Ctrl-C while the first files are written.
-    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, dupfind.background.stop)
-    assert len(cold.files) > 2
+    cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: None, dupfind.background.stop)
     dupfind.background.wait()
-    written = len(list((tmp_path / "cache").rglob("table.arrow")))
-    assert 1 <= written <= 2 < len(cold.files)  # the files already started (two threads), no other
+    assert not _pointers(tmp_path / "cache") and not (tmp_path / "cache" / "packs").exists()
     assert not dupfind.background.stopping()  # a later command's stores run again
-    monkeypatch.setattr(dupfind.cache.TableCache, "store", real_store)
     warm, cache = _run(logs, tmp_path / "cache")
-    assert cache.hits == written and cache.misses == len(cold.files) - written
+    assert cache.hits == 0 and cache.misses == len(cold.files)
     assert as_strings(warm.table).equals(as_strings(cold.table))  # each table has its own pool of labels
+    _, cache = _run(logs, tmp_path / "cache")
+    assert cache.hits == len(cold.files)
 
 
 def test_an_interrupted_store_leaves_no_half_written_entry(tmp_path, monkeypatch):
@@ -212,5 +264,31 @@ def test_an_interrupted_store_leaves_no_half_written_entry(tmp_path, monkeypatch
     from dupfind.ingest import FileReport
 
     with pytest.raises(KeyboardInterrupt):
-        cache.store("ab" + "0" * 30, FileReport(path="x.log"), pl.DataFrame({"a": [1]}), pl.DataFrame({"b": [2]}))
+        cache.store({"ab" + "0" * 30: FileReport(path="x.log")}, pl.DataFrame({"source": ["x.log"]}),
+                    pl.Series("text", ["a"]), pl.DataFrame({"source": ["x.log"]}))
     assert calls and not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() or p.name.startswith(".tmp-")]
+
+
+def test_pointers_and_packs_unused_for_a_month_are_pruned(logs, tmp_path):
+    """The result cache's daily pruning removes pointers and packs no run used for
+    FILE_ENTRY_MAX_AGE_S; a run that uses them keeps them (it touches both)."""
+    import time
+
+    from dupfind.result_cache import FILE_ENTRY_MAX_AGE_S, ResultCache
+
+    cold, _ = _run(logs, tmp_path / "cache")
+    old = time.time() - FILE_ENTRY_MAX_AGE_S - 3600
+    for entry in [*_pointers(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
+        os.utime(entry, (old, old))
+    _, cache = _run(logs, tmp_path / "cache")  # used again: recent
+    assert cache.hits == len(cold.files)
+    ResultCache(tmp_path / "cache")._prune_file_entries()
+    assert len(_pointers(tmp_path / "cache")) == len(cold.files) and len(_packs(tmp_path / "cache")) == 1
+
+    for entry in [*_pointers(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
+        os.utime(entry, (old, old))
+    (tmp_path / "cache" / ".pruned").unlink()  # pruned at most once a day
+    ResultCache(tmp_path / "cache")._prune_file_entries()
+    assert not _pointers(tmp_path / "cache") and not _packs(tmp_path / "cache")
+    _, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == len(cold.files)

@@ -75,6 +75,18 @@ def test_merged_dictionaries_map_each_ones_codes_to_the_same_texts():
     assert len(nothing) == 0 and none == []
 
 
+def test_compacted_keeps_only_the_texts_a_part_uses_in_their_order():
+    dictionary = pl.Series("text", ["a", "b", "c", "d"])
+    frame = pl.DataFrame({"job_id": pl.Series([2, None, 0], dtype=CODE_TYPE), "order_id": pl.Series([2, 2, None], dtype=CODE_TYPE),
+                          "line": [1, 2, 3]})
+    part, texts = Texts.compacted(frame, dictionary, ("job_id", "order_id", "message"))
+    assert texts.to_list() == ["a", "c"] and part["line"].to_list() == [1, 2, 3]
+    assert part["job_id"].to_list() == [1, None, 0] and part["order_id"].to_list() == [1, 1, None]
+    assert part.schema["job_id"] == CODE_TYPE
+    none, empty = Texts.compacted(frame.clear(), dictionary, ("job_id",))
+    assert none.height == 0 and empty.len() == 0
+
+
 def test_decoded_leaves_text_columns_and_other_columns_alone():
     texts = _texts(["x", "y"])
     frame = pl.DataFrame({"job_id": pl.Series([1, None], dtype=CODE_TYPE), "event_id": ["e", None], "attempt": [1, 2]})
