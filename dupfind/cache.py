@@ -148,17 +148,14 @@ class TableCache:
         """The rows and rejects of these files (stored path -> path now, report, pointer) in one pack,
         their paths as given now; files whose rows are not all there are left out of `files`."""
         where = self._pack(pack)
-        stored = pl.Series("stored", list(files), dtype=pl.String)
-        now = pl.Series("now", [p for p, _, _ in files.values()], dtype=pl.String)
         try:
-            table = pl.read_ipc(where / "table.arrow")
+            scan = pl.scan_ipc(where / "table.arrow")
+            schema = scan.collect_schema()
             texts = pl.read_ipc(where / "texts.arrow").to_series()
             rejects = pl.read_ipc(where / "rejects.arrow")
-            codes = [c for c, t in table.schema.items() if t == CODE_TYPE]
-            top = table.select(pl.max_horizontal(pl.col(codes).max())).item() if codes and table.height else None
-            if texts.dtype != pl.String or table.schema.get("source") is None or (top is not None and top >= texts.len()):
+            if texts.dtype != pl.String or "source" not in schema:
                 raise ValueError("not a pack")
-            counts = dict(table.group_by(pl.col("source").cast(pl.String)).len().iter_rows())
+            counts = dict(scan.group_by(pl.col("source").cast(pl.String)).len().collect().iter_rows())
             packed = set(counts) | set(rejects["source"].cast(pl.String).unique().to_list())  # a file may have only rejects
         except Exception:  # a corrupt or foreign pack: drop it and parse its files again
             shutil.rmtree(where, ignore_errors=True)
@@ -168,19 +165,28 @@ class TableCache:
                 del files[name]  # parsed again, and stored again with the other files parsed
         if not files:
             return None
-        stored, now = stored.filter(stored.is_in(list(files))), now.filter(stored.is_in(list(files)))
-
+        stored = pl.Series("stored", list(files), dtype=pl.String)
+        now = pl.Series("now", [p for p, _, _ in files.values()], dtype=pl.String)
         whole = packed <= set(files)  # every file of the pack wanted: nothing to filter
 
-        def moved(frame: pl.DataFrame) -> pl.DataFrame:
+        def moved(frame):
             source = pl.col("source").cast(pl.String)
             if not whole:
                 frame = frame.filter(source.is_in(stored.to_list()))
             return frame.with_columns(source.replace_strict(stored, now))
 
+        try:
+            rows = moved(scan).collect()  # the rows of other files are dropped as the pack is read
+            codes = [c for c, t in schema.items() if t == CODE_TYPE]
+            top = rows.select(pl.max_horizontal(pl.col(codes).max())).item() if codes and rows.height else None
+            if top is not None and top >= texts.len():
+                raise ValueError("codes beyond the pack's texts")
+        except Exception:
+            shutil.rmtree(where, ignore_errors=True)
+            return None
         with contextlib.suppress(OSError):
             os.utime(where)  # recently used: kept by the result cache's pruning of old entries
-        return CachedPart(moved(table), texts, moved(rejects), whole=whole)
+        return CachedPart(rows, texts, moved(rejects), whole=whole)
 
     def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame) -> None:
         """One pack of these files' rows (coded columns as codes into `texts`, which holds exactly
