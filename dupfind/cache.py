@@ -11,6 +11,7 @@ import sys
 import tempfile
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -63,12 +64,14 @@ def _report_from_dict(data: dict, path: str) -> FileReport:
 @dataclass
 class CachedPart:
     """The rows of some files in one pack (`source` their path as given now): coded columns as
-    codes into `texts`, which holds the texts of the whole pack (`whole`: these are all its rows)."""
+    codes into `texts`, which holds the texts of the whole pack (`whole`: these are all its rows;
+    else `texts` may hold texts none of them uses)."""
 
     rows: pl.DataFrame
     texts: pl.Series
     rejects: pl.DataFrame
     whole: bool
+    left_out: int  # rows of these files that `within` dropped
 
 
 @dataclass
@@ -111,9 +114,10 @@ class TableCache:
     def _pack(self, name: str) -> Path:
         return self.root / PACKS / name
 
-    def load(self, wanted: list[tuple[str, str]]) -> CachedFiles:
-        """The cached files among `wanted` (path as given now, key); a damaged pointer or pack
-        is removed, and its files count as misses (they are parsed again)."""
+    def load(self, wanted: list[tuple[str, str]], within: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None) -> CachedFiles:
+        """The cached files among `wanted` (path as given now, key), their rows filtered by
+        `within` as they are read; a damaged pointer or pack is removed, and its files count as
+        misses (they are parsed again)."""
         found = CachedFiles()
         by_pack: dict[str, dict[str, tuple[str, FileReport, Path]]] = {}  # pack -> stored path -> (path now, report, pointer)
         for path, key in wanted:
@@ -132,7 +136,7 @@ class TableCache:
                 continue
             by_pack.setdefault(pack, {})[stored] = (path, report, pointer)
         for pack, files in by_pack.items():
-            part = self._read_pack(pack, files)
+            part = self._read_pack(pack, files, within)
             if part is None:
                 continue
             found.parts.append(part)
@@ -144,7 +148,8 @@ class TableCache:
         self.misses += len(wanted) - len(found.reports)
         return found
 
-    def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, Path]]) -> CachedPart | None:
+    def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, Path]],
+                   within: Callable[[pl.LazyFrame], pl.LazyFrame] | None) -> CachedPart | None:
         """The rows and rejects of these files (stored path -> path now, report, pointer) in one pack,
         their paths as given now; files whose rows are not all there are left out of `files`."""
         where = self._pack(pack)
@@ -176,7 +181,8 @@ class TableCache:
             return frame.with_columns(source.replace_strict(stored, now))
 
         try:
-            rows = moved(scan).collect()  # the rows of other files are dropped as the pack is read
+            # The rows of other files, or outside `within`, are dropped as the pack is read.
+            rows = (within(moved(scan)) if within is not None else moved(scan)).collect()
             codes = [c for c, t in schema.items() if t == CODE_TYPE]
             top = rows.select(pl.max_horizontal(pl.col(codes).max())).item() if codes and rows.height else None
             if top is not None and top >= texts.len():
@@ -186,7 +192,8 @@ class TableCache:
             return None
         with contextlib.suppress(OSError):
             os.utime(where)  # recently used: kept by the result cache's pruning of old entries
-        return CachedPart(rows, texts, moved(rejects), whole=whole)
+        held = sum(counts.get(name, 0) for name in files)
+        return CachedPart(rows, texts, moved(rejects), whole=rows.height == sum(counts.values()), left_out=held - rows.height)
 
     def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame) -> None:
         """One pack of these files' rows (coded columns as codes into `texts`, which holds exactly

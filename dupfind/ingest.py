@@ -1066,7 +1066,8 @@ def _per_second(table: pl.DataFrame) -> pl.DataFrame:
     return table.group_by(pl.col("ts").dt.truncate("1s").alias("second")).agg(pl.len().alias("records"))
 
 
-def _within(table: pl.DataFrame, since: datetime | None, until: datetime | None) -> pl.DataFrame:
+def _within(table, since: datetime | None, until: datetime | None):
+    """The rows of a frame or lazy frame in [since, until] (None: unbounded)."""
     if since is not None:
         table = table.filter(pl.col("ts") >= since)
     if until is not None:
@@ -1132,15 +1133,15 @@ def ingest(
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
         keys = {src.path: cache.key(src.file) for src in sources if cache is not None and src.file is not None}
-        cached = cache.load([(path, key) for path, key in keys.items() if key is not None]) if cache is not None else None
+        cached = cache.load([(path, key) for path, key in keys.items() if key is not None],
+                            lambda rows: _within(rows, since, until)) if cache is not None else None
         while cached is not None and cached.parts:
             part = cached.parts.pop()
-            kept = _within(part.rows, since, until)
-            cache_filtered += part.rows.height - kept.height
+            cache_filtered += part.left_out
             # Only the texts of the rows kept, unless they are the pack's every row.
-            cached_tables.append(held_from_coded(kept, part.texts, coded, compact=not part.whole or kept.height < part.rows.height))
+            cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole))
             parse_rejects.append(part.rejects)
-            del part, kept
+            del part
         for src in sources:
             key = keys.get(src.path)
             if cached is not None and src.path in cached.reports:

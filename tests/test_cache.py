@@ -229,6 +229,7 @@ def test_a_time_window_reads_through_the_cache_but_never_stores_its_rows(logs, t
     from_entries, cache = windowed(tmp_path / "cache")
     assert cache.hits == len(cold.files)
     assert as_strings(from_entries.table).equals(as_strings(cold.table)) and from_entries.filtered_out == cold.filtered_out
+    assert from_entries.texts.values.equals(cold.texts.values)  # only the texts of the rows in the window
 
 
 def test_a_stopped_store_writes_nothing_and_the_files_are_parsed_again(logs, tmp_path, monkeypatch):
