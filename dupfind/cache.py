@@ -173,11 +173,11 @@ class TableCache:
             return None
         stored = pl.Series("stored", list(files), dtype=pl.String)
         now = pl.Series("now", [p for p, _, _ in files.values()], dtype=pl.String)
-        whole = packed <= set(files)  # every file of the pack wanted: nothing to filter
+        every_file = packed <= set(files)  # every file of the pack wanted: no row to filter out
 
         def moved(frame):
             source = pl.col("source").cast(pl.String)
-            if not whole:
+            if not every_file:
                 frame = frame.filter(source.is_in(stored.to_list()))
             return frame.with_columns(source.replace_strict(stored, now))
 

@@ -1023,12 +1023,18 @@ class HeldBatch:
     texts: pl.Series
 
 
+def _held_columns(table: pl.DataFrame) -> list[tuple[str, pl.DataType]]:
+    """The columns a batch keeps until assembly: the key columns, and those with a value on some
+    row (the others come back as constants)."""
+    nulls = table.null_count().row(0)
+    return [(c, t) for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS]
+
+
 def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
     """`table` (canonical columns, text as String) as held until assembly."""
-    nulls = table.null_count().row(0)
     frame = table.select(
         pl.col(c).cast(stored_dtype(t)) if c != "source" and c not in coded else pl.col(c)
-        for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
+        for c, t in _held_columns(table)
     )
     present = [c for c in coded if c in frame.columns]
     # Numbered by a pool of polars' own for this batch alone (the fastest way polars numbers
@@ -1044,11 +1050,10 @@ def held_from_coded(table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str
     """Rows as the cache holds them (coded columns as codes into `dictionary`, other text
     Categorical) as held until assembly; with `compact`, the dictionary keeps only the texts
     these rows use."""
-    nulls = table.null_count().row(0)
     # Categorical to Categorical directly: through text, the label columns took 0.4 GB more at 1M lines.
     frame = table.select(
         pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c)
-        for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS
+        for c, t in _held_columns(table)
     )
     if compact:
         frame, dictionary = Texts.compacted(frame, dictionary, coded)
@@ -1133,19 +1138,22 @@ def ingest(
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
         keys = {src.path: cache.key(src.file) for src in sources if cache is not None and src.file is not None}
-        cached = cache.load([(path, key) for path, key in keys.items() if key is not None],
-                            lambda rows: _within(rows, since, until)) if cache is not None else None
-        while cached is not None and cached.parts:
-            part = cached.parts.pop()
-            cache_filtered += part.left_out
-            # Only the texts of the rows kept, unless they are the pack's every row.
-            cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole))
-            parse_rejects.append(part.rejects)
-            del part
+        cached_reports: dict[str, FileReport] = {}
+        if cache is not None:
+            cached = cache.load([(path, key) for path, key in keys.items() if key is not None],
+                                lambda rows: _within(rows, since, until))
+            cached_reports = cached.reports
+            while cached.parts:  # each pack's rows released once held
+                part = cached.parts.pop()
+                cache_filtered += part.left_out
+                # Only the texts of the rows kept, unless they are the pack's every row.
+                cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole))
+                parse_rejects.append(part.rejects)
+                del part
         for src in sources:
             key = keys.get(src.path)
-            if cached is not None and src.path in cached.reports:
-                reports[src.path] = cached.reports[src.path]
+            if src.path in cached_reports:
+                reports[src.path] = cached_reports[src.path]
                 if progress and src.file is not None:
                     progress(src.file.stat().st_size)
                 continue
