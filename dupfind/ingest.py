@@ -1015,8 +1015,8 @@ def empty_rejects() -> pl.DataFrame:
 @dataclass
 class HeldBatch:
     """A normalised batch as it is held until assembly: its coded columns (ids, messages) as codes
-    into a dictionary of its own (`texts`: its distinct texts, code n the n-th, in no particular
-    order), other text as Categorical (but `source`, which assembly rebuilds from the distinct
+    into a dictionary of its own (`texts`: code n the n-th, in no particular order; a text may
+    repeat, once for each column that holds it), other text as Categorical (but `source`, which assembly rebuilds from the distinct
     paths), without the columns null on every row (put back as constants)."""
 
     frame: pl.DataFrame
@@ -1036,14 +1036,31 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
         pl.col(c).cast(stored_dtype(t)) if c != "source" and c not in coded else pl.col(c)
         for c, t in _held_columns(table)
     )
-    present = [c for c in coded if c in frame.columns]
-    # Numbered by a pool of polars' own for this batch alone (the fastest way polars numbers
-    # texts), read while its columns live (polars empties a pool no column uses any more);
-    # unsorted: assembly sorts the texts of every batch once.
-    pool = pl.Categories.random()
-    frame = frame.with_columns(pl.col(c).cast(pl.String).cast(pl.Categorical(pool)) for c in present)
-    texts = pool.to_series().cast(pl.String).rename("text")
-    return HeldBatch(frame.with_columns(pl.col(c).to_physical().cast(CODE_TYPE) for c in present), texts)
+    codes, texts = [], []
+    # Each column numbered by a pool of polars' own (the fastest way polars numbers texts; one pool
+    # shared by the columns, filled by all of them at once, took twice the time), read while the
+    # column lives (polars empties a pool no column uses any more); the column's codes follow the
+    # texts of the columns before it. Unsorted: assembly sorts the texts of every batch once.
+    for name in (c for c in coded if c in frame.columns):
+        pool = pl.Categories.random()
+        column = frame[name].cast(pl.String).cast(pl.Categorical(pool))
+        offset = sum(t.len() for t in texts)
+        codes.append((column.to_physical().cast(CODE_TYPE) + offset).alias(name))
+        texts.append(_pool_texts(column, pool))
+        del column
+    dictionary = pl.concat(texts) if texts else pl.Series("text", [], dtype=pl.String)
+    return HeldBatch(frame.with_columns(codes), dictionary.rename("text"))
+
+
+def _pool_texts(column: pl.Series, pool: pl.Categories) -> pl.Series:
+    """The texts of a column's own pool by code, from its distinct values. polars'
+    `Categories.to_series` walks the pool in Python, holding the GIL the reading thread also
+    needs."""
+    distinct = column.unique().drop_nulls()
+    pairs = pl.DataFrame({"code": distinct.to_physical(), "text": distinct.cast(pl.String)}).sort("code")
+    if pairs.height == 0 or pairs["code"][-1] == pairs.height - 1:  # codes 0..n-1, each with its text
+        return pairs["text"]
+    return pool.to_series().cast(pl.String).rename("text")
 
 
 def held_from_coded(table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool) -> HeldBatch:

@@ -11,7 +11,7 @@ import pytest
 
 from dupfind.config import load_config
 from dupfind.correlate import correlate
-from dupfind.ingest import HeldBatch, assemble, held_for_assembly, ingest
+from dupfind.ingest import HeldBatch, _pool_texts, assemble, held_for_assembly, ingest
 from dupfind.schema import ID_COLUMNS, canonical_schema
 from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
 from dupfind.timeouts import redelivery_gaps
@@ -120,6 +120,30 @@ def test_assembly_merges_batches_with_their_own_dictionaries():
     assert decoded["order_id"].to_list() == [None, "o-1", None, None]
     assert decoded["message"].to_list() == [None, "start", "done", "done"]
     assert texts.values.to_list() == ["done", "j-1", "j-2", "o-1", "start"]
+
+
+@pytest.mark.parametrize("unused_first", [False, True], ids=["dense", "with-unused-code"])
+def test_a_column_pool_gives_each_code_its_text(unused_first: bool):
+    # A code no row uses (a text cast into the pool first) must not shift the texts after it.
+    pool = pl.Categories.random()
+    held = pl.Series(["unused"] if unused_first else []).cast(pl.Categorical(pool))  # polars empties a pool no column uses
+    values = ["j-2", None, "j-1", "j-2", ""]
+    column = pl.Series(values).cast(pl.Categorical(pool))
+    texts = _pool_texts(column, pool)
+    assert texts.gather(column.to_physical()).to_list() == values
+    assert ("unused" in texts.to_list()) == unused_first
+    del held
+
+
+def test_a_text_in_two_coded_columns_of_a_batch_merges_into_one():
+    one = _batch([{"s": 0, "line": 1, "job_id": "x-1", "event_id": "x-1", "message": "x-1"},
+                  {"s": 1, "line": 2, "job_id": "j-1", "event_id": "x-1"}])
+    held = held_for_assembly(one, CODED)
+    for column in ("job_id", "event_id", "message"):
+        assert held.texts.gather(held.frame[column].drop_nulls()).to_list() == one[column].drop_nulls().to_list()
+    table, texts = assemble([held], CONFIG)
+    assert texts.values.to_list() == ["j-1", "x-1"]
+    assert table["job_id"].to_list() == [1, 0] and table["event_id"].to_list() == [1, 1] and table["message"].to_list() == [1, None]
 
 
 @pytest.mark.parametrize("logs", CASES, ids=lambda p: p.parent.name if p.name == "logs" else p.name)
