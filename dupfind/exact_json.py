@@ -28,17 +28,21 @@ def _zone(key: str) -> ZoneInfo:
 
 
 def encode_datetime(value: datetime) -> list:
-    """A datetime as [ISO text, zone]: zone is a ZoneInfo key, "" for a fixed offset, None when naive."""
+    """A datetime as [ISO text, zone] (and a third item, 1, for the second of a repeated wall
+    time, fold=1): zone is a ZoneInfo key, "" for a fixed offset, None when naive."""
     tz = value.tzinfo
     zone = None if tz is None else (tz.key if isinstance(tz, ZoneInfo) else "")
     if zone == "" and not isinstance(tz, timezone):
         raise TypeError(f"cannot encode the time zone {tz!r}")
-    return [value.isoformat(), zone]
+    return [value.isoformat(), zone, 1] if value.fold else [value.isoformat(), zone]
 
 
 def decode_datetime(data: list) -> datetime:
-    text, zone = data
+    text, zone, *fold = data
     value = datetime.fromisoformat(text)
+    if fold:
+        value = value.replace(fold=fold[0])
+    # The wall time in its zone again (the ISO text's offset only says which of a repeated hour).
     return value.replace(tzinfo=_zone(zone)) if zone else value
 
 

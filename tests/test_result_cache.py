@@ -26,7 +26,7 @@ import dupfind.pipeline
 import dupfind.result_cache
 from dupfind.cli import app
 from dupfind.config import load_config
-from dupfind.exact_json import decode, encode
+from dupfind.exact_json import decode, decode_values, encode, encode_values
 from dupfind.findings import Evidence, Finding
 from dupfind.pipeline import analyze_correlated, load_correlated
 from dupfind.result_cache import CachedCorrelation
@@ -566,6 +566,26 @@ def _same(a, b) -> bool:
 ])
 def test_exact_json_round_trip(value):
     assert _same(decode(orjson.loads(orjson.dumps(encode(value)))), value)
+
+
+_BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.mark.parametrize("column", [
+    [], ["a", None, True, ""], [1, None, -(1 << 63), (1 << 63) - 1], [1, 1 << 63, None], [-(1 << 64), 2],
+    [1.5, float("nan"), 2], ["$t", {"$t": [1]}, (1,)],
+    [datetime(2026, 1, 2, tzinfo=ZoneInfo("UTC")), datetime(2026, 1, 3, 4, 5, 6, 7, tzinfo=ZoneInfo("UTC"))],
+    [datetime(2026, 3, 29, 2, 30, tzinfo=_BERLIN), datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=_BERLIN)],
+    [datetime(2026, 1, 2, tzinfo=ZoneInfo("UTC")), datetime(2026, 1, 2, tzinfo=_BERLIN)],
+    [datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 2)], [datetime(2026, 1, 2), None],
+], ids=lambda c: ",".join(type(v).__name__ for v in c) or "empty")
+def test_exact_json_values_round_trip_and_tag_only_what_needs_it(column):
+    state = orjson.loads(orjson.dumps(encode_values(column)))
+    assert _same(decode_values(state, len(column)), column)
+    untagged = [i for i in range(len(column)) if i not in state[0]]
+    assert all(_same(state[i + 1], column[i]) for i in untagged)  # read back without a walk
+    assert all(i in untagged for i, v in enumerate(column)
+               if type(v) in (str, bool, type(None)) or (type(v) is int and -(1 << 63) <= v < 1 << 63))
 
 
 def test_exact_json_refuses_what_it_cannot_give_back():
