@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
+from typing import Self
 
 import dupfind.commands  # noqa: F401  (registers the subcommands)
 from dupfind import background
@@ -19,6 +21,8 @@ __all__ = ["app", "main", "run"]
 # its documents: a third to half of those runs went into collections that free nothing, since
 # these objects hold no cycles. A CLI process is short-lived, so collect far less often.
 GC_THRESHOLDS = (100_000, 10, 10)
+SAVING_STATUS_DELAY_S = 1.0
+SAVING_STATUS_TEXT = "output complete; saving the cache for the next runs (Ctrl-C skips it)"
 
 
 def main(release_output: bool = False) -> None:
@@ -111,6 +115,42 @@ def _interrupted() -> None:
     background.stop()  # cache writes stop at their next step
 
 
+class _SavingStatus:
+    """A transient line on stderr while cache writes outlast the output by SAVING_STATUS_DELAY_S
+    (a first run over 5M lines writes for 20 s after its report): the report is complete, and
+    Ctrl-C skips the rest. Only when stderr is a terminal and work is pending."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._status = None
+        self._timer: threading.Timer | None = None
+        self._done = False
+
+    def __enter__(self) -> Self:
+        from dupfind.cli_common import progress_console
+
+        console = progress_console() if background.pending() else None
+        if console is not None:
+            self._timer = threading.Timer(SAVING_STATUS_DELAY_S, self._show, args=(console,))
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def _show(self, console) -> None:
+        with self._lock:
+            if not self._done:
+                self._status = console.status(SAVING_STATUS_TEXT, spinner="dots")
+                self._status.start()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._status is not None:
+                self._status.stop()
+
+
 def _wait_for_background(release_output: bool = False) -> None:
     """Do the cache writes deferred until the output was out, and wait for those that went on
     while the command worked. Ctrl-C meanwhile stops them at their next step; a second one
@@ -118,8 +158,9 @@ def _wait_for_background(release_output: bool = False) -> None:
     try:
         if release_output and background.pending():
             _release_stdout()
-        background.run_deferred()
-        background.wait()
+        with _SavingStatus():
+            background.run_deferred()
+            background.wait()
     except KeyboardInterrupt:
         _interrupted()
         try:

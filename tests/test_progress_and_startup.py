@@ -16,11 +16,14 @@ from conftest import FIXTURES, ROOT, run_cli
 LOGS = FIXTURES / "synth" / "deploy-overlap" / "logs"
 
 
-def _with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, bytes]:
-    """Run dupfind with stderr on a pseudo-terminal (stdout a pipe): the process and what the terminal got."""
+def _with_terminal_stderr(*args: str, script: str | None = None, env: dict | None = None,
+                          ) -> tuple[subprocess.CompletedProcess, bytes]:
+    """Run dupfind (or a Python `script`) with stderr on a pseudo-terminal (stdout a pipe): the
+    process and what the terminal got."""
     master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
-    proc = subprocess.Popen([sys.executable, "-m", "dupfind", *args], stdout=subprocess.PIPE, stderr=slave,
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm", **(env or {})}
+    command = [sys.executable, "-c", script] if script is not None else [sys.executable, "-m", "dupfind", *args]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave,
                             stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
     os.close(slave)
     chunks: list[bytes] = []
@@ -50,6 +53,28 @@ def test_a_terminal_gets_a_progress_bar_and_the_report_is_the_same():
     plain = run_cli("analyze", str(LOGS), "--format", "json", "--no-cache")
     assert orjson.loads(proc.stdout) == orjson.loads(plain.stdout)
     assert b"reading logs" not in plain.stderr and b"\x1b" not in plain.stderr  # not a terminal: no bar
+
+
+def test_a_terminal_is_told_the_output_is_complete_while_the_cache_is_saved(tmp_path):
+    """Cache writes after the output (20 s at 5M lines) show a transient line on a terminal, so
+    the wait is not mistaken for the report still coming; writes shorter than the delay (a warm
+    run's) show none."""
+    script = (
+        "import sys, time\nimport dupfind.result_cache as rc\nfrom dupfind import cli\n"
+        "cli.SAVING_STATUS_DELAY_S = 0.0\n"
+        "store = rc.ResultCache.store_set\n"
+        "def slow(*a, **k):\n    time.sleep(1)\n    return store(*a, **k)\n"
+        "rc.ResultCache.store_set = slow\n"
+        f"sys.argv = ['dupfind', 'analyze', {str(LOGS)!r}, '--format', 'json']\ncli.run()\n"
+    )
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    first, terminal = _with_terminal_stderr(script=script, env=env)
+    assert first.returncode == 0 and b"output complete; saving the cache" in terminal
+    assert first.stdout == run_cli("analyze", str(LOGS), "--format", "json", "--no-cache").stdout
+    warm, terminal = _with_terminal_stderr("analyze", str(LOGS), "--format", "json", env=env)
+    assert warm.returncode == 0 and warm.stdout == first.stdout and b"saving the cache" not in terminal
+    piped = run_cli("analyze", str(LOGS), "--format", "json", env={"DUPFIND_CACHE_DIR": str(tmp_path / "other")})
+    assert piped.returncode == 0 and piped.stderr == b""  # not a terminal: nothing
 
 
 def _loads_rich(*args: str) -> bool:
