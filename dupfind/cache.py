@@ -14,7 +14,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
+from stat import S_ISLNK
 
 import orjson
 import polars as pl
@@ -83,6 +85,11 @@ class CachedFiles:
     parts: list[CachedPart] = field(default_factory=list)
 
 
+@lru_cache(maxsize=4096)
+def _real_directory(directory: str) -> str:
+    return os.path.realpath(directory)
+
+
 class TableCache:
     """Entries keyed by a file's absolute path, size and mtime, dupfind's version and the
     effective configuration; anything unreadable is discarded and rebuilt, never trusted.
@@ -102,8 +109,11 @@ class TableCache:
 
     def key(self, path: Path) -> str | None:
         try:
-            stat = path.stat()
-            resolved = path.resolve()
+            stat = os.lstat(path)
+            if S_ISLNK(stat.st_mode) or ".." in path.parts:  # (`..` after a link is not lexical)
+                stat, resolved = path.stat(), str(path.resolve())
+            else:  # path.resolve() is a system call a part of the path: its directory's is resolved once
+                resolved = os.path.join(_real_directory(os.path.dirname(os.path.abspath(path))), path.name)
         except OSError:
             return None
         text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
@@ -210,13 +220,18 @@ class TableCache:
             rejects.write_ipc(staging / "rejects.arrow", compression="lz4")
             os.replace(staging, packs / name)
             staging = None
+            # A pointer a file (20,000 files: 1.9 s through Path objects and a mkdir each).
+            root, shards = str(self.root), set()
             for key, report in reports.items():
-                pointer = self._pointer(key)
-                pointer.parent.mkdir(exist_ok=True)
+                shard = os.path.join(root, key[:2])
+                if shard not in shards:
+                    os.makedirs(shard, exist_ok=True)
+                    shards.add(shard)
                 body = orjson.dumps({"pack": name, "source": report.path, "report": _report_to_dict(report)})
-                temporary = pointer.with_name(f".tmp-{name}-{pointer.name}")
-                temporary.write_bytes(body)
-                os.replace(temporary, pointer)
+                temporary = os.path.join(shard, f".tmp-{name}-{key}.json")
+                with open(temporary, "wb") as out:
+                    out.write(body)
+                os.replace(temporary, os.path.join(shard, f"{key}.json"))
         except OSError:
             pass  # a read-only or full cache directory must never break an analysis
         finally:

@@ -523,23 +523,31 @@ def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.Data
     ]
 
 
+def _text_lines(chunk: bytes, first_line: int) -> list[str] | None:
+    """A chunk's lines as text (the BOM of a file's first line dropped); None when some line is
+    not UTF-8 (`_decode_lines` then sorts them out)."""
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if first_line == 1 and lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]  # after the pop: a file holding only a BOM is one blank line
+    return lines
+
+
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a chunk into numbered text lines; undecodable lines are rejected. The two frames
     together hold _line_count(chunk) rows."""
-    try:
-        text = chunk.decode("utf-8")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if first_line == 1 and lines and lines[0].startswith("\ufeff"):
-            lines[0] = lines[0][1:]  # after the pop: a file holding only a BOM is one blank line
+    lines = _text_lines(chunk, first_line)
+    if lines is not None:
         frame = pl.DataFrame({
             "line": pl.int_range(first_line, first_line + len(lines), dtype=pl.Int64, eager=True),
             "text": pl.Series(lines, dtype=pl.String),
         })
         return frame, EMPTY_REJECTS
-    except UnicodeDecodeError:
-        pass
     raw_lines = chunk.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
@@ -665,13 +673,41 @@ class Ingestor:
         and the caller reads each file by itself.
         """
         frames, block, counts = [], _Block(), []
+        # The lines of consecutive UTF-8 files make one frame (a frame a file cost 0.1 ms, 2 s for
+        # an export of 20,000 small files): their texts, and each file's line number base and count.
+        texts: list[str] = []
+        bases: list[int] = []
+        lengths: list[int] = []
+
+        def lines_so_far() -> None:
+            if texts:
+                line = pl.DataFrame({"base": bases, "n": lengths}).select(pl.col("base").repeat_by("n").explode())
+                frames.append(pl.DataFrame({
+                    "line": pl.int_range(0, len(texts), dtype=pl.Int64, eager=True) + line.to_series(),
+                    "text": pl.Series(texts, dtype=pl.String),
+                }))
+                texts.clear()
+                bases.clear()
+                lengths.clear()
+
         for index, item in enumerate(items):
-            lines, undecodable = _decode_lines(item.data, 1)
-            counts.append(lines.height + undecodable.height)  # every line of the file, as _line_count counts them
-            frames.append(lines.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+            lines = _text_lines(item.data, 1)
+            if lines is not None:
+                counts.append(len(lines))
+                if lines:  # line n of the file: (index << FILE_SHIFT) + n, n from 1
+                    bases.append((index << FILE_SHIFT) + 1 - len(texts))
+                    lengths.append(len(lines))
+                    texts.extend(lines)
+                continue
+            lines_so_far()
+            decoded, undecodable = _decode_lines(item.data, 1)
+            counts.append(decoded.height + undecodable.height)  # every line of the file, as _line_count counts them
+            frames.append(decoded.with_columns(pl.col("line") + (index << FILE_SHIFT)))
             if undecodable.height:
                 block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
-        self.parser.parse_block(pl.concat(frames, how="vertical"), block, envelope=None)
+        lines_so_far()
+        rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+        self.parser.parse_block(rows, block, envelope=None)
         per_file = (
             block.continuation or block.context_lines or block.context
             or any(fmt in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns) for raw, fmt in block.raws)

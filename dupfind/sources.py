@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import io
 import lzma
+import os
 import sys
 import zlib
 from dataclasses import dataclass
@@ -50,13 +51,9 @@ def expand_inputs(paths: list[str]) -> list[Source]:
         if not path.exists():
             raise DupfindError(f"{raw} does not exist.")
         if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            if not found:
+            files = _files_under(path)
+            if not files:
                 raise DupfindError(f"{raw} is a directory with no files in it.")
-            files = found
         else:
             files = [path]
         for file in files:
@@ -67,6 +64,37 @@ def expand_inputs(paths: list[str]) -> list[Source]:
     if not sources:
         raise DupfindError("no input given: name log files or directories, or - for standard input.")
     return sources
+
+
+def _files_under(root: Path) -> list[Path]:
+    """The files under a directory, as `sorted(p for p in root.rglob("*") if p.is_file())` gives
+    them without hidden entries: symbolic links to directories not followed, directories that
+    cannot be listed skipped. Walked with os.scandir and sorted by their parts as text (an export of
+    20,000 files: rglob's Path objects, a stat per entry and Path comparisons took 0.5 s, and every
+    command lists its inputs two to four times)."""
+    found: list[tuple[str, ...]] = []
+    pending: list[tuple[str, ...]] = [()]
+    while pending:
+        parts = pending.pop()
+        try:
+            with os.scandir(os.path.join(root, *parts)) as entries:
+                listed = list(entries)
+        except (PermissionError, FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in listed:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((*parts, entry.name))
+                elif entry.is_file():
+                    found.append((*parts, entry.name))
+            except OSError:
+                continue
+    # Path orders by its parts (case-folded on Windows), not by the text of the whole path.
+    fold = os.path.normcase if os.name == "nt" else None
+    found.sort(key=(lambda parts: tuple(map(fold, parts))) if fold else None)
+    return [root.joinpath(*parts) for parts in found]
 
 
 def _open_raw(source: Source) -> BinaryIO:

@@ -142,6 +142,28 @@ def test_files_served_from_part_of_a_pack_keep_no_text_of_the_rest(logs, tmp_pat
     assert warm.rejects.sort("source", "line").equals(cold.rejects.sort("source", "line"))
 
 
+def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatch):
+    """The key names the file (its resolved path, size and mtime): through a linked directory, a
+    link to it, a relative path or `..` after a link, the same key; another file, another key."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    target = tmp_path / "real" / "f.log"
+    target.write_text("one\n")
+    (tmp_path / "f.log").write_text("two\n")
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    (tmp_path / "deeper").symlink_to(tmp_path / "real" / "sub")
+    (tmp_path / "real" / "link.log").symlink_to(target)
+    monkeypatch.chdir(tmp_path)
+    cache = TableCache(tmp_path / "cache", "digest")
+    key = cache.key(target)
+    same = [Path("real/f.log"), tmp_path / "alias" / "f.log", Path("alias/f.log"), tmp_path / "real" / "link.log",
+            Path("deeper/../f.log"), Path("./real/sub/../f.log")]
+    assert key is not None and [cache.key(p) for p in same] == [key] * len(same)
+    assert cache.key(tmp_path / "f.log") not in (None, key)
+    assert cache.key(tmp_path / "missing.log") is None
+    target.write_text("one, longer\n")
+    assert cache.key(target) != key
+
+
 def test_config_change_invalidates(logs, tmp_path):
     _run(logs, tmp_path / "cache")
     config_file = tmp_path / "dupfind.toml"

@@ -32,6 +32,8 @@ def _mixed_dir(root: Path) -> Path:
     )
     (logs / "dirty-2.log").write_bytes(b"\xff\xfe not utf-8\n" + good + b'{"event":"no time"}\n' + good.rstrip(b"\n"))
     (logs / "dirty-3.log").write_bytes(b'{"ts":"2026-07-21T10:00:02Z","event":"job_acked","job_id":"q-1"}{"ts":\n\n')
+    (logs / "dirty-4-empty.log").write_bytes(b"")
+    (logs / "dirty-5-bom.log").write_bytes(b"\xef\xbb\xbf" + good + good.replace(b"q-1", b"q-5"))
     return logs
 
 

@@ -88,6 +88,26 @@ def test_directories_are_recursive_sorted_and_skip_hidden(tmp_path):
     assert names == ["a.log", "b/z.log"]
 
 
+def test_directories_list_what_a_recursive_glob_lists(tmp_path, monkeypatch):
+    """The walk gives the files `sorted(rglob)` gives, in its order (by parts, not text: `a/b/c`
+    before `a/b-c`), without hidden entries; links to files kept, to directories not followed."""
+    for rel in ("a/b-c.log", "a/b/c.log", "a/B.log", "a.log", "a-b/x.log", "a/.h.log", "z/.d/y.log",
+                "deep/er/f.log", "Z.log", "\u00e9.log", "a b/c.log"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "to-dir").symlink_to(tmp_path / "a")
+    (tmp_path / "to-file.log").symlink_to(tmp_path / "a.log")
+    (tmp_path / "broken.log").symlink_to(tmp_path / "missing")
+    monkeypatch.chdir(tmp_path)
+    for root in (tmp_path, Path("."), Path("a")):
+        reference = sorted(
+            p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        )
+        assert [s.path for s in expand_inputs([str(root)])] == [str(p) for p in reference]
+    assert "to-file.log" in [s.path for s in expand_inputs(["."])]
+
+
 def test_empty_input_is_an_error(tmp_path, config):
     target = tmp_path / "empty.log"
     target.write_bytes(b"")
