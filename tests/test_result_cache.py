@@ -368,11 +368,24 @@ def _garbage(path: Path) -> None:
 
 
 def _bad_file_report(path: Path) -> None:
-    """A set meta whose checksum holds but one of whose file reports has another layout: the
-    reports are decoded only when a command needs them, and must still never be trusted."""
-    meta = orjson.loads(bytes(dupfind.result_cache._unchecked(path.read_bytes(), dupfind.result_cache.SET_FORMAT)))
-    meta["files"][0]["unknown_field"] = 1
-    path.write_bytes(dupfind.result_cache._checked(orjson.dumps(meta), dupfind.result_cache.SET_FORMAT))
+    """File reports whose checksum holds but one of which has another layout: the reports are
+    read only when a command needs them, and must still never be trusted."""
+    reports = orjson.loads(bytes(dupfind.result_cache._unchecked(path.read_bytes(), dupfind.result_cache.SET_FORMAT)))
+    reports[0]["unknown_field"] = 1
+    path.write_bytes(dupfind.result_cache._checked(orjson.dumps(reports), dupfind.result_cache.SET_FORMAT))
+
+
+def _one_file_report_less(path: Path) -> None:
+    """File reports that pass their checks, and the meta's (its size) too, but one fewer than the
+    entry's files."""
+    rc = dupfind.result_cache
+    reports = orjson.loads(bytes(rc._unchecked(path.read_bytes(), rc.SET_FORMAT)))
+    body = rc._checked(orjson.dumps(reports[1:]), rc.SET_FORMAT)
+    path.write_bytes(body)
+    meta_path = path.with_name("meta.json")
+    meta = orjson.loads(bytes(rc._unchecked(meta_path.read_bytes(), rc.SET_FORMAT)))
+    meta["files"]["bytes"] = len(body)
+    meta_path.write_bytes(rc._checked(orjson.dumps(meta), rc.SET_FORMAT))
 
 
 def _analyses(entry: Path) -> list[Path]:
@@ -387,7 +400,10 @@ DAMAGE = {
     "texts-truncated": (lambda e: [e / "texts.arrow"], _truncate),
     "meta-garbage": (lambda e: [e / "meta.json"], _garbage),
     "meta-missing": (lambda e: [e / "meta.json"], Path.unlink),
-    "meta-file-report": (lambda e: [e / "meta.json"], _bad_file_report),
+    "files-report-layout": (lambda e: [e / "files.json"], _bad_file_report),
+    "files-one-less": (lambda e: [e / "files.json"], _one_file_report_less),
+    "files-garbage": (lambda e: [e / "files.json"], _garbage),
+    "files-missing": (lambda e: [e / "files.json"], Path.unlink),
     "analysis-truncated": (_analyses, _truncate),
     "analysis-garbage": (_analyses, _garbage),
     "value-garbage": (lambda e: list(e.glob("analyses/*.value.json")), _garbage),
