@@ -119,9 +119,6 @@ class TableCache:
         text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    def _pointer(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
     def _pack(self, name: str) -> Path:
         return self.root / PACKS / name
 
@@ -130,11 +127,13 @@ class TableCache:
         `within` as they are read; a damaged pointer or pack is removed, and its files count as
         misses (they are parsed again)."""
         found = CachedFiles()
-        by_pack: dict[str, dict[str, tuple[str, FileReport, Path]]] = {}  # pack -> stored path -> (path now, report, pointer)
+        by_pack: dict[str, dict[str, tuple[str, FileReport, str]]] = {}  # pack -> stored path -> (path now, report, pointer)
+        root = str(self.root)
         for path, key in wanted:
-            pointer = self._pointer(key)
+            pointer = os.path.join(root, key[:2], f"{key}.json")  # text, not Path: a first run looks up every file
             try:
-                data = orjson.loads(pointer.read_bytes())
+                with open(pointer, "rb") as fh:
+                    data = orjson.loads(fh.read())
                 pack, stored = data["pack"], data["source"]
                 if not (isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str)):
                     raise ValueError("not a pointer to a pack")
@@ -143,7 +142,7 @@ class TableCache:
                 continue  # none (or an unreadable cache directory): parsed
             except Exception:  # a corrupt or foreign pointer: drop it and parse the file again
                 with contextlib.suppress(OSError):
-                    pointer.unlink()
+                    os.unlink(pointer)
                 continue
             by_pack.setdefault(pack, {})[stored] = (path, report, pointer)
         for pack, files in by_pack.items():
@@ -159,7 +158,7 @@ class TableCache:
         self.misses += len(wanted) - len(found.reports)
         return found
 
-    def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, Path]],
+    def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, str]],
                    within: Callable[[pl.LazyFrame], pl.LazyFrame] | None) -> CachedPart | None:
         """The rows and rejects of these files (stored path -> path now, report, pointer) in one pack,
         their paths as given now; files whose rows are not all there are left out of `files`."""

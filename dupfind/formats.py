@@ -121,9 +121,9 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         if first is None:
             # A pretty-printed JSON document (or a broken first line: the reader falls back).
             return FormatSniff("json-document", document=True)
-        if len(lines) == 1 and unwrap_document(first, presets)[1]:
+        found = find_document_preset(presets, first)  # once: unwrap_document would look again
+        if len(lines) == 1 and (found[2] if found is not None else _generic_records(first)[1]):
             return FormatSniff("json-document", document=True)
-        found = find_document_preset(presets, first)
         if found is not None:
             return FormatSniff(f"{found[0].label} (json documents, one a line)", document=True, line_documents=True)
     csv_preset = _csv_preset(lines[0], presets)

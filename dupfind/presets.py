@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -410,7 +411,7 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     return Unwrapped(text, fallback_ts, envelope)
 
 
-def _walk(node: Any, segments: list[str], context: dict) -> list[tuple[Any, dict]] | None:
+def _walk(node: Any, segments: tuple[str, ...], context: dict) -> list[tuple[Any, dict]] | None:
     """Follow `a[].b[].c` through a document; ancestors' other keys travel with each record."""
     head, rest = segments[0], segments[1:]
     target = get_path(node, head) if head else node
@@ -430,11 +431,16 @@ def _walk(node: Any, segments: list[str], context: dict) -> list[tuple[Any, dict
     return out
 
 
+@functools.cache
+def _segments(path: str) -> tuple[str, ...]:
+    """A record path's segments between its `[]` (every file's sniff walks each preset's paths)."""
+    return tuple(s.lstrip(".") for s in path.split("[]"))
+
+
 def document_records(preset: Preset, document: Any) -> tuple[list, str] | None:
     """The records of a document in this preset's shape, and the path they were found at."""
     for path in preset.records:
-        segments = [s.lstrip(".") for s in path.split("[]")]
-        found = _walk(document, segments, {})
+        found = _walk(document, _segments(path), {})
         if not found:
             continue
         records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in found]
