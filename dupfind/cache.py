@@ -10,10 +10,8 @@ import shutil
 import sys
 import tempfile
 import uuid
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from datetime import datetime
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from stat import S_ISLNK
@@ -25,7 +23,7 @@ from dupfind import __version__
 from dupfind.ingest import FileReport
 from dupfind.textcodes import CODE_TYPE
 
-CACHE_FORMAT = "2"
+CACHE_FORMAT = "3"
 ENV_DIR = "DUPFIND_CACHE_DIR"
 PACKS = "packs"
 _PACK_NAME = re.compile(r"[0-9a-f]{32}")
@@ -42,26 +40,6 @@ def default_cache_dir() -> Path:
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "dupfind" / "Cache"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
-
-
-def _report_to_dict(report: FileReport) -> dict:
-    # Shallow (orjson writes the nested dicts and lists): asdict's deep copy took 0.3 ms a report.
-    data = {f.name: getattr(report, f.name) for f in fields(FileReport)}
-    data["rejected"] = dict(report.rejected)
-    for key in ("first_ts", "last_ts"):
-        data[key] = data[key].isoformat() if data[key] else None
-    return data
-
-
-def _report_from_dict(data: dict, path: str) -> FileReport:
-    known = {f.name for f in fields(FileReport)}
-    if set(data) != known:
-        raise ValueError("cached report has other fields")
-    data["rejected"] = Counter(data["rejected"])
-    for key in ("first_ts", "last_ts"):
-        data[key] = datetime.fromisoformat(data[key]) if data[key] else None
-    data["path"] = path
-    return FileReport(**data)
 
 
 @dataclass
@@ -137,7 +115,7 @@ class TableCache:
                 pack, stored = data["pack"], data["source"]
                 if not (isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str)):
                     raise ValueError("not a pointer to a pack")
-                report = _report_from_dict(data["report"], path)
+                report = FileReport.from_state(data["report"], path)
             except OSError:
                 continue  # none (or an unreadable cache directory): parsed
             except Exception:  # a corrupt or foreign pointer: drop it and parse the file again
@@ -226,7 +204,7 @@ class TableCache:
                 if shard not in shards:
                     os.makedirs(shard, exist_ok=True)
                     shards.add(shard)
-                body = orjson.dumps({"pack": name, "source": report.path, "report": _report_to_dict(report)})
+                body = orjson.dumps({"pack": name, "source": report.path, "report": report.to_state()})
                 temporary = os.path.join(shard, f".tmp-{name}-{key}.json")
                 with open(temporary, "wb") as out:
                     out.write(body)

@@ -164,6 +164,24 @@ def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatc
     assert cache.key(target) != key
 
 
+def test_file_reports_come_back_from_json_exactly():
+    """The caches write file reports as JSON (FileReport.to_state): read back, each is equal, with
+    the same types (a Counter, times in their zone), and a report of other fields is refused."""
+    from dupfind.ingest import FileReport
+
+    dirty = [FIXTURES / "formats" / "ndjson-dirty" / "logs", SCENARIO]
+    reports = ingest([str(p) for p in dirty], load_config(cwd=Path("/"))).files
+    assert any(r.rejected for r in reports) and all(r.first_ts is not None for r in reports)
+    for report in reports:
+        back = FileReport.from_state(orjson.loads(orjson.dumps(report.to_state())))
+        assert back == report and type(back.rejected) is type(report.rejected)
+        assert back.first_ts.tzinfo == report.first_ts.tzinfo and back.last_ts.utcoffset() == report.last_ts.utcoffset()
+    moved = FileReport.from_state(orjson.loads(orjson.dumps(reports[0].to_state())), "elsewhere.log")
+    assert moved.path == "elsewhere.log" and moved.lines == reports[0].lines
+    with pytest.raises(ValueError):
+        FileReport.from_state({**reports[0].to_state(), "extra": 1})
+
+
 def test_config_change_invalidates(logs, tmp_path):
     _run(logs, tmp_path / "cache")
     config_file = tmp_path / "dupfind.toml"
