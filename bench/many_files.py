@@ -1,0 +1,119 @@
+"""Exports of many small files: `dupfind analyze` without the cache, its first run with the cache
+and a warm run, over N files of a few lines each (issue 8). Prints figures; asserts nothing.
+
+Log exports often come as many small objects (CloudWatch or Firehose exports to S3, one file per
+pod and rotation): there, what dupfind spends per file (listing, keys, sniffing, reports,
+pointers) outweighs the lines. The scenario is `dupfind synth deploy-overlap` cut into N files,
+each source file's lines in order, in consecutive pieces.
+
+    /work/venv/bin/python bench/many_files.py --files 20000 --repeat 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _measure import compile_package, run
+
+PRESET = "deploy-overlap"
+KINDS = ("cold", "first", "warm")
+
+
+def scenario(work: Path, jobs: int, files: int) -> Path:
+    """The N files (made once per --work, --jobs and --files)."""
+    logs = work / f"logs-{jobs}-{files}"
+    if logs.is_dir() and (work / f"{logs.name}.done").exists():
+        return logs
+    shutil.rmtree(logs, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="dupfind-many-") as tmp:
+        subprocess.run([sys.executable, "-m", "dupfind", "synth", PRESET, "--jobs", str(jobs), "-o", tmp],
+                       check=True, cwd=ROOT, capture_output=True)
+        sources = sorted((Path(tmp) / "logs").iterdir())
+        texts = [path.read_bytes().splitlines(keepends=True) for path in sources]
+        total = sum(len(lines) for lines in texts)
+        logs.mkdir(parents=True)
+        for path, lines in zip(sources, texts):
+            pieces = min(len(lines), max(1, round(files * len(lines) / total)))
+            cuts = [round(k * len(lines) / pieces) for k in range(pieces + 1)]
+            for k in range(pieces):
+                (logs / f"{path.stem}-{k:05d}.log").write_bytes(b"".join(lines[cuts[k]:cuts[k + 1]]))
+    (work / f"{logs.name}.done").write_text("")
+    return logs
+
+
+def measure(kind: str, logs: Path, work: Path, rep: int, root: Path) -> dict:
+    cache = work / f"cache-{rep}"
+    if kind != "warm":
+        shutil.rmtree(cache, ignore_errors=True)
+    args = ["analyze", str(logs), "--format", "json", *(["--no-cache"] if kind == "cold" else [])]
+    out = work / f"{kind}-{rep}.json"
+    env = {**os.environ, "DUPFIND_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
+    res = run([sys.executable, str(HERE / "compare.py"), "--child", "dupfind", "--", *args], cwd=ROOT, env=env,
+              stdout_path=out, first_byte=True)
+    if "error" in res:
+        raise SystemExit(f"{kind} run failed: {res['error']}")
+    res["digest"] = hashlib.sha256(out.read_bytes()).hexdigest()
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=20000)
+    parser.add_argument("--jobs", type=int, default=3000, help="business actions simulated (about 10 lines each)")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "dupfind-many-files")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the checkout whose dupfind/ is measured (a git worktree of another commit)")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    logs = scenario(args.work, args.jobs, args.files)
+    files = sorted(logs.iterdir())
+    size = sum(p.stat().st_size for p in files)
+    lines = sum(p.read_bytes().count(b"\n") for p in files)
+    print(f"scenario: dupfind synth {PRESET} --jobs {args.jobs}, cut into {len(files):,} files: "
+          f"{lines:,} lines, {size / 1e6:.1f} MB of text ({logs})")
+    head = subprocess.run(["git", "-C", str(args.root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip() or "no git"
+    print(f"measured: dupfind under {args.root} ({head}); {compile_package(args.root / 'dupfind')}")
+    results: dict[str, list[dict]] = {kind: [] for kind in KINDS}
+    for rep in range(args.repeat):
+        for kind in KINDS:  # warm after first: the cache the first run left
+            res = measure(kind, logs, args.work, rep, args.root)
+            results[kind].append(res)
+            print(f"  run {rep + 1}/{args.repeat} {kind:5} {res['proc_seconds']:7.2f} s "
+                  f"(output from {res.get('first_byte_seconds', 0):.2f} s), {res.get('rss_peak_mb', 0):.0f} MB")
+    print()
+    print(f"{'run':24} {'median s':>9} {'min s':>7} {'output at s':>12} {'peak RSS MB':>12}")
+    for kind, label in zip(KINDS, ("analyze --no-cache", "first run, cache on", "warm")):
+        walls = [r["proc_seconds"] for r in results[kind]]
+        firsts = [r.get("first_byte_seconds", 0) for r in results[kind]]
+        peak = max(r.get("rss_peak_mb", 0) for r in results[kind])
+        print(f"{label:24} {statistics.median(walls):9.2f} {min(walls):7.2f} {statistics.median(firsts):12.2f} {peak:12.0f}")
+    cold = statistics.median(r["proc_seconds"] for r in results["cold"])
+    warm = statistics.median(r["proc_seconds"] for r in results["warm"])
+    first = statistics.median(r["proc_seconds"] for r in results["first"])
+    print(f"warm / cold: {warm / cold:.2f}x; first run's end / cold: {first / cold:.2f}x "
+          f"({len(files):,} files: {1e6 * cold / len(files):.0f} us a file without the cache)")
+    digests = {r["digest"] for rs in results.values() for r in rs}
+    print("reports: " + ("all the same bytes" if len(digests) == 1 else f"{len(digests)} different outputs (!)"))
+    (args.work / "last.json").write_bytes(orjson.dumps({k: [{n: v for n, v in r.items() if n not in ("stdout", "stderr")}
+                                                             for r in rs] for k, rs in results.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
