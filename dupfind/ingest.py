@@ -1194,6 +1194,7 @@ def ingest(
     keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     spill: Callable[[pl.DataFrame], None] | None = None,
     block_bytes: int | None = None,
+    file_keys: dict[str, str] | None = None,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
@@ -1205,6 +1206,7 @@ def ingest(
     or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
     `block_bytes`: lines are parsed this many bytes at a time (default: 16 MB chunks of a file,
     batches of BATCH_BYTES; smaller blocks hold less memory in flight, for more time).
+    `file_keys`: the cache keys of the files (path -> key) when the caller has them already.
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
@@ -1220,7 +1222,10 @@ def ingest(
     coded = coded_columns(config.business_keys)
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
-        keys = {src.path: cache.key(src.file) for src in sources if cache is not None and src.file is not None}
+        keys = {} if cache is None else {
+            src.path: file_keys[src.path] if file_keys and src.path in file_keys else cache.key(src.file)
+            for src in sources if src.file is not None
+        }
         cached_reports: dict[str, FileReport] = {}
         if cache is not None:
             cached = cache.load([(path, key) for path, key in keys.items() if key is not None],
