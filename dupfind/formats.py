@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -103,6 +104,36 @@ def _csv_preset(header: str, presets: tuple[Preset, ...]) -> Preset | None:
     return None
 
 
+class _PresetGroups(NamedTuple):
+    """The presets each step of sniffing tries, in order, with their line tests built."""
+
+    line_envelopes: tuple[Preset, ...]
+    text_envelopes: tuple[tuple[Preset, Callable[[str], Any]], ...]
+    record_shapes: tuple[Preset, ...]
+    grammars: tuple[tuple[Preset, Callable[[str], bool]], ...]
+
+
+_GROUPS: dict[int, tuple[tuple[Preset, ...], _PresetGroups]] = {}
+
+
+def _groups(presets: tuple[Preset, ...]) -> _PresetGroups:
+    """The presets grouped once per configuration (sniffing asked each preset what it is for every
+    file: 20,000 small files took 1 s to sniff)."""
+    found = _GROUPS.get(id(presets))
+    if found is not None and found[0] is presets:
+        return found[1]
+    groups = _PresetGroups(
+        tuple(p for p in presets if p.kind == "json" and p.is_envelope and p.lines),
+        tuple((p, _line_pattern(p.line).search) for p in presets if p.kind == "text" and p.is_envelope),  # type: ignore[arg-type]
+        tuple(p for p in presets if p.is_record_shape),
+        tuple((p, _grammar_test(p)) for p in presets if p.is_grammar),
+    )
+    if len(_GROUPS) >= 16:
+        _GROUPS.clear()
+    _GROUPS[id(presets)] = (presets, groups)
+    return groups
+
+
 def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset, ...] = ()) -> FormatSniff:
     """Guess the format from the first block; per-line fallbacks handle mixed files."""
     if b"\x00" in head[:8192]:
@@ -141,26 +172,24 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         if isinstance(record, dict):
             keys.update(record)
     heads = {key.split(".", 1)[0] for key in keys}  # what a preset's paths can be found under (Preset.may_match)
-    for preset in presets:
-        line_envelope = preset.kind == "json" and preset.is_envelope and preset.lines
-        if line_envelope and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(decoded)):
+    groups = _groups(presets)
+    for preset in groups.line_envelopes:
+        if preset.may_match(heads) and _majority_of(preset.matches, decoded, len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [_without_ansi(line) for line in lines]
-    for preset in presets:
-        text_envelope = preset.kind == "text" and preset.is_envelope
-        if text_envelope and _majority_of(_line_pattern(preset.line).search, clean, len(lines)):  # type: ignore[arg-type]
+    for preset, search in groups.text_envelopes:
+        if _majority_of(search, clean, len(lines)):
             return FormatSniff(preset.label, envelope=preset.name)
-    for preset in presets:
-        if preset.is_record_shape and preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
+    for preset in groups.record_shapes:
+        if preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
             return FormatSniff(preset.label)
     grammar_hits = 0
     grammar_label = None
-    for preset in presets:
-        if preset.is_grammar:
-            # A preset that cannot match most lines is not counted out: only a majority is used below.
-            hits = _passing(_grammar_test(preset), clean, len(lines))
-            if hits > grammar_hits:
-                grammar_hits, grammar_label = hits, preset.label
+    for preset, test in groups.grammars:
+        # A preset that cannot match most lines is not counted out: only a majority is used below.
+        hits = _passing(test, clean, len(lines))
+        if hits > grammar_hits:
+            grammar_hits, grammar_label = hits, preset.label
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}
     for line in clean:
         if line.startswith("{"):
