@@ -96,11 +96,17 @@ class Preset:
         """False when no record whose top-level keys begin with these `heads` (a key's text before
         its first dot) can match: a path is found only under a key that begins with its first
         segment (get_path). Sniffing tries every preset on every sampled record of every file."""
-        def reachable(path: str) -> bool:
-            return path.split(".", 1)[0] in heads
+        required, alternatives = self._detect_heads
+        return required <= heads and (not alternatives or not alternatives.isdisjoint(heads))
 
-        required = (*self.detect_all, *self.detect_text, *self.detect_numbers)
-        return all(reachable(p) for p in required) and (not self.detect_any or any(map(reachable, self.detect_any)))
+    @functools.cached_property
+    def _detect_heads(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The first segments of the paths a record must have, and of those it needs one of."""
+        def head(path: str) -> str:
+            return path.split(".", 1)[0]
+
+        required = frozenset(map(head, (*self.detect_all, *self.detect_text, *self.detect_numbers)))
+        return required, frozenset(map(head, self.detect_any))
 
     def key_paths(self) -> set[str]:
         """Every record path this preset reads (for the JSON reader's key selection)."""
