@@ -12,7 +12,6 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from stat import S_ISLNK
 
@@ -63,11 +62,6 @@ class CachedFiles:
     parts: list[CachedPart] = field(default_factory=list)
 
 
-@lru_cache(maxsize=4096)
-def _real_directory(directory: str) -> str:
-    return os.path.realpath(directory)
-
-
 class TableCache:
     """Entries keyed by a file's absolute path, size and mtime, dupfind's version and the
     effective configuration; anything unreadable is discarded and rebuilt, never trusted.
@@ -82,6 +76,7 @@ class TableCache:
     def __init__(self, root: Path, config_digest: str) -> None:
         self.root = root
         self.config_digest = config_digest
+        self._real_dirs: dict[str, str] = {}  # for this instance (a command) only: links may change
         self.hits = 0
         self.misses = 0
 
@@ -91,7 +86,11 @@ class TableCache:
             if S_ISLNK(stat.st_mode) or ".." in path.parts:  # (`..` after a link is not lexical)
                 stat, resolved = path.stat(), str(path.resolve())
             else:  # path.resolve() is a system call a part of the path: its directory's is resolved once
-                resolved = os.path.join(_real_directory(os.path.dirname(os.path.abspath(path))), path.name)
+                directory = os.path.dirname(os.path.abspath(path))
+                real = self._real_dirs.get(directory)
+                if real is None:
+                    real = self._real_dirs[directory] = os.path.realpath(directory)
+                resolved = os.path.join(real, path.name)
         except OSError:
             return None
         text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
