@@ -41,6 +41,16 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
 
 
+def _dot_dot_inside(path: Path) -> bool:
+    """Whether `..` follows a named part of the path: after a link it is not lexical (`../logs`,
+    from the working directory the kernel already resolved, is)."""
+    parts = path.parts
+    start = 0
+    while start < len(parts) and parts[start] == "..":
+        start += 1
+    return ".." in parts[start:]
+
+
 @dataclass
 class CachedPart:
     """The rows of some files in one pack (`source` their path as given now): coded columns as
@@ -83,7 +93,7 @@ class TableCache:
     def key(self, path: Path) -> str | None:
         try:
             stat = os.lstat(path)
-            if S_ISLNK(stat.st_mode) or ".." in path.parts:  # (`..` after a link is not lexical)
+            if S_ISLNK(stat.st_mode) or _dot_dot_inside(path):
                 stat, resolved = path.stat(), str(path.resolve())
             else:  # path.resolve() is a system call a part of the path: its directory's is resolved once
                 directory = os.path.dirname(os.path.abspath(path))
