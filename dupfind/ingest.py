@@ -1394,3 +1394,5 @@ def _store_in_cache(
         cache.store({keys[path]: reports[path] for path in fresh}, rows, dictionary, stored_rejects)
     except KeyboardInterrupt:
         background.stop()  # polars raises Ctrl-C in whichever thread is in it
+        if threading.current_thread() is threading.main_thread():
+            raise  # the command's own Ctrl-C (the store deferred after the report): exit 130, said once

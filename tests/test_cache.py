@@ -310,6 +310,46 @@ def test_an_interrupted_store_leaves_no_half_written_entry(tmp_path, monkeypatch
     assert calls and not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() or p.name.startswith(".tmp-")]
 
 
+@pytest.mark.parametrize("on_main_thread", [True, False])
+def test_ctrl_c_in_the_files_store_stops_the_writes_and_reaches_the_command(logs, tmp_path, monkeypatch, on_main_thread):
+    """Ctrl-C while the parsed files are stored: the other cache writes are told to stop, and on
+    the main thread (the store deferred after the report) the interrupt goes on, so that the
+    command exits 130 and says so; polars raising it in another thread is only a stop."""
+    import threading
+
+    from dupfind import background
+    from dupfind.ingest import _store_in_cache
+
+    config = load_config(cwd=Path("/"))
+    result = ingest([str(logs)], config)
+    cache = TableCache(tmp_path / "cache", config.digest())
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TableCache, "store", interrupted)
+    keys = {f.path: cache.key(Path(f.path)) for f in result.files}
+    args = (cache, keys, {f.path: f for f in result.files}, result.table, result.texts, result.rejects,
+            dict(result.table.schema))
+    raised = []
+
+    def store():
+        try:
+            _store_in_cache(*args)
+        except KeyboardInterrupt:
+            raised.append(True)
+
+    try:
+        if on_main_thread:
+            store()
+        else:
+            thread = threading.Thread(target=store)
+            thread.start()
+            thread.join()
+        assert background.stopping() and raised == ([True] if on_main_thread else [])
+    finally:
+        background.wait()  # clears the stop
+
+
 def test_pointers_and_packs_unused_for_a_month_are_pruned(logs, tmp_path):
     """The result cache's daily pruning removes pointers and packs no run used for
     FILE_ENTRY_MAX_AGE_S; a run that uses them keeps them (it touches both)."""
