@@ -41,6 +41,12 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
 
 
+def _pointer(root: str, key: str) -> str:
+    """A file key's pointer, `<root>/<key[:2]>/<key>.json` (text, not Path: a first run looks up and
+    writes one for every file)."""
+    return os.path.join(root, key[:2], f"{key}.json")
+
+
 def _dot_dot_inside(path: Path) -> bool:
     """Whether `..` follows a named part of the path: after a link it is not lexical (`../logs`,
     from the working directory the kernel already resolved, is)."""
@@ -117,7 +123,7 @@ class TableCache:
         by_pack: dict[str, dict[str, tuple[str, FileReport, str]]] = {}  # pack -> stored path -> (path now, report, pointer)
         root = str(self.root)
         for path, key in wanted:
-            pointer = os.path.join(root, key[:2], f"{key}.json")  # text, not Path: a first run looks up every file
+            pointer = _pointer(root, key)
             try:
                 with open(pointer, "rb") as fh:
                     data = orjson.loads(fh.read())
@@ -209,7 +215,8 @@ class TableCache:
             # A pointer a file (20,000 files: 1.9 s through Path objects and a mkdir each).
             root, shards = str(self.root), set()
             for key, report in reports.items():
-                shard = os.path.join(root, key[:2])
+                pointer = _pointer(root, key)
+                shard = os.path.dirname(pointer)
                 if shard not in shards:
                     os.makedirs(shard, exist_ok=True)
                     shards.add(shard)
@@ -217,7 +224,7 @@ class TableCache:
                 temporary = os.path.join(shard, f".tmp-{name}-{key}.json")
                 with open(temporary, "wb") as out:
                     out.write(body)
-                os.replace(temporary, os.path.join(shard, f"{key}.json"))
+                os.replace(temporary, pointer)
         except OSError:
             pass  # a read-only or full cache directory must never break an analysis
         finally:

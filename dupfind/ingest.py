@@ -578,6 +578,11 @@ def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataF
             "text": pl.Series(lines, dtype=pl.String),
         })
         return frame, EMPTY_REJECTS
+    return _lines_one_by_one(chunk, first_line)
+
+
+def _lines_one_by_one(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`_decode_lines` of a chunk that is not all UTF-8: each line decoded, or rejected, alone."""
     raw_lines = chunk.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
@@ -730,7 +735,7 @@ class Ingestor:
                     texts.extend(lines)
                 continue
             lines_so_far()
-            decoded, undecodable = _decode_lines(item.data, 1)
+            decoded, undecodable = _lines_one_by_one(item.data, 1)
             counts.append(decoded.height + undecodable.height)  # every line of the file, as _line_count counts them
             frames.append(decoded.with_columns(pl.col("line") + (index << FILE_SHIFT)))
             if undecodable.height:
@@ -1102,7 +1107,7 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
         pl.col(c).cast(stored_dtype(t)) if c != "source" and c not in coded else pl.col(c)
         for c, t in _held_columns(table)
     )
-    codes, texts = [], []
+    codes, texts, offset = [], [], 0
     # Each column numbered by a pool of polars' own (the fastest way polars numbers texts; one pool
     # shared by the columns, filled by all of them at once, took twice the time), read while the
     # column lives (polars empties a pool no column uses any more); the column's codes follow the
@@ -1110,9 +1115,9 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
     for name in (c for c in coded if c in frame.columns):
         pool = pl.Categories.random()
         column = frame[name].cast(pl.String).cast(pl.Categorical(pool))
-        offset = sum(t.len() for t in texts)
         codes.append((column.to_physical().cast(CODE_TYPE) + offset).alias(name))
         texts.append(_pool_texts(column, pool))
+        offset += texts[-1].len()
         del column
     dictionary = pl.concat(texts) if texts else pl.Series("text", [], dtype=pl.String)
     return HeldBatch(frame.with_columns(codes), dictionary.rename("text"))

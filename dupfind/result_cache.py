@@ -311,10 +311,6 @@ def _part_name(index: int) -> str:
     return f"table-{index:04d}.arrow"
 
 
-def _report_state(report: FileReport) -> dict[str, Any]:
-    return report.to_state()
-
-
 def _report_from_state(data: dict[str, Any]) -> FileReport:
     try:
         return FileReport.from_state(data)
@@ -996,7 +992,7 @@ class ResultCache:
         """Write a set entry (atomically); False when the cache directory cannot take it."""
         staging: Path | None = None
         try:
-            files = _checked(orjson.dumps([_report_state(f) for f in result.files]), SET_FORMAT)
+            files = _checked(orjson.dumps([f.to_state() for f in result.files]), SET_FORMAT)
             meta = {
                 "key": key,
                 "files": {"count": len(result.files), "bytes": len(files)},

@@ -135,11 +135,9 @@ def store_cached_value(ref: tuple[Any, str, str], kind: str, params: Any, value:
 
 
 def store_cached(ref: tuple[Any, str, str], report: AnalysisReport, protected: list[str]) -> None:
-    from dupfind.result_cache import _report_state
-
     cache, entry, key = ref
     fields = {name: getattr(report, name) for name in _stored_fields()}
-    fields[_FILES] = [_report_state(f) for f in report.inputs.files]
+    fields[_FILES] = [f.to_state() for f in report.inputs.files]
     fields[_FILTERED_OUT] = report.inputs.filtered_out
     fields[_PROTECTED] = protected
     if _entry_folder(cache, entry):
