@@ -20,6 +20,7 @@ import polars as pl
 
 from dupfind import __version__
 from dupfind.ingest import FileReport
+from dupfind.sources import Source
 from dupfind.textcodes import CODE_TYPE
 
 CACHE_FORMAT = "3"
@@ -47,10 +48,12 @@ def _pointer(root: str, key: str) -> str:
     return os.path.join(root, key[:2], f"{key}.json")
 
 
-def _dot_dot_inside(path: Path) -> bool:
+def _dot_dot_inside(path: str) -> bool:
     """Whether `..` follows a named part of the path: after a link it is not lexical (`../logs`,
     from the working directory the kernel already resolved, is)."""
-    parts = path.parts
+    if ".." not in path:
+        return False
+    parts = Path(path).parts
     start = 0
     while start < len(parts) and parts[start] == "..":
         start += 1
@@ -96,21 +99,36 @@ class TableCache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, path: Path) -> str | None:
+    def key(self, path: str | Path, lstat: os.stat_result | None = None) -> str | None:
+        """The file's key (None when it cannot be examined); `lstat`: its os.lstat already taken."""
+        path = os.fspath(path)
         try:
-            stat = os.lstat(path)
+            stat = lstat if lstat is not None else os.lstat(path)
             if S_ISLNK(stat.st_mode) or _dot_dot_inside(path):
-                stat, resolved = path.stat(), str(path.resolve())
-            else:  # path.resolve() is a system call a part of the path: its directory's is resolved once
-                directory = os.path.dirname(os.path.abspath(path))
+                stat, resolved = os.stat(path), str(Path(path).resolve())
+            else:
+                # Resolving the path is a system call a part of it: its directory's is resolved
+                # once (by its text: a command does not change its working directory).
+                directory, name = os.path.split(path)
                 real = self._real_dirs.get(directory)
                 if real is None:
-                    real = self._real_dirs[directory] = os.path.realpath(directory)
-                resolved = os.path.join(real, path.name)
+                    real = self._real_dirs[directory] = os.path.realpath(os.path.abspath(directory))
+                resolved = os.path.join(real, name)
         except OSError:
             return None
         text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def key_of(self, source: Source) -> str | None:
+        """The key of a listed file, from the stat its listing took (None: standard input, or a
+        file that cannot be examined)."""
+        if source.file is None:
+            return None
+        try:
+            lstat = source.lstat()
+        except OSError:
+            return None
+        return self.key(source.file, lstat)
 
     def _pack(self, name: str) -> Path:
         return self.root / PACKS / name

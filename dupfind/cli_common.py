@@ -61,11 +61,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = None,
 ) -> None:
     """dupfind: duplicate side-effect forensics for background jobs."""
+    from dupfind.sources import listings_kept
+
+    ctx.with_resource(listings_kept())  # the command lists its inputs once (closed when it ends)
 
 
 PathsArg = Annotated[
@@ -175,16 +179,18 @@ def load_with_config(cfg, paths, since, until, rejects_file, strict, use_cache=T
     return result
 
 
-def window_options(paths, memory_limit: str | None, window_overlap: str, since, until) -> tuple[int | None, float]:
+def window_options(paths, memory_limit: str | None, window_overlap: str, since, until,
+                   use_cache: bool = True) -> tuple[int | None, float]:
     """--memory-limit and --window-overlap: the memory budget when the inputs must be read in
     parts (None: read whole) and the overlap in seconds. A --since/--until window keeps an
-    unknown share of the records: parts then only with --memory-limit."""
+    unknown share of the records: parts then only with --memory-limit. With the cache on, the
+    estimate of the inputs' size is kept there (see memory_check.log_bytes)."""
     from dupfind.timeline import parse_duration
     from dupfind.windows import parse_size, window_budget
 
     limit = parse_size(memory_limit, "--memory-limit") if memory_limit is not None else None
     overlap = parse_duration(window_overlap, "--window-overlap")
-    budget = window_budget(paths, limit) if limit is not None or (since is None and until is None) else None
+    budget = window_budget(paths, limit, use_cache) if limit is not None or (since is None and until is None) else None
     return budget, overlap
 
 

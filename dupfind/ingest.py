@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import os
 import queue
 import re
 import threading
@@ -1228,7 +1229,7 @@ def ingest(
     to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
     try:
         keys = {} if cache is None else {
-            src.path: file_keys[src.path] if file_keys and src.path in file_keys else cache.key(src.file)
+            src.path: file_keys[src.path] if file_keys and src.path in file_keys else cache.key_of(src)
             for src in sources if src.file is not None
         }
         cached_reports: dict[str, FileReport] = {}
@@ -1248,7 +1249,7 @@ def ingest(
             if src.path in cached_reports:
                 reports[src.path] = cached_reports[src.path]
                 if progress and src.file is not None:
-                    progress(src.file.stat().st_size)
+                    progress(os.stat(src.file).st_size)
                 continue
             reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
             reads.append(ingestor.read(src, reports[src.path]))
@@ -1387,9 +1388,13 @@ def _store_in_cache(
     rejects and reports."""
     if background.stopping():
         return  # interrupted: these files are parsed again next time
-    fresh = list(keys)
     try:
-        every = set(table["source"].unique().cast(pl.String).to_list()) <= set(keys)
+        # A key is taken as the command lists its inputs, before the read: a file written since
+        # then is not stored under the key of what it was (it is parsed again next time).
+        fresh = [path for path, key in keys.items() if cache.key(path) == key]
+        if not fresh:
+            return
+        every = set(table["source"].unique().cast(pl.String).to_list()) <= set(fresh)
         rows = table.select(list(schema))
         dictionary = texts.values
         if not every:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import struct
+import zlib
 from pathlib import Path
+from stat import S_ISLNK
+
+import orjson
 
 from dupfind.sources import Source, detect_compression
 
@@ -21,14 +27,33 @@ PEAK_FIXED_BYTES = 300 * 10**6
 # 1 GB (5M lines).
 PART_PEAK_PER_LOG_BYTE = 1.2
 PART_PEAK_FIXED_BYTES = 250 * 10**6
+# The estimate of some files kept in the cache directory (see log_bytes): `<key[:2]>/<key>.logbytes`.
+MEMO_FORMAT = "log-bytes/1"
+MEMO_SUFFIX = ".logbytes"
 # bz2 and xz keep no uncompressed size; text logs shrink at least this much.
 ASSUMED_RATIO = 5
 # A cgroup "limit" this large means no limit (cgroup v1 writes 2^63 rounded to a page).
 NO_LIMIT = 1 << 60
 
 
-def log_bytes(sources: list[Source]) -> int:
-    """About how many bytes of log text the files hold once decompressed (stdin counts nothing)."""
+def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
+    """About how many bytes of log text the files hold once decompressed (stdin counts nothing).
+
+    With `memo` (the cache directory), the total is kept there under the files' paths, sizes and
+    modification times: a command over the same unchanged files reads one small file instead of
+    opening each input (20,000 files: 0.09 s, before every command that may read them)."""
+    key = _memo_key(sources) if memo is not None else None
+    if key is not None:
+        found = _memo_read(memo, key)
+        if found is not None:
+            return found
+    total = _log_bytes(sources)
+    if key is not None:
+        _memo_write(memo, key, total)
+    return total
+
+
+def _log_bytes(sources: list[Source]) -> int:
     total = 0
     for src in sources:
         if src.file is None:
@@ -53,6 +78,66 @@ def log_bytes(sources: list[Source]) -> int:
             os.close(fd)
         total += size * ASSUMED_RATIO if compression in ("bz2", "xz") else size
     return total
+
+
+def _memo_key(sources: list[Source]) -> str | None:
+    """What the estimate of these files depends on (None when a file cannot be examined): each
+    one's path, size and modification time, from the stat its listing took."""
+    parts = [MEMO_FORMAT]
+    for src in sources:
+        if src.file is None:
+            parts.append("-")
+            continue
+        try:
+            stat = src.lstat()
+            if S_ISLNK(stat.st_mode):
+                stat = os.stat(src.file)
+        except OSError:
+            return None
+        parts.append(f"{src.file}|{stat.st_size}|{stat.st_mtime_ns}")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _memo_check(key: str, total: int) -> int:
+    """A damaged entry, or one moved from another key, is not trusted."""
+    return zlib.crc32(f"{key}|{total}".encode())
+
+
+def _memo_path(root: Path, key: str) -> str:
+    # In the cache's shards of per-file entries: pruned with them when unused for long.
+    return os.path.join(root, key[:2], f"{key}{MEMO_SUFFIX}")
+
+
+def _memo_read(root: Path, key: str) -> int | None:
+    path = _memo_path(root, key)
+    try:
+        with open(path, "rb") as fh:
+            kept = orjson.loads(fh.read())
+        found = kept.get("log_bytes")
+        if not (isinstance(found, int) and found >= 0 and kept.get("check") == _memo_check(key, found)):
+            raise ValueError("not this estimate")
+    except OSError:
+        return None
+    except (ValueError, AttributeError):  # damaged or foreign: estimated again, and written anew
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used
+    return found
+
+
+def _memo_write(root: Path, key: str, total: int) -> None:
+    path = _memo_path(root, key)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "wb") as out:
+            out.write(orjson.dumps({"log_bytes": total, "check": _memo_check(key, total)}))
+        os.replace(temporary, path)
+    except OSError:  # a read-only or full cache directory only means no memo
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _read_int(path: Path) -> int | None:

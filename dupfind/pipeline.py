@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -43,7 +44,7 @@ def progress_for(paths: list[str], stderr: Console | None):
     for src in sources:
         if src.file is not None:
             with contextlib.suppress(OSError):
-                total += src.file.stat().st_size
+                total += os.stat(src.file).st_size
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     progress = Progress(
@@ -173,8 +174,8 @@ def load_correlated(
         if relative_bound(config, since) or relative_bound(config, until):
             return None  # `--since -2h` is another bound on every run: such a set is never read again
         keys = []
-        for src in expand_inputs(paths):
-            key = files.key(src.file) if src.file is not None else None
+        for src in expand_inputs(paths, fresh=not remember):  # before storing: the files as they are now
+            key = files.key_of(src)
             if key is None:
                 return None  # standard input, or a file that cannot be examined: no set entry
             keys.append((src.path, key))

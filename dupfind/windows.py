@@ -22,6 +22,7 @@ import orjson
 import polars as pl
 
 from dupfind import memory_check
+from dupfind.cache import default_cache_dir
 from dupfind.errors import DupfindError
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -83,10 +84,11 @@ def parse_size(text: str, option: str) -> int:
     return int(float(match.group(1)) * (_BINARY_UNITS[unit] if binary and unit else _UNITS[unit]))
 
 
-def window_budget(paths: list[str], limit: int | None) -> int | None:
+def window_budget(paths: list[str], limit: int | None, use_cache: bool = False) -> int | None:
     """The memory an analysis of these inputs must stay within when it cannot read them whole:
     `limit` (--memory-limit) or the memory available, if the estimate is above it; else None.
-    Standard input cannot be read twice, so it is always read whole."""
+    Standard input cannot be read twice, so it is always read whole. With `use_cache`, the
+    estimate of the files' size is kept in the cache directory."""
     try:
         sources = expand_inputs(paths)
     except DupfindError:
@@ -98,7 +100,10 @@ def window_budget(paths: list[str], limit: int | None) -> int | None:
             say("standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says.")
         return None
     budget = limit if limit is not None else memory_check.available_bytes()
-    if budget is None or needed_bytes(log_bytes(sources)) <= WHOLE_READ_SHARE * budget:
+    if budget is None:
+        return None
+    size = log_bytes(sources, memo=default_cache_dir() if use_cache else None)
+    if needed_bytes(size) <= WHOLE_READ_SHARE * budget:
         return None
     return budget
 

@@ -46,7 +46,7 @@ def cache_ref(
     files = TableCache(root, config.digest())
     keys = []
     for src in expand_inputs(paths):
-        key = files.key(src.file) if src.file is not None else None
+        key = files.key_of(src)
         if key is None:
             return None
         keys.append((src.path, key))

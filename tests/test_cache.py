@@ -14,6 +14,7 @@ from dupfind.cache import TableCache
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.schema import as_strings
+from dupfind.sources import expand_inputs
 from dupfind.textcodes import Texts
 
 from conftest import FIXTURES
@@ -142,6 +143,26 @@ def test_files_served_from_part_of_a_pack_keep_no_text_of_the_rest(logs, tmp_pat
     assert warm.rejects.sort("source", "line").equals(cold.rejects.sort("source", "line"))
 
 
+def test_a_file_written_between_its_key_and_its_read_is_not_stored(logs, tmp_path):
+    """A file is keyed as the command lists its inputs, before it is read. Written in between, it
+    is not stored under the key of what it was: put back as it was (bytes and mtime), it is parsed
+    again, not served the rows it had meanwhile."""
+    config = load_config(cwd=Path("/"))
+    cache = TableCache(tmp_path / "cache", config.digest())
+    victim = min(logs.glob("worker-*.log"))
+    original, stat = victim.read_bytes(), victim.stat()
+    keys = {src.path: cache.key_of(src) for src in expand_inputs([str(logs)])}
+    victim.write_bytes(original + original.splitlines(keepends=True)[-1])  # its last line again
+    ingest([str(logs)], config, cache=cache, file_keys=keys)
+    assert len(_pointers(tmp_path / "cache")) == len(keys) - 1
+    victim.write_bytes(original)
+    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == 1 and cache.hits == len(keys) - 1
+    cold = ingest([str(logs)], config)
+    assert as_strings(warm.table).equals(as_strings(cold.table)) and warm.totals() == cold.totals()
+
+
 def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatch):
     """The key names the file (its resolved path, size and mtime): through a linked directory, a
     link to it, a relative path or `..` after a link, the same key; another file, another key."""
@@ -160,6 +181,9 @@ def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatc
     assert key is not None and [cache.key(p) for p in same] == [key] * len(same)
     assert cache.key(tmp_path / "f.log") not in (None, key)
     assert cache.key(tmp_path / "missing.log") is None
+    assert cache.key(str(target)) == key and cache.key("real/f.log") == key  # a path as text
+    assert [cache.key_of(src) for src in expand_inputs([str(tmp_path / "alias")])] == [key, key]  # f.log, link.log
+    assert cache.key_of(expand_inputs(["-"])[0]) is None  # standard input has no key
     target.write_text("one, longer\n")
     assert cache.key(target) != key
 

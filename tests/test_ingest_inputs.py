@@ -12,7 +12,7 @@ import pytest
 from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
-from dupfind.sources import expand_inputs
+from dupfind.sources import expand_inputs, listings_kept
 from dupfind.schema import as_strings
 
 from conftest import FIXTURES
@@ -106,6 +106,25 @@ def test_directories_list_what_a_recursive_glob_lists(tmp_path, monkeypatch):
         )
         assert [s.path for s in expand_inputs([str(root)])] == [str(p) for p in reference]
     assert "to-file.log" in [s.path for s in expand_inputs(["."])]
+    # However the directory is spelled, its files are named as Path names them.
+    for raw in ("./a", "a/", "a//.", "./", f"{tmp_path}/", "a/../a"):
+        reference = sorted(p for p in Path(raw).rglob("*") if p.is_file() and ".h.log" not in p.name)
+        assert [s.path for s in expand_inputs([raw])] == [str(p) for p in reference if "/.d/" not in str(p)], raw
+
+
+def test_a_command_keeps_its_listing_unless_asked_afresh(tmp_path):
+    """Within listings_kept() (a command), the same paths give the same files, each examined once;
+    `fresh` (the check before storing a cache entry) and a listing outside it see the files now."""
+    (tmp_path / "a.log").write_text("x\n")
+    with listings_kept():
+        first = expand_inputs([str(tmp_path)])
+        (tmp_path / "b.log").write_text("x\n")
+        again = expand_inputs([str(tmp_path)])
+        assert again == first and again is not first
+        assert again[0].lstat() is first[0].lstat()
+        assert [Path(s.path).name for s in expand_inputs([str(tmp_path)], fresh=True)] == ["a.log", "b.log"]
+        assert len(expand_inputs([str(tmp_path / "a.log"), str(tmp_path)])) == 2  # other paths: listed now
+    assert [Path(s.path).name for s in expand_inputs([str(tmp_path)])] == ["a.log", "b.log"]
 
 
 def test_empty_input_is_an_error(tmp_path, config):

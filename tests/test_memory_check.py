@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import os
+import time
 from pathlib import Path
 
 import orjson
@@ -24,12 +26,70 @@ def test_log_bytes_counts_decompressed_text(tmp_path: Path) -> None:
     (tmp_path / "plain.log").write_bytes(text)
     (tmp_path / "packed.log.gz").write_bytes(gzip.compress(text))
     (tmp_path / "packed.log.bz2").write_bytes(bz2.compress(text))
-    sources = {s.file.name: s for s in expand_inputs([str(tmp_path)])}
+    sources = {Path(s.path).name: s for s in expand_inputs([str(tmp_path)])}
     assert log_bytes([sources["plain.log"]]) == len(text)
     assert log_bytes([sources["packed.log.gz"]]) == len(text)  # from the gzip trailer, not the packed size
     packed = (tmp_path / "packed.log.bz2").stat().st_size
     assert log_bytes([sources["packed.log.bz2"]]) == packed * memory_check.ASSUMED_RATIO
     assert log_bytes(expand_inputs(["-"])) == 0
+
+
+def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, monkeypatch) -> None:
+    """With the cache directory, a second estimate of the same unchanged files reads the kept one
+    and opens none of them; a changed file, a damaged entry or an unwritable directory mean an
+    estimate made afresh, never a wrong one."""
+    logs, memo = tmp_path / "logs", tmp_path / "cache"
+    logs.mkdir()
+    text = b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"q-1"}\n' * 500
+    (logs / "plain.log").write_bytes(text)
+    (logs / "packed.log").write_bytes(gzip.compress(text))  # no .gz: found by its magic bytes
+    total = log_bytes(expand_inputs([str(logs)]))
+    assert total == 2 * len(text)
+    assert log_bytes(expand_inputs([str(logs)]), memo=memo) == total
+    [kept] = memo.glob("??/*.logbytes")
+    real = memory_check._log_bytes
+
+    def forbidden(sources):
+        raise AssertionError("the files were opened again")
+
+    monkeypatch.setattr(memory_check, "_log_bytes", forbidden)
+    assert log_bytes(expand_inputs([str(logs)]), memo=memo) == total
+    with pytest.raises(AssertionError):  # other files (one of them): another entry
+        log_bytes(expand_inputs([str(logs / "plain.log")]), memo=memo)
+    monkeypatch.setattr(memory_check, "_log_bytes", real)
+
+    (logs / "packed.log").write_bytes(gzip.compress(text * 2))  # changed: another size and time
+    assert log_bytes(expand_inputs([str(logs)]), memo=memo) == 3 * len(text)
+    assert len(list(memo.glob("??/*.logbytes"))) == 2
+
+    current = Path(memory_check._memo_path(memo, memory_check._memo_key(expand_inputs([str(logs)]))))
+    good = current.read_bytes()
+    another = orjson.loads(kept.read_bytes())  # the first files' entry, valid where it is
+    for damage in (b"garbage", b"", b"[1]", orjson.dumps({**orjson.loads(good), "log_bytes": 7}), orjson.dumps(another)):
+        current.write_bytes(damage)
+        assert log_bytes(expand_inputs([str(logs)]), memo=memo) == 3 * len(text), damage
+        assert current.read_bytes() == good  # written anew
+
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory should be")
+    assert log_bytes(expand_inputs([str(logs)]), memo=blocked) == 3 * len(text)
+
+
+def test_a_kept_estimate_is_pruned_when_unused_for_a_month(tmp_path: Path) -> None:
+    """Kept among the per-file entries, it goes with them: a use refreshes it."""
+    from dupfind.result_cache import FILE_ENTRY_MAX_AGE_S, ResultCache
+
+    log_bytes(expand_inputs([str(LOGS)]), memo=tmp_path)
+    [kept] = tmp_path.glob("??/*.logbytes")
+    old = time.time() - FILE_ENTRY_MAX_AGE_S - 3600
+    os.utime(kept, (old, old))
+    log_bytes(expand_inputs([str(LOGS)]), memo=tmp_path)
+    ResultCache(tmp_path)._prune_file_entries()
+    assert kept.exists()
+    os.utime(kept, (old, old))
+    (tmp_path / ".pruned").unlink()  # pruned at most once a day
+    ResultCache(tmp_path)._prune_file_entries()
+    assert not kept.exists()
 
 
 def test_available_memory_is_capped_by_the_cgroup_limit_of_this_process(tmp_path: Path) -> None:

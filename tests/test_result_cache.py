@@ -503,6 +503,23 @@ def test_no_cache_writes_nothing(command, logs, cache_dir):
     assert not cache_dir.exists()
 
 
+def test_a_command_lists_its_inputs_once(logs, cache_dir, monkeypatch):
+    """Its memory estimate, cache keys and read share one listing of the inputs (and one stat of
+    each file); a first run lists them once more, as they are now, before storing the set. The
+    estimate is kept in the cache: a warm run opens no input."""
+    import dupfind.memory_check
+    import dupfind.sources
+
+    listed, real = [], dupfind.sources._expand
+    monkeypatch.setattr(dupfind.sources, "_expand", lambda paths: listed.append(paths) or real(paths))
+    monkeypatch.setattr(dupfind.memory_check, "available_bytes", lambda: 10**12)  # an estimate is made
+    cold = run("analyze", str(logs), "--format", "json")
+    assert len(listed) == 2 and len(list(cache_dir.glob("??/*.logbytes"))) == 1
+    listed.clear()
+    monkeypatch.setattr(dupfind.memory_check, "_log_bytes", lambda sources: pytest.fail("inputs opened for the estimate"))
+    assert run("analyze", str(logs), "--format", "json") == cold and len(listed) == 1
+
+
 def test_set_entries_are_pruned_to_the_most_recent(logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.result_cache, "KEEP_SETS", 2)
     for jobs in (21, 22, 23):

@@ -241,7 +241,7 @@ def analyze(
 
         for path in baseline:  # a bad baseline fails before the (long) analysis, not after
             load_fingerprints(path)
-    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
     protected = None
     if budget is None:
         report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,

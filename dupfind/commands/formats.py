@@ -36,7 +36,7 @@ def formats(
     and the event names that no vocabulary entry maps (so you know what to add)."""
     from dupfind.render.registry import FORMATS_RENDERERS, RenderOptions
 
-    budget, _ = window_options(paths, memory_limit, "1h", since, until)
+    budget, _ = window_options(paths, memory_limit, "1h", since, until, use_cache=not no_cache)
     if budget is None:
         result = load_paths(paths, config, rules, assume_tz, since, until, rejects, strict, use_cache=not no_cache)
     else:

@@ -83,7 +83,7 @@ def stats(
     if max_rows < 0:
         raise DupfindError("--max-rows must be 0 (every deployment) or more.")
     bucket_s = parse_duration(bucket, "--bucket") if bucket is not None else None
-    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
     if budget is None:
         report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
                                    until, rejects, strict, use_cache=not no_cache)

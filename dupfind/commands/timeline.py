@@ -366,7 +366,7 @@ def timeline(
     width_s = parse_duration(window, "--window")
     cfg = load_config(config, rules, assume_tz)
     around_ts = parse_time_bound(around, "--around", assume_tz=cfg.assume_tz) if around is not None else None
-    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
     if budget is not None and deploy is None and around_ts is None:  # too large: the deploys' views a few reads at a time
         bounds_at = [parse_time_bound(b, o, assume_tz=cfg.assume_tz) if b else None
                      for b, o in ((since, "--since"), (until, "--until"))]

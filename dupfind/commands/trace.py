@@ -125,7 +125,7 @@ def trace(
     if max_actions < 1 or max_records < 1:
         raise DupfindError("--max-actions and --max-records must be at least 1.")
     queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
-    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until)
+    budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
     kept = None
     if budget is not None:  # too large to read whole: read only around what is traced
         since, until, held, kept = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
