@@ -13,14 +13,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISLNK
 
 import orjson
 import polars as pl
 
 from dupfind import __version__
 from dupfind.ingest import FileReport
-from dupfind.sources import Source
+from dupfind.sources import Source, file_identity
 from dupfind.textcodes import CODE_TYPE
 
 CACHE_FORMAT = "3"
@@ -46,18 +45,6 @@ def _pointer(root: str, key: str) -> str:
     """A file key's pointer, `<root>/<key[:2]>/<key>.json` (text, not Path: a first run looks up and
     writes one for every file)."""
     return os.path.join(root, key[:2], f"{key}.json")
-
-
-def _dot_dot_inside(path: str) -> bool:
-    """Whether `..` follows a named part of the path: after a link it is not lexical (`../logs`,
-    from the working directory the kernel already resolved, is)."""
-    if ".." not in path:
-        return False
-    parts = Path(path).parts
-    start = 0
-    while start < len(parts) and parts[start] == "..":
-        start += 1
-    return ".." in parts[start:]
 
 
 @dataclass
@@ -99,36 +86,21 @@ class TableCache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, path: str | Path, lstat: os.stat_result | None = None) -> str | None:
-        """The file's key (None when it cannot be examined); `lstat`: its os.lstat already taken."""
-        path = os.fspath(path)
-        try:
-            stat = lstat if lstat is not None else os.lstat(path)
-            if S_ISLNK(stat.st_mode) or _dot_dot_inside(path):
-                stat, resolved = os.stat(path), str(Path(path).resolve())
-            else:
-                # Resolving the path is a system call a part of it: its directory's is resolved
-                # once (by its text: a command does not change its working directory).
-                directory, name = os.path.split(path)
-                real = self._real_dirs.get(directory)
-                if real is None:
-                    real = self._real_dirs[directory] = os.path.realpath(os.path.abspath(directory))
-                resolved = os.path.join(real, name)
-        except OSError:
-            return None
-        text = f"{CACHE_FORMAT}|{__version__}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{self.config_digest}"
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+    def key(self, path: str | Path) -> str | None:
+        """The file's key as it is now (None when it cannot be examined)."""
+        return self.key_for(file_identity(os.fspath(path), real_dirs=self._real_dirs))
 
     def key_of(self, source: Source) -> str | None:
         """The key of a listed file, from the stat its listing took (None: standard input, or a
         file that cannot be examined)."""
-        if source.file is None:
+        return self.key_for(source.identity())
+
+    def key_for(self, identity: str | None) -> str | None:
+        """The key of a file of this sources.file_identity (None for None)."""
+        if identity is None:
             return None
-        try:
-            lstat = source.lstat()
-        except OSError:
-            return None
-        return self.key(source.file, lstat)
+        text = f"{CACHE_FORMAT}|{__version__}|{identity}|{self.config_digest}"
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def _pack(self, name: str) -> Path:
         return self.root / PACKS / name

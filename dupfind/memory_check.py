@@ -8,7 +8,6 @@ import os
 import struct
 import zlib
 from pathlib import Path
-from stat import S_ISLNK
 
 import orjson
 
@@ -81,20 +80,15 @@ def _log_bytes(sources: list[Source]) -> int:
 
 
 def _memo_key(sources: list[Source]) -> str | None:
-    """What the estimate of these files depends on (None when a file cannot be examined): each
-    one's path, size and modification time, from the stat its listing took."""
+    """What the estimate of these files depends on: each one's sources.file_identity (its
+    resolved path, size and modification time), from the stat its listing took; None when a file
+    cannot be examined."""
     parts = [MEMO_FORMAT]
     for src in sources:
-        if src.file is None:
-            parts.append("-")
-            continue
-        try:
-            stat = src.lstat()
-            if S_ISLNK(stat.st_mode):
-                stat = os.stat(src.file)
-        except OSError:
+        identity = src.identity() if src.file is not None else "-"
+        if identity is None:
             return None
-        parts.append(f"{src.file}|{stat.st_size}|{stat.st_mtime_ns}")
+        parts.append(identity)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 

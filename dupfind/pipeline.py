@@ -168,25 +168,26 @@ def load_correlated(
     files = TableCache(root, digest)
     results = ResultCache(root)
 
-    listed: dict[str, str] = {}  # each file's key as the command began (a read needs them too)
+    listed: dict[str, str] = {}  # each file's identity as the command began (a read keys them)
 
     def set_key(remember: bool = False) -> str | None:
         if relative_bound(config, since) or relative_bound(config, until):
             return None  # `--since -2h` is another bound on every run: such a set is never read again
-        keys = []
+        identities = []
         for src in expand_inputs(paths, fresh=not remember):  # before storing: the files as they are now
-            key = files.key_of(src)
-            if key is None:
+            identity = src.identity()
+            if identity is None:
                 return None  # standard input, or a file that cannot be examined: no set entry
-            keys.append((src.path, key))
+            identities.append((src.path, identity))
         if remember:
-            listed.update(keys)
-        return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value)
+            listed.update(identities)
+        return results.set_key(identities, digest, since_ts, until_ts, max_jobs_per_value)
 
     key = set_key(remember=True)
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files, listed or None)
+        keys = {path: files.key_for(identity) for path, identity in listed.items()}
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files, keys or None)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred

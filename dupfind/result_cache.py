@@ -928,7 +928,7 @@ class ResultCache:
 
     def set_key(self, inputs: list[tuple[str, str]], config_digest: str, since, until,
                 max_jobs_per_value: int) -> str:
-        """The key of a set: `inputs` are (path as given, per-file cache key) in input order."""
+        """The key of a set: `inputs` are (path as given, sources.file_identity) in input order."""
         return _digest({
             "format": SET_FORMAT, "version": __version__, "code": code_fingerprint(), "config": config_digest,
             "inputs": inputs, "since": since.isoformat() if since else None,

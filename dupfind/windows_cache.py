@@ -39,19 +39,18 @@ def cache_ref(
 ) -> tuple[Any, str, str] | None:
     """Where the windowed analysis of these inputs is cached: (cache, entry key, analysis key);
     None where the inputs cannot be keyed (standard input, a file that cannot be examined)."""
-    from dupfind.cache import TableCache, default_cache_dir
+    from dupfind.cache import default_cache_dir
     from dupfind.result_cache import ResultCache
 
     root = default_cache_dir()
-    files = TableCache(root, config.digest())
-    keys = []
+    identities = []
     for src in expand_inputs(paths):
-        key = files.key_of(src)
-        if key is None:
+        identity = src.identity()
+        if identity is None:
             return None
-        keys.append((src.path, key))
+        identities.append((src.path, identity))
     digest = f"{config.digest()}/windows/{overlap.total_seconds()!r}"
-    entry = ResultCache(root).set_key(keys, digest, since, until, max_jobs_per_value)
+    entry = ResultCache(root).set_key(identities, digest, since, until, max_jobs_per_value)
     return ResultCache(root), entry, ResultCache.analysis_key(entry, rules, skew_s, timeouts, config.timeouts)
 
 
