@@ -43,11 +43,14 @@ def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, mo
     text = b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"q-1"}\n' * 500
     (logs / "plain.log").write_bytes(text)
     (logs / "packed.log").write_bytes(gzip.compress(text))  # no .gz: found by its magic bytes
+    monkeypatch.setattr(memory_check, "_totals", {})
     total = log_bytes(expand_inputs([str(logs)]))
     assert total == 2 * len(text)
+    memory_check._totals.clear()
     assert log_bytes(expand_inputs([str(logs)]), memo=memo) == total
     [kept] = memo.glob("??/*.logbytes")
     real = memory_check._log_bytes
+    memory_check._totals.clear()  # what this process knows: the kept entry is read
 
     def forbidden(sources):
         raise AssertionError("the files were opened again")
@@ -67,22 +70,26 @@ def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, mo
     another = orjson.loads(kept.read_bytes())  # the first files' entry, valid where it is
     for damage in (b"garbage", b"", b"[1]", orjson.dumps({**orjson.loads(good), "log_bytes": 7}), orjson.dumps(another)):
         current.write_bytes(damage)
+        memory_check._totals.clear()
         assert log_bytes(expand_inputs([str(logs)]), memo=memo) == 3 * len(text), damage
         assert current.read_bytes() == good  # written anew
 
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache directory should be")
+    memory_check._totals.clear()
     assert log_bytes(expand_inputs([str(logs)]), memo=blocked) == 3 * len(text)
 
 
-def test_a_kept_estimate_is_pruned_when_unused_for_a_month(tmp_path: Path) -> None:
+def test_a_kept_estimate_is_pruned_when_unused_for_a_month(tmp_path: Path, monkeypatch) -> None:
     """Kept among the per-file entries, it goes with them: a use refreshes it."""
     from dupfind.result_cache import FILE_ENTRY_MAX_AGE_S, ResultCache
 
+    monkeypatch.setattr(memory_check, "_totals", {})
     log_bytes(expand_inputs([str(LOGS)]), memo=tmp_path)
     [kept] = tmp_path.glob("??/*.logbytes")
     old = time.time() - FILE_ENTRY_MAX_AGE_S - 3600
     os.utime(kept, (old, old))
+    memory_check._totals.clear()
     log_bytes(expand_inputs([str(LOGS)]), memo=tmp_path)
     ResultCache(tmp_path)._prune_file_entries()
     assert kept.exists()

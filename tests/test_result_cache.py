@@ -506,18 +506,22 @@ def test_no_cache_writes_nothing(command, logs, cache_dir):
 def test_a_command_lists_its_inputs_once(logs, cache_dir, monkeypatch):
     """Its memory estimate, cache keys and read share one listing of the inputs (and one stat of
     each file); a first run lists them once more, as they are now, before storing the set. The
-    estimate is kept in the cache: a warm run opens no input."""
+    estimate is made once, and kept in the cache: a warm run opens no input."""
     import dupfind.memory_check
     import dupfind.sources
 
     listed, real = [], dupfind.sources._expand
     monkeypatch.setattr(dupfind.sources, "_expand", lambda paths: listed.append(paths) or real(paths))
     monkeypatch.setattr(dupfind.memory_check, "available_bytes", lambda: 10**12)  # an estimate is made
+    monkeypatch.setattr(dupfind.memory_check, "_totals", {})
+    estimated, estimate = [], dupfind.memory_check._log_bytes
+    monkeypatch.setattr(dupfind.memory_check, "_log_bytes", lambda sources: estimated.append(1) or estimate(sources))
     cold = run("analyze", str(logs), "--format", "json")
-    assert len(listed) == 2 and len(list(cache_dir.glob("??/*.logbytes"))) == 1
+    # Estimated once, for the choice of a whole read and the warning before it.
+    assert len(listed) == 2 and len(estimated) == 1 and len(list(cache_dir.glob("??/*.logbytes"))) == 1
     listed.clear()
-    monkeypatch.setattr(dupfind.memory_check, "_log_bytes", lambda sources: pytest.fail("inputs opened for the estimate"))
-    assert run("analyze", str(logs), "--format", "json") == cold and len(listed) == 1
+    dupfind.memory_check._totals.clear()  # as in a new process
+    assert run("analyze", str(logs), "--format", "json") == cold and len(listed) == 1 and len(estimated) == 1
 
 
 def test_set_entries_are_pruned_to_the_most_recent(logs, cache_dir, monkeypatch):
