@@ -13,18 +13,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
 
 from dupfind import __version__
 from dupfind.ingest import FileReport
-from dupfind.sources import Source, file_identity
+from dupfind.sources import file_identity
 from dupfind.textcodes import CODE_TYPE
 
-CACHE_FORMAT = "3"
+CACHE_FORMAT = "4"
 ENV_DIR = "DUPFIND_CACHE_DIR"
 PACKS = "packs"
+INDEXES = "dirs"
 _PACK_NAME = re.compile(r"[0-9a-f]{32}")
 
 
@@ -39,12 +41,6 @@ def default_cache_dir() -> Path:
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "dupfind" / "Cache"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
-
-
-def _pointer(root: str, key: str) -> str:
-    """A file key's pointer, `<root>/<key[:2]>/<key>.json` (text, not Path: a first run looks up and
-    writes one for every file)."""
-    return os.path.join(root, key[:2], f"{key}.json")
 
 
 @dataclass
@@ -69,15 +65,17 @@ class CachedFiles:
 
 
 class TableCache:
-    """Entries keyed by a file's absolute path, size and mtime, dupfind's version and the
-    effective configuration; anything unreadable is discarded and rebuilt, never trusted.
+    """Entries keyed by a file's identity (resolved path, size and mtime), dupfind's version and
+    the effective configuration; anything unreadable is discarded and rebuilt, never trusted.
 
     The files a run parsed are stored together, as one pack: `packs/<id>/table.arrow` (their
     rows as the assembled table holds them: ids and messages as codes into `texts.arrow`, the
-    sorted texts those rows use), `rejects.arrow`, and for each file a pointer
-    `<key[:2]>/<key>.json` (the pack, the path its rows carry there, its report). A first run at
-    5M lines wrote 4,155 entries of their own, each gathered, decoded to text and written, in
-    18.6 s: the pack is one write of the columns as they are."""
+    sorted texts those rows use), `rejects.arrow` and `reports.json` (each file's report). Each
+    directory of inputs has an index, `dirs/<id>.json`: for each file of it stored, its key, its
+    pack and the path its rows carry there. A first run at 5M lines wrote 4,155 entries of their own, each
+    gathered, decoded to text and written, in 18.6 s: the pack is one write of the columns as
+    they are. A pointer file per input then cost 1-3 s after the report for 20,000 small files:
+    an index is one read and one write for all the files of a directory."""
 
     def __init__(self, root: Path, config_digest: str) -> None:
         self.root = root
@@ -86,14 +84,13 @@ class TableCache:
         self.hits = 0
         self.misses = 0
 
+    def identity(self, path: str | Path) -> str | None:
+        """sources.file_identity of the file as it is now (None when it cannot be examined)."""
+        return file_identity(os.fspath(path), real_dirs=self._real_dirs)
+
     def key(self, path: str | Path) -> str | None:
         """The file's key as it is now (None when it cannot be examined)."""
-        return self.key_for(file_identity(os.fspath(path), real_dirs=self._real_dirs))
-
-    def key_of(self, source: Source) -> str | None:
-        """The key of a listed file, from the stat its listing took (None: standard input, or a
-        file that cannot be examined)."""
-        return self.key_for(source.identity())
+        return self.key_for(self.identity(path))
 
     def key_for(self, identity: str | None) -> str | None:
         """The key of a file of this sources.file_identity (None for None)."""
@@ -105,45 +102,88 @@ class TableCache:
     def _pack(self, name: str) -> Path:
         return self.root / PACKS / name
 
+    def _index(self, directory: str) -> str:
+        """The index of a (resolved) directory of inputs, for this configuration."""
+        text = f"{CACHE_FORMAT}|{__version__}|{directory}|{self.config_digest}"
+        return os.path.join(self.root, INDEXES, hashlib.sha256(text.encode()).hexdigest()[:32] + ".json")
+
+    @staticmethod
+    def _read_index(index: str, directory: str) -> dict[str, Any]:
+        """An index's entries by file name, each [key, pack, the path its rows carry there] ({}
+        when there is none); a damaged or foreign index is removed."""
+        try:
+            with open(index, "rb") as fh:
+                data = orjson.loads(fh.read())
+            if not (isinstance(data, dict) and data.get("dir") == directory and isinstance(data.get("files"), dict)):
+                raise ValueError("not the index of this directory")
+            return data["files"]
+        except OSError:
+            return {}  # none (or an unreadable cache directory)
+        except Exception:
+            with contextlib.suppress(OSError):
+                os.unlink(index)
+            return {}
+
     def load(self, wanted: list[tuple[str, str]], within: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None) -> CachedFiles:
-        """The cached files among `wanted` (path as given now, key), their rows filtered by
-        `within` as they are read; a damaged pointer or pack is removed, and its files count as
-        misses (they are parsed again)."""
+        """The cached files among `wanted` (path as given now, sources.file_identity), their rows
+        filtered by `within` as they are read; a damaged index or pack is removed, and its files
+        count as misses (they are parsed again)."""
         found = CachedFiles()
-        by_pack: dict[str, dict[str, tuple[str, FileReport, str]]] = {}  # pack -> stored path -> (path now, report, pointer)
-        root = str(self.root)
-        for path, key in wanted:
-            pointer = _pointer(root, key)
-            try:
-                with open(pointer, "rb") as fh:
-                    data = orjson.loads(fh.read())
-                pack, stored = data["pack"], data["source"]
-                if not (isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str)):
-                    raise ValueError("not a pointer to a pack")
-                report = FileReport.from_state(data["report"], path)
-            except OSError:
-                continue  # none (or an unreadable cache directory): parsed
-            except Exception:  # a corrupt or foreign pointer: drop it and parse the file again
-                with contextlib.suppress(OSError):
-                    os.unlink(pointer)
-                continue
-            by_pack.setdefault(pack, {})[stored] = (path, report, pointer)
-        for pack, files in by_pack.items():
-            part = self._read_pack(pack, files, within)
+        by_dir: dict[str, list[tuple[str, str, str | None]]] = {}  # directory -> (path now, name, key)
+        for path, identity in wanted:
+            directory, name = os.path.split(identity.rsplit("|", 2)[0])
+            by_dir.setdefault(directory, []).append((path, name, self.key_for(identity)))
+        by_pack: dict[str, dict[str, tuple[str, str]]] = {}  # pack -> stored path -> (path now, index)
+        for directory, files in by_dir.items():
+            index = self._index(directory)
+            entries = self._read_index(index, directory)
+            for path, name, key in files:
+                entry = entries.get(name)
+                if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == key):
+                    continue  # not stored, stored as the file was before, or damaged: parsed (and stored) again
+                _, pack, stored = entry
+                if isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str):
+                    by_pack.setdefault(pack, {})[stored] = (path, index)
+        used: set[str] = set()
+        for pack, wanted_here in by_pack.items():
+            files = self._reports(pack, wanted_here)
+            part = self._read_pack(pack, files, within) if files else None
             if part is None:
                 continue
             found.parts.append(part)
-            for path, report, pointer in files.values():
+            for path, report, index in files.values():
                 found.reports[path] = report
-                with contextlib.suppress(OSError):
-                    os.utime(pointer)  # recently used: kept by the result cache's pruning of old entries
+                used.add(index)
+        for index in used:
+            with contextlib.suppress(OSError):
+                os.utime(index)  # recently used: kept by the result cache's pruning of old entries
         self.hits += len(found.reports)
         self.misses += len(wanted) - len(found.reports)
         return found
 
+    def _reports(self, pack: str, files: dict[str, tuple[str, str]]) -> dict[str, tuple[str, FileReport, str]]:
+        """The reports of these files (stored path -> path now, index) in one pack: stored path ->
+        (path now, report, index); a file without a valid report is left out (parsed again), a
+        pack whose reports cannot be read is removed."""
+        try:
+            with open(self._pack(pack) / "reports.json", "rb") as fh:
+                states = orjson.loads(fh.read())
+            if not isinstance(states, dict):
+                raise ValueError("not the reports of a pack")
+        except FileNotFoundError:
+            return {}  # pruned meanwhile, or never there
+        except Exception:
+            shutil.rmtree(self._pack(pack), ignore_errors=True)
+            return {}
+        found: dict[str, tuple[str, FileReport, str]] = {}
+        for stored, (path, index) in files.items():
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                found[stored] = (path, FileReport.from_state(states.get(stored), path), index)
+        return found
+
     def _read_pack(self, pack: str, files: dict[str, tuple[str, FileReport, str]],
                    within: Callable[[pl.LazyFrame], pl.LazyFrame] | None) -> CachedPart | None:
-        """The rows and rejects of these files (stored path -> path now, report, pointer) in one pack,
+        """The rows and rejects of these files (stored path -> path now, report, index) in one pack,
         their paths as given now; files whose rows are not all there are left out of `files`."""
         where = self._pack(pack)
         try:
@@ -189,8 +229,9 @@ class TableCache:
         return CachedPart(rows, texts, moved(rejects), whole=rows.height == sum(counts.values()), left_out=held - rows.height)
 
     def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame) -> None:
-        """One pack of these files' rows (coded columns as codes into `texts`, which holds exactly
-        the texts they use), rejects and reports, then each file's pointer to it."""
+        """One pack of these files' rows (`reports` by sources.file_identity; coded columns as codes
+        into `texts`, which holds exactly the texts they use), rejects and reports, then each
+        file's entry in the index of its directory."""
         name = uuid.uuid4().hex
         staging: Path | None = None
         try:
@@ -200,23 +241,43 @@ class TableCache:
             table.write_ipc(staging / "table.arrow", compression="lz4")
             texts.rename("text").to_frame().write_ipc(staging / "texts.arrow", compression="lz4")
             rejects.write_ipc(staging / "rejects.arrow", compression="lz4")
+            (staging / "reports.json").write_bytes(orjson.dumps({r.path: r.to_state() for r in reports.values()}))
             os.replace(staging, packs / name)
             staging = None
-            # A pointer a file (20,000 files: 1.9 s through Path objects and a mkdir each).
-            root, shards = str(self.root), set()
-            for key, report in reports.items():
-                pointer = _pointer(root, key)
-                shard = os.path.dirname(pointer)
-                if shard not in shards:
-                    os.makedirs(shard, exist_ok=True)
-                    shards.add(shard)
-                body = orjson.dumps({"pack": name, "source": report.path, "report": report.to_state()})
-                temporary = os.path.join(shard, f".tmp-{name}-{key}.json")
-                with open(temporary, "wb") as out:
-                    out.write(body)
-                os.replace(temporary, pointer)
+            by_dir: dict[str, dict[str, list[str]]] = {}
+            for identity, report in reports.items():
+                directory, file_name = os.path.split(identity.rsplit("|", 2)[0])
+                by_dir.setdefault(directory, {})[file_name] = [self.key_for(identity), name, report.path]
+            os.makedirs(os.path.join(self.root, INDEXES), exist_ok=True)
+            for directory, entries in by_dir.items():
+                self._merge_index(directory, entries)
         except OSError:
             pass  # a read-only or full cache directory must never break an analysis
         finally:
             if staging is not None:  # not stored (an error, or Ctrl-C): nothing half-written is left
                 shutil.rmtree(staging, ignore_errors=True)
+
+    def _merge_index(self, directory: str, entries: dict[str, list[str]]) -> None:
+        """Write these entries into the directory's index, keeping those of its other files that
+        still exist and whose pack is still there. Two runs storing into one index at once: the
+        last write wins, and the files of the other are parsed again next time."""
+        index = self._index(directory)
+        kept: dict[str, Any] = {}
+        packs: dict[str, bool] = {}
+        for file_name, entry in self._read_index(index, directory).items():
+            if file_name in entries or not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str)):
+                continue
+            pack = entry[1]
+            if pack not in packs:
+                packs[pack] = bool(_PACK_NAME.fullmatch(pack)) and self._pack(pack).is_dir()
+            if packs[pack] and os.path.exists(os.path.join(directory, file_name)):
+                kept[file_name] = entry
+        kept.update(entries)
+        temporary = f"{index}.tmp-{uuid.uuid4().hex}"
+        try:
+            with open(temporary, "wb") as out:
+                out.write(orjson.dumps({"dir": directory, "files": kept}))
+            os.replace(temporary, index)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)

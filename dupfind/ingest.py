@@ -1200,7 +1200,7 @@ def ingest(
     keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     spill: Callable[[pl.DataFrame], None] | None = None,
     block_bytes: int | None = None,
-    file_keys: dict[str, str] | None = None,
+    file_identities: dict[str, str] | None = None,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
@@ -1212,7 +1212,8 @@ def ingest(
     or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
     `block_bytes`: lines are parsed this many bytes at a time (default: 16 MB chunks of a file,
     batches of BATCH_BYTES; smaller blocks hold less memory in flight, for more time).
-    `file_keys`: the cache keys of the files (path -> key) when the caller has them already.
+    `file_identities`: the files' sources.file_identity (path -> identity), their cache keys, when
+    the caller has them already.
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
@@ -1226,15 +1227,15 @@ def ingest(
     cached_tables: list[HeldBatch] = []
     cache_filtered = 0
     coded = coded_columns(config.business_keys)
-    to_store: dict[str, str] = {}  # source path -> cache key, for files parsed in this run
+    to_store: dict[str, str] = {}  # source path -> identity, for files parsed in this run
     try:
-        keys = {} if cache is None else {
-            src.path: file_keys[src.path] if file_keys and src.path in file_keys else cache.key_of(src)
+        identities = {} if cache is None else {
+            src.path: file_identities[src.path] if file_identities and src.path in file_identities else src.identity()
             for src in sources if src.file is not None
         }
         cached_reports: dict[str, FileReport] = {}
         if cache is not None:
-            cached = cache.load([(path, key) for path, key in keys.items() if key is not None],
+            cached = cache.load([(path, identity) for path, identity in identities.items() if identity is not None],
                                 lambda rows: _within(rows, since, until))
             cached_reports = cached.reports
             while cached.parts:  # each pack's rows released once held
@@ -1245,7 +1246,7 @@ def ingest(
                 parse_rejects.append(part.rejects)
                 del part
         for src in sources:
-            key = keys.get(src.path)
+            identity = identities.get(src.path)
             if src.path in cached_reports:
                 reports[src.path] = cached_reports[src.path]
                 if progress and src.file is not None:
@@ -1253,8 +1254,8 @@ def ingest(
                 continue
             reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
             reads.append(ingestor.read(src, reports[src.path]))
-            if key is not None and since is None and until is None:  # rows of a window are not the file's
-                to_store[src.path] = key
+            if identity is not None and since is None and until is None:  # rows of a window are not the file's
+                to_store[src.path] = identity
         ingestor.flush()
     finally:
         normalising.close()
@@ -1380,18 +1381,18 @@ def _gathered(pieces: list[pl.Series], order: pl.Series, name: str) -> pl.Series
 
 
 def _store_in_cache(
-    cache, keys: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
+    cache, identities: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
     rejects: pl.DataFrame, schema: dict[str, pl.DataType],
 ) -> None:
-    """Store the freshly parsed files (`keys`: path -> cache key) as one pack: their rows as the
+    """Store the freshly parsed files (`identities`: path -> sources.file_identity) as one pack: their rows as the
     assembled table holds them (ids and messages as codes, with the texts those rows use), their
     rejects and reports."""
     if background.stopping():
         return  # interrupted: these files are parsed again next time
     try:
-        # A key is taken as the command lists its inputs, before the read: a file written since
-        # then is not stored under the key of what it was (it is parsed again next time).
-        fresh = [path for path, key in keys.items() if cache.key(path) == key]
+        # An identity is taken as the command lists its inputs, before the read: a file written
+        # since then is not stored under what it was (it is parsed again next time).
+        fresh = [path for path, identity in identities.items() if cache.identity(path) == identity]
         if not fresh:
             return
         every = set(table["source"].unique().cast(pl.String).to_list()) <= set(fresh)
@@ -1401,7 +1402,7 @@ def _store_in_cache(
             rows = rows.filter(pl.col("source").cast(pl.String).is_in(fresh))
             rows, dictionary = Texts.compacted(rows, dictionary, texts.columns)
         stored_rejects = rejects.filter(pl.col("source").is_in(fresh)) if rejects.height else rejects
-        cache.store({keys[path]: reports[path] for path in fresh}, rows, dictionary, stored_rejects)
+        cache.store({identities[path]: reports[path] for path in fresh}, rows, dictionary, stored_rejects)
     except KeyboardInterrupt:
         background.stop()  # polars raises Ctrl-C in whichever thread is in it
         if threading.current_thread() is threading.main_thread():

@@ -89,13 +89,13 @@ def _warn_if_too_large(paths: list[str]) -> None:
 
 
 def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache,
-            file_keys: dict[str, str] | None = None) -> IngestResult:
+            file_identities: dict[str, str] | None = None) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
     # Files are stored in the cache after the command's output when the command line does its
     # cache writes then (dupfind.background); API callers find them stored when this returns.
     return ingest_with_progress(paths, config, since_ts, until_ts, stderr, cache=cache,
-                                store_later=background.deferring(), file_keys=file_keys)
+                                store_later=background.deferring(), file_identities=file_identities)
 
 
 def ingest_with_progress(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None,
@@ -186,8 +186,7 @@ def load_correlated(
     key = set_key(remember=True)
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        keys = {path: files.key_for(identity) for path, identity in listed.items()}
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files, keys or None)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files, listed or None)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred

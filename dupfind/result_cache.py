@@ -1,7 +1,7 @@
 """Whole-input result cache: a second command over the same unchanged files skips ingestion,
 correlation and (for the same rules and options) the detectors.
 
-Layout under the cache directory (beside the per-file pointers and packs of cache.TableCache):
+Layout under the cache directory (beside the packs and directory indexes of cache.TableCache):
 
     sets/<set key>/meta.json            format, key, correlation warnings, and for each frame
                                         its rows, bytes, CRC-32 and schema
@@ -49,7 +49,7 @@ trace reads a few columns and the parts that hold its records.
 
 Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
 mtime); per set, the KEEP_ANALYSES most recent analyses, documents and outputs within
-ANALYSES_MAX_BYTES; per-file pointers and packs unused for FILE_ENTRY_MAX_AGE_S are removed (checked at most
+ANALYSES_MAX_BYTES; packs, directory indexes and size estimates unused for FILE_ENTRY_MAX_AGE_S are removed (checked at most
 once a day).
 """
 
@@ -74,7 +74,7 @@ import orjson
 import polars as pl
 
 from dupfind import __version__, background
-from dupfind.cache import PACKS
+from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
 from dupfind.ingest import FileReport, IngestResult
@@ -1300,8 +1300,10 @@ class ResultCache:
         self._prune_file_entries()
 
     def _prune_file_entries(self) -> None:
-        """Per-file pointers and packs (cache.TableCache) not used for FILE_ENTRY_MAX_AGE_S; at
-        most once a day. A pointer whose pack is gone is a miss, and is written again."""
+        """Packs and directory indexes (cache.TableCache) and kept size estimates (memory_check)
+        not used for FILE_ENTRY_MAX_AGE_S; at most once a day. An index entry whose pack is gone is
+        a miss, and is written again. (Per-file pointers of earlier versions, in the two-letter
+        shards, go the same way.)"""
         stamp = self.root / ".pruned"
         try:
             now = time.time()
@@ -1309,7 +1311,7 @@ class ResultCache:
                 return
             stamp.touch()
             for shard in self.root.iterdir():
-                if not (len(shard.name) == 2 or shard.name == PACKS) or not shard.is_dir():
+                if not (len(shard.name) == 2 or shard.name in (PACKS, INDEXES)) or not shard.is_dir():
                     continue
                 for entry in shard.iterdir():
                     if now - entry.stat().st_mtime > FILE_ENTRY_MAX_AGE_S:

@@ -29,9 +29,22 @@ def logs(tmp_path):
     return target
 
 
-def _pointers(cache_dir: Path) -> list[Path]:
-    """Each stored file's pointer to the pack that holds its rows."""
-    return sorted(cache_dir.glob("??/*.json"))
+def _indexes(cache_dir: Path) -> list[Path]:
+    """The index of each directory of inputs: which pack holds each stored file's rows."""
+    return sorted(p for p in cache_dir.glob("dirs/*.json"))
+
+
+def _stored(cache_dir: Path) -> dict[str, dict]:
+    """Each stored file's entry in its directory's index, by file name."""
+    return {name: entry for index in _indexes(cache_dir) for name, entry in orjson.loads(index.read_bytes())["files"].items()}
+
+
+def _rewrite_entries(cache_dir: Path, change) -> None:
+    """Each index with its entries (by file name) as `change(entries)` leaves them."""
+    for index in _indexes(cache_dir):
+        data = orjson.loads(index.read_bytes())
+        change(data["files"])
+        index.write_bytes(orjson.dumps(data))
 
 
 def _packs(cache_dir: Path) -> list[Path]:
@@ -96,7 +109,7 @@ def test_files_are_stored_after_the_output_and_the_other_cache_writes(logs, tmp_
 
     cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: order.append("files"), meanwhile)
     assert order == ["set", "files"]  # every file parsed, in one pack
-    assert len(_packs(tmp_path / "cache")) == 1 and len(_pointers(tmp_path / "cache")) == len(cold.files)
+    assert len(_packs(tmp_path / "cache")) == 1 and len(_stored(tmp_path / "cache")) == len(cold.files)
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.hits == len(cold.files) and cache.misses == 0
     assert as_strings(warm.table).equals(as_strings(cold.table))  # each table has its own pool of labels
@@ -143,6 +156,52 @@ def test_files_served_from_part_of_a_pack_keep_no_text_of_the_rest(logs, tmp_pat
     assert warm.rejects.sort("source", "line").equals(cold.rejects.sort("source", "line"))
 
 
+def test_a_directory_index_gathers_the_files_of_several_runs(logs, tmp_path):
+    """Files of one directory parsed by different runs share its index: each store merges its
+    entries with those still valid, and drops those of files that are gone; another directory
+    has an index of its own."""
+    config = load_config(cwd=Path("/"))
+    root = tmp_path / "cache"
+    names = sorted(p.name for p in logs.iterdir())
+    some = [str(logs / name) for name in names[:2]]
+    ingest(some, config, cache=TableCache(root, config.digest()))
+    assert sorted(_stored(root)) == names[:2]
+    whole, cache = _run(logs, root)
+    assert cache.hits == 2 and cache.misses == len(names) - 2
+    assert sorted(_stored(root)) == names and len(_indexes(root)) == 1 and len(_packs(root)) == 2
+    _, cache = _run(logs, root)
+    assert cache.hits == len(names)
+
+    (logs / names[0]).unlink()
+    extra = logs / "zz-extra.log"
+    extra.write_bytes((logs / names[1]).read_bytes())
+    _, cache = _run(logs, root)
+    assert cache.misses == 1 and sorted(_stored(root)) == sorted([*names[1:], extra.name])
+
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(logs / names[1], other / names[1])
+    _, cache = _run(other, root)
+    assert cache.misses == 1 and len(_indexes(root)) == 2
+
+
+def test_two_runs_storing_into_one_index_at_once_lose_entries_never_rows(logs, tmp_path, monkeypatch):
+    """Each run reads the index, adds its entries and replaces it whole: of two runs that read it
+    before either wrote, the last write wins. The other's files are then parsed again, never
+    served wrong rows."""
+    config = load_config(cwd=Path("/"))
+    root = tmp_path / "cache"
+    names = sorted(p.name for p in logs.iterdir())
+    ingest([str(logs / names[0])], config, cache=TableCache(root, config.digest()))
+    monkeypatch.setattr(TableCache, "_read_index", staticmethod(lambda index, directory: {}))  # read before
+    ingest([str(logs / names[1])], config, cache=TableCache(root, config.digest()))
+    monkeypatch.undo()
+    assert sorted(_stored(root)) == [names[1]]
+    warm, cache = _run(logs, root)
+    assert cache.hits == 1 and cache.misses == len(names) - 1
+    assert as_strings(warm.table).equals(as_strings(ingest([str(logs)], config).table))
+
+
 def test_a_file_written_between_its_key_and_its_read_is_not_stored(logs, tmp_path):
     """A file is keyed as the command lists its inputs, before it is read. Written in between, it
     is not stored under the key of what it was: put back as it was (bytes and mtime), it is parsed
@@ -151,10 +210,10 @@ def test_a_file_written_between_its_key_and_its_read_is_not_stored(logs, tmp_pat
     cache = TableCache(tmp_path / "cache", config.digest())
     victim = min(logs.glob("worker-*.log"))
     original, stat = victim.read_bytes(), victim.stat()
-    keys = {src.path: cache.key_of(src) for src in expand_inputs([str(logs)])}
+    keys = {src.path: src.identity() for src in expand_inputs([str(logs)])}
     victim.write_bytes(original + original.splitlines(keepends=True)[-1])  # its last line again
-    ingest([str(logs)], config, cache=cache, file_keys=keys)
-    assert len(_pointers(tmp_path / "cache")) == len(keys) - 1
+    ingest([str(logs)], config, cache=cache, file_identities=keys)
+    assert len(_stored(tmp_path / "cache")) == len(keys) - 1 and victim.name not in _stored(tmp_path / "cache")
     victim.write_bytes(original)
     os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     warm, cache = _run(logs, tmp_path / "cache")
@@ -182,8 +241,9 @@ def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatc
     assert cache.key(tmp_path / "f.log") not in (None, key)
     assert cache.key(tmp_path / "missing.log") is None
     assert cache.key(str(target)) == key and cache.key("real/f.log") == key  # a path as text
-    assert [cache.key_of(src) for src in expand_inputs([str(tmp_path / "alias")])] == [key, key]  # f.log, link.log
-    assert cache.key_of(expand_inputs(["-"])[0]) is None  # standard input has no key
+    listed = expand_inputs([str(tmp_path / "alias")])  # f.log, link.log
+    assert [cache.key_for(src.identity()) for src in listed] == [key, key]
+    assert expand_inputs(["-"])[0].identity() is None and cache.key_for(None) is None  # standard input has no key
     target.write_text("one, longer\n")
     assert cache.key(target) != key
 
@@ -216,28 +276,45 @@ def test_config_change_invalidates(logs, tmp_path):
 
 def test_corrupt_entries_are_ignored_and_rebuilt(logs, tmp_path):
     cold, _ = _run(logs, tmp_path / "cache")
-    pointers = _pointers(tmp_path / "cache")
-    assert len(pointers) == len(cold.files) >= 4 and len(_packs(tmp_path / "cache")) == 1
-    pointers[0].write_bytes(b"{")
-    elsewhere = orjson.loads(pointers[1].read_bytes()) | {"pack": "0" * 32}  # a pack that is not there
-    pointers[1].write_bytes(orjson.dumps(elsewhere))
-    more = orjson.loads(pointers[2].read_bytes())
-    more["report"]["records"] += 1  # the pack holds fewer of its rows than its report says
-    pointers[2].write_bytes(orjson.dumps(more))
+    stored = _stored(tmp_path / "cache")
+    names = sorted(stored)
+    assert len(names) == len(cold.files) >= 4 and len(_packs(tmp_path / "cache")) == 1 and len(_indexes(tmp_path / "cache")) == 1
+
+    def damage(entries: dict) -> None:
+        entries[names[0]] = "{"
+        entries[names[1]][1] = "0" * 32  # a pack that is not there
+
+    _rewrite_entries(tmp_path / "cache", damage)
+    reports_file = _packs(tmp_path / "cache")[0] / "reports.json"
+    reports = orjson.loads(reports_file.read_bytes())
+    reports[stored[names[2]][2]]["records"] += 1  # the pack holds fewer of its rows than its report says
+    reports_file.write_bytes(orjson.dumps(reports))
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.misses == 3 and cache.hits == len(cold.files) - 3
     assert as_strings(warm.table).equals(as_strings(cold.table))  # each table has its own pool of labels
     _, cache = _run(logs, tmp_path / "cache")
     assert cache.misses == 0 and len(_packs(tmp_path / "cache")) == 2  # the three, stored again
 
-    for damage in ("not arrow at all", "texts of another pack"):
-        first = tmp_path / "cache" / "packs" / orjson.loads(pointers[3].read_bytes())["pack"]  # not the three's
+    _indexes(tmp_path / "cache")[0].write_bytes(b'{"dir": "/elsewhere", "files": {}}')  # another directory's
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == len(cold.files) and as_strings(warm.table).equals(as_strings(cold.table))
+    _indexes(tmp_path / "cache")[0].write_bytes(b"garbage")
+    warm, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == len(cold.files)
+    _, cache = _run(logs, tmp_path / "cache")
+    assert cache.misses == 0 and len(_stored(tmp_path / "cache")) == len(cold.files)
+
+    for damage in ("not arrow at all", "texts of another pack", "reports not JSON"):
+        first = tmp_path / "cache" / "packs" / _stored(tmp_path / "cache")[names[0]][1]
+        held = sum(entry[1] == first.name for entry in _stored(tmp_path / "cache").values())
         if damage == "not arrow at all":
             (first / "table.arrow").write_bytes(b"not arrow at all")
-        else:  # fewer texts than the rows' codes need
+        elif damage == "texts of another pack":  # fewer texts than the rows' codes need
             pl.DataFrame({"text": ["a"]}).write_ipc(first / "texts.arrow")
+        else:
+            (first / "reports.json").write_bytes(b"{not json")
         warm, cache = _run(logs, tmp_path / "cache")
-        assert cache.misses == len(cold.files) - 3 and not first.exists(), damage
+        assert held and cache.misses == held and not first.exists(), damage
         assert as_strings(warm.table).equals(as_strings(cold.table))
         _, cache = _run(logs, tmp_path / "cache")
         assert cache.misses == 0
@@ -254,7 +331,7 @@ def test_cli_uses_the_cache_dir_and_no_cache(cli, tmp_path, logs):
     env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
     first = cli("analyze", str(logs), "--format", "json", env=env)
     assert first.returncode == 0
-    assert any((tmp_path / "cli-cache").glob("packs/*/table.arrow")) and _pointers(tmp_path / "cli-cache")
+    assert any((tmp_path / "cli-cache").glob("packs/*/table.arrow")) and _indexes(tmp_path / "cli-cache")
     second = cli("analyze", str(logs), "--format", "json", env=env)
     assert orjson.loads(second.stdout) == orjson.loads(first.stdout)
     uncached = cli("analyze", str(logs), "--format", "json", "--no-cache", env={"DUPFIND_CACHE_DIR": str(tmp_path / "other")})
@@ -303,7 +380,7 @@ def test_a_stopped_store_writes_nothing_and_the_files_are_parsed_again(logs, tmp
 
     cold = _ingest_storing_later(logs, tmp_path, monkeypatch, lambda: None, dupfind.background.stop)
     dupfind.background.wait()
-    assert not _pointers(tmp_path / "cache") and not (tmp_path / "cache" / "packs").exists()
+    assert not _indexes(tmp_path / "cache") and not (tmp_path / "cache" / "packs").exists()
     assert not dupfind.background.stopping()  # a later command's stores run again
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.hits == 0 and cache.misses == len(cold.files)
@@ -351,7 +428,7 @@ def test_ctrl_c_in_the_files_store_stops_the_writes_and_reaches_the_command(logs
         raise KeyboardInterrupt
 
     monkeypatch.setattr(TableCache, "store", interrupted)
-    keys = {f.path: cache.key(Path(f.path)) for f in result.files}
+    keys = {f.path: cache.identity(f.path) for f in result.files}
     args = (cache, keys, {f.path: f for f in result.files}, result.table, result.texts, result.rejects,
             dict(result.table.schema))
     raised = []
@@ -374,8 +451,8 @@ def test_ctrl_c_in_the_files_store_stops_the_writes_and_reaches_the_command(logs
         background.wait()  # clears the stop
 
 
-def test_pointers_and_packs_unused_for_a_month_are_pruned(logs, tmp_path):
-    """The result cache's daily pruning removes pointers and packs no run used for
+def test_indexes_and_packs_unused_for_a_month_are_pruned(logs, tmp_path):
+    """The result cache's daily pruning removes directory indexes and packs no run used for
     FILE_ENTRY_MAX_AGE_S; a run that uses them keeps them (it touches both)."""
     import time
 
@@ -383,17 +460,17 @@ def test_pointers_and_packs_unused_for_a_month_are_pruned(logs, tmp_path):
 
     cold, _ = _run(logs, tmp_path / "cache")
     old = time.time() - FILE_ENTRY_MAX_AGE_S - 3600
-    for entry in [*_pointers(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
+    for entry in [*_indexes(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
         os.utime(entry, (old, old))
     _, cache = _run(logs, tmp_path / "cache")  # used again: recent
     assert cache.hits == len(cold.files)
     ResultCache(tmp_path / "cache")._prune_file_entries()
-    assert len(_pointers(tmp_path / "cache")) == len(cold.files) and len(_packs(tmp_path / "cache")) == 1
+    assert len(_stored(tmp_path / "cache")) == len(cold.files) and len(_packs(tmp_path / "cache")) == 1
 
-    for entry in [*_pointers(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
+    for entry in [*_indexes(tmp_path / "cache"), *_packs(tmp_path / "cache")]:
         os.utime(entry, (old, old))
     (tmp_path / "cache" / ".pruned").unlink()  # pruned at most once a day
     ResultCache(tmp_path / "cache")._prune_file_entries()
-    assert not _pointers(tmp_path / "cache") and not _packs(tmp_path / "cache")
+    assert not _indexes(tmp_path / "cache") and not _packs(tmp_path / "cache")
     _, cache = _run(logs, tmp_path / "cache")
     assert cache.misses == len(cold.files)
