@@ -119,7 +119,7 @@ class TableCache:
             return data["files"]
         except OSError:
             return {}  # none (or an unreadable cache directory)
-        except Exception:
+        except ValueError:  # orjson's errors are ValueErrors too
             with contextlib.suppress(OSError):
                 os.unlink(index)
             return {}
@@ -169,10 +169,10 @@ class TableCache:
             with open(self._pack(pack) / "reports.json", "rb") as fh:
                 states = orjson.loads(fh.read())
             if not isinstance(states, dict):
-                raise ValueError("not the reports of a pack")
-        except FileNotFoundError:
-            return {}  # pruned meanwhile, or never there
-        except Exception:
+                raise ValueError("not the reports of a pack")  # noqa: TRY004 (data, not a caller's type)
+        except OSError:
+            return {}  # pruned meanwhile, never there, or unreadable
+        except ValueError:
             shutil.rmtree(self._pack(pack), ignore_errors=True)
             return {}
         found: dict[str, tuple[str, FileReport, str]] = {}

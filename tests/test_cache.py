@@ -166,7 +166,7 @@ def test_a_directory_index_gathers_the_files_of_several_runs(logs, tmp_path):
     some = [str(logs / name) for name in names[:2]]
     ingest(some, config, cache=TableCache(root, config.digest()))
     assert sorted(_stored(root)) == names[:2]
-    whole, cache = _run(logs, root)
+    _, cache = _run(logs, root)
     assert cache.hits == 2 and cache.misses == len(names) - 2
     assert sorted(_stored(root)) == names and len(_indexes(root)) == 1 and len(_packs(root)) == 2
     _, cache = _run(logs, root)
