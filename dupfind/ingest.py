@@ -108,6 +108,12 @@ class FileReport:
             self.examples[reason] = first
 
     def add_fields(self, fields: dict[str, list[str]]) -> None:
+        """Add the raw field paths a batch used (column -> paths, each path once), taking `fields`
+        over when this report has none yet (most files are in one batch: 20,000 small files spent
+        0.2 s copying them)."""
+        if not self.fields:
+            self.fields = fields
+            return
         for column, paths in fields.items():
             known = self.fields.setdefault(column, [])
             known.extend(p for p in paths if p not in known)
@@ -1178,14 +1184,17 @@ def _finalize_reports(reports: dict[str, FileReport], spans: list[pl.DataFrame],
         reports[source].first_ts, reports[source].last_ts = first, last
     other = pl.concat(unmapped, how="vertical")
     if other.height:
-        counts = (
+        per_source = (
             other.group_by("source", "name").agg(pl.col("len").sum())
             .sort(["source", "len", "name"], descending=[False, True, False])
+            .group_by("source", maintain_order=True)
+            .agg(pl.len().alias("distinct"), pl.col("name").head(UNMAPPED_LIMIT), pl.col("len").head(UNMAPPED_LIMIT))
         )
-        for (source,), group in counts.group_by("source", maintain_order=True):
+        # One pass: a frame per file cost 50 us each (1 s for 20,000 small files).
+        for source, distinct, names, lens in per_source.iter_rows():
             report = reports[source]
-            report.unmapped_distinct = group.height
-            report.unmapped_events = dict(group.head(UNMAPPED_LIMIT).select("name", "len").rows())
+            report.unmapped_distinct = distinct
+            report.unmapped_events = dict(zip(names, lens, strict=True))
 
 
 def ingest(
