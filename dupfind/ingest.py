@@ -1393,9 +1393,9 @@ def _store_in_cache(
     cache, identities: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
     rejects: pl.DataFrame, schema: dict[str, pl.DataType],
 ) -> None:
-    """Store the freshly parsed files (`identities`: path -> sources.file_identity) as one pack: their rows as the
-    assembled table holds them (ids and messages as codes, with the texts those rows use), their
-    rejects and reports."""
+    """Store the freshly parsed files (`identities`: path -> sources.file_identity) as one pack:
+    their rows as the assembled table holds them (ids and messages as codes, with the texts those
+    rows use), their rejects and reports."""
     if background.stopping():
         return  # interrupted: these files are parsed again next time
     try:
