@@ -108,15 +108,20 @@ class FileReport:
             self.examples[reason] = first
 
     def add_fields(self, fields: dict[str, list[str]]) -> None:
-        """Add the raw field paths a batch used (column -> paths, each path once), taking `fields`
-        over when this report has none yet (most files are in one batch: 20,000 small files spent
-        0.2 s copying them)."""
+        """Add the raw field paths a batch used (column -> paths, each path once). `fields` is
+        taken as it is when this report has none yet (most files are in one batch), and may be
+        shared with other reports (files of a batch with the same fields present): it is never
+        changed in place, a merge makes new ones (20,000 small files spent 0.3 s copying them)."""
         if not self.fields:
             self.fields = fields
             return
+        merged = dict(self.fields)
         for column, paths in fields.items():
-            known = self.fields.setdefault(column, [])
-            known.extend(p for p in paths if p not in known)
+            known = merged.get(column, [])
+            new = [p for p in paths if p not in known]
+            if new or column not in merged:
+                merged[column] = [*known, *dict.fromkeys(new)]
+        self.fields = merged
 
     def to_state(self) -> dict[str, Any]:
         """The report as JSON data for the caches: orjson writes its dicts and lists as they are,

@@ -241,12 +241,22 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
                 ).alias(name)
             flag_names.append((column, path, name))
     if counts:
-        names = list(counts)
-        for row in values.group_by(SOURCE).agg(counts.values()).iter_rows():
-            source, hits = row[0], dict(zip(names, row[1:]))
-            for column, path, name in flag_names:
-                if hits[name]:
-                    fields.setdefault(source, {}).setdefault(column, []).append(path)
+        position = {name: i for i, name in enumerate(counts)}
+        hit = [(column, path, position[name]) for column, path, name in flag_names]
+        # Files with the same fields present share them (a batch of 20,000 small files spent 0.3 s
+        # here a file at a time): FileReport.add_fields never changes them in place.
+        shared: dict[tuple[bool, ...], dict[str, list[str]]] = {}
+        flags = values.group_by(SOURCE).agg(expr > 0 for expr in counts.values())
+        for row in flags.iter_rows():
+            source, present = row[0], row[1:]
+            found = shared.get(present)
+            if found is None:
+                found = shared[present] = {}
+                for column, path, i in hit:
+                    if present[i]:
+                        found.setdefault(column, []).append(path)
+            if found:
+                fields[source] = found
 
     extras = {
         "__lead": raw[LEADING_TS] if LEADING_TS in raw.columns else pl.Series("__lead", [None] * raw.height, dtype=pl.String),
@@ -284,8 +294,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         )
         used = pl.concat([frame.select("__source"), chosen.select("__env_time")], how="horizontal")
         for source, hit in used.group_by("__source").agg(pl.col("__env_time").any()).rows():
-            if hit:
-                fields.setdefault(source, {}).setdefault("ts", []).append(ENVELOPE_TIME)
+            if hit:  # a new value: files with the same fields present share theirs (above)
+                known = fields.get(source, {})
+                fields[source] = {**known, "ts": [*known.get("ts", []), ENVELOPE_TIME]}
         chosen = chosen.drop("__env_time")
     any_text = pl.any_horizontal([pl.col(c).is_not_null() for c in candidates])
     frame = pl.concat([frame, chosen], how="horizontal").with_columns(

@@ -128,3 +128,25 @@ def test_windows_read_in_small_blocks(monkeypatch):
     assert survey.table.height == 0 and seen == [windows.WINDOW_BLOCK_BYTES]
     ingest([str(FORMATS / "ndjson-dirty" / "logs")], CONFIG)
     assert seen[-1] is None  # one read: the default blocks
+
+
+def test_files_of_a_batch_share_their_fields_and_never_change_each_others(tmp_path):
+    """Small files with the same fields present share one `fields` value; a later batch that adds
+    to one file's fields (a file read in two batches) leaves the others' as they were."""
+    from dupfind.ingest import FileReport
+
+    lines = [f'{{"ts":"2026-07-21T10:00:{i:02d}Z","event":"job_started","job_id":"s-{i}"}}\n' for i in range(3)]
+    for i, line in enumerate(lines):
+        (tmp_path / f"f{i}.log").write_text(line)
+    files = ingest([str(tmp_path)], CONFIG).files
+    assert files[0].fields == files[1].fields == files[2].fields and files[0].fields
+    before = {column: list(paths) for column, paths in files[1].fields.items()}
+    files[0].add_fields({"ts": ["time"], "queue": ["q"]})
+    assert files[0].fields["ts"] == [*before["ts"], "time"] and files[0].fields["queue"] == ["q"]
+    assert files[1].fields == before and files[2].fields == before
+
+    report = FileReport(path="x.log")
+    first = {"ts": ["a"]}
+    report.add_fields(first)
+    report.add_fields({"ts": ["a", "b", "b"], "job_id": []})
+    assert report.fields == {"ts": ["a", "b"], "job_id": []} and first == {"ts": ["a"]}
