@@ -38,7 +38,7 @@ NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient 
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
-BATCH_BYTES = 16 << 20  # small files are parsed together up to this many bytes
+BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
 ASSEMBLE_THREADS = 2  # columns gathered at once when the table is assembled
@@ -1224,7 +1224,7 @@ def ingest(
     accounted for but no row is kept, or only the rows `keep` returns of each normalised batch:
     the result's `time_counts` says how many records each second of time holds (no cache is read
     or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
-    `block_bytes`: lines are parsed this many bytes at a time (default: 16 MB chunks of a file,
+    `block_bytes`: lines are parsed this many bytes at a time (default: 8 MB chunks of a file,
     batches of BATCH_BYTES; smaller blocks hold less memory in flight, for more time).
     `file_identities`: the files' sources.file_identity (path -> identity), their cache keys, when
     the caller has them already.

@@ -24,7 +24,10 @@ MAGIC = (
     (b"PK\x03\x04", "zip"),
 )
 SUPPORTED_COMPRESSION = {"none", "gzip", "bz2", "xz"}
-CHUNK_BYTES = 16 << 20
+# A file is read (and its lines parsed) this many bytes at a time. 8 MB rather than 16: a cold
+# 1M-line run peaked at 518-538 MB instead of 574-605 MB, in the same time within the noise (5M
+# lines: the same peak, 74.6 s against 79.3 s; 20,000 small files: 285 MB against 330 MB).
+CHUNK_BYTES = 8 << 20
 
 
 @dataclass(slots=True)

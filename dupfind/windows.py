@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from dupfind.ingest import FileReport, IngestResult
     from dupfind.rules_registry import Rule
 
-# Inputs read in windows are parsed in blocks this long (16 MB for one read): memory is short, and
+# Inputs read in windows are parsed in blocks this long (8 MB for one read): memory is short, and
 # the blocks in flight are most of what reading holds. 1M lines with --memory-limit 400MB peaked
 # at 423-447 MiB with 16 MB blocks, 325-342 MiB with 4 MB, for about 10 % more time.
 WINDOW_BLOCK_BYTES = 4 << 20
