@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import orjson
@@ -70,6 +71,22 @@ def measure(kind: str, logs: Path, work: Path, rep: int, root: Path) -> dict:
     return res
 
 
+# What every warm command imports before it looks at a file (see bench/README.md: for a small
+# export these imports, not the cache, bound a warm run).
+WARM_IMPORTS = "import dupfind.cli, dupfind.pipeline, dupfind.windows, dupfind.render.registry"
+
+
+def import_floor(root: Path, code: str, runs: int = 5) -> float:
+    """Median wall seconds of a fresh interpreter running `code` (an import) with `root` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    walls = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=20000)
@@ -108,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     first = statistics.median(r["proc_seconds"] for r in results["first"])
     print(f"warm / cold: {warm / cold:.2f}x; first run's end / cold: {first / cold:.2f}x "
           f"({len(files):,} files: {1e6 * cold / len(files):.0f} us a file without the cache)")
+    bare, polars, every = (import_floor(args.root, code) for code in ("pass", "import polars", WARM_IMPORTS))
+    print(f"a warm run's floor: the interpreter {bare:.2f} s, with polars imported {polars:.2f} s, with the modules a "
+          f"warm command imports {every:.2f} s ({every / cold:.2f}x of cold)")
     digests = {r["digest"] for rs in results.values() for r in rs}
     print("reports: " + ("all the same bytes" if len(digests) == 1 else f"{len(digests)} different outputs (!)"))
     (args.work / "last.json").write_bytes(orjson.dumps({k: [{n: v for n, v in r.items() if n not in ("stdout", "stderr")}
