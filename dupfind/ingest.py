@@ -1214,7 +1214,6 @@ def ingest(
     keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     spill: Callable[[pl.DataFrame], None] | None = None,
     block_bytes: int | None = None,
-    file_identities: dict[str, str] | None = None,
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
@@ -1226,8 +1225,6 @@ def ingest(
     or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
     `block_bytes`: lines are parsed this many bytes at a time (default: 8 MB chunks of a file,
     batches of BATCH_BYTES; smaller blocks hold less memory in flight, for more time).
-    `file_identities`: the files' sources.file_identity (path -> identity), their cache keys, when
-    the caller has them already.
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
@@ -1243,10 +1240,8 @@ def ingest(
     coded = coded_columns(config.business_keys)
     to_store: dict[str, str] = {}  # source path -> identity, for files parsed in this run
     try:
-        identities = {} if cache is None else {
-            src.path: file_identities[src.path] if file_identities and src.path in file_identities else src.identity()
-            for src in sources if src.file is not None
-        }
+        # Taken as the command listed its inputs (sources.listings_kept), before the read.
+        identities = {} if cache is None else {src.path: src.identity() for src in sources if src.file is not None}
         cached_reports: dict[str, FileReport] = {}
         if cache is not None:
             cached = cache.load([(path, identity) for path, identity in identities.items() if identity is not None],

@@ -22,7 +22,7 @@ from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest import IngestResult, ingest
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
-from dupfind.sources import expand_inputs
+from dupfind.sources import expand_inputs, identities
 from dupfind.textcodes import Texts
 from dupfind.timeparse import parse_time_bound
 
@@ -88,14 +88,13 @@ def _warn_if_too_large(paths: list[str]) -> None:
         sys.stderr.write(f"dupfind: warning: {warning}\n")
 
 
-def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache,
-            file_identities: dict[str, str] | None = None) -> IngestResult:
+def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
     # Files are stored in the cache after the command's output when the command line does its
     # cache writes then (dupfind.background); API callers find them stored when this returns.
     return ingest_with_progress(paths, config, since_ts, until_ts, stderr, cache=cache,
-                                store_later=background.deferring(), file_identities=file_identities)
+                                store_later=background.deferring())
 
 
 def ingest_with_progress(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None,
@@ -168,25 +167,19 @@ def load_correlated(
     files = TableCache(root, digest)
     results = ResultCache(root)
 
-    listed: dict[str, str] = {}  # each file's identity as the command began (a read keys them)
-
-    def set_key(remember: bool = False) -> str | None:
+    def set_key(now: bool = False) -> str | None:
+        """With `now` (before storing), of the files as they are now, not as the command listed them."""
         if relative_bound(config, since) or relative_bound(config, until):
             return None  # `--since -2h` is another bound on every run: such a set is never read again
-        identities = []
-        for src in expand_inputs(paths, fresh=not remember):  # before storing: the files as they are now
-            identity = src.identity()
-            if identity is None:
-                return None  # standard input, or a file that cannot be examined: no set entry
-            identities.append((src.path, identity))
-        if remember:
-            listed.update(identities)
-        return results.set_key(identities, digest, since_ts, until_ts, max_jobs_per_value)
+        keys = identities(expand_inputs(paths, fresh=now))
+        if keys is None:
+            return None  # standard input, or a file that cannot be examined: no set entry
+        return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value)
 
-    key = set_key(remember=True)
+    key = set_key()
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files, listed or None)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files)
         correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred
@@ -195,7 +188,7 @@ def load_correlated(
         return result, correlation
 
     def store(result: IngestResult, correlation: Correlation) -> None:
-        if set_key() == key and results.store_set(key, result, correlation):  # no input changed meanwhile
+        if set_key(now=True) == key and results.store_set(key, result, correlation):  # no input changed meanwhile
             # Worked out later, the ids a redactor protects would mean reading every id column of the
             # cached table (2.8 s at 5M lines); from the table in memory they take a tenth of that.
             ids = protected_ids(correlation, config)

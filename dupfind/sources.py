@@ -52,6 +52,18 @@ class Source:
         return self._identity
 
 
+def identities(sources: list[Source]) -> list[tuple[str, str]] | None:
+    """(path, identity) of each source, what keys a set of inputs in the caches; None when one is
+    standard input or a file that cannot be examined."""
+    found = []
+    for src in sources:
+        identity = src.identity()
+        if identity is None:
+            return None
+        found.append((src.path, identity))
+    return found
+
+
 def file_identity(path: str, real_dirs: dict[str, str] | None = None) -> str | None:
     """What names a file's contents for the caches, `resolved path|size|mtime_ns` (None when it
     cannot be examined), from one lstat. Resolving a path is a system call a part: `real_dirs`

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dupfind.sources import expand_inputs
+from dupfind.sources import expand_inputs, identities
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -43,14 +43,11 @@ def cache_ref(
     from dupfind.result_cache import ResultCache
 
     root = default_cache_dir()
-    identities = []
-    for src in expand_inputs(paths):
-        identity = src.identity()
-        if identity is None:
-            return None
-        identities.append((src.path, identity))
+    keys = identities(expand_inputs(paths))
+    if keys is None:
+        return None
     digest = f"{config.digest()}/windows/{overlap.total_seconds()!r}"
-    entry = ResultCache(root).set_key(identities, digest, since, until, max_jobs_per_value)
+    entry = ResultCache(root).set_key(keys, digest, since, until, max_jobs_per_value)
     return ResultCache(root), entry, ResultCache.analysis_key(entry, rules, skew_s, timeouts, config.timeouts)
 
 
