@@ -19,6 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind import __version__
+from dupfind.atomic_files import write_atomic
 from dupfind.ingest import FileReport
 from dupfind.sources import file_identity
 from dupfind.textcodes import CODE_TYPE
@@ -41,6 +42,19 @@ def default_cache_dir() -> Path:
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "dupfind" / "Cache"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
+
+
+def _located(identity: str) -> tuple[str, str]:
+    """The (resolved) directory of the file of this sources.file_identity, and its name there."""
+    return os.path.split(identity.rsplit("|", 2)[0])
+
+
+def _entry(entry: Any) -> tuple[str, str, str] | None:
+    """An index entry as (key, pack, the path its rows carry there); None when it is damaged."""
+    if isinstance(entry, list) and len(entry) == 3 and all(isinstance(part, str) for part in entry) \
+            and _PACK_NAME.fullmatch(entry[1]):
+        return entry[0], entry[1], entry[2]
+    return None
 
 
 @dataclass
@@ -72,9 +86,9 @@ class TableCache:
     rows as the assembled table holds them: ids and messages as codes into `texts.arrow`, the
     sorted texts those rows use), `rejects.arrow` and `reports.json` (each file's report). Each
     directory of inputs has an index, `dirs/<id>.json`: for each file of it stored, its key, its
-    pack and the path its rows carry there. A first run at 5M lines wrote 4,155 entries of their own, each
-    gathered, decoded to text and written, in 18.6 s: the pack is one write of the columns as
-    they are. A pointer file per input then cost 1-3 s after the report for 20,000 small files:
+    pack and the path its rows carry there. A first run at 5M lines wrote 4,155 entries of their
+    own, each gathered, decoded to text and written, in 18.6 s: the pack is one write of the
+    columns as they are. A pointer file per input then cost 1-3 s after the report for 20,000 small files:
     an index is one read and one write for all the files of a directory."""
 
     def __init__(self, root: Path, config_digest: str) -> None:
@@ -131,19 +145,18 @@ class TableCache:
         found = CachedFiles()
         by_dir: dict[str, list[tuple[str, str, str | None]]] = {}  # directory -> (path now, name, key)
         for path, identity in wanted:
-            directory, name = os.path.split(identity.rsplit("|", 2)[0])
+            directory, name = _located(identity)
             by_dir.setdefault(directory, []).append((path, name, self.key_for(identity)))
         by_pack: dict[str, dict[str, tuple[str, str]]] = {}  # pack -> stored path -> (path now, index)
         for directory, files in by_dir.items():
             index = self._index(directory)
             entries = self._read_index(index, directory)
             for path, name, key in files:
-                entry = entries.get(name)
-                if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == key):
+                entry = _entry(entries.get(name))
+                if entry is None or entry[0] != key:
                     continue  # not stored, stored as the file was before, or damaged: parsed (and stored) again
                 _, pack, stored = entry
-                if isinstance(pack, str) and _PACK_NAME.fullmatch(pack) and isinstance(stored, str):
-                    by_pack.setdefault(pack, {})[stored] = (path, index)
+                by_pack.setdefault(pack, {})[stored] = (path, index)
         used: set[str] = set()
         for pack, wanted_here in by_pack.items():
             files = self._reports(pack, wanted_here)
@@ -246,7 +259,7 @@ class TableCache:
             staging = None
             by_dir: dict[str, dict[str, list[str]]] = {}
             for identity, report in reports.items():
-                directory, file_name = os.path.split(identity.rsplit("|", 2)[0])
+                directory, file_name = _located(identity)
                 by_dir.setdefault(directory, {})[file_name] = [self.key_for(identity), name, report.path]
             os.makedirs(os.path.join(self.root, INDEXES), exist_ok=True)
             for directory, entries in by_dir.items():
@@ -265,19 +278,13 @@ class TableCache:
         kept: dict[str, Any] = {}
         packs: dict[str, bool] = {}
         for file_name, entry in self._read_index(index, directory).items():
-            if file_name in entries or not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str)):
+            valid = _entry(entry)
+            if file_name in entries or valid is None:
                 continue
-            pack = entry[1]
+            pack = valid[1]
             if pack not in packs:
-                packs[pack] = bool(_PACK_NAME.fullmatch(pack)) and self._pack(pack).is_dir()
+                packs[pack] = self._pack(pack).is_dir()
             if packs[pack] and os.path.exists(os.path.join(directory, file_name)):
                 kept[file_name] = entry
         kept.update(entries)
-        temporary = f"{index}.tmp-{uuid.uuid4().hex}"
-        try:
-            with open(temporary, "wb") as out:
-                out.write(orjson.dumps({"dir": directory, "files": kept}))
-            os.replace(temporary, index)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+        write_atomic(index, orjson.dumps({"dir": directory, "files": kept}))

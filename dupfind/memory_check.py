@@ -11,7 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from dupfind.sources import Source, detect_compression
+from dupfind.atomic_files import write_atomic
+from dupfind.sources import Source, detect_compression, identities
 
 # Peak RSS of a first `analyze` that reads its inputs whole (the cache on, the default, which
 # peaks higher than --no-cache from 5M lines up), fitted above bench/compare.py's exports at
@@ -93,14 +94,11 @@ def _log_bytes(sources: list[Source]) -> int:
 def _memo_key(sources: list[Source]) -> str | None:
     """What the estimate of these files depends on: each one's sources.file_identity (its
     resolved path, size and modification time), from the stat its listing took; None when a file
-    cannot be examined."""
-    parts = [MEMO_FORMAT]
-    for src in sources:
-        identity = src.identity() if src.file is not None else "-"
-        if identity is None:
-            return None
-        parts.append(identity)
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+    cannot be examined. Standard input counts nothing, and is left out."""
+    found = identities([src for src in sources if src.file is not None])
+    if found is None:
+        return None
+    return hashlib.sha256("\0".join([MEMO_FORMAT, *(identity for _, identity in found)]).encode()).hexdigest()[:32]
 
 
 def _memo_check(key: str, total: int) -> int:
@@ -134,15 +132,11 @@ def _memo_read(root: Path, key: str) -> int | None:
 
 def _memo_write(root: Path, key: str, total: int) -> None:
     path = _memo_path(root, key)
-    temporary = f"{path}.tmp-{os.getpid()}"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temporary, "wb") as out:
-            out.write(orjson.dumps({"log_bytes": total, "check": _memo_check(key, total)}))
-        os.replace(temporary, path)
-    except OSError:  # a read-only or full cache directory only means no memo
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        write_atomic(path, orjson.dumps({"log_bytes": total, "check": _memo_check(key, total)}))
+    except OSError:
+        pass  # a read-only or full cache directory only means no memo
 
 
 def _read_int(path: Path) -> int | None:

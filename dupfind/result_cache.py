@@ -74,6 +74,7 @@ import orjson
 import polars as pl
 
 from dupfind import __version__, background
+from dupfind.atomic_files import write_atomic, write_staged
 from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
@@ -316,27 +317,6 @@ def _report_from_state(data: dict[str, Any]) -> FileReport:
         return FileReport.from_state(data)
     except (TypeError, ValueError) as exc:
         raise CorruptEntry(f"cached file report unusable: {exc}") from exc
-
-
-def _write_staged(folder: Path, *chunks: bytes) -> Path:
-    """The chunks written to a new `.tmp-` file in `folder` (removed again if that fails)."""
-    fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.writelines(chunks)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
-    return Path(staging)
-
-
-def _write_atomic(target: Path, *chunks: bytes) -> None:
-    staging = _write_staged(target.parent, *chunks)
-    try:
-        os.replace(staging, target)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
 
 
 class CachedCorrelation(Correlation):
@@ -869,7 +849,7 @@ class ContextFacts:
             if len(body) > FACT_VALUE_MAX_BYTES:
                 return
             (self.folder / name).mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.folder / name / "meta.json", _checked(body, FACT_FORMAT))
+            write_atomic(self.folder / name / "meta.json", _checked(body, FACT_FORMAT))
             self.loaded.add(name)
         except (OSError, TypeError, ValueError):
             return  # not a value exact_json gives back, or an unwritable cache
@@ -1120,8 +1100,8 @@ class ResultCache:
             })
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)
-            _write_atomic(folder / f"{key}.findings", body)
-            _write_atomic(folder / f"{key}.json", _checked(head, ANALYSIS_FORMAT))
+            write_atomic(folder / f"{key}.findings", body)
+            write_atomic(folder / f"{key}.json", _checked(head, ANALYSIS_FORMAT))
         except (OSError, TypeError, ValueError):
             return False
         self._prune_analyses(folder)
@@ -1191,7 +1171,7 @@ class ResultCache:
         try:
             if not folder.is_dir():
                 return False
-            _write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
+            write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
         except OSError:
             return False
         self._prune_analyses(folder)
@@ -1247,7 +1227,7 @@ class ResultCache:
     def _staged_blob(self, set_key: str, key: str, chunks: tuple[bytes, ...]) -> Path | None:
         try:
             self.sets.mkdir(parents=True, exist_ok=True)
-            return _write_staged(self.sets, f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks)
+            return write_staged(self.sets, f"{set_key} {key}\n".encode(), _check_line(chunks, BLOB_FORMAT), *chunks)
         except OSError:
             return None
 
