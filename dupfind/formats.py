@@ -153,7 +153,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             # A pretty-printed JSON document (or a broken first line: the reader falls back).
             return FormatSniff("json-document", document=True)
         found = find_document_preset(presets, first)  # once: unwrap_document would look again
-        if len(lines) == 1 and (found[2] if found is not None else _generic_records(first)[1]):
+        if len(lines) == 1 and _unwrapped(first, found)[1]:
             return FormatSniff("json-document", document=True)
         if found is not None:
             return FormatSniff(f"{found[0].label} (json documents, one a line)", document=True, line_documents=True)
@@ -218,7 +218,11 @@ def _hits(document: dict) -> list | None:
 def unwrap_document(document: Any, presets: tuple[Preset, ...] = ()) -> tuple[list, str, Preset | None]:
     """The records of a JSON document, the wrapper they sat in ('' for a bare array), and the
     export preset that recognised them (None: a generic wrapper)."""
-    found = find_document_preset(presets, document)
+    return _unwrapped(document, find_document_preset(presets, document))
+
+
+def _unwrapped(document: Any, found: tuple[Preset, list, str] | None) -> tuple[list, str, Preset | None]:
+    """unwrap_document, given what find_document_preset found."""
     if found is not None:
         return found[1], found[2], found[0]
     records, wrapper = _generic_records(document)
