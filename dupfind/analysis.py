@@ -10,6 +10,7 @@ from functools import cached_property
 
 import polars as pl
 
+from dupfind import textcodes
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
@@ -19,7 +20,7 @@ from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS, as_strings
-from dupfind.textcodes import CODE_TYPE, Texts
+from dupfind.textcodes import Texts
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
@@ -488,7 +489,7 @@ class AnalysisContext:
         columns = []
         for k in keys:
             first = pl.col(k).unique().sort().head(4)
-            if records.collect_schema()[k] != CODE_TYPE:
+            if records.collect_schema()[k] != textcodes.CODE_TYPE:
                 first = first.cast(pl.String)
             values = records.select("action_id", k).filter(pl.col(k).is_not_null()).group_by("action_id").agg(
                 first.alias(f"id:{k}")

@@ -18,11 +18,10 @@ from typing import Any
 import orjson
 import polars as pl
 
-from dupfind import __version__
+from dupfind import __version__, textcodes
 from dupfind.atomic_files import write_atomic
 from dupfind.ingest import FileReport
 from dupfind.sources import file_identity
-from dupfind.textcodes import CODE_TYPE
 
 CACHE_FORMAT = "4"
 ENV_DIR = "DUPFIND_CACHE_DIR"
@@ -229,7 +228,7 @@ class TableCache:
         try:
             # The rows of other files, or outside `within`, are dropped as the pack is read.
             rows = (within(moved(scan)) if within is not None else moved(scan)).collect()
-            codes = [c for c, t in schema.items() if t == CODE_TYPE]
+            codes = [c for c, t in schema.items() if t == textcodes.CODE_TYPE]
             top = rows.select(pl.max_horizontal(pl.col(codes).max())).item() if codes and rows.height else None
             if top is not None and top >= texts.len():
                 raise ValueError("codes beyond the pack's texts")

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from dupfind import textcodes
 from dupfind.schema import as_strings
-from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
+from dupfind.textcodes import Texts, coded_columns
 
 # Values that never link records: they mean "no id", not "the same id".
 PLACEHOLDERS = (
@@ -131,14 +132,14 @@ def build_actions(
     parts, vocab = [], []
     for i, k in enumerate(keys):
         column = tuples[k]
-        if k in texts.columns and column.dtype == CODE_TYPE:
+        if k in texts.columns and column.dtype == textcodes.CODE_TYPE:
             codes, distinct = column, column.drop_nulls().unique()
             spelled = texts.decode(distinct)
         else:
             column = column.cast(pl.Categorical)
-            codes = column.to_physical().cast(CODE_TYPE)
+            codes = column.to_physical().cast(textcodes.CODE_TYPE)
             values = column.drop_nulls().unique()
-            distinct, spelled = values.to_physical().cast(CODE_TYPE), values.cast(pl.String)
+            distinct, spelled = values.to_physical().cast(textcodes.CODE_TYPE), values.cast(pl.String)
         parts.append(pl.DataFrame({"tid": tuples["tid"], "value": codes}).drop_nulls("value").with_columns(key=pl.lit(i, dtype=pl.Int64)))
         vocab.append(pl.DataFrame({"value": distinct, "text": spelled}).with_columns(key=pl.lit(i, dtype=pl.Int64)))
     nid = pl.col("key") * (1 << 32) + pl.col("value").cast(pl.Int64)
@@ -398,7 +399,7 @@ def correlate(
 ) -> Correlation:
     """Actions and executions for a canonical table (`texts`: the dictionary of its coded columns)."""
     names = texts.columns if texts is not None else coded_columns()
-    coded = [c for c, t in table.schema.items() if t == CODE_TYPE and c in names]
+    coded = [c for c, t in table.schema.items() if t == textcodes.CODE_TYPE and c in names]
     if (texts is None or not len(texts)) and any(table[c].null_count() < table.height for c in coded):
         raise ValueError("a table of codes needs its dictionary of texts (IngestResult.texts)")
     texts = texts if texts is not None else Texts.empty(())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from dupfind import textcodes
 from dupfind.config import Config
-from dupfind.textcodes import CODE_TYPE, Texts
+from dupfind.textcodes import Texts
 
 # The deployment controller names the ReplicaSet (one per pod template, i.e. per generation).
 _SCALED = r"(?i)scaled (up|down) replica set (\S+?)(?:\s+to\s+(\d+))?(?:\s|$)"
@@ -26,7 +27,7 @@ def refine_object_records(table: pl.DataFrame, config: Config, texts: Texts | No
     )
     subject = pl.col("object_kind").cast(pl.String).str.to_lowercase()
     folded = pl.col("name").cast(pl.String).str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_").str.strip_chars("_")
-    coded = texts is not None and table.schema.get("message") == CODE_TYPE
+    coded = texts is not None and table.schema.get("message") == textcodes.CODE_TYPE
     message = texts.text("message") if coded else pl.col("message").cast(pl.String)
     scaled = pl.when(pl.col("object_kind").is_not_null()).then(message).str.extract_groups(_SCALED)
     table = (

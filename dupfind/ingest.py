@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from dupfind import background
+from dupfind import background, textcodes
 from dupfind.config import Config
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
@@ -31,7 +31,7 @@ from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, co
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
 from dupfind.schema import LABEL_COLUMNS, LABEL_TEXTS_MAX, as_strings, canonical_schema, label_dtype, stored_dtype
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_chunks, open_source
-from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
+from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
@@ -223,7 +223,8 @@ def _own_text(rejects: pl.DataFrame) -> pl.DataFrame:
     return rejects.with_columns(pl.col("text") + "") if rejects.height else rejects
 
 
-EMPTY_REJECTS = pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
+def _no_rejects() -> pl.DataFrame:
+    return pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
 
 
 @dataclass
@@ -589,7 +590,7 @@ def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataF
             "line": pl.int_range(first_line, first_line + len(lines), dtype=pl.Int64, eager=True),
             "text": pl.Series(lines, dtype=pl.String),
         })
-        return frame, EMPTY_REJECTS
+        return frame, _no_rejects()
     return _lines_one_by_one(chunk, first_line)
 
 
@@ -1127,7 +1128,7 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
     for name in (c for c in coded if c in frame.columns):
         pool = pl.Categories.random()
         column = frame[name].cast(pl.String).cast(pl.Categorical(pool))
-        codes.append((column.to_physical().cast(CODE_TYPE) + offset).alias(name))
+        codes.append((column.to_physical().cast(textcodes.CODE_TYPE) + offset).alias(name))
         texts.append(_pool_texts(column, pool))
         offset += texts[-1].len()
         del column
@@ -1324,7 +1325,7 @@ def _assemble(
     block's codes are mapped into it as its column is gathered.
     """
     def held_type(name: str, dtype: pl.DataType) -> pl.DataType:
-        return CODE_TYPE if name in coded else stored_dtype(dtype)
+        return textcodes.CODE_TYPE if name in coded else stored_dtype(dtype)
 
     frames = [t.frame for t in tables]
     keys = pl.concat([t.select("ts", "source", "line") for t in frames], how="vertical") if frames else None

@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from dupfind import textcodes
 from dupfind.analysis import AnalysisContext
 from dupfind.analyze import AnalysisReport
 from dupfind.effects import repeated_requests
@@ -15,7 +16,6 @@ from dupfind.findings import Finding
 from dupfind.queue_health import QUANTILES, queue_advice
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
 from dupfind.schema import as_strings
-from dupfind.textcodes import CODE_TYPE
 from dupfind.timefmt import iso_us
 
 SCHEMA = "dupfind.stats/1"
@@ -108,7 +108,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     if dead_names.len():  # the message a dead-letter record names: its job id, else its action
         table = table.with_columns(ctx.columns("job_id"))
         job = pl.col("job_id")
-        job = ctx.texts.values_of(pl.when(dead).then(job)) if table.schema["job_id"] == CODE_TYPE else job.cast(pl.String)
+        job = ctx.texts.values_of(pl.when(dead).then(job)) if table.schema["job_id"] == textcodes.CODE_TYPE else job.cast(pl.String)
         message = pl.coalesce(job, pl.col("action_id").cast(pl.String))
         dead_letter = pl.when(dead).then(message)
     else:

@@ -56,6 +56,7 @@ once a day).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
 import shutil
@@ -122,6 +123,18 @@ class CorruptEntry(Exception):
     """A cache entry that failed a check: it is deleted, and the result rebuilt."""
 
 
+def _polars_install() -> str:
+    """The polars installed, told apart without loading it (`pl.__version__` would load its library,
+    0.3 s that a command answered from the cache does not otherwise spend): the path, size and
+    mtime of its package's `__init__.py`, which an install of another version writes again."""
+    spec = importlib.util.find_spec("polars")
+    try:
+        stat = os.stat(spec.origin)
+    except (OSError, TypeError, AttributeError):  # no file to stat (a frozen or zipped install)
+        return pl.__version__
+    return f"{spec.origin}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """Names, sizes and mtimes of dupfind's source and rules files: an edited checkout is another code."""
@@ -133,7 +146,7 @@ def code_fingerprint() -> str:
         roots.append(default_rules_dir())
     except DupfindError:  # no rules folder: loading the configuration says so
         pass
-    digest = hashlib.sha256(f"{__version__}|{pl.__version__}".encode())
+    digest = hashlib.sha256(f"{__version__}|{_polars_install()}".encode())
     for root in roots:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))

@@ -1,5 +1,9 @@
 """The canonical event table: its columns, their types, and the lifecycle kinds."""
 
+from __future__ import annotations
+
+from functools import cache
+
 import polars as pl
 
 KINDS = (
@@ -9,19 +13,15 @@ KINDS = (
     "deploy_finish", "worker_start", "stop_signal", "worker_exit", "worker_killed", "other",
 )
 
-TS_TYPE = pl.Datetime("us", "UTC")
-
 # Identifier columns that can link records into one business action (see correlation).
 ID_COLUMNS = (
     "job_id", "event_id", "idempotency_key", "notification_id", "delivery_id", "order_id",
     "user_id", "tenant_id", "request_id", "provider_message_id",
 )
 
-# Columns whose alias values are read as numbers after mapping.
-INT_COLUMNS = {"attempt": pl.Int32, "exit_code": pl.Int32}
-FLOAT_COLUMNS = {
-    "duration_ms": pl.Float64, "ttl_s": pl.Float64, "visibility_timeout_s": pl.Float64, "grace_period_s": pl.Float64,
-}
+# Columns whose alias values are read as numbers after mapping (their types: INT_COLUMNS, FLOAT_COLUMNS).
+INT_COLUMN_NAMES = ("attempt", "exit_code")
+FLOAT_COLUMN_NAMES = ("duration_ms", "ttl_s", "visibility_timeout_s", "grace_period_s")
 
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
@@ -33,27 +33,45 @@ TEXT_COLUMNS = (
 # Alias targets that are not columns themselves but feed one.
 DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}
 
-PROVENANCE = {"source": pl.String, "line": pl.Int64, "format": pl.String}
+
+@cache
+def _polars_constants() -> dict:
+    """The constants that are polars types, made at their first use: a command answered from the
+    cache never loads polars (0.3 s)."""
+    return {
+        "TS_TYPE": pl.Datetime("us", "UTC"),
+        "INT_COLUMNS": dict.fromkeys(INT_COLUMN_NAMES, pl.Int32),
+        "FLOAT_COLUMNS": dict.fromkeys(FLOAT_COLUMN_NAMES, pl.Float64),
+        "PROVENANCE": {"source": pl.String, "line": pl.Int64, "format": pl.String},
+    }
+
+
+def __getattr__(name: str):
+    # TS_TYPE, INT_COLUMNS, FLOAT_COLUMNS and PROVENANCE, looked up as module attributes.
+    if name in ("TS_TYPE", "INT_COLUMNS", "FLOAT_COLUMNS", "PROVENANCE"):
+        return _polars_constants()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def canonical_schema(business_keys: tuple[str, ...] = ()) -> dict[str, pl.DataType]:
     """Column name -> dtype of the canonical table, including configured business keys."""
-    schema: dict[str, pl.DataType] = {"ts": TS_TYPE, "kind": pl.String}
+    types = _polars_constants()
+    schema: dict[str, pl.DataType] = {"ts": types["TS_TYPE"], "kind": pl.String}
     for col in TEXT_COLUMNS:
         schema[col] = pl.String
     for col in business_keys:
         schema.setdefault(col, pl.String)
-    schema.update(INT_COLUMNS)
-    schema.update(FLOAT_COLUMNS)
+    schema.update(types["INT_COLUMNS"])
+    schema.update(types["FLOAT_COLUMNS"])
     schema["ts_naive"] = pl.Boolean
-    schema.update(PROVENANCE)
+    schema.update(types["PROVENANCE"])
     return schema
 
 
 def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
     """Every name a field alias may map to."""
     return (
-        set(TEXT_COLUMNS) | set(business_keys) | set(INT_COLUMNS) | set(FLOAT_COLUMNS)
+        set(TEXT_COLUMNS) | set(business_keys) | set(INT_COLUMN_NAMES) | set(FLOAT_COLUMN_NAMES)
         | DERIVED_ALIAS_TARGETS
     )
 

@@ -13,7 +13,17 @@ import polars as pl
 
 from dupfind.schema import ID_COLUMNS
 
-CODE_TYPE = pl.UInt32
+
+def _code_type() -> type[pl.DataType]:
+    return pl.UInt32
+
+
+def __getattr__(name: str):
+    # CODE_TYPE, the type of a coded column's codes, is made when first used, not at import: a
+    # command answered from the cache never loads polars.
+    if name == "CODE_TYPE":
+        return _code_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def coded_columns(business_keys: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -65,9 +75,9 @@ class Texts:
         # Text and codes of its own: a gather shares the dictionaries' buffers, each holding its
         # duplicates too, for as long as the dictionary lives.
         values = ordered.filter(first) + ""
-        code_in_order = first.cast(CODE_TYPE).cum_sum() - 1
+        code_in_order = first.cast(_code_type()).cum_sum() - 1
         del ordered, first
-        ranks = pl.repeat(0, order.len(), dtype=CODE_TYPE, eager=True).scatter(order, code_in_order)
+        ranks = pl.repeat(0, order.len(), dtype=_code_type(), eager=True).scatter(order, code_in_order)
         del order, code_in_order
         remaps, start = [], 0
         for d in dictionaries:
@@ -90,29 +100,29 @@ class Texts:
             if codes.len():
                 used = used.scatter(codes, True)
         kept = used.arg_true()
-        new_codes = pl.repeat(0, dictionary.len(), dtype=CODE_TYPE, eager=True).scatter(
-            kept, pl.int_range(kept.len(), dtype=CODE_TYPE, eager=True))
+        new_codes = pl.repeat(0, dictionary.len(), dtype=_code_type(), eager=True).scatter(
+            kept, pl.int_range(kept.len(), dtype=_code_type(), eager=True))
         frame = frame.with_columns(pl.lit(new_codes).gather(pl.col(name)).alias(name) for name in present)
         return frame, dictionary.gather(kept)
 
     def encode(self, column: pl.Series) -> pl.Series:
         """Text -> codes (every non-null text must be in the dictionary); nulls stay null."""
-        codes = self.values.search_sorted(column.cast(pl.String)).cast(CODE_TYPE).alias(column.name)
+        codes = self.values.search_sorted(column.cast(pl.String)).cast(_code_type()).alias(column.name)
         if column.null_count():
             codes = pl.select(pl.when(column.is_not_null()).then(codes)).to_series().alias(column.name)
         return codes
 
     def encoded(self, frame: pl.DataFrame) -> pl.DataFrame:
         """`frame` with its coded columns (those it has) as codes, from text."""
-        present = [c for c in self.columns if c in frame.columns and frame.schema[c] != CODE_TYPE]
+        present = [c for c in self.columns if c in frame.columns and frame.schema[c] != _code_type()]
         return frame.with_columns(self.encode(frame[c]) for c in present) if present else frame
 
     def lookup(self, texts: pl.Series) -> pl.Series:
         """The code of each text, null where the dictionary does not hold it."""
         texts = texts.cast(pl.String)
-        codes = self.values.search_sorted(texts).cast(CODE_TYPE)
+        codes = self.values.search_sorted(texts).cast(_code_type())
         if not len(self):
-            return pl.repeat(None, texts.len(), dtype=CODE_TYPE, eager=True)
+            return pl.repeat(None, texts.len(), dtype=_code_type(), eager=True)
         held = self.values.gather(codes.clip(upper_bound=len(self) - 1)) == texts
         return pl.select(pl.when(held & (codes < len(self))).then(codes)).to_series()
 
@@ -122,7 +132,7 @@ class Texts:
 
     def as_text(self, values: pl.Series) -> pl.Series:
         """A column's values as text: codes decoded, any other type cast."""
-        return self.decode(values) if values.dtype == CODE_TYPE else values.cast(pl.String)
+        return self.decode(values) if values.dtype == _code_type() else values.cast(pl.String)
 
     def text(self, name: str) -> pl.Expr:
         """An expression: column `name`'s codes as text."""
@@ -137,7 +147,7 @@ class Texts:
         """`frame` with these list columns of codes (those it has) as lists of text; nulls in a
         list are dropped."""
         for name in names:
-            if frame.schema.get(name) != pl.List(CODE_TYPE):
+            if frame.schema.get(name) != pl.List(_code_type()):
                 continue
             rows = pl.DataFrame({"row": pl.int_range(frame.height, eager=True)})
             flat = rows.with_columns(frame[name]).explode(name).drop_nulls(name)
@@ -154,5 +164,5 @@ class Texts:
         """`frame` with its coded columns (or only `names`) as text."""
         schema = frame.collect_schema()
         wanted = names or self.columns
-        present = [c for c in wanted if c in schema and schema[c] == CODE_TYPE]
+        present = [c for c in wanted if c in schema and schema[c] == _code_type()]
         return frame.with_columns(self.text(c) for c in present) if present else frame

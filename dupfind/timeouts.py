@@ -6,21 +6,25 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from dupfind.textcodes import CODE_TYPE, Texts
-
+from dupfind import textcodes
+from dupfind.textcodes import Texts
 
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
 REQUESTED_REDELIVERY_KINDS = ("fail", "retry", "lock_denied")
-GAP_SCHEMA = {
-    "queue": pl.String,
-    "message": pl.String,
-    "action_id": pl.Int64,
-    "gap_s": pl.Float64,
-    "prev_rid": pl.UInt32,
-    "rid": pl.UInt32,
-    "prev_exec_id": pl.Int64,
-    "exec_id": pl.Int64,
-}
+
+
+def gap_schema() -> dict:
+    """The columns of redelivery_gaps' frame and their types."""
+    return {
+        "queue": pl.String,
+        "message": pl.String,
+        "action_id": pl.Int64,
+        "gap_s": pl.Float64,
+        "prev_rid": pl.UInt32,
+        "rid": pl.UInt32,
+        "prev_exec_id": pl.Int64,
+        "exec_id": pl.Int64,
+    }
 
 
 @dataclass
@@ -48,35 +52,42 @@ def _message() -> pl.Expr:
 
 
 # Per-message values over rows sorted by message (each message a contiguous run of rows).
-_RUN_START = (pl.col("message") != pl.col("message").shift(1)).fill_null(True)
-_RUN_END = _RUN_START.shift(-1).fill_null(True)
-_ROW = pl.int_range(pl.len(), dtype=pl.Int64)
+def _run_start() -> pl.Expr:
+    return (pl.col("message") != pl.col("message").shift(1)).fill_null(True)
+
+
+def _run_end() -> pl.Expr:
+    return _run_start().shift(-1).fill_null(True)
+
+
+def _row() -> pl.Expr:
+    return pl.int_range(pl.len(), dtype=pl.Int64)
 
 
 def _run_shift(column: str) -> pl.Expr:
     """The previous row's value within the message (null on its first row)."""
-    return pl.when(_RUN_START).then(None).otherwise(pl.col(column).shift(1))
+    return pl.when(_run_start()).then(None).otherwise(pl.col(column).shift(1))
 
 
 def _run_cum_sum(values: pl.Expr) -> pl.Expr:
     """The running sum within the message."""
     total = values.cum_sum()
-    return total - pl.when(_RUN_START).then(total - values).forward_fill()
+    return total - pl.when(_run_start()).then(total - values).forward_fill()
 
 
 def _run_sum(values: pl.Expr) -> pl.Expr:
     """The message's sum, on every one of its rows."""
-    ends = pl.when(_RUN_END).then(_run_cum_sum(values))
+    ends = pl.when(_run_end()).then(_run_cum_sum(values))
     return ends.backward_fill()
 
 
 def _run_fill(column: str) -> pl.Expr:
     """Nulls filled forward, then backward, within the message."""
-    start = pl.when(_RUN_START).then(_ROW).forward_fill()
-    end = pl.when(_RUN_END).then(_ROW).backward_fill()
+    start = pl.when(_run_start()).then(_row()).forward_fill()
+    end = pl.when(_run_end()).then(_row()).backward_fill()
     known = pl.col(column).is_not_null()
-    before = pl.when(known).then(_ROW).forward_fill()
-    after = pl.when(known).then(_ROW).backward_fill()
+    before = pl.when(known).then(_row()).forward_fill()
+    after = pl.when(known).then(_row()).backward_fill()
     value = pl.col(column)
     return pl.coalesce(
         pl.when(before >= start).then(value.gather(before.fill_null(0))),
@@ -112,7 +123,7 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
     A delivery is a receive record of the message (job id, else action); messages whose consumers
     log no receive count their start records instead. `gap_s` is this delivery minus the previous one.
     """
-    coded = texts is not None and table.schema.get("job_id") == CODE_TYPE
+    coded = texts is not None and table.schema.get("job_id") == textcodes.CODE_TYPE
     # Codes: a copy of each record's job id as text, then sorted, held 0.3 GB at 5M lines, after the
     # table's own texts. Messages are ordered as their texts, as the text would order them.
     message = {"job": pl.col("job_id"), "message_action": pl.col("action_id")} if coded else {
@@ -128,7 +139,7 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
     if coded:
         rows = _message_order(rows, texts)
     if rows.height == 0:
-        return pl.DataFrame(schema=GAP_SCHEMA)
+        return pl.DataFrame(schema=gap_schema())
     # Each message's records in time order, requested redeliveries before a delivery logged at the
     # same instant. Messages are then contiguous runs of rows: per-message values come from running
     # sums and fills bounded by the run's first row, not from window functions over a group key
@@ -173,7 +184,7 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         rid=pl.col("rid"),
         prev_exec_id=pl.col("prev_exec_id"),
         exec_id=pl.col("exec_id"),
-    ).cast(GAP_SCHEMA)
+    ).cast(gap_schema())
 
 
 def infer_timeout(

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 import polars as pl
 from dateutil import parser as dateutil_parser
 
+from dupfind import schema
 from dupfind.errors import DupfindError
-from dupfind.schema import TS_TYPE
 
 _NUMERIC = r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _HAS_OFFSET = r"(?:[+-]\d{2}(?::?\d{2})?)$"
@@ -58,10 +58,10 @@ def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
     fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us").dt.replace_time_zone("UTC")
     rest = (fast.is_null() & raw.is_not_null()).arg_true()
     if rest.len() == 0:
-        return pl.DataFrame({"ts": fast.cast(TS_TYPE), "naive": pl.Series([False] * raw.len(), dtype=pl.Boolean)})
+        return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE), "naive": pl.Series([False] * raw.len(), dtype=pl.Boolean)})
     slow = _parse_general(raw.gather(rest), assume_tz)
     naive = pl.Series("naive", [False] * raw.len(), dtype=pl.Boolean).scatter(rest, slow["naive"])
-    return pl.DataFrame({"ts": fast.cast(TS_TYPE).scatter(rest, slow["ts"]), "naive": naive})
+    return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE).scatter(rest, slow["ts"]), "naive": naive})
 
 
 def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
@@ -106,7 +106,7 @@ def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
     if missing.height:
         frame = _dateutil_fallback(frame, missing["clean"].unique(), assume_tz)
     return frame.select(
-        pl.col("ts").cast(TS_TYPE),
+        pl.col("ts").cast(schema.TS_TYPE),
         (pl.col("naive") & pl.col("ts").is_not_null()).fill_null(False).alias("naive"),
     )
 
@@ -139,7 +139,7 @@ def _dateutil_fallback(frame: pl.DataFrame, distinct: pl.Series, assume_tz: str)
         return frame
     lookup = pl.DataFrame(
         {"clean": keys, "fb_ts": parsed, "fb_naive": naive},
-        schema={"clean": pl.String, "fb_ts": TS_TYPE, "fb_naive": pl.Boolean},
+        schema={"clean": pl.String, "fb_ts": schema.TS_TYPE, "fb_naive": pl.Boolean},
     )
     joined = frame.join(lookup, on="clean", how="left", maintain_order="left")
     return joined.with_columns(

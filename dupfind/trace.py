@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from dupfind import textcodes
 from dupfind.analysis import AnalysisContext, id_value_hash
 from dupfind.analyze import AnalysisReport
 from dupfind.config import Config
@@ -15,7 +16,7 @@ from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.schema import as_strings
-from dupfind.textcodes import CODE_TYPE, Texts
+from dupfind.textcodes import Texts
 from dupfind.timefmt import iso_us
 from dupfind.trace_notes import annotate
 
@@ -160,7 +161,7 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
         for col in ([column] if column else columns):
             if col not in searched:
                 continue
-            if table.schema[col] == CODE_TYPE:
+            if table.schema[col] == textcodes.CODE_TYPE:
                 if not code:
                     continue
                 test = pl.col(col) == code[0]
@@ -233,7 +234,7 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
     for column in unlinked.columns[1:]:
         values = records[column].drop_nulls().unique()
         if values.len():
-            wanted = ctx.texts.find(values.cast(pl.String).to_list()) if unlinked.schema[column] == CODE_TYPE else values.to_list()
+            wanted = ctx.texts.find(values.cast(pl.String).to_list()) if unlinked.schema[column] == textcodes.CODE_TYPE else values.to_list()
             rids += unlinked.filter(pl.col(column).is_in(wanted))["rid"].to_list()
     if execs.height:
         kills = ctx.exec_killed.filter(pl.col("exec_id").is_in(execs["exec_id"].implode()))

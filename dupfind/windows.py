@@ -31,7 +31,7 @@ from dupfind.timefmt import iso
 
 # What a command takes of each window besides its analysis: called with the window's report, the
 # window, its own actions and the offsets that make its action and execution ids the merged run's.
-Collector = Callable[["AnalysisReport", "Window", pl.Series, int, int], Any]
+Collector = Callable[["AnalysisReport", "Window", "pl.Series", int, int], Any]
 
 if TYPE_CHECKING:
     from rich.console import Console

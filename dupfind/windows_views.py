@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from dupfind import schema
 from dupfind.analysis import id_column_names
 from dupfind.errors import DupfindError
 from dupfind.memory_check import log_bytes, part_needed_bytes
 from dupfind.pipeline import ingest_with_progress
-from dupfind.schema import TS_TYPE
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 from dupfind.windows import WINDOW_BLOCK_BYTES, Window, duration_text, gigabytes, say, spans_into
@@ -123,7 +123,7 @@ def _spread(files: list[FileReport], read_from: datetime | None, read_to: dateti
 def _file_spans(files: list[FileReport]) -> pl.DataFrame:
     """The files with records: their first and last record times and their records."""
     spans = [(f.first_ts, f.last_ts, f.records) for f in files if f.first_ts is not None]
-    return pl.DataFrame(spans, schema={"first": TS_TYPE, "last": TS_TYPE, "records": pl.Int64}, orient="row")
+    return pl.DataFrame(spans, schema={"first": schema.TS_TYPE, "last": schema.TS_TYPE, "records": pl.Int64}, orient="row")
 
 
 def _held(spans: pl.DataFrame, read_from: datetime | None, read_to: datetime | None) -> float:
@@ -131,13 +131,13 @@ def _held(spans: pl.DataFrame, read_from: datetime | None, read_to: datetime | N
     span (in one pass over the spans: the timeline of every deploy asks this of every file for
     each deploy, 1,377 x 4,155 times at 5M lines)."""
     first, last = pl.col("first"), pl.col("last")
-    start = first if read_from is None else pl.max_horizontal(first, pl.lit(read_from, dtype=TS_TYPE))
-    end = last if read_to is None else pl.min_horizontal(last, pl.lit(read_to, dtype=TS_TYPE))
+    start = first if read_from is None else pl.max_horizontal(first, pl.lit(read_from, dtype=schema.TS_TYPE))
+    end = last if read_to is None else pl.min_horizontal(last, pl.lit(read_to, dtype=schema.TS_TYPE))
     reaching = pl.lit(True)
     if read_from is not None:
-        reaching &= last >= pl.lit(read_from, dtype=TS_TYPE)
+        reaching &= last >= pl.lit(read_from, dtype=schema.TS_TYPE)
     if read_to is not None:
-        reaching &= first <= pl.lit(read_to, dtype=TS_TYPE)
+        reaching &= first <= pl.lit(read_to, dtype=schema.TS_TYPE)
 
     def seconds(delta: pl.Expr) -> pl.Expr:  # as timedelta.total_seconds() gives them
         return delta.dt.total_microseconds() / 1_000_000

@@ -135,7 +135,7 @@ def test_redelivery_gaps_equal_their_window_function_statement(seed):
     import random
     from datetime import UTC, datetime, timedelta
 
-    from dupfind.timeouts import GAP_SCHEMA, redelivery_gaps
+    from dupfind.timeouts import gap_schema, redelivery_gaps
 
     rnd = random.Random(seed)
     start = datetime(2026, 11, 1, tzinfo=UTC)
@@ -166,6 +166,6 @@ def test_redelivery_gaps_equal_their_window_function_statement(seed):
                 message=pl.coalesce(pl.col("job_id").cast(pl.String),
                                     pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String))))
     )
-    expected = _gaps_by_windows(rows).cast(GAP_SCHEMA)
+    expected = _gaps_by_windows(rows).cast(gap_schema())
     assert got.height > 0
     assert got.equals(expected)
