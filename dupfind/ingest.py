@@ -224,6 +224,7 @@ def _own_text(rejects: pl.DataFrame) -> pl.DataFrame:
 
 
 def _no_rejects() -> pl.DataFrame:
+    """A block's rejected lines when it has none (line, reason, text)."""
     return pl.DataFrame(schema={"line": pl.Int64, "reason": pl.String, "text": pl.String})
 
 

@@ -150,6 +150,31 @@ def test_timeline_views_are_kept_as_bytes(logs, cache_dir, tmp_path, monkeypatch
     assert [invoke(*v) for v in views] == first == cold
 
 
+def test_stats_views_are_kept_as_bytes(logs, cache_dir, monkeypatch):
+    """Each stats view (table, JSON; another bucket, redacted, fewer rows) of a cached analysis is
+    stored as the bytes it wrote: a later run renders nothing (the JSON of 20,000 small files' stats
+    took 1.1 s to render, most of it their file reports), and every view keeps bytes of its own."""
+    import dupfind.render.registry
+
+    def invoke(*args: str) -> bytes:
+        result = CliRunner().invoke(app, ["stats", str(logs), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout_bytes
+
+    views = [("--format", "json"), (), ("--bucket", "5m", "--format", "json"), ("--bucket", "5m"), ("--redact",),
+             ("--max-rows", "1"), ("--skew", "2", "--format", "json")]
+    cold = [invoke(*v, "--no-cache") for v in views]
+    assert cold[0] != cold[2] and cold[1] != cold[3]  # the bucket shapes the receives-vs-publishes view
+    first = [invoke(*v) for v in views]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the stats were rendered again")
+
+    for fmt in ("table", "json"):
+        monkeypatch.setitem(dupfind.render.registry.STATS_RENDERERS, fmt, refuse)
+    assert [invoke(*v) for v in views] == first == cold
+
+
 @pytest.mark.parametrize("part_rows", [dupfind.result_cache.TABLE_PART_ROWS, 37])
 def test_one_warm_set_serves_every_command(part_rows, logs, cache_dir, calls, monkeypatch):
     # With parts of 37 rows, the table of the scenario is stored in dozens of parts, and the warm

@@ -97,6 +97,7 @@ def stats(
                                              assume_tz, since, until, rejects, strict, budget, overlap, False,
                                              use_cache=not no_cache, **stats_aside(bucket_s))
         stats_report = StatsReport(analysis=report, findings=report.findings_of(*HEALTH_RULES), **shown)
+    _output_cached_beside(stats_report, report, bucket_s)
     options = RenderOptions(
         width=report_width(output),
         color=output is None and sys.stdout.isatty(),
@@ -105,6 +106,20 @@ def stats(
     )
     emit(STATS_RENDERERS, output_format.value, stats_report, options, output)
     store_context_facts(report.context)
+
+
+def _output_cached_beside(stats_report, report, bucket_s: float | None) -> None:
+    """Let the rendered stats of a cached analysis be stored and reused (pipeline.write_cached_output),
+    keyed by that analysis and the bucket, which are all they are made of. Rendered each time, the
+    JSON of 20,000 small files took 1.1 s of a 1.3 s command, most of it their file reports."""
+    from dupfind.pipeline import CACHE_REF
+    from dupfind.result_cache import ResultCache
+
+    known = report.__dict__.get(CACHE_REF)
+    if known is not None:
+        cache, set_key, analysis_key = known
+        stats_report.__dict__[CACHE_REF] = (
+            cache, set_key, ResultCache.value_key(analysis_key, "stats", {"bucket_s": bucket_s}))
 
 
 def _stats_report(report, bucket_s: float | None):
