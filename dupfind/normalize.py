@@ -6,10 +6,9 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from dupfind import schema as table_schema
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.presets import ENVELOPE_PREFIX, FILE_PREFIX
-from dupfind.schema import canonical_schema
+from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.timeparse import parse_timestamps
 
 # Internal columns a parser may add beside the raw field paths.
@@ -315,8 +314,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if mapped:
         frame = frame.with_columns(**mapped)
     numeric = {
-        **{c: pl.col(c).cast(pl.Float64, strict=False).cast(t, strict=False) for c, t in table_schema.INT_COLUMNS.items() if c in frame.columns},
-        **{c: pl.col(c).cast(t, strict=False) for c, t in table_schema.FLOAT_COLUMNS.items() if c in frame.columns},
+        **{c: pl.col(c).cast(pl.Float64, strict=False).cast(schema[c], strict=False) for c in INT_COLUMNS if c in frame.columns},
+        **{c: pl.col(c).cast(schema[c], strict=False) for c in FLOAT_COLUMNS if c in frame.columns},
     }
     frame = frame.with_columns(**numeric)
     if "retry_count" in frame.columns:

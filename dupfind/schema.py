@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import polars as pl
 
 KINDS = (
@@ -19,9 +17,9 @@ ID_COLUMNS = (
     "user_id", "tenant_id", "request_id", "provider_message_id",
 )
 
-# Columns whose alias values are read as numbers after mapping (their types: INT_COLUMNS, FLOAT_COLUMNS).
-INT_COLUMN_NAMES = ("attempt", "exit_code")
-FLOAT_COLUMN_NAMES = ("duration_ms", "ttl_s", "visibility_timeout_s", "grace_period_s")
+# Columns whose alias values are read as numbers after mapping (Int32 and Float64).
+INT_COLUMNS = ("attempt", "exit_code")
+FLOAT_COLUMNS = ("duration_ms", "ttl_s", "visibility_timeout_s", "grace_period_s")
 
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
@@ -34,44 +32,36 @@ TEXT_COLUMNS = (
 DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}
 
 
-@cache
-def _polars_constants() -> dict:
-    """The constants that are polars types, made at their first use: a command answered from the
-    cache never loads polars (0.3 s)."""
-    return {
-        "TS_TYPE": pl.Datetime("us", "UTC"),
-        "INT_COLUMNS": dict.fromkeys(INT_COLUMN_NAMES, pl.Int32),
-        "FLOAT_COLUMNS": dict.fromkeys(FLOAT_COLUMN_NAMES, pl.Float64),
-        "PROVENANCE": {"source": pl.String, "line": pl.Int64, "format": pl.String},
-    }
+def _ts_type() -> pl.DataType:
+    return pl.Datetime("us", "UTC")
 
 
 def __getattr__(name: str):
-    # TS_TYPE, INT_COLUMNS, FLOAT_COLUMNS and PROVENANCE, looked up as module attributes.
-    if name in ("TS_TYPE", "INT_COLUMNS", "FLOAT_COLUMNS", "PROVENANCE"):
-        return _polars_constants()[name]
+    # TS_TYPE, the type of `ts`, is made when first used, not at import: a command answered from
+    # the cache never loads polars.
+    if name == "TS_TYPE":
+        return _ts_type()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def canonical_schema(business_keys: tuple[str, ...] = ()) -> dict[str, pl.DataType]:
     """Column name -> dtype of the canonical table, including configured business keys."""
-    types = _polars_constants()
-    schema: dict[str, pl.DataType] = {"ts": types["TS_TYPE"], "kind": pl.String}
+    schema: dict[str, pl.DataType] = {"ts": _ts_type(), "kind": pl.String}
     for col in TEXT_COLUMNS:
         schema[col] = pl.String
     for col in business_keys:
         schema.setdefault(col, pl.String)
-    schema.update(types["INT_COLUMNS"])
-    schema.update(types["FLOAT_COLUMNS"])
+    schema.update(dict.fromkeys(INT_COLUMNS, pl.Int32))
+    schema.update(dict.fromkeys(FLOAT_COLUMNS, pl.Float64))
     schema["ts_naive"] = pl.Boolean
-    schema.update(types["PROVENANCE"])
+    schema.update({"source": pl.String, "line": pl.Int64, "format": pl.String})  # where each record comes from
     return schema
 
 
 def alias_targets(business_keys: tuple[str, ...] = ()) -> set[str]:
     """Every name a field alias may map to."""
     return (
-        set(TEXT_COLUMNS) | set(business_keys) | set(INT_COLUMN_NAMES) | set(FLOAT_COLUMN_NAMES)
+        set(TEXT_COLUMNS) | set(business_keys) | set(INT_COLUMNS) | set(FLOAT_COLUMNS)
         | DERIVED_ALIAS_TARGETS
     )
 
