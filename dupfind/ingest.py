@@ -26,6 +26,7 @@ from dupfind.errors import DupfindError
 from dupfind.exact_json import decode_datetime, encode_datetime
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
+from dupfind.line_bytes import LineBytes
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
@@ -37,6 +38,7 @@ JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
+UTF8_BOM = "\ufeff".encode()
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
@@ -262,17 +264,22 @@ class LineParser:
         self.key_escapes = _key_escapes(paths)
 
     # -- JSON -------------------------------------------------------------------------
-    def _read_json(self, texts: pl.Series, schema: dict | None = None) -> pl.DataFrame | None:
+    def _read_json(self, texts: pl.Series, schema: dict | None = None, payload: bytes | None = None) -> pl.DataFrame | None:
         """Parse JSON lines with polars; None when any line is malformed.
 
         Without a schema, the alias keys present in these lines are read, all as text (reading
-        every alias key would cost several times more); see `_present_keys`.
+        every alias key would cost several times more); see `_present_keys`. `payload`: the
+        texts joined by newlines, taken from the bytes they were read from (`LineBytes`).
         """
         try:
             if schema is None:
                 schema = self._schema(texts)
                 if schema is None:
                     return None
+            if payload is not None:
+                frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
+                if frame.height == len(texts):
+                    return frame
             payload = texts.str.join("\n").cast(pl.Binary).item()
             frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
@@ -338,8 +345,8 @@ class LineParser:
         if raw.height:
             block.raws.append((raw, fmt))
 
-    def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str) -> None:
-        """rows: line, text (+ carried envelope columns).
+    def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str, lines: LineBytes | None = None) -> None:
+        """rows: line, text (+ carried envelope columns); lines: their bytes (see `parse_block`).
 
         The usual bad lines (cut short or glued to the next record: they do not end with `}`) are
         judged one by one with orjson before the block is read; if polars still refuses the
@@ -347,17 +354,20 @@ class LineParser:
         """
         # A JSON object ends with `}`: a line that does not (cut short, glued to the next record)
         # is judged first, so that one bad line does not cost a refused read of the whole block.
-        suspect = ~rows["text"].str.strip_chars_end().str.ends_with("}")
+        suspect = ~rows["text"].str.contains(r"\}\s*$")
         positions = suspect.arg_true()
         if positions.len():
             good = set(self._judge_lines(rows.filter(suspect), block))
             bad = [i for i in range(positions.len()) if i not in good]
             if bad:
-                rows = rows.filter(pl.Series([True] * rows.height).scatter(positions.gather(bad), False))
+                keep = pl.Series([True] * rows.height).scatter(positions.gather(bad), False)
+                rows = rows.filter(keep)
+                lines = lines.filter(keep) if lines is not None else None
                 if rows.height == 0:
                     return
         schema = self._schema(rows["text"])  # a subset of the lines never has other keys
-        frame = self._read_json(rows["text"], schema) if schema is not None else None
+        payload = lines.joined() if lines is not None and schema is not None else None
+        frame = self._read_json(rows["text"], schema, payload) if schema is not None else None
         if frame is not None:
             self._add_json(rows, frame, block, fmt)
             return
@@ -517,16 +527,20 @@ class LineParser:
         return pl.from_dicts(out, schema=rows.schema)
 
     # -- dispatch ---------------------------------------------------------------------
-    def parse_block(self, rows: pl.DataFrame, block: _Block, envelope: str | None) -> None:
-        """rows: columns line (Int64), text (String) and optionally carried envelope columns."""
+    def parse_block(self, rows: pl.DataFrame, block: _Block, envelope: str | None, lines: LineBytes | None = None) -> None:
+        """rows: columns line (Int64), text (String) and optionally carried envelope columns.
+        lines: the bytes the texts were split from, which the JSON reader takes instead of the
+        texts joined again."""
         if rows.height == 0:
             return
-        text = pl.col("text").str.strip_suffix("\r")
-        rows = rows.with_columns(text)
+        if rows["text"].str.ends_with("\r").any():  # stripping copies every line: only when needed
+            rows = rows.with_columns(pl.col("text").str.strip_suffix("\r"))
+            lines = None
+        # Patterns rather than stripped copies of every line (`\s` is what strip_chars strips).
         flags = rows.select(
-            blank=pl.col("text").str.strip_chars() == "",
+            blank=pl.col("text").str.contains(r"^\s*$"),
             too_long=pl.col("text").str.len_bytes() > self.config.max_line_bytes,
-            json=pl.col("text").str.strip_chars_start().str.starts_with("{"),
+            json=pl.col("text").str.contains(r"^\s*\{"),
         )
         rows = pl.concat([rows, flags], how="horizontal")
         blank = int(rows["blank"].sum())
@@ -543,17 +557,19 @@ class LineParser:
         prefix = f"{envelope}+" if envelope else ""
         json_rows = usable.filter(pl.col("json")).drop("json")
         text_rows = usable.filter(~pl.col("json")).drop("json")
+        if lines is not None and json_rows.height != rows.height:
+            lines = lines.filter(rows["json"] & ~rows["blank"] & ~rows["too_long"])
         if json_rows.height:
-            self._parse_json(json_rows, block, prefix + "ndjson")
+            self._parse_json(json_rows, block, prefix + "ndjson", lines)
         if text_rows.height:
             self._parse_text(text_rows, block, prefix)
 
-    def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str) -> None:
+    def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str, lines: LineBytes | None = None) -> None:
         preset = self.presets.get(envelope)
         if preset is not None and preset.is_envelope:
             self._unwrap(rows, block, preset)
         else:
-            self.parse_block(rows, block, envelope=None)
+            self.parse_block(rows, block, envelope=None, lines=lines)
 
 
 def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.DataFrame, str]]:
@@ -580,6 +596,11 @@ def _text_lines(chunk: bytes, first_line: int) -> list[str] | None:
     if first_line == 1 and lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]  # after the pop: a file holding only a BOM is one blank line
     return lines
+
+
+def _lines_payload(chunk: bytes, first_line: int) -> bytes:
+    """The bytes `_text_lines` splits into lines (a file's BOM dropped)."""
+    return chunk[3:] if first_line == 1 and chunk.startswith(UTF8_BOM) else chunk
 
 
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -727,6 +748,7 @@ class Ingestor:
         texts: list[str] = []
         bases: list[int] = []
         lengths: list[int] = []
+        payload: list[bytes] | None = []  # the files' bytes, each ending a line (see LineBytes)
 
         def lines_so_far() -> None:
             if texts:
@@ -747,7 +769,12 @@ class Ingestor:
                     bases.append((index << FILE_SHIFT) + 1 - len(texts))
                     lengths.append(len(lines))
                     texts.extend(lines)
+                    if payload is not None:
+                        payload.append(_lines_payload(item.data, 1))
+                        if not item.data.endswith(b"\n"):
+                            payload.append(b"\n")
                 continue
+            payload = None
             lines_so_far()
             decoded, undecodable = _lines_one_by_one(item.data, 1)
             counts.append(decoded.height + undecodable.height)  # every line of the file, as _line_count counts them
@@ -756,7 +783,8 @@ class Ingestor:
                 block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
         lines_so_far()
         rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
-        self.parser.parse_block(rows, block, envelope=None)
+        lines = LineBytes.split_from(b"".join(payload), rows["text"]) if payload is not None else None
+        self.parser.parse_block(rows, block, envelope=None, lines=lines)
         per_file = (
             block.continuation or block.context_lines or block.context
             or any(fmt in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns) for raw, fmt in block.raws)
@@ -809,13 +837,14 @@ class Ingestor:
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
             lines, undecodable = _decode_lines(chunk, next_line)
+            line_bytes = None if undecodable.height else LineBytes.split_from(_lines_payload(chunk, next_line), lines["text"])
             count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
             next_line += count
             report.lines += count
             block = _Block()
             if undecodable.height:
                 block.rejects.append(undecodable)
-            self.parser.parse_envelope(lines, block, sniff.envelope or "")
+            self.parser.parse_envelope(lines, block, sniff.envelope or "", line_bytes)
             self._finish_block(block, report, source, read)
             if self.progress:
                 self.progress(len(chunk))
