@@ -398,6 +398,25 @@ class AnalysisContext:
         return set(self.lock_holds["exec_id"].drop_nulls().to_list())
 
     @cached_property
+    def lock_holds_of(self) -> dict[int, list[dict]]:
+        """Each lock holder's holds as rows, `_pos` their place in lock_holds."""
+        holds = self.lock_holds.with_row_index("_pos").filter(pl.col("exec_id").is_not_null())
+        return holds.rows_by_key("exec_id", named=True, include_key=True)
+
+    @cached_property
+    def orphan_release_times(self) -> dict[str, list]:
+        """The times of each key's orphan lock releases, sorted."""
+        orphans = self.orphan_lock_releases.filter(pl.col("ts").is_not_null()).sort("ts")
+        times = orphans.group_by("key", maintain_order=True).agg("ts")
+        return dict(zip(times["key"].to_list(), times["ts"].to_list()))
+
+    def orphan_release_between(self, key: str, low, high) -> bool:
+        """Whether a lock release that ended no hold of its holder fell in [low, high]."""
+        times = self.orphan_release_times.get(key, [])
+        index = bisect.bisect_left(times, low)
+        return index < len(times) and times[index] <= high
+
+    @cached_property
     def _lock_events_index(self) -> GroupIndex:
         return GroupIndex(self.lock_events, "key", ("ts",))
 

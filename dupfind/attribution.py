@@ -8,7 +8,7 @@ from datetime import timedelta
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
-from dupfind.locks import concurrent_holds
+from dupfind.locks import longest_overlap
 
 
 @dataclass
@@ -54,21 +54,15 @@ def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str
     """Why both executions held one lock at once (hold = acquire until release or end of the run), or None."""
     if first_exec not in ctx.lock_holders or later_exec not in ctx.lock_holders:
         return None
-    holds = ctx.lock_holds.filter(pl.col("exec_id").is_in([first_exec, later_exec]))
-    pairs = concurrent_holds(holds, "acquire_ts", "believed_end")
-    if pairs.height == 0:
+    holds = sorted([*ctx.lock_holds_of.get(first_exec, []), *ctx.lock_holds_of.get(later_exec, [])], key=lambda h: h["_pos"])
+    pair = longest_overlap(holds, "acquire_ts", "believed_end")
+    if pair is None:
         return None
-    pairs = pairs.filter(pl.col("exec_id_a") != pl.col("exec_id_b"))
-    if pairs.height == 0:
-        return None
-    pair = pairs.sort("overlap_s", descending=True).row(0, named=True)
     key = pair["key"]
     if pair["ttl_end_a"] is not None and pair["acquire_ts_b"] >= pair["ttl_end_a"]:
         return (f"lock {key!r} expired after its {pair['ttl_s_a']:g} s TTL while the first execution still ran; "
                 f"the second took it and both held it for {pair['overlap_s']:.1f} s")
-    orphans = ctx.orphan_lock_releases.filter((pl.col("key") == key) & pl.col("ts").is_between(
-        pair["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), pair["acquire_ts_b"]))
-    if orphans.height:
+    if ctx.orphan_release_between(key, pair["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), pair["acquire_ts_b"]):
         return (f"a worker that did not hold lock {key!r} released it; the second execution then acquired it "
                 f"while the first still held it ({pair['overlap_s']:.1f} s together)")
     return f"both executions held lock {key!r} at once for {pair['overlap_s']:.1f} s: the lock did not exclude the second"

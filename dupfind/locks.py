@@ -134,5 +134,31 @@ def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
     return pairs.with_columns(overlap_s=overlap.dt.total_microseconds() / 1e6)
 
 
+def longest_overlap(holds: list[dict], start: str, end: str) -> dict | None:
+    """`concurrent_holds` over a few holds as rows (those of two executions, in `lock_holds`
+    order), pairs within one execution left out: the pair that overlaps longest, its columns
+    suffixed `_a` and `_b` and its `overlap_s`; None when no two overlap. A few rows in Python
+    rather than a self-join: attribution asks this for every duplicated action."""
+    best: dict | None = None
+    for a in holds:
+        for b in holds:
+            if a["key"] != b["key"] or a["holder"] == b["holder"] or a["exec_id"] == b["exec_id"]:
+                continue
+            if a[start] is None or b[start] is None or a[end] is None:
+                continue  # a comparison with null keeps no row
+            if not (a[start] < b[start] or (a[start] == b[start] and a["acquire_rid"] < b["acquire_rid"])):
+                continue
+            if not b[start] < a[end]:
+                continue
+            ends = [t for t in (a[end], b[end]) if t is not None]
+            # Seconds from whole microseconds, as `concurrent_holds` gives them (polars may round
+            # its division the other way in the last bit: it multiplies by the reciprocal).
+            overlap = ((min(ends) - b[start]) // timedelta(microseconds=1)) / 1e6
+            if best is None or overlap > best["overlap_s"]:
+                best = {**{f"{k}_a": v for k, v in a.items() if k != "key"},
+                        **{f"{k}_b": v for k, v in b.items() if k != "key"}, "key": a["key"], "overlap_s": overlap}
+    return best
+
+
 def seconds_after(later, earlier) -> float:
     return (later - earlier) / timedelta(seconds=1)

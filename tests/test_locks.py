@@ -122,3 +122,20 @@ def test_duplicate_is_attributed_to_the_lock_only_when_the_holds_overlapped(tmp_
     report, _ = analyze_folder(racy)
     causes = {f.cause for f in report.harmful}
     assert causes == {"lock_overlap"}
+
+
+@pytest.mark.parametrize(("preset", "explanation"), [
+    ("lock-nonatomic", "the lock did not exclude the second"),
+    ("lock-ttl-short", "s TTL while the first execution still ran"),
+    ("lock-release-no-owner", "a worker that did not hold lock"),
+])
+def test_a_lock_overlap_is_explained_by_how_the_second_got_the_lock(preset: str, explanation: str, tmp_path_factory):
+    """The TTL, the orphan release between the two acquisitions, or a plain race: what each preset does."""
+    folder = tmp_path_factory.mktemp(preset)
+    write_scenario(preset, folder, seed=1, jobs=300)
+    report, _ = analyze_folder(folder)
+    details = [f.cause_detail for f in report.findings if f.rule == "DF101" and f.cause == "lock_overlap"]
+    explained = [d for d in details if explanation in d]
+    assert len(details) >= 5 and len(explained) >= 0.9 * len(details), details[:3]
+    orphan = "did not hold lock"
+    assert all(orphan not in d for d in details) or preset == "lock-release-no-owner"

@@ -23,9 +23,11 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     stops = dict(model.workers.select("worker_id", "stop_ts").rows())
     exit_codes = dict(model.workers.select("worker_id", "exit_code").rows())
     findings: list[Finding] = []
-    for (worker, kill_rid), group in model.interrupted.group_by("worker_id", "kill_rid", maintain_order=True):
-        row = group.row(0, named=True)
-        exec_ids = group["exec_id"].to_list()
+    ends = model.interrupted.group_by("worker_id", "kill_rid", maintain_order=True).agg(
+        pl.all().exclude("exec_id").first(), pl.col("exec_id"),
+    )
+    for row in ends.iter_rows(named=True):
+        worker, kill_rid, exec_ids = row["worker_id"], row["kill_rid"], row["exec_id"]
         done = [e for e in exec_ids if e in effects_done]
         stop_ts = stops.get(worker)
         how = KILL_WORDS.get(row["kill_kind"], row["kill_kind"])

@@ -31,24 +31,38 @@ def redelivery_pairs(ctx: AnalysisContext) -> pl.DataFrame:
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     tolerance = float(rule.param("gap_tolerance", 0.25))
     pairs = redelivery_pairs(ctx)
-    lease_logged = set(
-        ctx.action_records("kind").filter(pl.col("kind") == "lease_expired").select("action_id").collect()["action_id"].unique().to_list()
+    if pairs.height == 0:
+        return []
+    # The lease_expired records of each action, in time order (as records_of gives them).
+    expired = ctx.action_records("kind", "rid", "ts", "source", "line").filter(pl.col("kind") == "lease_expired").sort(
+        "action_id", "ts", "source", "line", maintain_order=True,
+    ).group_by("action_id", maintain_order=True).agg("rid").collect()
+    expiry_rids_of = dict(zip(expired["action_id"].to_list(), expired["rid"].to_list()))
+    # Per action, in the order actions first appear: the pair whose later execution started
+    # first, the executions involved, and whether every redelivery was guarded (one polars pass
+    # rather than a few per action).
+    actions = pairs.with_columns(_order=pl.int_range(pl.len()).min().over("action_id")).sort(
+        "_order", "start_b", maintain_order=True,
+    ).group_by("action_id", maintain_order=True).agg(
+        pl.all().first(),
+        pl.col("exec_id_a").append(pl.col("exec_id_b")).unique().sort().alias("exec_ids"),
+        pl.col("guarded_b").all().alias("all_guarded"),
+        pl.len().alias("redeliveries"),
     )
     findings: list[Finding] = []
-    for (action_id,), group in pairs.group_by("action_id", maintain_order=True):
-        first = group.sort("start_b").row(0, named=True)
-        exec_ids = sorted(set(group["exec_id_a"].to_list()) | set(group["exec_id_b"].to_list()))
+    for first in actions.iter_rows(named=True):
+        action_id, exec_ids = first["action_id"], first["exec_ids"]
         timeout = ctx.timeout_for(ctx.action_queue.get(action_id))
         gap = first["gap_s"]
         near = timeout is not None and abs(gap - timeout) <= max(1.0, tolerance * timeout)
-        evidence_of_expiry = action_id in lease_logged or near
+        evidence_of_expiry = action_id in expiry_rids_of or near
         summary = (
             f"attempt {first['attempt_b'] or '?'} started {gap:.1f} s after attempt {first['attempt_a'] or '?'} "
             f"while it was still running (overlap {first['overlap_s']:.2f} s)"
         )
         if timeout is not None:
             summary += f"; visibility timeout {timeout:g} s"
-        guarded = bool(group["guarded_b"].all())
+        guarded = bool(first["all_guarded"])
         if guarded:
             summary += "; the redelivery was stopped by a guard"
         # A guarded redelivery is the design working; the short lease is still worth knowing.
@@ -60,12 +74,12 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "gap_s": seconds(gap),
             "overlap_s": seconds(first["overlap_s"]),
             "first_attempt_duration_s": seconds(duration),
-            "redeliveries_while_running": group.height,
+            "redeliveries_while_running": first["redeliveries"],
         }
         if timeout is not None:
             finding.figures["timeout_s"] = timeout
             finding.figures["duration_over_timeout"] = round(duration / timeout, 2) if timeout else None
-        expiry_rids = ctx.records_of(action_id).filter(pl.col("kind") == "lease_expired")["rid"].to_list()
+        expiry_rids = expiry_rids_of.get(action_id, [])
         notes = {r: "lease expired" for r in expiry_rids}
         ctx.attach_evidence(finding, expiry_rids, notes, executions=exec_ids,
                             kinds=("receive", "start", "side_effect", "commit", "ack", "finish"))

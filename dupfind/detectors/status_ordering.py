@@ -45,9 +45,14 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     if joined.height == 0:
         return []
     sent_again = set(requests["exec_id"].to_list())
+    # Each action's earliest other start, actions in the order they first appear (one polars
+    # pass rather than a sort per action).
+    hits = joined.with_columns(_order=pl.int_range(pl.len()).min().over("action_id")).sort(
+        "_order", "other_entry", maintain_order=True,
+    ).unique("action_id", keep="first", maintain_order=True)
     findings: list[Finding] = []
-    for (action_id,), group in joined.group_by("action_id", maintain_order=True):
-        hit = group.sort("other_entry").row(0, named=True)
+    for hit in hits.iter_rows(named=True):
+        action_id = hit["action_id"]
         repeated = hit["other_id"] in sent_again
         severity = None if repeated else "medium"
         if hit["open_ended"]:
