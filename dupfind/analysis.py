@@ -417,14 +417,6 @@ class AnalysisContext:
         return index < len(times) and times[index] <= high
 
     @cached_property
-    def _lock_events_index(self) -> GroupIndex:
-        return GroupIndex(self.lock_events, "key", ("ts",))
-
-    def lock_events_of(self, key: str) -> pl.DataFrame:
-        """The lock records of one key, in time order."""
-        return self._lock_events_index.get(key)
-
-    @cached_property
     def orphan_lock_releases(self) -> pl.DataFrame:
         """Lock releases that end no hold of their holder."""
         return orphan_releases(self.lock_events)

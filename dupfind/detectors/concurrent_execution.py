@@ -21,24 +21,29 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         cross_generation_pairs(ctx).select("exec_id_a", "exec_id_b"),
     ])
     pairs = pairs.join(explained, on=["exec_id_a", "exec_id_b"], how="anti")
+    # Per action (one group-by rather than a few polars calls per action): its longest overlap,
+    # executions, workers or processes, and whether any overlap is certain and every later run guarded.
+    actions = pairs.group_by("action_id", maintain_order=True).agg(
+        pl.col("overlap_s").max().alias("worst"),
+        pl.col("exec_id_a").append(pl.col("exec_id_b")).unique().sort().alias("exec_ids"),
+        pl.col("identity_a").append(pl.col("identity_b")).n_unique().alias("identities"),
+        (pl.col("overlap") == "certain").any().alias("certain"),
+        pl.col("guarded_b").all().alias("guarded"),
+    )
     findings: list[Finding] = []
-    for action_id, group in pairs.group_by("action_id", maintain_order=True):
-        action_id = action_id[0]
-        worst = group.sort("overlap_s", descending=True).row(0, named=True)
-        exec_ids = sorted(set(group["exec_id_a"].to_list()) | set(group["exec_id_b"].to_list()))
-        certain = (group["overlap"] == "certain").any()
-        guarded = bool(group["guarded_b"].all())
+    for row in actions.iter_rows(named=True):
+        action_id, exec_ids, certain, guarded = row["action_id"], row["exec_ids"], row["certain"], row["guarded"]
         severity = "low" if guarded else None
         summary = (
-            f"{len(exec_ids)} executions on {len(set(group['identity_a'].to_list()) | set(group['identity_b'].to_list()))} "
-            f"workers/processes overlapped by up to {worst['overlap_s']:.2f} s"
+            f"{len(exec_ids)} executions on {row['identities']} "
+            f"workers/processes overlapped by up to {row['worst']:.2f} s"
             + ("" if certain else " (within the clock-skew tolerance: possible)")
             + ("; the later ones were stopped by a guard" if guarded else "")
         )
         finding = action_finding(ctx, rule, action_id, exec_ids, summary, severity=severity)
         finding.confidence = "certain" if certain else "possible"
         finding.figures = {
-            "overlap_s": seconds(worst["overlap_s"]),
+            "overlap_s": seconds(row["worst"]),
             "executions": len(exec_ids),
             "overlap": "certain" if certain else "possible",
         }

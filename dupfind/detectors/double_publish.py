@@ -24,10 +24,15 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("rid"),
     ).filter((pl.col("jobs") >= 2) | (pl.col("events") >= 2))
     duplicated = set(ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list())
+    # Each action's executions by start, as executions_of gives them, for all actions at once.
+    runs = ctx.executions.join(per_action.select("action_id"), on="action_id", how="semi").sort(
+        "action_id", "start", maintain_order=True,
+    ).group_by("action_id", maintain_order=True).agg("exec_id")
+    exec_ids_of = dict(zip(runs["action_id"].to_list(), runs["exec_id"].to_list()))
     findings: list[Finding] = []
     for row in per_action.sort("action_id").iter_rows(named=True):
         action_id = row["action_id"]
-        exec_ids = ctx.executions_of(action_id)["exec_id"].to_list()
+        exec_ids = exec_ids_of.get(action_id, [])
         gap = (row["last"] - row["first"]).total_seconds()
         variant = "two event ids sharing one idempotency key" if row["events"] >= 2 else "one event id"
         summary = f"published {max(row['jobs'], row['publishes'])} times ({variant}) {gap:.2f} s apart"

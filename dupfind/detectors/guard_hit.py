@@ -18,13 +18,16 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     ) if ctx.side_effects.height else None
     if replays is not None and replays.height:
         guards = pl.concat([guards, replays.with_columns(pl.col("rid").cast(guards.schema["rid"]))])
+    actions = guards.group_by("action_id", maintain_order=True).agg(
+        pl.col("exec_id").drop_nulls().unique().sort().alias("exec_ids"), pl.col("name").alias("names"), pl.col("rid").alias("rids"),
+    )
     findings: list[Finding] = []
-    for (action_id,), group in guards.group_by("action_id", maintain_order=True):
-        exec_ids = [e for e in group["exec_id"].unique().to_list() if e is not None]
-        kinds = sorted(set(n or "guard" for n in group["name"].to_list()))
-        summary = f"{group.height} repeat(s) stopped by a guard ({', '.join(kinds)}); the side effect did not repeat"
+    for row in actions.iter_rows(named=True):
+        action_id, exec_ids, rids = row["action_id"], row["exec_ids"], row["rids"]
+        kinds = sorted(set(n or "guard" for n in row["names"]))
+        summary = f"{len(rids)} repeat(s) stopped by a guard ({', '.join(kinds)}); the side effect did not repeat"
         finding = action_finding(ctx, rule, action_id, exec_ids, summary)
-        finding.figures = {"guard_hits": group.height}
-        ctx.attach_evidence(finding, group["rid"].to_list(), {r: "guard" for r in group["rid"].to_list()})
+        finding.figures = {"guard_hits": len(rids)}
+        ctx.attach_evidence(finding, rids, {r: "guard" for r in rids})
         findings.append(finding)
     return findings

@@ -41,8 +41,14 @@ def _lock_finding(
     )
 
 
-def _lock_records(ctx: AnalysisContext, key: str, exec_ids: list[int]) -> list[int]:
-    return ctx.lock_events_of(key).filter(pl.col("exec_id").is_in(exec_ids))["rid"].to_list()
+def _lock_records_by(ctx: AnalysisContext, requests: pl.DataFrame) -> dict[int, list[int]]:
+    """The lock records of some executions on a key, for many requests at once (columns _req,
+    key, exec_ids): _req -> the rids by time (ties in lock_events order). One join rather than a
+    lookup and a filter a finding."""
+    wanted = requests.select("_req", "key", pl.col("exec_ids").alias("exec_id")).explode("exec_id").drop_nulls("exec_id").unique()
+    events = ctx.lock_events.select("key", "ts", "rid", "exec_id").with_row_index("_event")
+    found = events.join(wanted, on=["key", "exec_id"]).sort("_req", "ts", "_event").group_by("_req", maintain_order=True).agg("rid")
+    return dict(zip(found["_req"].to_list(), found["rid"].to_list()))
 
 
 def _span(finding: Finding, ctx: AnalysisContext, rids: list[int]) -> None:
@@ -99,20 +105,31 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     pairs = pairs.filter(pl.col("certain") | near_start)
     if pairs.height == 0:
         return []
-    orphans = ctx.orphan_lock_releases
     senders = _effect_execs(ctx)
+    # Per key, in the order keys first appear by second acquisition: its most telling pair
+    # (certain first, then the longest overlap), its holders and executions; the releases by a
+    # non-holder between that pair's acquisitions; the key's records of those executions. One
+    # polars pass each rather than a few per key.
+    keys = pairs.sort("acquire_ts_b").group_by("key", maintain_order=True).agg(
+        pl.all().sort_by("certain", "overlap_s", descending=True, maintain_order=True).first(),
+        pl.col("holder_a").append(pl.col("holder_b")).unique().sort().alias("holders"),
+        pl.col("exec_id_a").append(pl.col("exec_id_b")).drop_nulls().unique(maintain_order=True).alias("exec_ids"),
+    ).with_row_index("_req")
+    orphans = ctx.orphan_lock_releases.with_row_index("_orphan")
+    between_of = keys.select(
+        "key", low=pl.col("acquire_ts_a") - timedelta(seconds=ctx.skew_s), high=pl.col("acquire_ts_b"),
+    ).join(orphans, on="key").filter(pl.col("ts").is_between(pl.col("low"), pl.col("high"))).sort("_orphan").group_by(
+        "key", maintain_order=True,
+    ).agg("rid", "holder").rows_by_key("key", unique=True)
+    records_of = _lock_records_by(ctx, keys)
     findings: list[Finding] = []
-    for (key,), group in pairs.sort("acquire_ts_b").group_by("key", maintain_order=True):
-        first = group.sort("certain", "overlap_s", descending=True).row(0, named=True)
-        between = orphans.filter(
-            (pl.col("key") == key)
-            & pl.col("ts").is_between(first["acquire_ts_a"] - timedelta(seconds=ctx.skew_s), first["acquire_ts_b"])
-        )
+    for first in keys.iter_rows(named=True):
+        key, holders, exec_ids = first["key"], first["holders"], first["exec_ids"]
+        between_rids, between_holders = between_of.get(key, ([], []))
         gap = seconds_after(first["acquire_ts_b"], first["acquire_ts_a"])
-        holders = sorted(set(group["holder_a"].to_list()) | set(group["holder_b"].to_list()))
-        if between.height:
+        if between_rids:
             why = (
-                f"{between['holder'][0]} released the lock without holding it, "
+                f"{between_holders[0]} released the lock without holding it, "
                 f"then {first['holder_b']} took it while {first['holder_a']} still held it"
             )
         elif gap <= race_s:
@@ -124,9 +141,6 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             why = (
                 f"{first['holder_b']} acquired it {gap:.1f} s after {first['holder_a']} without waiting for its release"
             )
-        exec_ids = [
-            e for e in dict.fromkeys([*group["exec_id_a"].to_list(), *group["exec_id_b"].to_list()]) if e is not None
-        ]
         both_sent = first["exec_id_a"] in senders and first["exec_id_b"] in senders
         summary = f"{len(holders)} holders of lock {key!r} at once (overlap {first['overlap_s']:.2f} s): {why}"
         if both_sent:
@@ -149,15 +163,15 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "holders": len(holders),
             "overlap_s": seconds(first["overlap_s"]),
             "acquire_gap_s": seconds(gap),
-            "released_by_non_holder": bool(between.height),
+            "released_by_non_holder": bool(between_rids),
             "side_effect_repeated": both_sent,
         }
-        rids = _lock_records(ctx, key, exec_ids) + between["rid"].to_list()
+        rids = records_of.get(first["_req"], []) + between_rids
         notes = {
             first["acquire_rid_a"]: "first holder",
             first["acquire_rid_b"]: "second holder, while the first held it",
         }
-        notes.update({r: "released by a non-holder" for r in between["rid"].to_list()})
+        notes.update({r: "released by a non-holder" for r in between_rids})
         ctx.attach_evidence(finding, rids, notes)
         _span(finding, ctx, rids)
         findings.append(finding)
@@ -200,8 +214,12 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         .agg(pl.col("live_holder").first(), pl.col("live_rid").first(), pl.col("live_exec").first())
     )
     releases = releases.join(hit, on="rid", how="left").filter(~pl.col("late") | pl.col("live_holder").is_not_null())
+    releases = releases.sort("ts").with_row_index("_req").with_columns(
+        exec_ids=pl.concat_list("exec_id", "live_exec").list.drop_nulls(),
+    )
+    records_of = _lock_records_by(ctx, releases)
     findings: list[Finding] = []
-    for row in releases.sort("ts").iter_rows(named=True):
+    for row in releases.iter_rows(named=True):
         who, key = row["holder"], row["key"]
         what = "after its own TTL had run out" if row["late"] else "without holding it"
         if row["live_holder"] is not None:
@@ -210,7 +228,7 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         else:
             summary = f"{who} released lock {key!r} {what} (nobody else held it at that moment)"
             severity = rule.param("unheld_severity", "low")
-        exec_ids = [e for e in (row["exec_id"], row["live_exec"]) if e is not None]
+        exec_ids = row["exec_ids"]
         finding = _lock_finding(
             ctx, rule, row["action_id"], exec_ids, summary, f"release:{row['key']}@{row['holder']}", severity
         )
@@ -224,7 +242,7 @@ def detect_foreign_release(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         rids = [
             row["rid"],
             *([row["live_rid"]] if row["live_rid"] is not None else []),
-            *_lock_records(ctx, row["key"], exec_ids),
+            *records_of.get(row["_req"], []),
         ]
         notes = {row["rid"]: "release by a non-holder"}
         if row["live_rid"] is not None:
@@ -265,8 +283,12 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         )
     )
     over = over.join(taken, on="acquire_rid", how="left")
+    over = over.sort("acquire_ts").with_row_index("_req").with_columns(
+        exec_ids=pl.concat_list("exec_id", "taker_exec").list.drop_nulls(),
+    )
+    records_of = _lock_records_by(ctx, over)
     findings: list[Finding] = []
-    for row in over.sort("acquire_ts").iter_rows(named=True):
+    for row in over.iter_rows(named=True):
         held = seconds_after(row["believed_end"], row["acquire_ts"])
         ttl = row["ttl_s"]
         key, who = row["key"], row["holder"]
@@ -281,7 +303,7 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         else:
             summary += "; nobody took it meanwhile (near miss)"
             severity = rule.param("near_miss_severity", "medium")
-        exec_ids = [e for e in (row["exec_id"], row["taker_exec"]) if e is not None]
+        exec_ids = row["exec_ids"]
         finding = _lock_finding(
             ctx, rule, row["action_id"], exec_ids, summary, f"ttl:{row['key']}@{row['holder']}", severity
         )
@@ -298,7 +320,7 @@ def detect_ttl(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             notes[row["expired_rid"]] = "lock expired"
         if row["taker_rid"] is not None:
             notes[row["taker_rid"]] = "taken by another holder after the TTL"
-        rids = [row["acquire_rid"], *_lock_records(ctx, row["key"], exec_ids)]
+        rids = [row["acquire_rid"], *records_of.get(row["_req"], [])]
         ctx.attach_evidence(finding, list(dict.fromkeys(r for r in rids if r is not None)), notes,
                             executions=[row["exec_id"]] if row["action_id"] is not None else [],
                             kinds=("start", "side_effect", "commit", "finish", "ack"))
