@@ -58,9 +58,9 @@ def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
     fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us").dt.replace_time_zone("UTC")
     rest = (fast.is_null() & raw.is_not_null()).arg_true()
     if rest.len() == 0:
-        return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE), "naive": pl.Series([False] * raw.len(), dtype=pl.Boolean)})
+        return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE), "naive": pl.repeat(False, raw.len(), dtype=pl.Boolean, eager=True)})
     slow = _parse_general(raw.gather(rest), assume_tz)
-    naive = pl.Series("naive", [False] * raw.len(), dtype=pl.Boolean).scatter(rest, slow["naive"])
+    naive = pl.repeat(False, raw.len(), dtype=pl.Boolean, eager=True).rename("naive").scatter(rest, slow["naive"])
     return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE).scatter(rest, slow["ts"]), "naive": naive})
 
 
