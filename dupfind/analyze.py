@@ -14,7 +14,7 @@ from dupfind.config import Config
 from dupfind.correlate import Correlation
 from dupfind.deploy_concentration import deploy_summary
 from dupfind.findings import Finding, severity_rank
-from dupfind.ingest import IngestResult
+from dupfind.ingest_result import IngestResult
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
 from dupfind.rules_registry import DETECTORS, Rule
 from dupfind.timefmt import iso_us

@@ -20,7 +20,7 @@ import polars as pl
 
 from dupfind import __version__, textcodes
 from dupfind.atomic_files import write_atomic
-from dupfind.ingest import FileReport
+from dupfind.ingest_result import FileReport
 from dupfind.sources import file_identity
 
 CACHE_FORMAT = "4"

@@ -20,11 +20,10 @@ from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
-from dupfind.ingest import IngestResult, ingest
+from dupfind.ingest_result import IngestResult
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs, identities
 from dupfind.textcodes import Texts
-from dupfind.timeparse import parse_time_bound
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,6 +56,10 @@ def progress_for(paths: list[str], stderr: Console | None):
 
 def time_bounds(config: Config, since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
     """--since and --until as UTC datetimes (relative bounds against now)."""
+    if not since and not until:
+        return None, None
+    from dupfind.timeparse import parse_time_bound  # dateutil: only with a bound
+
     since_ts = parse_time_bound(since, "--since", assume_tz=config.assume_tz) if since else None
     until_ts = parse_time_bound(until, "--until", assume_tz=config.assume_tz) if until else None
     if since_ts and until_ts and since_ts > until_ts:
@@ -68,6 +71,8 @@ def relative_bound(config: Config, bound: str | None) -> bool:
     """Whether a --since/--until value is relative to now (-2h, 30m)."""
     if not bound:
         return False
+    from dupfind.timeparse import parse_time_bound
+
     epoch = datetime(2000, 1, 1, tzinfo=UTC)
     at = [parse_time_bound(bound, "--since", now=now, assume_tz=config.assume_tz)
           for now in (epoch, epoch + timedelta(seconds=1))]
@@ -100,6 +105,8 @@ def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Consol
 def ingest_with_progress(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None,
                          **options: Any) -> IngestResult:
     """ingest(), with a progress bar on `stderr` when it is a terminal."""
+    from dupfind.ingest import ingest  # the parsers: not loaded by a command the cache answers
+
     progress, advance = progress_for(paths, stderr)
     if progress is None:
         return ingest(paths, config, since_ts, until_ts, **options)

@@ -79,7 +79,7 @@ from dupfind.atomic_files import write_atomic, write_staged
 from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
-from dupfind.ingest import FileReport, IngestResult
+from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.textcodes import Texts
 
 SET_FORMAT = "4"

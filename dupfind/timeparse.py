@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import polars as pl
-from dateutil import parser as dateutil_parser
 
 from dupfind import schema
 from dupfind.errors import DupfindError
@@ -113,6 +112,8 @@ def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
 
 def _dateutil_fallback(frame: pl.DataFrame, distinct: pl.Series, assume_tz: str) -> pl.DataFrame:
     """Parse the distinct strings polars could not, with dateutil, and join them back."""
+    from dateutil import parser as dateutil_parser  # 12 ms to import: only for such strings
+
     zone = ZoneInfo(assume_tz)
     keys, parsed, naive = [], [], []
     for text in distinct.to_list():

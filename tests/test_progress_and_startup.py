@@ -214,3 +214,23 @@ def test_closed_standard_streams_do_not_fail_the_command(tmp_path):
     failed = subprocess.run([*args[:4], str(tmp_path / "missing")], cwd=ROOT, preexec_fn=closing(1, 2), timeout=300,
                             check=False)
     assert failed.returncode == 2
+
+
+PARSERS_LOADED = "sorted(m for m in ('dupfind.ingest', 'dupfind.normalize', 'dateutil') if m in sys.modules)"
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "--format", "json"),
+    ("stats", "--format", "json"),
+    ("timeline", "--format", "json"),
+])
+def test_a_command_answered_from_the_cache_does_not_load_the_parsers(tmp_path, args):
+    """The parsers (30-40 ms of imports) are loaded by a command that reads logs, not by one whose
+    report is stored; dateutil only by a read with a timestamp polars cannot parse."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    command = [*args, str(LOGS)]
+    first, first_loaded = _run_and_tell(command, PARSERS_LOADED, env)
+    warm, warm_loaded = _run_and_tell(command, PARSERS_LOADED, env)
+    assert "'dupfind.ingest', 'dupfind.normalize'" in first_loaded  # dateutil: only for odd timestamps
+    assert warm_loaded == "[]"
+    assert warm == first

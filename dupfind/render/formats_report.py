@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from dupfind.ingest import FileReport, IngestResult
+from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.render.safe import safe_text
 from dupfind.timefmt import iso_us
 
