@@ -132,17 +132,18 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
         return {}
     columns = ctx.table.select(*EVIDENCE_COLUMNS)[pairs["rid"]]
     rows = pl.concat([pairs, columns], how="horizontal").sort("req", "ts", "source", "line")
+    # The first `limit` of each request's records only, before they become Python objects.
+    limits = pl.Series([r.limit for r in requests], dtype=pl.Int64)
+    rows = rows.filter(pl.int_range(pl.len()).over("req") < limits.gather(rows["req"]))
     evidence: dict[int, list[Evidence]] = {}
     # Each row's texts are new objects: one of each distinct text is kept (a few paths, workers
     # and kinds repeated on a quarter of a million records at 5M lines).
     texts: dict[str, str] = {}
     for req, rid, ts, source, line, worker, kind, name, attempt in rows.iter_rows():
-        request, found = requests[req], evidence.setdefault(req, [])
-        if len(found) < request.limit:
-            found.append(Evidence(
-                ts, texts.setdefault(source, source), line, worker and texts.setdefault(worker, worker),
-                texts.setdefault(kind, kind), name and texts.setdefault(name, name), attempt, request.notes.get(rid),
-            ))
+        evidence.setdefault(req, []).append(Evidence(
+            ts, texts.setdefault(source, source), line, worker and texts.setdefault(worker, worker),
+            texts.setdefault(kind, kind), name and texts.setdefault(name, name), attempt, requests[req].notes.get(rid),
+        ))
     return evidence
 
 

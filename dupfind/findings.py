@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from dupfind.timefmt import iso_us
+
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 CAUSES = (
     "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "lock_overlap", "unknown",
@@ -45,8 +47,6 @@ class Evidence:
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from dupfind.timefmt import iso_us
-
         return {
             "ts": iso_us(self.ts), "source": self.source, "line": self.line, "worker": self.worker,
             "kind": self.kind, "name": self.name, "attempt": self.attempt, "note": self.note,
@@ -83,8 +83,6 @@ class Finding:
         return fingerprint(self.rule, self.identity)
 
     def to_dict(self) -> dict[str, Any]:
-        from dupfind.timefmt import iso_us
-
         return {
             "fingerprint": self.fingerprint,
             "rule": self.rule,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dupfind.timefmt import iso, iso_us
 
-ZONES = st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))])
+ZONES = st.sampled_from([None, UTC, ZoneInfo("UTC"), ZoneInfo("Europe/Paris"), timezone(timedelta(hours=5, minutes=30)),
+                        timezone(timedelta(hours=-8))])
 
 
 @given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999), timezones=ZONES))
