@@ -204,19 +204,6 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
 
 
-def _timestamps_of(values: pl.Series, assume_tz: str) -> pl.DataFrame:
-    """parse_timestamps, without parsing a column with no value (a JSON record's leading and
-    envelope times: two of the three candidates of most blocks)."""
-    if values.null_count() == values.len():
-        from dupfind.schema import TS_TYPE  # made when first used (see schema)
-
-        return pl.DataFrame({
-            "ts": pl.repeat(None, values.len(), dtype=TS_TYPE, eager=True),
-            "naive": pl.repeat(False, values.len(), dtype=pl.Boolean, eager=True),
-        })
-    return parse_timestamps(values, assume_tz)
-
-
 def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     """Turn one raw block into canonical rows; rows without a usable time are rejected."""
     # Only fields that carry a value somewhere in this block: most aliases are absent, and a
@@ -287,7 +274,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     # Timestamps: the record's own field, then a leading timestamp, then the envelope's.
     candidates = ["ts", "__lead", "__fallback"] if "ts" in frame.columns else ["__lead", "__fallback"]
     parsed = pl.concat(
-        [_timestamps_of(frame[c], config.assume_tz).rename({"ts": f"t{i}", "naive": f"n{i}"})
+        [parse_timestamps(frame[c], config.assume_tz).rename({"ts": f"t{i}", "naive": f"n{i}"})
          for i, c in enumerate(candidates)],
         how="horizontal",
     )

@@ -54,6 +54,11 @@ def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
     shape (ISO-8601 with `T` and `Z`) is parsed in one pass; only the rest takes the general path.
     """
     raw = values.cast(pl.String)
+    if raw.null_count() == raw.len():  # nothing to parse: a JSON record's leading and envelope times
+        return pl.DataFrame({
+            "ts": pl.repeat(None, raw.len(), dtype=schema.TS_TYPE, eager=True),
+            "naive": pl.repeat(False, raw.len(), dtype=pl.Boolean, eager=True),
+        })
     fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us").dt.replace_time_zone("UTC")
     rest = (fast.is_null() & raw.is_not_null()).arg_true()
     if rest.len() == 0:
