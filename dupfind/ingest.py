@@ -1006,8 +1006,9 @@ def empty_rejects() -> pl.DataFrame:
 class HeldBatch:
     """A normalised batch as it is held until assembly: its coded columns (ids, messages) as codes
     into a dictionary of its own (`texts`: code n the n-th, in no particular order; a text may
-    repeat, once for each column that holds it), other text as Categorical (but `source`, which assembly rebuilds from the distinct
-    paths), without the columns null on every row (put back as constants)."""
+    repeat, once for each column that holds it), other text as Categorical (`source` too, which
+    assembly rebuilds from the distinct paths), without the columns null on every row (put back
+    as constants)."""
 
     frame: pl.DataFrame
     texts: pl.Series
@@ -1023,7 +1024,7 @@ def _held_columns(table: pl.DataFrame) -> list[tuple[str, pl.DataType]]:
 def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
     """`table` (canonical columns, text as String) as held until assembly."""
     frame = table.select(
-        pl.col(c).cast(stored_dtype(t)) if c != "source" and c not in coded else pl.col(c)
+        pl.col(c) if c in coded else pl.col(c).cast(pl.Categorical if c == "source" else stored_dtype(t))
         for c, t in _held_columns(table)
     )
     codes, texts, offset = [], [], 0
@@ -1234,18 +1235,23 @@ def _assemble(
         return textcodes.CODE_TYPE if name in coded else stored_dtype(dtype)
 
     frames = [t.frame for t in tables]
-    keys = pl.concat([t.select("ts", "source", "line") for t in frames], how="vertical") if frames else None
-    if keys is None or keys.height == 0:
+    if sum(t.height for t in frames) == 0:
         return pl.DataFrame(schema={c: held_type(c, t) for c, t in schema.items()}), 0, Texts.empty(coded)
     texts, remaps = Texts.merged([t.texts for t in tables], coded)
     tables.clear()
-    paths = keys["source"].unique().sort()
-    keys = keys.with_row_index("__row").with_columns(
-        __file=pl.col("source").replace_strict(paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32)
-    )
+    paths = pl.concat([t["source"].cast(pl.String).unique() for t in frames]).unique().sort()
+    # The sort keys with each row's file as its rank among the paths (4 bytes, not a text's 16),
+    # and only the order sorted: a sorted copy of the keys would be one more copy of them.
+    keys = pl.concat([
+        t.select("ts", "line", __file=pl.col("source").cast(pl.String).replace_strict(
+            paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32))
+        for t in frames
+    ], how="vertical").with_row_index("__row")
     before = keys.height
-    keys = _within(keys, since, until).sort("ts", "__file", "line", maintain_order=True)
-    order = keys["__row"]
+    keys = _within(keys, since, until)
+    by = keys.select(pl.arg_sort_by("ts", "__file", "line", maintain_order=True)).to_series()
+    order, files = keys["__row"].gather(by), keys["__file"].gather(by)
+    del keys, by
     columns: list = []
     constants: list[pl.Expr] = []
     # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
@@ -1254,7 +1260,7 @@ def _assemble(
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
-                columns.append(paths.cast(pl.Categorical).gather(keys["__file"]).alias("source"))
+                columns.append(paths.cast(pl.Categorical).gather(files).alias("source"))
             elif all(name not in t.columns or t[name].null_count() == t.height for t in frames):
                 constants.append(pl.lit(None, dtype=held_type(name, dtype)).alias(name))
             else:
@@ -1271,7 +1277,7 @@ def _assemble(
                     t.drop_in_place(name)
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants)
-    return _with_label_codes(table.select(list(schema))), before - keys.height, texts
+    return _with_label_codes(table.select(list(schema))), before - order.len(), texts
 
 
 def _with_label_codes(table: pl.DataFrame) -> pl.DataFrame:
