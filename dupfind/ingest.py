@@ -60,14 +60,31 @@ def _key_escapes(keys: Iterable[str]) -> list[str]:
 
 
 def _contains_any(texts: pl.Series, patterns: list[str]) -> pl.Series:
-    """texts.str.contains_any(patterns), with slices of a large block scanned in parallel: the
-    eager call runs on one thread, and this scan is the reading thread's longest step."""
+    """Whether each text holds one of `patterns` (literal), with slices of a large block scanned
+    in parallel: the eager call runs on one thread, and this scan is the reading thread's longest
+    step. One regular expression, an alternation of the patterns, scans the ~400 alias keys of a
+    JSON line in half the time `str.contains_any`'s Aho-Corasick automaton takes (23 against 45
+    ms an 8 MB block), which every `"` of a line wakes."""
+    if not patterns:
+        return pl.repeat(False, texts.len(), dtype=pl.Boolean, eager=True)
+    alternation = "|".join(pl.escape_regex(p) for p in patterns)
     parts = min(pl.thread_pool_size(), 8)
     if parts < 2 or len(texts) < 2 * JSON_SUB_BLOCK:
-        return texts.str.contains_any(patterns)
+        return texts.str.contains(alternation)
     frame, step = texts.to_frame("text"), -(-len(texts) // parts)
-    scans = [frame.slice(i * step, step).lazy().select(pl.col("text").str.contains_any(patterns)) for i in range(parts)]
+    scans = [frame.slice(i * step, step).lazy().select(pl.col("text").str.contains(alternation)) for i in range(parts)]
     return pl.concat([scan.to_series() for scan in pl.collect_all(scans)])
+
+
+def _contains_unless(texts: pl.Series, pattern: str, decided: pl.Series, value: bool) -> pl.Series:
+    """`texts.str.contains(pattern)`, where the lines `decided` marks are known to give `value`:
+    the pattern runs on the others only (a regex over every line of a block cost 3-4 ms an 8 MB
+    block, a test of its first or last byte 0.4)."""
+    result = pl.repeat(value, texts.len(), dtype=pl.Boolean, eager=True)
+    rest = (~decided).arg_true()
+    if rest.len():
+        result = result.scatter(rest, texts.gather(rest).str.contains(pattern))
+    return result
 
 
 def _is_json(text: str) -> bool:
@@ -230,7 +247,9 @@ class LineParser:
         """
         # A JSON object ends with `}`: a line that does not (cut short, glued to the next record)
         # is judged first, so that one bad line does not cost a refused read of the whole block.
-        suspect = ~rows["text"].str.contains(r"\}\s*$")
+        texts = rows["text"]
+        suspect = ~_contains_unless(texts, r"\}\s*$", texts.str.ends_with("}"), True)
+        del texts
         positions = suspect.arg_true()
         if positions.len():
             good = set(self._judge_lines(rows.filter(suspect), block))
@@ -412,12 +431,16 @@ class LineParser:
         if rows["text"].str.ends_with("\r").any():  # stripping copies every line: only when needed
             rows = rows.with_columns(pl.col("text").str.strip_suffix("\r"))
             lines = None
-        # Patterns rather than stripped copies of every line (`\s` is what strip_chars strips).
-        flags = rows.select(
-            blank=pl.col("text").str.contains(r"^\s*$"),
-            too_long=pl.col("text").str.len_bytes() > self.config.max_line_bytes,
-            json=pl.col("text").str.contains(r"^\s*\{"),
-        )
+        # Patterns rather than stripped copies of every line (`\s` is what strip_chars strips); a
+        # line that starts with `{` is JSON and not blank without running them.
+        texts = rows["text"]
+        brace = texts.str.starts_with("{")
+        flags = pl.DataFrame({
+            "blank": _contains_unless(texts, r"^\s*$", brace, False),
+            "too_long": texts.str.len_bytes() > self.config.max_line_bytes,
+            "json": _contains_unless(texts, r"^\s*\{", brace, True),
+        })
+        del texts
         rows = pl.concat([rows, flags], how="horizontal")
         blank = int(rows["blank"].sum())
         if blank:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dupfind.ingest as ingest_module
 from dupfind.config import load_config
@@ -23,6 +25,22 @@ def test_sliced_scan_equals_one_scan(monkeypatch, threads):
     texts = texts.scatter([0, JSON_SUB_BLOCK, LINES - 1], ['{"user_id": "u"}', '{"a": "\\u0062"}', '{"job_id": "j"}'])
     patterns = ['"user_id"', '"job_id"', "\\u0062"]
     assert ingest_module._contains_any(texts, patterns).equals(texts.str.contains_any(patterns))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(['"', "\\", "u", "0", "2", "d", "D", ".", "-", "_", "*", "(", "[", "$", "^", "|", "job_id", "é"]), max_size=12).map("".join), max_size=20),
+       st.lists(st.text(alphabet=st.sampled_from(['"', "\\", "u", "0", "2", "d", ".", "-", "*", "(", "[", "$", "^", "|", "+", "?", "{"]), min_size=1, max_size=5), min_size=1, max_size=6))
+def test_the_scan_is_a_literal_search_for_any_pattern(lines, patterns):
+    """Patterns are literals, regular-expression characters included (the scan is one alternation)."""
+    texts = pl.Series(lines, dtype=pl.String)
+    assert ingest_module._contains_any(texts, patterns).to_list() == texts.str.contains_any(patterns).to_list()
+
+
+def test_the_scan_finds_every_alias_key_and_escape() -> None:
+    parser = ingest_module.LineParser(CONFIG)
+    patterns = [f'"{k}"' for k in sorted(parser.json_keys)] + parser.key_escapes
+    texts = pl.Series([f'{{{p}: 1}}' for p in patterns] + ['{"none": "of them"}'])
+    assert ingest_module._contains_any(texts, patterns).to_list() == [True] * len(patterns) + [False]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
