@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,19 +12,10 @@ import polars as pl
 from dupfind.analyze import AnalysisReport
 from dupfind.deploy_concentration import duplicate_times, redelivery_tail_s
 from dupfind.errors import DupfindError
+from dupfind.read_plan import parse_duration  # noqa: F401 (the commands import it from here)
 from dupfind.timefmt import iso
 
 SCHEMA = "dupfind.timeline/1"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
-_UNIT_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}
-
-
-def parse_duration(text: str, option: str) -> float:
-    """`10m`, `90s`, `1.5h`, or plain seconds."""
-    match = _DURATION.match(text or "")
-    if not match or float(match.group(1)) <= 0:
-        raise DupfindError(f"{option} {text!r} is not a duration: use seconds or a unit, e.g. 90s, 10m, 1h.")
-    return float(match.group(1)) * _UNIT_S[(match.group(2) or "s").lower()]
 
 
 @dataclass

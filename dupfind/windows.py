@@ -7,9 +7,7 @@ import ctypes
 import gc
 import math
 import os
-import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,11 +19,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from dupfind import memory_check
-from dupfind.cache import default_cache_dir
-from dupfind.errors import DupfindError
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
+from dupfind.read_plan import PLANNED_SHARE, WHOLE_READ_SHARE, parse_size, say, window_budget  # noqa: F401 (also theirs to import from here)
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 
@@ -46,16 +42,6 @@ if TYPE_CHECKING:
 # the blocks in flight are most of what reading holds. 1M lines with --memory-limit 400MB peaked
 # at 423-447 MiB with 16 MB blocks, 325-342 MiB with 4 MB, for about 10 % more time.
 WINDOW_BLOCK_BYTES = 4 << 20
-# Windows are planned to need this share of the memory they may use: what earlier windows left
-# (their findings, pages the allocators return later) and the estimate's error need the rest
-# (measured: the 1M-line export in a 600 MB cgroup, 5M lines with --memory-limit 1GB).
-PLANNED_SHARE = 0.85
-# Inputs are read whole when the estimate of that read's peak is at most this share of the memory
-# they may use: the rest is for the estimate's error and the page cache. The 5M-line export's first
-# run (2.0 GB estimated) in a cgroup of 2.1 GB: read whole, 1.85 GB at its peak in 126 s, against
-# 106 s in 3 windows; of 2.45 GB: whole, 1.83 GB in 106 s (a whole read's report links repeats
-# hours apart, and the commands after it are answered from the cache).
-WHOLE_READ_SHARE = PLANNED_SHARE
 # `stats` also gathers what it counts while a window's analysis is in memory (about a quarter more
 # at its peak, measured at 5M lines with --memory-limit 1GB: 1131 MiB at 0.85).
 STATS_PLANNED_SHARE = 0.7
@@ -70,42 +56,6 @@ SPILL_ROW_GROUP = 16_384
 SPILL_READ_FILES = 8
 # The survey counts records per second; a longer span is planned on coarser steps.
 MAX_STEPS = 200_000
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
-
-def parse_size(text: str, option: str) -> int:
-    """`8G`, `1.5GB`, `512MiB`, `2000000000` (bytes) as a number of bytes."""
-    match = _SIZE.match(text or "")
-    if not match or float(match.group(1)) <= 0:
-        raise DupfindError(f"{option} {text!r} is not a size: use bytes or a unit, e.g. 8G, 1.5GB, 512MiB.")
-    unit, binary = match.group(2).lower(), match.group(3).lower().startswith("i")
-    return int(float(match.group(1)) * (_BINARY_UNITS[unit] if binary and unit else _UNITS[unit]))
-
-
-def window_budget(paths: list[str], limit: int | None, use_cache: bool = False) -> int | None:
-    """The memory an analysis of these inputs must stay within when it cannot read them whole:
-    `limit` (--memory-limit) or the memory available, if the estimate is above it; else None.
-    Standard input cannot be read twice, so it is always read whole. With `use_cache`, the
-    estimate of the files' size is kept in the cache directory."""
-    try:
-        sources = expand_inputs(paths)
-    except DupfindError:
-        return None  # ingest says what is wrong with the paths
-    if not sources:
-        return None
-    if any(src.file is None for src in sources):
-        if limit is not None:
-            say("standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says.")
-        return None
-    budget = limit if limit is not None else memory_check.available_bytes()
-    if budget is None:
-        return None
-    size = log_bytes(sources, memo=default_cache_dir() if use_cache else None)
-    if needed_bytes(size) <= WHOLE_READ_SHARE * budget:
-        return None
-    return budget
 
 
 def spans_into(first: datetime, last: datetime, read_from: datetime | None, read_to: datetime | None) -> bool:
@@ -653,8 +603,3 @@ def release_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass  # not glibc
-
-
-def say(text: str) -> None:
-    sys.stderr.write(f"dupfind: {text}\n")
-    sys.stderr.flush()

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from dupfind.analyze import AnalysisReport
-from dupfind.redact import Redactor
 from dupfind.render.machine import write_json, write_json_items, write_ndjson
 from dupfind.render.safe import redacting
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a report served from the cache loads neither the analysis nor the redaction rules
     from rich.console import Console
+
+    from dupfind.analyze import AnalysisReport
+    from dupfind.redact import Redactor
 
 
 @dataclass
