@@ -249,3 +249,35 @@ def test_an_analysis_answered_from_the_cache_does_not_load_the_windowed_read(tmp
     assert warm_loaded == "[]" and warm == first
     _, markdown_loaded = _run_and_tell(["analyze", "--format", "markdown", str(LOGS)], WINDOWS_LOADED, env)
     assert "dupfind.redact" in markdown_loaded
+
+
+@pytest.mark.parametrize(("argv", "built"), [
+    (["formats", "--help"], ["formats"]),
+    (["--help"], ["analyze", "formats", "stats", "synth", "timeline", "trace"]),
+    (["anlyze", "--help"], ["analyze", "formats", "stats", "synth", "timeline", "trace"]),  # for "Did you mean"
+])
+def test_a_run_builds_only_the_command_it_names(monkeypatch, capsys, argv, built):
+    """typer builds the click command of every registered subcommand on each run: only the named
+    one is, and every one is registered again afterwards."""
+    import typer.main
+
+    from dupfind.cli import app, main
+
+    made: list[str] = []
+    real = typer.main.get_command_from_info
+
+    def counting(*args, **kwargs):
+        made.append((kwargs.get("command_info") or args[0]).callback.__name__)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(typer.main, "get_command_from_info", counting)
+    monkeypatch.setattr(sys, "argv", ["dupfind", *argv])
+    everything = list(app.registered_commands)
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    assert exc.value.code == (2 if argv[0] == "anlyze" else 0), out.err
+    assert sorted(made) == built
+    assert app.registered_commands == everything
+    shown = out.out + out.err
+    assert "Usage: " in shown and ("Did you mean 'analyze'?" in shown if argv[0] == "anlyze" else "--help" in shown)
