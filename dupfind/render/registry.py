@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
-from collections.abc import Callable
 
 from dupfind.render.machine import write_json, write_json_items, write_ndjson
 from dupfind.render.safe import redacting
