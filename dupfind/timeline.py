@@ -12,7 +12,6 @@ import polars as pl
 from dupfind.analyze import AnalysisReport
 from dupfind.deploy_concentration import duplicate_times, redelivery_tail_s
 from dupfind.errors import DupfindError
-from dupfind.read_plan import parse_duration  # noqa: F401 (the commands import it from here)
 from dupfind.timefmt import iso
 
 SCHEMA = "dupfind.timeline/1"

@@ -21,7 +21,7 @@ import polars as pl
 
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
-from dupfind.read_plan import PLANNED_SHARE, WHOLE_READ_SHARE, parse_size, say, window_budget  # noqa: F401 (also theirs to import from here)
+from dupfind.read_plan import PLANNED_SHARE, WHOLE_READ_SHARE, say
 from dupfind.sources import expand_inputs
 from dupfind.timefmt import iso
 

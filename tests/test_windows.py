@@ -18,9 +18,10 @@ from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.queue_stats import build_stats, stats_from
+from dupfind.read_plan import parse_size, window_budget
 from dupfind.rules_registry import load_rules
 from dupfind.timeline import entries_on_one_line
-from dupfind.windows import Window, parse_size, plan_windows, run_windows, window_budget
+from dupfind.windows import Window, plan_windows, run_windows
 from dupfind.windows_views import merge_stats_facts, stats_collector
 
 SCENARIOS = sorted(p.parent for p in FIXTURES.glob("*/*/logs") if p.is_dir())
@@ -107,8 +108,8 @@ def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> No
 
 def test_inputs_are_read_whole_only_with_room_beside_the_estimate() -> None:
     from dupfind.memory_check import log_bytes, needed_bytes
+    from dupfind.read_plan import WHOLE_READ_SHARE
     from dupfind.sources import expand_inputs
-    from dupfind.windows import WHOLE_READ_SHARE
 
     logs = FIXTURES / "synth" / "deploy-overlap" / "logs"
     needed = needed_bytes(log_bytes(expand_inputs([str(logs)])))

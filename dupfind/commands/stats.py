@@ -77,8 +77,8 @@ def stats(
     the visibility timeout (configured, logged or inferred) with advice, and lock findings."""
     from dupfind.commands.analyze import run_analysis
     from dupfind.pipeline import store_context_facts
+    from dupfind.read_plan import parse_duration
     from dupfind.render.registry import STATS_RENDERERS, RenderOptions
-    from dupfind.timeline import parse_duration
 
     if max_rows < 0:
         raise DupfindError("--max-rows must be 0 (every deployment) or more.")

@@ -33,7 +33,7 @@ from dupfind.cli_common import (
 from dupfind.errors import DupfindError
 
 # A read that draws views holds their document beside its analysis: planned to this share of the
-# memory limit (an analysis' windows take 85%, windows.PLANNED_SHARE; at 5M lines, reads that
+# memory limit (an analysis' windows take 85%, read_plan.PLANNED_SHARE; at 5M lines, reads that
 # size drawing 355 views each peaked at 1.29 GB under a limit of 1 GB).
 TIMELINE_PLANNED_SHARE = 0.6
 
@@ -354,7 +354,8 @@ def timeline(
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
     from dupfind.pipeline import cached_output, store_context_facts
-    from dupfind.timeline import entries_on_one_line, parse_duration, select_windows, timeline_document, timeline_reads
+    from dupfind.read_plan import parse_duration
+    from dupfind.timeline import entries_on_one_line, select_windows, timeline_document, timeline_reads
     from dupfind.timeparse import parse_time_bound
 
     if deploy is not None and around is not None:
