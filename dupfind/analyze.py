@@ -5,19 +5,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dupfind.analysis import AnalysisContext
 from dupfind.config import Config
 from dupfind.correlate import Correlation
-from dupfind.deploy_concentration import deploy_summary
 from dupfind.findings import Finding, severity_rank
 from dupfind.ingest_result import IngestResult
 from dupfind.render.formats_report import file_to_dict, totals_to_dict
-from dupfind.rules_registry import DETECTORS, Rule
+from dupfind.rules_registry import Rule, detector_named
 from dupfind.timefmt import iso_us
+
+if TYPE_CHECKING:  # a report from the cache needs neither (a warm command imports less)
+    from dupfind.analysis import AnalysisContext
 
 SCHEMA_VERSION = "1.0"
 
@@ -90,6 +91,8 @@ class AnalysisReport:
 
 
 def _summary(ctx: AnalysisContext, result: IngestResult, findings: list[Finding]) -> dict[str, Any]:
+    from dupfind.deploy_concentration import deploy_summary
+
     table = ctx.table
     effects = ctx.side_effects
     executions = ctx.executions
@@ -192,11 +195,13 @@ def analyze(
         from dupfind.pipeline import correlate_inputs
 
         correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
+    from dupfind.analysis import AnalysisContext
+
     ctx = AnalysisContext(correlation, config, skew_s, {**config.timeouts, **(timeouts or {})})
     findings: list[Finding] = []
     for rule in rules:
         if rule.enabled:
-            findings.extend(DETECTORS[rule.detector](ctx, rule))
+            findings.extend(detector_named(rule.detector)(ctx, rule))
     ctx.fill_details()
     findings.sort(key=finding_order)
     warnings = [

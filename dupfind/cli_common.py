@@ -85,8 +85,18 @@ SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Only records a
 UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Only records at or before this time: ISO-8601, or relative like -10m.")]
 RejectsOpt = Annotated[Optional[Path], typer.Option("--rejects", help="Write every rejected line (source, line, reason, text) to this NDJSON file.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input line was rejected.")]
+def _cache_use(no_cache: bool) -> bool:
+    """--no-cache decides, before the command loads its configuration, whether the parses of its
+    TOML files are kept in the cache directory and reused (dupfind.parse_memo)."""
+    from dupfind import parse_memo
+
+    parse_memo.use_cache(not no_cache)
+    return no_cache
+
+
 NoCacheOpt = Annotated[bool, typer.Option(
-    "--no-cache", help="Parse every file again instead of reusing the cached table (DUPFIND_CACHE_DIR, default ~/.cache/dupfind)."
+    "--no-cache", callback=_cache_use,
+    help="Parse every file again instead of reusing the cached table (DUPFIND_CACHE_DIR, default ~/.cache/dupfind).",
 )]
 MemoryLimitOpt = Annotated[Optional[str], typer.Option(
     "--memory-limit",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
+from dupfind import parse_memo
 from dupfind.errors import DupfindError
 from dupfind.presets import Preset, load_presets
 from dupfind.schema import KINDS, alias_targets
@@ -73,10 +73,11 @@ class Config:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            text = fh.read().decode()
+        return parse_memo.toml_text(text)
     except FileNotFoundError:
         raise DupfindError(f"config file {path} does not exist.") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (parse_memo.TomlError, UnicodeDecodeError) as exc:
         raise DupfindError(f"config file {path} is not valid TOML: {exc}.") from None
     except OSError as exc:
         raise DupfindError(f"config file {path} cannot be read: {exc.strerror}.") from None
@@ -92,7 +93,7 @@ def _string_list(value: Any, where: str) -> list[str]:
 
 def _check_regex(pattern: str, where: str) -> str:
     try:
-        re.compile(pattern)
+        parse_memo.check_regex(pattern)
     except re.error as exc:
         raise DupfindError(f"{where} has an invalid regular expression {pattern!r}: {exc}.") from None
     return pattern
@@ -279,4 +280,6 @@ def load_config(
         builder.ingest["assume_tz"] = assume_tz
     folders = [base] if rules_dir is None else [base, rules_dir]
     presets = load_presets(folders, alias_targets(tuple(builder.business_keys)))
-    return builder.build(rules_dir or base, presets)
+    config = builder.build(rules_dir or base, presets)
+    parse_memo.flush()  # after every pattern of these files was checked
+    return config

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from dupfind import parse_memo
 from dupfind.errors import DupfindError
 
 # Terminal escape sequences (colours in Sidekiq/RQ text logs): stripped before parsing.
@@ -29,7 +29,11 @@ class GrammarRule:
     event: str | None
     context: tuple[str, ...] = ()  # captured columns that hold for the whole file
     inherit: tuple[str, ...] = ()  # columns taken from the last line of the same thread that had them
-    regex: re.Pattern = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def regex(self) -> re.Pattern:
+        """The compiled pattern (re keeps it: compiled once, where a file's lines use it)."""
+        return re.compile(self.pattern)
 
 
 @dataclass(frozen=True)
@@ -149,11 +153,13 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     raise DupfindError(f"{where} must be a string or a list of strings.")
 
 
-def _regex(pattern: Any, where: str) -> re.Pattern:
+def _regex(pattern: Any, where: str) -> str:
+    """The pattern, checked (compiled where it is used: GrammarRule.regex)."""
     if not isinstance(pattern, str):
         raise DupfindError(f"{where} must be a regular expression (a string).")
     try:
-        return re.compile(pattern)
+        parse_memo.check_regex(pattern)
+        return pattern
     except re.error as exc:
         raise DupfindError(f"{where} has an invalid regular expression {pattern!r}: {exc}.") from None
 
@@ -164,13 +170,13 @@ def _rules(items: Any, where: str) -> tuple[GrammarRule, ...]:
     rules = []
     for index, item in enumerate(items):
         at = f"{where}[{index}]"
-        regex = _regex(item.get("match"), f"{at}.match")
+        pattern = _regex(item.get("match"), f"{at}.match")
         event = item.get("event")
         if event is not None and not isinstance(event, str):
             raise DupfindError(f"{at}.event must be a string.")
         context = _strings(item.get("context", []), f"{at}.context")
         inherit = _strings(item.get("inherit", []), f"{at}.inherit")
-        rules.append(GrammarRule(regex.pattern, event, context, inherit, regex))
+        rules.append(GrammarRule(pattern, event, context, inherit))
     return tuple(rules)
 
 
@@ -209,10 +215,10 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: values must hold one table per column.")
     line = data.get("line")
     if line is not None:
-        line = _regex(line, f"{origin}: line").pattern
+        line = _regex(line, f"{origin}: line")
     file_worker = data.get("file_worker")
     if file_worker is not None:
-        file_worker = _regex(file_worker, f"{origin}: file_worker").pattern
+        file_worker = _regex(file_worker, f"{origin}: file_worker")
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
         raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
@@ -264,8 +270,8 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
             continue
         for path in sorted(folder.glob("*.toml")):
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                data = parse_memo.toml_text(path.read_text(encoding="utf-8"))
+            except (parse_memo.TomlError, UnicodeDecodeError) as exc:
                 raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
             preset = parse_preset(data, str(path), columns)
             found[preset.name] = preset

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from dupfind import parse_memo
 from dupfind.config import Config
 from dupfind.errors import DupfindError
 from dupfind.findings import SEVERITIES
@@ -29,11 +28,15 @@ def detector(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
-def _load_detector_modules() -> None:
-    import dupfind.detectors as package
+def detector_named(name: str) -> Callable:
+    """The detector a rule names (its module imported on first use)."""
+    found = DETECTORS.get(name)
+    if found is None:
+        from dupfind.detectors import MODULES
 
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+        importlib.import_module(f"dupfind.detectors.{MODULES[name]}")
+        found = DETECTORS[name]
+    return found
 
 
 @dataclass
@@ -75,7 +78,8 @@ def _rule_from(data: dict[str, Any], origin: str) -> Rule:
 
 def load_rules(config: Config, extra_dir: Path | None = None, disabled: tuple[str, ...] = (), overrides: dict[str, dict] | None = None) -> list[Rule]:
     """Shipped rules, then rules from `--rules DIR`, then config/CLI overrides and disables."""
-    _load_detector_modules()
+    from dupfind.detectors import MODULES
+
     dirs = [Path(config.rules_dir or "") / "checks"]
     from dupfind.config import default_rules_dir
 
@@ -90,13 +94,14 @@ def load_rules(config: Config, extra_dir: Path | None = None, disabled: tuple[st
             continue
         for path in sorted(directory.glob("*.toml")):
             try:
-                data = tomllib.loads(path.read_text())
-            except (tomllib.TOMLDecodeError, OSError) as exc:
+                data = parse_memo.toml_text(path.read_text())
+            except (parse_memo.TomlError, UnicodeDecodeError, OSError) as exc:
                 raise DupfindError(f"rule file {path} cannot be read: {exc}.") from None
             rule = _rule_from(data, str(path))
-            if rule.detector not in DETECTORS:
+            if rule.detector not in MODULES:
                 raise DupfindError(f"rule file {path}: no detector named {rule.detector!r}.")
             rules[rule.code] = rule
+    parse_memo.flush()
     settings = dict(config.rules)
     for code in settings.pop("disable", []):
         disabled = (*disabled, code)

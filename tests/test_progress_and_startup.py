@@ -251,6 +251,25 @@ def test_an_analysis_answered_from_the_cache_does_not_load_the_windowed_read(tmp
     assert "dupfind.redact" in markdown_loaded
 
 
+CONFIG_WORK = (
+    "sorted(m for m in sys.modules if m == 'tomllib' or m.startswith('dupfind.detectors.'))"
+)
+
+
+def test_a_command_over_unchanged_configuration_parses_no_toml_and_loads_no_detector(tmp_path):
+    """The shipped rules' TOML parses are kept in the cache with the patterns they hold known to
+    compile (dupfind.parse_memo), and a rule's detector is loaded when the rule runs: a command
+    answered from the cache does neither (about 40 ms). The first run, and `--no-cache`, parse."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    command = ["analyze", "--format", "json", str(LOGS)]
+    first, first_loaded = _run_and_tell(command, CONFIG_WORK, env)
+    warm, warm_loaded = _run_and_tell(command, CONFIG_WORK, env)
+    assert "'tomllib'" in first_loaded and "'dupfind.detectors.duplicate_side_effect'" in first_loaded
+    assert warm_loaded == "[]" and warm == first
+    _, uncached = _run_and_tell([*command, "--no-cache"], CONFIG_WORK, env)
+    assert "'tomllib'" in uncached
+
+
 @pytest.mark.parametrize(("argv", "built"), [
     (["formats", "--help"], ["formats"]),
     (["--help"], ["analyze", "formats", "stats", "synth", "timeline", "trace"]),
