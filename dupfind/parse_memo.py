@@ -72,6 +72,8 @@ def flush() -> None:
     if not _enabled[0] or not pending:
         return
     root = _root()
+    if root is None:
+        return
     for key, body, strings in pending:
         valid = [s for s in strings if s in _valid]
         payload = b'{"data":' + body + b',"valid":' + orjson.dumps(valid) + b"}"
@@ -96,10 +98,13 @@ def _key(text: str) -> str:
     return hashlib.sha256(f"{MEMO_FORMAT}\0{sys.version}\0{text}".encode()).hexdigest()[:32]
 
 
-def _root() -> Path:
+def _root() -> Path | None:
     from dupfind.cache import default_cache_dir
 
-    return default_cache_dir()
+    try:
+        return default_cache_dir()
+    except RuntimeError:  # no home directory to hold it
+        return None
 
 
 def _path(root: Path, key: str) -> str:
@@ -109,7 +114,10 @@ def _path(root: Path, key: str) -> str:
 def _read(key: str) -> tuple[dict[str, Any], list[str]] | None:
     """The kept parse of the text with this key and its valid patterns; None when there is none,
     or when it is damaged (then it is removed, and written anew)."""
-    path = _path(_root(), key)
+    root = _root()
+    if root is None:
+        return None
+    path = _path(root, key)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
