@@ -10,14 +10,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from dupfind import parse_memo
 from dupfind.config import load_config
 from dupfind.detectors import MODULES
 from dupfind.errors import DupfindError
 from dupfind.rules_registry import detector_named, load_rules
-
-from conftest import ROOT
 
 
 @pytest.fixture
