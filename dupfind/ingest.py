@@ -26,6 +26,7 @@ from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.line_bytes import LineBytes
+from dupfind.line_split import UTF8_BOM, split_lines
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
@@ -37,7 +38,6 @@ JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 UNMAPPED_LIMIT = 50
-UTF8_BOM = "\ufeff".encode()
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
@@ -505,14 +505,17 @@ def _lines_payload(chunk: bytes, first_line: int) -> bytes:
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a chunk into numbered text lines; undecodable lines are rejected. The two frames
     together hold _line_count(chunk) rows."""
-    lines = _text_lines(chunk, first_line)
-    if lines is not None:
-        frame = pl.DataFrame({
-            "line": pl.int_range(first_line, first_line + len(lines), dtype=pl.Int64, eager=True),
-            "text": pl.Series(lines, dtype=pl.String),
-        })
-        return frame, _no_rejects()
-    return _lines_one_by_one(chunk, first_line)
+    texts = split_lines(_lines_payload(chunk, first_line))
+    if texts is None:
+        lines = _text_lines(chunk, first_line)
+        if lines is None:
+            return _lines_one_by_one(chunk, first_line)
+        texts = pl.Series("text", lines, dtype=pl.String)
+    frame = pl.DataFrame({
+        "line": pl.int_range(first_line, first_line + texts.len(), dtype=pl.Int64, eager=True),
+        "text": texts,
+    })
+    return frame, _no_rejects()
 
 
 def _lines_one_by_one(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -530,6 +533,75 @@ def _lines_one_by_one(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.D
             bad_texts.append(raw.decode("utf-8", errors="backslashreplace")[:REJECT_TEXT_LIMIT])
     frame = pl.DataFrame({"line": pl.Series(good_lines, dtype=pl.Int64), "text": pl.Series(good_texts, dtype=pl.String)})
     return frame, _reject_frame(bad_lines, "undecodable", bad_texts)
+
+
+def _batch_lines(items: list[_Pending], block: _Block) -> tuple[pl.DataFrame, LineBytes | None, list[int]]:
+    """A batch's lines (line, text), the bytes they were split from (LineBytes; None when a file
+    is not UTF-8) and each file's line count; lines that are not UTF-8 go to `block.rejects`.
+    Line n (from 1) of the batch's file i is numbered `i << FILE_SHIFT | n`."""
+    payload: list[bytes] = []  # the files' bytes, each ending a line (see LineBytes)
+    for item in items:
+        payload.append(_lines_payload(item.data, 1))
+        if not item.data.endswith(b"\n"):
+            payload.append(b"\n")
+    joined = b"".join(payload)
+    del payload
+    texts = split_lines(joined)
+    if texts is not None:
+        counts = [_line_count(item.data) for item in items]
+        if sum(counts) == texts.len():
+            bases, start = [], 0
+            for index, count in enumerate(counts):
+                bases.append((index << FILE_SHIFT) + 1 - start)
+                start += count
+            rows = pl.DataFrame({"line": _line_numbers(bases, counts), "text": texts})
+            return rows, LineBytes.split_from(joined, texts), counts
+    return _batch_lines_one_by_one(items, block, joined)
+
+
+def _line_numbers(bases: list[int], lengths: list[int]) -> pl.Series:
+    """Row r of a run of files' lines, in file `k`'s part: `bases[k] + r` (`lengths`: each file's lines)."""
+    line = pl.DataFrame({"base": bases, "n": lengths}).filter(pl.col("n") > 0).select(pl.col("base").repeat_by("n").explode())
+    return pl.int_range(0, sum(lengths), dtype=pl.Int64, eager=True) + line.to_series()
+
+
+def _batch_lines_one_by_one(items: list[_Pending], block: _Block, joined: bytes) -> tuple[pl.DataFrame, LineBytes | None, list[int]]:
+    """`_batch_lines` where polars' reader does not split them: each file split in Python, each line
+    of a file that is not UTF-8 decoded (or rejected) alone."""
+    frames, counts = [], []
+    # The lines of consecutive UTF-8 files make one frame (a frame a file cost 0.1 ms, 2 s for
+    # an export of 20,000 small files): their texts, and each file's line number base and count.
+    texts: list[str] = []
+    bases: list[int] = []
+    lengths: list[int] = []
+    every_file_utf8 = True
+
+    def lines_so_far() -> None:
+        if texts:
+            frames.append(pl.DataFrame({"line": _line_numbers(bases, lengths), "text": pl.Series(texts, dtype=pl.String)}))
+            texts.clear()
+            bases.clear()
+            lengths.clear()
+
+    for index, item in enumerate(items):
+        lines = _text_lines(item.data, 1)
+        if lines is not None:
+            counts.append(len(lines))
+            if lines:  # line n of the file: (index << FILE_SHIFT) + n, n from 1
+                bases.append((index << FILE_SHIFT) + 1 - len(texts))
+                lengths.append(len(lines))
+                texts.extend(lines)
+            continue
+        every_file_utf8 = False
+        lines_so_far()
+        decoded, undecodable = _lines_one_by_one(item.data, 1)
+        counts.append(decoded.height + undecodable.height)  # every line of the file, as _line_count counts them
+        frames.append(decoded.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+        if undecodable.height:
+            block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
+    lines_so_far()
+    rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+    return rows, (LineBytes.split_from(joined, rows["text"]) if every_file_utf8 else None), counts
 
 
 def _line_count(chunk: bytes) -> int:
@@ -641,48 +713,8 @@ class Ingestor:
         (their file context, multi-line records) need their own file: then False, nothing is kept,
         and the caller reads each file by itself.
         """
-        frames, block, counts = [], _Block(), []
-        # The lines of consecutive UTF-8 files make one frame (a frame a file cost 0.1 ms, 2 s for
-        # an export of 20,000 small files): their texts, and each file's line number base and count.
-        texts: list[str] = []
-        bases: list[int] = []
-        lengths: list[int] = []
-        payload: list[bytes] | None = []  # the files' bytes, each ending a line (see LineBytes)
-
-        def lines_so_far() -> None:
-            if texts:
-                line = pl.DataFrame({"base": bases, "n": lengths}).select(pl.col("base").repeat_by("n").explode())
-                frames.append(pl.DataFrame({
-                    "line": pl.int_range(0, len(texts), dtype=pl.Int64, eager=True) + line.to_series(),
-                    "text": pl.Series(texts, dtype=pl.String),
-                }))
-                texts.clear()
-                bases.clear()
-                lengths.clear()
-
-        for index, item in enumerate(items):
-            lines = _text_lines(item.data, 1)
-            if lines is not None:
-                counts.append(len(lines))
-                if lines:  # line n of the file: (index << FILE_SHIFT) + n, n from 1
-                    bases.append((index << FILE_SHIFT) + 1 - len(texts))
-                    lengths.append(len(lines))
-                    texts.extend(lines)
-                    if payload is not None:
-                        payload.append(_lines_payload(item.data, 1))
-                        if not item.data.endswith(b"\n"):
-                            payload.append(b"\n")
-                continue
-            payload = None
-            lines_so_far()
-            decoded, undecodable = _lines_one_by_one(item.data, 1)
-            counts.append(decoded.height + undecodable.height)  # every line of the file, as _line_count counts them
-            frames.append(decoded.with_columns(pl.col("line") + (index << FILE_SHIFT)))
-            if undecodable.height:
-                block.rejects.append(undecodable.with_columns(pl.col("line") + (index << FILE_SHIFT)))
-        lines_so_far()
-        rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
-        lines = LineBytes.split_from(b"".join(payload), rows["text"]) if payload is not None else None
+        block = _Block()
+        rows, lines, counts = _batch_lines(items, block)
         self.parser.parse_block(rows, block, envelope=None, lines=lines)
         per_file = (
             block.continuation or block.context_lines or block.context
