@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import random
+from unittest import mock
 
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dupfind import line_split
 from dupfind.ingest import _batch_lines, _batch_lines_one_by_one, _Block, _decode_lines, _Pending, _text_lines
-from dupfind.line_split import UTF8_BOM, split_lines
+from dupfind.line_split import MIN_BYTES, UTF8_BOM, split_lines
 
 # Bytes that matter to a line splitter or a CSV reader: newlines, CR, NUL, quotes, separators,
 # comment marks, a BOM, multi-byte UTF-8 and bytes that are not UTF-8.
@@ -28,7 +30,7 @@ def python_lines(payload: bytes) -> list[str]:
 @settings(max_examples=400, deadline=None)
 @given(payload=payloads)
 def test_lines_are_pythons_or_left_to_python(payload: bytes):
-    texts = split_lines(payload)
+    texts = split_lines(payload, min_bytes=0)
     try:
         expected = python_lines(payload)
     except UnicodeDecodeError:
@@ -40,12 +42,16 @@ def test_lines_are_pythons_or_left_to_python(payload: bytes):
         assert texts.dtype == pl.String and texts.to_list() == expected
 
 
+def test_a_small_block_is_left_to_python():
+    assert split_lines(b"a\nb\n") is None and split_lines(b"a\nb\n", min_bytes=0).to_list() == ["a", "b"]
+
+
 def test_a_large_block_split_on_several_threads_is_pythons():
     rng = random.Random(7)
     words = ["", " ", "\t", '{"ts":"2026-07-21T10:00:00Z","msg":"a, \\"b\\""}', "plain text, with commas", "日本", "#x"]
     payload = "\n".join(rng.choice(words) for _ in range(200_000)).encode() + b"\n"
     texts = split_lines(payload)
-    assert texts is not None and texts.to_list() == python_lines(payload)
+    assert len(payload) >= MIN_BYTES and texts is not None and texts.to_list() == python_lines(payload)
 
 
 def _items(datas: list[bytes]) -> list[_Pending]:
@@ -61,7 +67,8 @@ def test_a_batch_split_by_the_reader_is_the_batch_split_in_python(datas: list[by
     fast_block, slow_block = _Block(), _Block()
     items = _items(datas)
     joined = b"".join(p for d in datas for p in ((d[3:] if d.startswith(UTF8_BOM) else d), b"" if d.endswith(b"\n") else b"\n"))
-    rows, lines, counts = _batch_lines(items, fast_block)
+    with mock.patch.object(line_split, "MIN_BYTES", 0):  # the reader, on these few bytes too
+        rows, lines, counts = _batch_lines(items, fast_block)
     slow_rows, slow_lines, slow_counts = _batch_lines_one_by_one(items, slow_block, joined)
     assert rows.equals(slow_rows) and counts == slow_counts
     assert (lines is None) == (slow_lines is None)
@@ -73,7 +80,8 @@ def test_a_batch_split_by_the_reader_is_the_batch_split_in_python(datas: list[by
 @settings(max_examples=200, deadline=None)
 @given(chunk=payloads.filter(bool), first_line=st.sampled_from([1, 1, 5000]))
 def test_a_chunks_lines_are_pythons(chunk: bytes, first_line: int):
-    frame, rejects = _decode_lines(chunk, first_line)
+    with mock.patch.object(line_split, "MIN_BYTES", 0):
+        frame, rejects = _decode_lines(chunk, first_line)
     lines = _text_lines(chunk, first_line)
     if lines is None:  # not UTF-8: each line decoded or rejected alone, as before
         assert rejects.height > 0
@@ -86,6 +94,7 @@ def test_a_batch_of_utf8_files_is_split_by_the_reader(monkeypatch):
     import dupfind.ingest as ingest_module
 
     monkeypatch.setattr(ingest_module, "_batch_lines_one_by_one", lambda *args: (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(line_split, "MIN_BYTES", 0)
     rows, lines, counts = _batch_lines(_items(FILES), _Block())
     assert counts == [1, 1, 1, 1, 3, 2, 1] and lines is not None
     assert rows["text"].to_list() == ['{"a":1}', '{"a":2}', "", "", "x", "", "y", "z", "\ufeffw", "é"]
