@@ -296,9 +296,13 @@ def build_executions(
     runs, parts, echoes = [], [], []
     for selection in selections:
         part = selection.collect()
-        if texts is not None:
-            part = texts.decoded(part, "job_id")  # the executions' job ids are text
         run_rows, part_executions, part_echoes = _executions_of(part, sum(p.height for p in parts))
+        del part
+        if texts is not None:
+            # The executions' job ids are text. Codes sort as their texts do: the sorted lists of
+            # codes decoded are the sorted lists of ids, and the part's sorted copies carry 4-byte
+            # codes instead of ids.
+            part_executions = texts.decoded_lists(part_executions, "job_ids")
         runs.append(run_rows)
         parts.append(part_executions)
         echoes.append(part_echoes)

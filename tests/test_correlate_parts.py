@@ -43,3 +43,17 @@ def test_no_records_in_runs_gives_no_executions() -> None:
     result, executions = build_executions(producers_only, part_rows=5)
     assert executions.height == 0
     assert result["exec_id"].null_count() == result.height and not result["echo"].any()
+
+
+@pytest.mark.parametrize("logs", CASES, ids=lambda p: p.parent.name if p.name == "logs" else p.name)
+@pytest.mark.parametrize("part_rows", [37, 10**12])
+def test_job_ids_decoded_after_grouping_are_the_sorted_ids(logs: Path, part_rows: int) -> None:
+    """Executions are built over job id codes and their lists decoded: the same lists as building
+    them over the ids as text (codes sort as their texts do)."""
+    read = ingest([str(logs)], CONFIG)
+    linked, _, _ = build_actions(read.table, CONFIG.link_keys, texts=read.texts)
+    _, from_codes = build_executions(linked, part_rows=part_rows, texts=read.texts)
+    _, from_text = build_executions(read.texts.decoded(linked, "job_id"), part_rows=part_rows)
+    assert from_codes["job_ids"].dtype == pl.List(pl.String)
+    assert from_codes["job_ids"].list.len().sum() > 0
+    assert from_codes.equals(from_text)
