@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 from dupfind import parse_memo
 from dupfind.config import load_config
-from dupfind.detectors import MODULES
 from dupfind.errors import DupfindError
-from dupfind.rules_registry import detector_named, load_rules
+from dupfind.rules_registry import load_rules
 
 
 @pytest.fixture
@@ -123,28 +118,3 @@ def test_only_patterns_that_compiled_are_known_valid(memo):
     with pytest.raises(re.error):
         parse_memo.check_regex("a(")
     assert "a+b" in parse_memo._valid and "a(" not in parse_memo._valid
-
-
-def test_every_detector_name_is_registered_by_the_module_named_for_it():
-    # A fresh interpreter imports every detector module: each name, and the module defining its function.
-    code = (
-        "import importlib, json, pkgutil\n"
-        "import dupfind.detectors as package\n"
-        "from dupfind.rules_registry import DETECTORS\n"
-        "for module in pkgutil.iter_modules(package.__path__):\n"
-        "    importlib.import_module(f'dupfind.detectors.{module.name}')\n"
-        "print(json.dumps({name: fn.__module__.rpartition('.')[2] for name, fn in DETECTORS.items()}))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert json.loads(proc.stdout) == MODULES
-    assert all(callable(detector_named(name)) for name in MODULES)
-
-
-def test_a_rule_naming_no_detector_is_an_error(tmp_path):
-    checks = tmp_path / "checks"
-    checks.mkdir()
-    shipped = ROOT / "rules" / "checks" / "DF101.toml"
-    (checks / "DF999.toml").write_text(
-        shipped.read_text().replace('code = "DF101"', 'code = "DF999"').replace('"duplicate_side_effect"', '"no_such"'))
-    with pytest.raises(DupfindError, match="no detector named 'no_such'"):
-        load_rules(load_config(None, None, None), tmp_path, ())
