@@ -12,10 +12,10 @@ UTF8_BOM = b"\xef\xbb\xbf"
 MIN_BYTES = 1 << 20
 
 
-def split_lines(payload: bytes, min_bytes: int | None = None) -> pl.Series | None:
+def split_lines(payload: bytes) -> pl.Series | None:
     """The lines of `payload` as text, as `payload.decode().split("\\n")` gives them less a last
     empty string; None when the CSV reader would read them otherwise or cannot, or when they are
-    fewer than `min_bytes` (MIN_BYTES; the caller then splits them in Python).
+    fewer than MIN_BYTES (the caller then splits them in Python).
 
     Read as one column of CSV whose separator (NUL) and quote (none) never come up, on polars'
     threads: about 6 ms an 8 MB block against 19 ms for Python's split and a Series of its 24,000
@@ -23,7 +23,7 @@ def split_lines(payload: bytes, min_bytes: int | None = None) -> pl.Series | Non
     separator: payloads that hold a CR or a NUL, or start with a BOM, are left to Python, and so
     are those that are not UTF-8 (Python rejects their lines one by one)."""
     # (No bytes may still be a line: a file holding only a BOM is one blank line.)
-    too_few = len(payload) < max(MIN_BYTES if min_bytes is None else min_bytes, 1)
+    too_few = len(payload) < max(MIN_BYTES, 1)
     if too_few or b"\r" in payload or b"\x00" in payload or payload.startswith(UTF8_BOM):
         return None
     try:
