@@ -13,7 +13,7 @@ import orjson
 
 from dupfind import parse_memo
 from dupfind.errors import DupfindError
-from dupfind.presets import Preset, load_presets
+from dupfind.presets import Preset, checked_regex, load_presets
 from dupfind.schema import KINDS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
@@ -89,14 +89,6 @@ def _string_list(value: Any, where: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     raise DupfindError(f"{where} must be a string or a list of strings.")
-
-
-def _check_regex(pattern: str, where: str) -> str:
-    try:
-        parse_memo.check_regex(pattern)
-    except re.error as exc:
-        raise DupfindError(f"{where} has an invalid regular expression {pattern!r}: {exc}.") from None
-    return pattern
 
 
 class _Builder:
@@ -207,11 +199,11 @@ class _Builder:
             if kind not in KINDS:
                 raise DupfindError(f"{origin}: vocabulary.patterns.{kind} is not a canonical kind.")
             where = f"{origin}: vocabulary.patterns.{kind}"
-            added = [_check_regex(r, where) for r in _string_list(regexes, where)]
+            added = [checked_regex(r, where) for r in _string_list(regexes, where)]
             self.patterns[kind] = added + [r for r in self.patterns.get(kind, []) if r not in added]
         for action, regexes in vocab.get("side_effect_actions", {}).items():
             where = f"{origin}: vocabulary.side_effect_actions.{action}"
-            added = [_check_regex(r, where) for r in _string_list(regexes, where)]
+            added = [checked_regex(r, where) for r in _string_list(regexes, where)]
             self.action_patterns[action] = added + self.action_patterns.get(action, [])
         subjects = vocab.get("subjects", {})
         if not isinstance(subjects, dict) or not all(isinstance(v, dict) for v in subjects.values()):

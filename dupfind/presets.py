@@ -153,8 +153,9 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     raise DupfindError(f"{where} must be a string or a list of strings.")
 
 
-def _regex(pattern: Any, where: str) -> str:
-    """The pattern, checked (compiled where it is used: GrammarRule.regex)."""
+def checked_regex(pattern: Any, where: str) -> str:
+    """The pattern, checked to be a regular expression (compiled where it is used); a one-line
+    error naming `where` when it is not."""
     if not isinstance(pattern, str):
         raise DupfindError(f"{where} must be a regular expression (a string).")
     try:
@@ -170,7 +171,7 @@ def _rules(items: Any, where: str) -> tuple[GrammarRule, ...]:
     rules = []
     for index, item in enumerate(items):
         at = f"{where}[{index}]"
-        pattern = _regex(item.get("match"), f"{at}.match")
+        pattern = checked_regex(item.get("match"), f"{at}.match")
         event = item.get("event")
         if event is not None and not isinstance(event, str):
             raise DupfindError(f"{at}.event must be a string.")
@@ -215,10 +216,10 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: values must hold one table per column.")
     line = data.get("line")
     if line is not None:
-        line = _regex(line, f"{origin}: line")
+        line = checked_regex(line, f"{origin}: line")
     file_worker = data.get("file_worker")
     if file_worker is not None:
-        file_worker = _regex(file_worker, f"{origin}: file_worker")
+        file_worker = checked_regex(file_worker, f"{origin}: file_worker")
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
         raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
