@@ -1297,11 +1297,8 @@ def _assemble(
     paths = pl.concat([t["source"].cast(pl.String).unique() for t in frames]).unique().sort()
     # The sort keys with each row's file as its rank among the paths (4 bytes, not a text's 16),
     # and only the order sorted: a sorted copy of the keys would be one more copy of them.
-    keys = pl.concat([
-        t.select("ts", "line", __file=pl.col("source").cast(pl.String).replace_strict(
-            paths, pl.int_range(paths.len(), eager=True), return_dtype=pl.UInt32))
-        for t in frames
-    ], how="vertical").with_row_index("__row")
+    keys = pl.concat([t.select("ts", "line").with_columns(_file_ranks(t["source"], paths)) for t in frames],
+                     how="vertical").with_row_index("__row")
     before = keys.height
     keys = _within(keys, since, until)
     by = keys.select(pl.arg_sort_by("ts", "__file", "line", maintain_order=True)).to_series()
@@ -1333,6 +1330,15 @@ def _assemble(
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants)
     return _with_label_codes(table.select(list(schema))), before - order.len(), texts
+
+
+def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
+    """`__file`: each row's file as its rank among `paths` (sorted; every path of the Categorical
+    `source` is there), looked up by the few distinct codes of the batch rather than by each
+    row's text (0.05 s instead of 0.1 s at 1M lines)."""
+    distinct = source.unique()
+    ranks = paths.search_sorted(distinct.cast(pl.String)).cast(pl.UInt32)
+    return source.to_physical().replace_strict(distinct.to_physical(), ranks, return_dtype=pl.UInt32).alias("__file")
 
 
 def _with_label_codes(table: pl.DataFrame) -> pl.DataFrame:

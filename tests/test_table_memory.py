@@ -60,7 +60,8 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
     for b in range(5):
         n = 50 + b
         block = {"ts": [t0 + timedelta(seconds=(i * 7 + b) % 23) for i in range(n)], "kind": ["start"] * n,
-                 "source": [f"w{(b + i) % 3}.log" for i in range(n)], "line": list(range(n, 0, -1)),
+                 # First seen in the reverse of their sorted order: the file's rank is not its code.
+                 "source": [("w-c.log", "w-b.log", "w-a.log")[(b + i) % 3] for i in range(n)], "line": list(range(n, 0, -1)),
                  "format": ["ndjson"] * n}
         if b % 2:
             block["job_id"] = [f"j{b}-{i}" if i % 4 else None for i in range(n)]
