@@ -540,23 +540,39 @@ def _batch_lines(items: list[_Pending], block: _Block) -> tuple[pl.DataFrame, Li
     is not UTF-8) and each file's line count; lines that are not UTF-8 go to `block.rejects`.
     Line n (from 1) of the batch's file i is numbered `i << FILE_SHIFT | n`."""
     payload: list[bytes] = []  # the files' bytes, each ending a line (see LineBytes)
+    sizes: list[int] = []  # each file's part of the payload, in bytes
     for item in items:
         payload.append(_lines_payload(item.data, 1))
+        sizes.append(len(payload[-1]))
         if not item.data.endswith(b"\n"):
             payload.append(b"\n")
+            sizes[-1] += 1
     joined = b"".join(payload)
     del payload
     texts = split_lines(joined)
     if texts is not None:
-        counts = [_line_count(item.data) for item in items]
-        if sum(counts) == texts.len():
+        lines = LineBytes.split_from(joined, texts)
+        counts = _lines_per_part(lines.spans["end"], sizes)
+        if counts is not None:
             bases, start = [], 0
             for index, count in enumerate(counts):
                 bases.append((index << FILE_SHIFT) + 1 - start)
                 start += count
             rows = pl.DataFrame({"line": _line_numbers(bases, counts), "text": texts})
-            return rows, LineBytes.split_from(joined, texts), counts
+            return rows, lines, counts
     return _batch_lines_one_by_one(items, block, joined)
+
+
+def _lines_per_part(ends: pl.Series, sizes: list[int]) -> list[int] | None:
+    """How many lines each of consecutive parts of a payload holds (`sizes`: their bytes, each
+    part ending with a newline; `ends`: each line's newline offset, in order); None when the lines
+    do not end where the payload does (then they are not its lines). Counting each file's
+    newlines in Python held the GIL for 0.3 s of a 1M-line export of small files."""
+    if not sizes or ends.len() == 0 or ends[-1] != sum(sizes) - 1:
+        return None
+    bounds = pl.Series(list(itertools.accumulate(sizes)), dtype=pl.Int64)  # where each part ends, exclusive
+    upto = ends.search_sorted(bounds, side="left").cast(pl.Int64).to_list()  # lines ending before each bound
+    return [upto[0], *(b - a for a, b in zip(upto, upto[1:]))]
 
 
 def _line_numbers(bases: list[int], lengths: list[int]) -> pl.Series:

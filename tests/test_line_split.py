@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind import line_split
-from dupfind.ingest import _batch_lines, _batch_lines_one_by_one, _Block, _decode_lines, _Pending, _text_lines
+from dupfind.ingest import _batch_lines, _batch_lines_one_by_one, _Block, _decode_lines, _lines_per_part, _Pending, _text_lines
 from dupfind.line_split import MIN_BYTES, UTF8_BOM, split_lines
 
 # Bytes that matter to a line splitter or a CSV reader: newlines, CR, NUL, quotes, separators,
@@ -102,3 +102,13 @@ def test_a_batch_of_utf8_files_is_split_by_the_reader(monkeypatch):
     assert counts == [1, 1, 1, 1, 3, 2, 1] and lines is not None
     assert rows["text"].to_list() == ['{"a":1}', '{"a":2}', "", "", "x", "", "y", "z", "\ufeffw", "é"]
     assert rows["line"].to_list()[:2] == [1, (1 << 32) + 1]
+
+
+def test_each_files_lines_are_counted_from_where_they_end():
+    ends = pl.Series([1, 3, 7], dtype=pl.Int64)  # "a\nb\n" then "cde\n": 4 bytes each
+    assert _lines_per_part(ends, [4, 4]) == [2, 1]
+    assert _lines_per_part(ends, [2, 2, 4]) == [1, 1, 1]
+    # Lines that do not end where the payload does are not its lines: Python splits the batch.
+    assert _lines_per_part(ends, [4, 5]) is None
+    assert _lines_per_part(ends, [4, 3]) is None
+    assert _lines_per_part(pl.Series([], dtype=pl.Int64), [1]) is None
