@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind import line_split
-from dupfind.ingest import _batch_lines, _batch_lines_one_by_one, _Block, _decode_lines, _lines_per_part, _Pending, _text_lines
+from dupfind.ingest import (
+    _batch_lines,
+    _batch_lines_one_by_one,
+    _Block,
+    _decode_lines,
+    _lines_per_part,
+    _Pending,
+    _text_lines,
+)
 from dupfind.line_split import MIN_BYTES, UTF8_BOM, split_lines
 
 # Bytes that matter to a line splitter or a CSV reader: newlines, CR, NUL, quotes, separators,
