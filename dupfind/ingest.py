@@ -572,7 +572,7 @@ def _lines_per_part(ends: pl.Series, sizes: list[int]) -> list[int] | None:
         return None
     bounds = pl.Series(list(itertools.accumulate(sizes)), dtype=pl.Int64)  # where each part ends, exclusive
     upto = ends.search_sorted(bounds, side="left").cast(pl.Int64).to_list()  # lines ending before each bound
-    return [upto[0], *(b - a for a, b in zip(upto, upto[1:]))]
+    return [upto[0], *(b - a for a, b in itertools.pairwise(upto))]
 
 
 def _line_numbers(bases: list[int], lengths: list[int]) -> pl.Series:
