@@ -964,9 +964,10 @@ class _Normaliser:
     def __init__(
         self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
         survey: bool = False, keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-        spill: Callable[[pl.DataFrame], None] | None = None,
+        spill: Callable[[pl.DataFrame], None] | None = None, labels: LabelPool | None = None,
     ) -> None:
         self.config = config
+        self.labels = labels  # the pool each batch's label columns are held in
         self.reports = reports
         self.since, self.until = since, until
         self.survey = survey  # count rows per second (time_counts), keep only those `keep` gives
@@ -1012,7 +1013,7 @@ class _Normaliser:
                 if self.spill is not None and table.height:
                     self.spill(table)
                 table = self.keep(table) if self.keep is not None else table.clear()
-            self.tables.append(held_for_assembly(table, self.coded))
+            self.tables.append(held_for_assembly(table, self.coded, self.labels))
             counts = per_file.select("source", "len", "ts_naive").rows()
             self.report_updates.append((counts, result.fields, result.rejects))
             if result.rejects.height:
@@ -1092,12 +1093,50 @@ def _held_columns(table: pl.DataFrame) -> list[tuple[str, pl.DataType]]:
     return [(c, t) for c, t, n in zip(table.columns, table.dtypes, nulls) if n < table.height or c in KEY_COLUMNS]
 
 
-def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...]) -> HeldBatch:
-    """`table` (canonical columns, text as String) as held until assembly."""
+class LabelPool:
+    """The pool of 2-byte codes a read's label columns share (schema.label_dtype), filled as its
+    batches are held: assembly then gathers them as they are, instead of moving every label of
+    the table from polars' global pool (4-byte codes) into it (0.3-0.4 s at 1M lines, and 2 bytes
+    a row less for each label column while the batches wait). Once its distinct texts would pass
+    LABEL_TEXTS_MAX it is `full`: the labels stay in the global pool, as `_with_label_codes`
+    leaves them."""
+
+    def __init__(self) -> None:
+        self.dtype = label_dtype()
+        self.size = 0  # texts in the pool: codes are numbered from 0 as texts come
+        self.full = False
+
+    def held(self, column: pl.Series) -> pl.Series:
+        """A label column (text or Categorical) in the pool, or in the global pool once it is full."""
+        if not self.full:
+            try:
+                coded = column.cast(self.dtype)
+            except pl.exceptions.ComputeError:  # more texts than 2-byte codes hold
+                self.full = True
+            else:
+                top = coded.to_physical().max()
+                self.size = max(self.size, top + 1 if top is not None else 0)
+                self.full = self.size > LABEL_TEXTS_MAX
+                if not self.full:
+                    return coded
+        return column.cast(pl.Categorical)
+
+    def stored(self) -> pl.DataType:
+        """The type of the assembled table's label columns."""
+        return pl.Categorical() if self.full else self.dtype
+
+
+def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...], labels: LabelPool | None = None) -> HeldBatch:
+    """`table` (canonical columns, text as String) as held until assembly; with `labels`, its
+    label columns (`source` aside) are held in that pool."""
+    held = _held_columns(table)
+    pooled = {c for c, _ in held if c in LABEL_COLUMNS and c != "source"} if labels is not None else set()
     frame = table.select(
         pl.col(c) if c in coded else pl.col(c).cast(pl.Categorical if c == "source" else stored_dtype(t))
-        for c, t in _held_columns(table)
+        for c, t in held if c not in pooled
     )
+    if pooled:
+        frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
     codes, texts, offset = [], [], 0
     # Each column numbered by a pool of polars' own (the fastest way polars numbers texts; one pool
     # shared by the columns, filled by all of them at once, took twice the time), read while the
@@ -1125,24 +1164,32 @@ def _pool_texts(column: pl.Series, pool: pl.Categories) -> pl.Series:
     return pool.to_series().cast(pl.String).rename("text")
 
 
-def held_from_coded(table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool) -> HeldBatch:
+def held_from_coded(
+    table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool, labels: LabelPool | None = None,
+) -> HeldBatch:
     """Rows as the cache holds them (coded columns as codes into `dictionary`, other text
     Categorical) as held until assembly; with `compact`, the dictionary keeps only the texts
-    these rows use."""
+    these rows use; with `labels`, the label columns (`source` aside) are held in that pool."""
     # Categorical to Categorical directly: through text, the label columns took 0.4 GB more at 1M lines.
+    held = _held_columns(table)
+    pooled = {c for c, t in held if c in LABEL_COLUMNS and c != "source" and isinstance(t, pl.Categorical)} if labels is not None else set()
     frame = table.select(
         pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c)
-        for c, t in _held_columns(table)
+        for c, t in held if c not in pooled
     )
+    if pooled:
+        frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
     if compact:
         frame, dictionary = Texts.compacted(frame, dictionary, coded)
     return HeldBatch(frame, dictionary.rename("text"))
 
 
-def assemble(tables: list[HeldBatch], config: Config) -> tuple[pl.DataFrame, Texts]:
+def assemble(tables: list[HeldBatch], config: Config, labels: LabelPool | None = None) -> tuple[pl.DataFrame, Texts]:
     """One canonical table of batches held for assembly (sorted by time, then source and line),
-    and the dictionary of its coded columns."""
-    table, _, texts = _assemble(tables, canonical_schema(config.business_keys), None, None, coded_columns(config.business_keys))
+    and the dictionary of its coded columns; `labels`: the pool the batches' labels were held in."""
+    table, _, texts = _assemble(
+        tables, canonical_schema(config.business_keys), None, None, coded_columns(config.business_keys), labels,
+    )
     return table, texts
 
 
@@ -1209,7 +1256,8 @@ def ingest(
     reports: dict[str, FileReport] = {}
     if survey:
         cache = None
-    normaliser = _Normaliser(config, reports, since, until, survey, keep, spill)
+    labels = LabelPool()
+    normaliser = _Normaliser(config, reports, since, until, survey, keep, spill, labels)
     normalising = _NormalisingThread(normaliser)
     ingestor = Ingestor(config, sink=normalising.add, progress=progress, block_bytes=block_bytes)
     parse_rejects: list[pl.DataFrame] = []
@@ -1230,7 +1278,7 @@ def ingest(
                 part = cached.parts.pop()
                 cache_filtered += part.left_out
                 # Only the texts of the rows kept, unless they are the pack's every row.
-                cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole))
+                cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole, labels=labels))
                 parse_rejects.append(part.rejects)
                 del part
         for src in sources:
@@ -1266,7 +1314,7 @@ def ingest(
     tables = [*cached_tables, *normaliser.tables]
     cached_tables.clear()
     normaliser.tables.clear()
-    table, filtered_out, texts = _assemble(tables, schema, since, until, coded)
+    table, filtered_out, texts = _assemble(tables, schema, since, until, coded, labels)
     filtered_out += cache_filtered
     if to_store:
         if store_later:
@@ -1290,11 +1338,12 @@ def ingest(
 
 def _assemble(
     tables: list[HeldBatch], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
-    coded: tuple[str, ...],
+    coded: tuple[str, ...], labels: LabelPool | None = None,
 ) -> tuple[pl.DataFrame, int, Texts]:
     """One table of every block, sorted by time, then source and line; (table, rows outside
     --since/--until, the dictionary of its coded columns). `tables` (blocks may lack all-null
-    columns) is emptied on the way.
+    columns) is emptied on the way. `labels`: the pool the blocks' label columns were held in
+    (held_for_assembly); without it they are moved into one once the table is built.
 
     Built one column at a time, each block's column released once gathered (sorting the whole
     table would hold it twice). A column null in every row stays a constant (no 16 bytes a row
@@ -1302,7 +1351,11 @@ def _assemble(
     of a copy of its path on every row. The blocks' dictionaries merge into one, and each
     block's codes are mapped into it as its column is gathered.
     """
+    label_type = None  # with `labels`, the type its columns are gathered in (set below)
+
     def held_type(name: str, dtype: pl.DataType) -> pl.DataType:
+        if label_type is not None and name in LABEL_COLUMNS:
+            return label_type
         return textcodes.CODE_TYPE if name in coded else stored_dtype(dtype)
 
     frames = [t.frame for t in tables]
@@ -1320,6 +1373,11 @@ def _assemble(
     by = keys.select(pl.arg_sort_by("ts", "__file", "line", maintain_order=True)).to_series()
     order, files = keys["__row"].gather(by), keys["__file"].gather(by)
     del keys, by
+    if labels is not None:
+        source = labels.held(paths)  # the paths take their place in the pool too
+        label_type = labels.stored()
+    else:
+        source = paths.cast(pl.Categorical)
     columns: list = []
     constants: list[pl.Expr] = []
     # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
@@ -1328,7 +1386,7 @@ def _assemble(
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
-                columns.append(paths.cast(pl.Categorical).gather(files).alias("source"))
+                columns.append(source.cast(held_type("source", pl.String)).gather(files).alias("source"))
             elif all(name not in t.columns or t[name].null_count() == t.height for t in frames):
                 constants.append(pl.lit(None, dtype=held_type(name, dtype)).alias(name))
             else:
@@ -1344,8 +1402,8 @@ def _assemble(
                 if name in t.columns:
                     t.drop_in_place(name)
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
-    table = pl.DataFrame(columns).with_columns(constants)
-    return _with_label_codes(table.select(list(schema))), before - order.len(), texts
+    table = pl.DataFrame(columns).with_columns(constants).select(list(schema))
+    return (_with_label_codes(table) if labels is None else table), before - order.len(), texts
 
 
 def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:

@@ -136,3 +136,51 @@ def test_reports_are_the_same_with_labels_in_either_pool(monkeypatch, scenario) 
     wide = outputs()
     assert all(code == 0 and text.startswith("{") for code, text in narrow)
     assert narrow == wide
+
+
+@pytest.mark.parametrize("room", [10_000, 30, 12, 0])
+def test_labels_held_in_the_reads_pool_assemble_as_moved_there_after(monkeypatch, room) -> None:
+    """Batches held with their labels in the read's pool give the table that holding them in
+    polars' global pool and moving them after gives, also when the pool fills up part way (the
+    batches before in it, those after not): then every label is in the global pool."""
+    from datetime import UTC, datetime, timedelta
+
+    from dupfind.ingest import LabelPool, _assemble, held_for_assembly
+
+    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", room)
+    schema = canonical_schema()
+    t0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
+    blocks = []
+    for b in range(4):
+        n = 40
+        block = {"ts": [t0 + timedelta(seconds=i * 3 + b) for i in range(n)], "kind": ["start", "commit"] * (n // 2),
+                 "source": [f"w{b}.log"] * n, "line": list(range(1, n + 1)), "format": ["ndjson"] * n,
+                 "worker_id": [f"w-{b}-{i % (2 + 3 * b)}" for i in range(n)], "queue": [None if b == 1 else "q"] * n}
+        blocks.append(pl.DataFrame(block).with_columns(pl.col(c).cast(schema[c]) for c in block))
+    coded = coded_columns()
+    before, _, _ = _assemble([held_for_assembly(b, coded) for b in blocks], schema, None, None, coded)
+    labels = LabelPool()
+    held = [held_for_assembly(b, coded, labels) for b in blocks]
+    # The batches' labels are 6, 11, 19 then 30 texts; the 4 paths join at assembly (34).
+    assert labels.full == (room < 30)
+    table, _, _ = _assemble(held, schema, None, None, coded, labels)
+    assert [c for c in table.columns] == [c for c in before.columns]
+    assert all(table.schema[c] == before.schema[c] for c in table.columns if c not in LABEL_COLUMNS)
+    global_pool = room < 34  # the old way's choice too: the table's 34 label texts do not fit
+    assert {table.schema[c] for c in LABEL_COLUMNS} == ({pl.Categorical()} if global_pool else {labels.dtype})
+    assert {before.schema[c] == pl.Categorical() for c in LABEL_COLUMNS} == {global_pool}
+    assert table.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String)).equals(
+        before.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String))
+    )
+
+
+def test_a_label_pool_given_more_texts_than_its_codes_hold_is_full() -> None:
+    from dupfind.ingest import LabelPool
+
+    labels = LabelPool()
+    few = labels.held(pl.Series(["w-1", "w-2", None]))
+    assert not labels.full and few.dtype == labels.dtype and labels.size == 2
+    many = pl.Series([f"w-{i}" for i in range(70_000)])  # more than 65,536 2-byte codes
+    held = labels.held(many)
+    assert labels.full and held.dtype == pl.Categorical() and held.cast(pl.String).equals(many)
+    assert labels.stored() == pl.Categorical()
