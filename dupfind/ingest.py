@@ -1126,17 +1126,29 @@ class LabelPool:
         return pl.Categorical() if self.full else self.dtype
 
 
+def _held_frame(
+    table: pl.DataFrame, held_expr: Callable[[str, pl.DataType], pl.Expr], labels: LabelPool | None,
+) -> pl.DataFrame:
+    """The columns of `table` a batch keeps (_held_columns), each as `held_expr(name, dtype)`
+    gives it; with `labels`, its text label columns (`source` aside) in that pool instead."""
+    held = _held_columns(table)
+    pooled = {
+        c for c, t in held
+        if c in LABEL_COLUMNS and c != "source" and (t == pl.String or isinstance(t, pl.Categorical))
+    } if labels is not None else set()
+    frame = table.select(held_expr(c, t) for c, t in held if c not in pooled)
+    if pooled:
+        frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
+    return frame
+
+
 def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...], labels: LabelPool | None = None) -> HeldBatch:
     """`table` (canonical columns, text as String) as held until assembly; with `labels`, its
     label columns (`source` aside) are held in that pool."""
-    held = _held_columns(table)
-    pooled = {c for c, _ in held if c in LABEL_COLUMNS and c != "source"} if labels is not None else set()
-    frame = table.select(
-        pl.col(c) if c in coded else pl.col(c).cast(pl.Categorical if c == "source" else stored_dtype(t))
-        for c, t in held if c not in pooled
+    frame = _held_frame(
+        table, lambda c, t: pl.col(c) if c in coded else pl.col(c).cast(pl.Categorical if c == "source" else stored_dtype(t)),
+        labels,
     )
-    if pooled:
-        frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
     codes, texts, offset = [], [], 0
     # Each column numbered by a pool of polars' own (the fastest way polars numbers texts; one pool
     # shared by the columns, filled by all of them at once, took twice the time), read while the
@@ -1171,14 +1183,10 @@ def held_from_coded(
     Categorical) as held until assembly; with `compact`, the dictionary keeps only the texts
     these rows use; with `labels`, the label columns (`source` aside) are held in that pool."""
     # Categorical to Categorical directly: through text, the label columns took 0.4 GB more at 1M lines.
-    held = _held_columns(table)
-    pooled = {c for c, t in held if c in LABEL_COLUMNS and c != "source" and isinstance(t, pl.Categorical)} if labels is not None else set()
-    frame = table.select(
-        pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c)
-        for c, t in held if c not in pooled
+    frame = _held_frame(
+        table, lambda c, t: pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c),
+        labels,
     )
-    if pooled:
-        frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
     if compact:
         frame, dictionary = Texts.compacted(frame, dictionary, coded)
     return HeldBatch(frame, dictionary.rename("text"))
@@ -1374,7 +1382,7 @@ def _assemble(
     order, files = keys["__row"].gather(by), keys["__file"].gather(by)
     del keys, by
     if labels is not None:
-        source = labels.held(paths)  # the paths take their place in the pool too
+        source = labels.held(paths)  # the paths take their place in the pool too (or all go to the global one)
         label_type = labels.stored()
     else:
         source = paths.cast(pl.Categorical)
@@ -1386,7 +1394,7 @@ def _assemble(
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
-                columns.append(source.cast(held_type("source", pl.String)).gather(files).alias("source"))
+                columns.append(source.gather(files).alias("source"))
             elif all(name not in t.columns or t[name].null_count() == t.height for t in frames):
                 constants.append(pl.lit(None, dtype=held_type(name, dtype)).alias(name))
             else:

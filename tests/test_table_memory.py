@@ -164,7 +164,7 @@ def test_labels_held_in_the_reads_pool_assemble_as_moved_there_after(monkeypatch
     # The batches' labels are 6, 11, 19 then 30 texts; the 4 paths join at assembly (34).
     assert labels.full == (room < 30)
     table, _, _ = _assemble(held, schema, None, None, coded, labels)
-    assert [c for c in table.columns] == [c for c in before.columns]
+    assert table.columns == before.columns
     assert all(table.schema[c] == before.schema[c] for c in table.columns if c not in LABEL_COLUMNS)
     global_pool = room < 34  # the old way's choice too: the table's 34 label texts do not fit
     assert {table.schema[c] for c in LABEL_COLUMNS} == ({pl.Categorical()} if global_pool else {labels.dtype})
