@@ -295,9 +295,9 @@ def build_executions(
     selections = [records.filter(pl.col("action_id").is_between(lo, hi)) for lo, hi in ranges] or [records.clear()]
     runs, parts, echoes = [], [], []
     for selection in selections:
-        part = selection.collect()
-        run_rows, part_executions, part_echoes = _executions_of(part, sum(p.height for p in parts))
-        del part
+        # The part is collected into the call, so that it holds the only reference: the records
+        # are released once sorted, instead of living beside their sorted copy.
+        run_rows, part_executions, part_echoes = _executions_of(selection.collect(), sum(p.height for p in parts))
         if texts is not None:
             # The executions' job ids are text. Codes sort as their texts do: the sorted lists of
             # codes decoded are the sorted lists of ids, and the part's sorted copies carry 4-byte
@@ -334,8 +334,10 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
         by_worker = by_worker.join(multi.select(pair), on=pair, how="anti")
         by_process = _assign_processes(base.join(multi, on=pair))
         base = pl.concat([by_worker, by_process.select(by_worker.columns)])
+        del by_process
     else:
         base = by_worker
+    del by_worker
     base = base.sort("action_id", "identity", "ts", "source", "line")
     # A run of rows of one (action, identity) starts where either changes (rows are sorted by them).
     new_group = (pl.col("action_id") != pl.col("action_id").shift(1)) | (pl.col("identity") != pl.col("identity").shift(1))
