@@ -967,7 +967,7 @@ class _Normaliser:
         spill: Callable[[pl.DataFrame], None] | None = None, labels: LabelPool | None = None,
     ) -> None:
         self.config = config
-        self.labels = labels  # the pool each batch's label columns are held in
+        self.labels = labels if labels is not None else LabelPool()  # the pool each batch's label columns are held in
         self.reports = reports
         self.since, self.until = since, until
         self.survey = survey  # count rows per second (time_counts), keep only those `keep` gives
@@ -1098,8 +1098,8 @@ class LabelPool:
     batches are held: assembly then gathers them as they are, instead of moving every label of
     the table from polars' global pool (4-byte codes) into it (0.3-0.4 s at 1M lines, and 2 bytes
     a row less for each label column while the batches wait). Once its distinct texts would pass
-    LABEL_TEXTS_MAX it is `full`: the labels stay in the global pool, as `_with_label_codes`
-    leaves them."""
+    LABEL_TEXTS_MAX it is `full`: every label of the table then stays in polars' global pool
+    (`stored`)."""
 
     def __init__(self) -> None:
         self.dtype = label_dtype()
@@ -1127,24 +1127,24 @@ class LabelPool:
 
 
 def _held_frame(
-    table: pl.DataFrame, held_expr: Callable[[str, pl.DataType], pl.Expr], labels: LabelPool | None,
+    table: pl.DataFrame, held_expr: Callable[[str, pl.DataType], pl.Expr], labels: LabelPool,
 ) -> pl.DataFrame:
     """The columns of `table` a batch keeps (_held_columns), each as `held_expr(name, dtype)`
-    gives it; with `labels`, its text label columns (`source` aside) in that pool instead."""
+    gives it, but its text label columns (`source` aside) in the pool `labels`."""
     held = _held_columns(table)
     pooled = {
         c for c, t in held
         if c in LABEL_COLUMNS and c != "source" and (t == pl.String or isinstance(t, pl.Categorical))
-    } if labels is not None else set()
+    }
     frame = table.select(held_expr(c, t) for c, t in held if c not in pooled)
     if pooled:
         frame = frame.with_columns(labels.held(table[c]) for c in pooled).select([c for c, _ in held])
     return frame
 
 
-def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...], labels: LabelPool | None = None) -> HeldBatch:
-    """`table` (canonical columns, text as String) as held until assembly; with `labels`, its
-    label columns (`source` aside) are held in that pool."""
+def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...], labels: LabelPool) -> HeldBatch:
+    """`table` (canonical columns, text as String) as held until assembly; its label columns
+    (`source` aside) are held in the pool `labels`, which the batches of one table share."""
     frame = _held_frame(
         table, lambda c, t: pl.col(c) if c in coded else pl.col(c).cast(pl.Categorical if c == "source" else stored_dtype(t)),
         labels,
@@ -1177,11 +1177,11 @@ def _pool_texts(column: pl.Series, pool: pl.Categories) -> pl.Series:
 
 
 def held_from_coded(
-    table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool, labels: LabelPool | None = None,
+    table: pl.DataFrame, dictionary: pl.Series, coded: tuple[str, ...], compact: bool, labels: LabelPool,
 ) -> HeldBatch:
     """Rows as the cache holds them (coded columns as codes into `dictionary`, other text
     Categorical) as held until assembly; with `compact`, the dictionary keeps only the texts
-    these rows use; with `labels`, the label columns (`source` aside) are held in that pool."""
+    these rows use; the label columns (`source` aside) are held in the pool `labels`."""
     # Categorical to Categorical directly: through text, the label columns took 0.4 GB more at 1M lines.
     frame = _held_frame(
         table, lambda c, t: pl.col(c).cast(stored_dtype(pl.String)) if isinstance(t, pl.Categorical) and c != "source" else pl.col(c),
@@ -1192,7 +1192,7 @@ def held_from_coded(
     return HeldBatch(frame, dictionary.rename("text"))
 
 
-def assemble(tables: list[HeldBatch], config: Config, labels: LabelPool | None = None) -> tuple[pl.DataFrame, Texts]:
+def assemble(tables: list[HeldBatch], config: Config, labels: LabelPool) -> tuple[pl.DataFrame, Texts]:
     """One canonical table of batches held for assembly (sorted by time, then source and line),
     and the dictionary of its coded columns; `labels`: the pool the batches' labels were held in."""
     table, _, texts = _assemble(
@@ -1346,12 +1346,12 @@ def ingest(
 
 def _assemble(
     tables: list[HeldBatch], schema: dict[str, pl.DataType], since: datetime | None, until: datetime | None,
-    coded: tuple[str, ...], labels: LabelPool | None = None,
+    coded: tuple[str, ...], labels: LabelPool,
 ) -> tuple[pl.DataFrame, int, Texts]:
     """One table of every block, sorted by time, then source and line; (table, rows outside
     --since/--until, the dictionary of its coded columns). `tables` (blocks may lack all-null
     columns) is emptied on the way. `labels`: the pool the blocks' label columns were held in
-    (held_for_assembly); without it they are moved into one once the table is built.
+    (held_for_assembly); the paths of `source` join it here.
 
     Built one column at a time, each block's column released once gathered (sorting the whole
     table would hold it twice). A column null in every row stays a constant (no 16 bytes a row
@@ -1359,7 +1359,7 @@ def _assemble(
     of a copy of its path on every row. The blocks' dictionaries merge into one, and each
     block's codes are mapped into it as its column is gathered.
     """
-    label_type = None  # with `labels`, the type its columns are gathered in (set below)
+    label_type = None  # the type the label columns are gathered in (set below; an empty table keeps stored_dtype's)
 
     def held_type(name: str, dtype: pl.DataType) -> pl.DataType:
         if label_type is not None and name in LABEL_COLUMNS:
@@ -1381,11 +1381,8 @@ def _assemble(
     by = keys.select(pl.arg_sort_by("ts", "__file", "line", maintain_order=True)).to_series()
     order, files = keys["__row"].gather(by), keys["__file"].gather(by)
     del keys, by
-    if labels is not None:
-        source = labels.held(paths)  # the paths take their place in the pool too (or all go to the global one)
-        label_type = labels.stored()
-    else:
-        source = paths.cast(pl.Categorical)
+    source = labels.held(paths)  # the paths take their place in the pool too (or all go to the global one)
+    label_type = labels.stored()
     columns: list = []
     constants: list[pl.Expr] = []
     # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
@@ -1411,7 +1408,7 @@ def _assemble(
                     t.drop_in_place(name)
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants).select(list(schema))
-    return (_with_label_codes(table) if labels is None else table), before - order.len(), texts
+    return table, before - order.len(), texts
 
 
 def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
@@ -1421,22 +1418,6 @@ def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
     distinct = source.unique()
     ranks = paths.search_sorted(distinct.cast(pl.String)).cast(pl.UInt32)
     return source.to_physical().replace_strict(distinct.to_physical(), ranks, return_dtype=pl.UInt32).alias("__file")
-
-
-def _with_label_codes(table: pl.DataFrame) -> pl.DataFrame:
-    """The label columns with 2-byte codes over one pool of their own (the table's), when their
-    distinct texts fit: 2 bytes a row less for each of them (150 MiB at 5M lines) than the 4-byte
-    codes of polars' global pool. One pool for all, so that labels compare and join alike."""
-    labels = [c for c in LABEL_COLUMNS if isinstance(table.schema.get(c), pl.Categorical)]
-    if not labels:
-        return table
-    texts = pl.concat([table[c].drop_nulls().unique().cast(pl.String) for c in labels]).n_unique()
-    if texts > LABEL_TEXTS_MAX:
-        return table
-    dtype = label_dtype()
-    for c in labels:  # one at a time: the old codes of one column are freed before the next
-        table = table.with_columns(table[c].cast(dtype))
-    return table
 
 
 def _gathered(pieces: list[pl.Series], order: pl.Series, name: str) -> pl.Series:

@@ -489,23 +489,25 @@ class Spill:
     def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult | None:
         """The canonical table of the spilled records within [since, until], as a read of them would
         give; None when the spill failed or cannot be read (the files are parsed instead)."""
-        from dupfind.ingest import IngestResult, _within, assemble, empty_rejects, held_for_assembly
+        from dupfind.ingest import IngestResult, LabelPool, _within, assemble, empty_rejects, held_for_assembly
         from dupfind.textcodes import coded_columns
 
         if self.failed:
             return None
         reached = self._reaching(since, until)
         tables = []
+        labels = LabelPool()  # the batches' labels held in the table's pool, as a read holds them
         try:
             for at in range(0, len(reached), SPILL_READ_FILES):
                 scans = [_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
                 found = [batch for batch in pl.collect_all(scans) if batch.height]
                 if found:  # held for assembly together: one cast of each column, not one a batch
-                    tables.append(held_for_assembly(pl.concat(found, how="diagonal_relaxed"), coded_columns(config.business_keys)))
+                    batch = pl.concat(found, how="diagonal_relaxed")
+                    tables.append(held_for_assembly(batch, coded_columns(config.business_keys), labels))
         except (OSError, pl.exceptions.PolarsError):
             self.failed = True
             return None
-        table, texts = assemble(tables, config)
+        table, texts = assemble(tables, config, labels)
         return IngestResult(table, [], empty_rejects(), texts=texts)
 
     def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:

@@ -52,7 +52,7 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
     threads) into what one concatenation sorted by time, file and line gives."""
     from datetime import UTC, datetime, timedelta
 
-    from dupfind.ingest import _assemble, held_for_assembly
+    from dupfind.ingest import LabelPool, _assemble, held_for_assembly
     from dupfind.schema import canonical_schema
 
     monkeypatch.setattr("dupfind.ingest.ASSEMBLE_THREADS", threads)
@@ -72,7 +72,8 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
         blocks.append(pl.DataFrame(block).with_columns(pl.col(c).cast(schema[c]) for c in block))
     expected = pl.concat(blocks, how="diagonal_relaxed").sort("ts", "source", "line", maintain_order=True)
     coded = coded_columns()
-    table, outside, texts = _assemble([held_for_assembly(b, coded) for b in blocks], schema, None, None, coded)
+    labels = LabelPool()
+    table, outside, texts = _assemble([held_for_assembly(b, coded, labels) for b in blocks], schema, None, None, coded, labels)
     assert outside == 0 and table.columns == list(schema)
     table = texts.decoded(table)
     for column in ("ts", "kind", "line", "job_id", "attempt", "format"):
@@ -141,10 +142,10 @@ def test_reports_are_the_same_with_labels_in_either_pool(monkeypatch, scenario) 
 
 
 @pytest.mark.parametrize("room", [10_000, 30, 12, 0])
-def test_labels_held_in_the_reads_pool_assemble_as_moved_there_after(monkeypatch, room) -> None:
-    """Batches held with their labels in the read's pool give the table that holding them in
-    polars' global pool and moving them after gives, also when the pool fills up part way (the
-    batches before in it, those after not): then every label is in the global pool."""
+def test_labels_held_in_the_reads_pool_assemble_there_while_they_fit(monkeypatch, room) -> None:
+    """Batches held with their labels in the read's pool assemble with every label in it while the
+    table's label texts fit, and every label in polars' global pool otherwise, also when the pool
+    fills up part way (the batches before in it, those after not); the values are the same."""
     from datetime import UTC, datetime, timedelta
 
     from dupfind.ingest import LabelPool, _assemble, held_for_assembly
@@ -159,21 +160,19 @@ def test_labels_held_in_the_reads_pool_assemble_as_moved_there_after(monkeypatch
                  "source": [f"w{b}.log"] * n, "line": list(range(1, n + 1)), "format": ["ndjson"] * n,
                  "worker_id": [f"w-{b}-{i % (2 + 3 * b)}" for i in range(n)], "queue": [None if b == 1 else "q"] * n}
         blocks.append(pl.DataFrame(block).with_columns(pl.col(c).cast(schema[c]) for c in block))
+    expected = pl.concat(blocks, how="diagonal_relaxed").sort("ts", "source", "line", maintain_order=True)
     coded = coded_columns()
-    before, _, _ = _assemble([held_for_assembly(b, coded) for b in blocks], schema, None, None, coded)
     labels = LabelPool()
     held = [held_for_assembly(b, coded, labels) for b in blocks]
     # The batches' labels are 6, 11, 19 then 30 texts; the 4 paths join at assembly (34).
     assert labels.full == (room < 30)
     table, _, _ = _assemble(held, schema, None, None, coded, labels)
-    assert table.columns == before.columns
-    assert all(table.schema[c] == before.schema[c] for c in table.columns if c not in LABEL_COLUMNS)
-    global_pool = room < 34  # the old way's choice too: the table's 34 label texts do not fit
+    assert table.columns == list(schema)
+    global_pool = room < 34
     assert {table.schema[c] for c in LABEL_COLUMNS} == ({pl.Categorical()} if global_pool else {labels.dtype})
-    assert {before.schema[c] == pl.Categorical() for c in LABEL_COLUMNS} == {global_pool}
-    assert table.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String)).equals(
-        before.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String))
-    )
+    for column in ("kind", "source", "format", "worker_id", "queue"):
+        assert table[column].cast(pl.String).to_list() == expected[column].to_list(), column
+    assert table["status"].null_count() == table.height
 
 
 def test_a_label_pool_given_more_texts_than_its_codes_hold_is_full() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from dupfind.config import load_config
 from dupfind.correlate import correlate
-from dupfind.ingest import HeldBatch, _pool_texts, assemble, held_for_assembly, ingest
+from dupfind.ingest import HeldBatch, LabelPool, _pool_texts, assemble, held_for_assembly, ingest
 from dupfind.schema import ID_COLUMNS, canonical_schema
 from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
 from dupfind.timeouts import redelivery_gaps
@@ -107,13 +107,14 @@ def test_assembly_merges_batches_with_their_own_dictionaries():
     one = _batch([{"s": 2, "line": 1, "job_id": "j-2", "message": "done"}, {"s": 0, "line": 2, "job_id": "j-1"}])
     two = _batch([{"s": 1, "line": 3, "job_id": "j-1", "order_id": "o-1", "message": "start"},
                   {"s": 3, "line": 4, "message": "done"}])
-    held = [held_for_assembly(one, CODED), held_for_assembly(two, CODED)]
+    labels = LabelPool()
+    held = [held_for_assembly(one, CODED, labels), held_for_assembly(two, CODED, labels)]
     assert all(isinstance(h, HeldBatch) and h.frame.schema["job_id"] == CODE_TYPE for h in held)
     assert sorted(held[0].texts.to_list()) == ["done", "j-1", "j-2"]  # each batch: only its own texts
     for h, batch in zip(held, (one, two), strict=True):  # code n is the batch's n-th text
         for column in ("job_id", "message"):
             assert h.texts.gather(h.frame[column]).to_list() == batch[column].to_list()
-    table, texts = assemble(held, CONFIG)
+    table, texts = assemble(held, CONFIG, labels)
     assert table.schema["job_id"] == CODE_TYPE and table.schema["message"] == CODE_TYPE
     decoded = texts.decoded(table)
     assert decoded["job_id"].to_list() == ["j-1", "j-1", "j-2", None]
@@ -138,10 +139,11 @@ def test_a_column_pool_gives_each_code_its_text(unused_first: bool):
 def test_a_text_in_two_coded_columns_of_a_batch_merges_into_one():
     one = _batch([{"s": 0, "line": 1, "job_id": "x-1", "event_id": "x-1", "message": "x-1"},
                   {"s": 1, "line": 2, "job_id": "j-1", "event_id": "x-1"}])
-    held = held_for_assembly(one, CODED)
+    labels = LabelPool()
+    held = held_for_assembly(one, CODED, labels)
     for column in ("job_id", "event_id", "message"):
         assert held.texts.gather(held.frame[column].drop_nulls()).to_list() == one[column].drop_nulls().to_list()
-    table, texts = assemble([held], CONFIG)
+    table, texts = assemble([held], CONFIG, labels)
     assert texts.values.to_list() == ["j-1", "x-1"]
     assert table["job_id"].to_list() == [1, 0] and table["event_id"].to_list() == [1, 1] and table["message"].to_list() == [1, None]
 

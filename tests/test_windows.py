@@ -826,3 +826,35 @@ def test_a_damaged_record_kept_by_analyze_in_windows_is_not_trusted(
         assert damaged.returncode == whole.returncode == 0, damaged.stderr
         assert damaged.stdout == whole.stdout
         assert b"not parsed from the files again" not in damaged.stderr
+
+
+def test_records_read_back_from_the_spill_hold_their_labels_in_one_pool_of_two_byte_codes(
+    long_scenario: Path, tmp_path: Path, monkeypatch,
+) -> None:
+    """A window's records read back from the spill assemble as a read of the files does: labels in
+    one pool of the table's own with 2-byte codes, the same values as a read gives."""
+    from dupfind import windows
+    from dupfind.ingest import ingest
+    from dupfind.schema import LABEL_COLUMNS
+
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
+    config = load_config(None, None, None)
+    read = ingest([str(long_scenario)], config)
+    spill = windows.Spill.create(10**9)
+    assert spill is not None
+    try:
+        # Written as the survey writes its batches (normalised, labels as text), in two batches.
+        records = read.texts.decoded(read.table).with_columns(pl.col(LABEL_COLUMNS).cast(pl.String))
+        half = records.height // 2
+        spill.write(records.slice(0, half))
+        spill.write(records.slice(half))
+        back = spill.read(None, None, config)
+    finally:
+        spill.remove()
+    assert back is not None and back.table.height == read.table.height
+    labels = {back.table.schema[c] for c in LABEL_COLUMNS}
+    assert len(labels) == 1
+    (label,) = labels
+    assert label.categories.physical() == pl.UInt16 and not label.categories.is_global()
+    for column in ("kind", "worker_id", "source", "queue"):
+        assert back.table[column].cast(pl.String).equals(read.table[column].cast(pl.String)), column
