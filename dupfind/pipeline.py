@@ -21,6 +21,7 @@ from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
 from dupfind.ingest_result import IngestResult
+from dupfind.mapped_file import write_end
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs, identities
 from dupfind.textcodes import Texts
@@ -312,7 +313,7 @@ def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], 
         return
     cache, set_key, key, stored = entry
     if stored is not None:
-        write(lambda out: out.write(stored[0]))
+        write(lambda out: write_end(out, stored[0]))
         return
     blob = cache.stream_blob(set_key, key, orjson.dumps(None) + b"\n")
     try:

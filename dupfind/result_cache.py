@@ -55,6 +55,7 @@ once a day).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -80,6 +81,7 @@ from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
 from dupfind.ingest_result import FileReport, IngestResult
+from dupfind.mapped_file import MappedFile, close_mapped, map_file
 from dupfind.textcodes import Texts
 
 SET_FORMAT = "4"
@@ -1191,19 +1193,27 @@ class ResultCache:
         return True
 
     def load_blob(self, set_key: str, key: str) -> memoryview | None:
-        """Stored bytes (a rendered report, not copied), or None."""
+        """Stored bytes (a rendered report, the end of the file mapped, not read: see
+        mapped_file.write_end), or None."""
         path = self._entry_dir(set_key) / "analyses" / f"{key}.out"
         try:
-            raw = path.read_bytes()
+            raw = map_file(path)
         except OSError:
             return None
+        except ValueError:  # empty
+            raw = b""
         name = f"{set_key} {key}\n".encode()
         try:
-            if not raw.startswith(name):
+            if raw[:len(name)] != name:
                 raise CorruptEntry("output of another entry")
             data = _unchecked(raw, BLOB_FORMAT, len(name))
         except (CorruptEntry, ValueError):
-            path.unlink(missing_ok=True)
+            data = None
+        if data is None:
+            if isinstance(raw, MappedFile):
+                close_mapped(raw)  # before the file goes (Windows deletes no mapped file)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
             return None
         self.value_hits += 1
         try:

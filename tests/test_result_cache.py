@@ -438,6 +438,7 @@ DAMAGE = {
     "findings-missing": (lambda e: list(e.glob("analyses/*.findings")), Path.unlink),
     "output-garbage": (lambda e: list(e.glob("analyses/*.out")), _garbage),
     "output-truncated": (lambda e: list(e.glob("analyses/*.out")), _truncate),
+    "output-empty": (lambda e: list(e.glob("analyses/*.out")), lambda p: p.write_bytes(b"")),  # cannot be mapped
 }
 
 

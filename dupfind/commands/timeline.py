@@ -31,6 +31,7 @@ from dupfind.cli_common import (
     write_output,
 )
 from dupfind.errors import DupfindError
+from dupfind.mapped_file import write_end
 
 # A read that draws views holds their document beside its analysis: planned to this share of the
 # memory limit (an analysis' windows take 85%, read_plan.PLANNED_SHARE; at 5M lines, reads that
@@ -130,7 +131,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
 
         page, note = cached_output(windowed, "timeline:every:html", shape,
                                    lambda: (render_html(document(True)[0]).encode(), document(True)[1]))
-        write_output(lambda out: out.write(page), html)
+        write_output(lambda out: write_end(out, page), html)
         said.append(note)
     if json_alone:
         data, note = cached_output(windowed, "timeline:every:json", shape,
@@ -143,7 +144,7 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         params = {**shape, "width": console.width, "max_rows": max_rows, "color": console.color_system}
         data, note = cached_output(windowed, "timeline:every:table", params,
                                    lambda: (_table_bytes(document(False)[0], console, max_rows), document(False)[1]))
-    write_output(lambda out: out.write(data), output)
+    write_output(lambda out: write_end(out, data), output)
     said.append(note)
     if any(said):
         sys.stderr.write(f"dupfind: {next(n for n in reversed(said) if n)}\n")
@@ -440,14 +441,14 @@ def timeline(
         from dupfind.render.timeline_html import render_html
 
         page = view("html", {}, lambda: render_html(timeline_data()).encode())
-        write_output(lambda out: out.write(page), html)
+        write_output(lambda out: write_end(out, page), html)
     if output_format == TableOrJson.json:
         data = view("json", {}, as_json)
-        write_output(lambda out: out.write(data), output)
+        write_output(lambda out: write_end(out, data), output)
         return done()
     console = _console(output, width)  # the terminal view alone imports rich
     params = {"width": console.width, "max_rows": max_rows, "color": console.color_system}
     data = view("table", params, lambda: as_table(console))
-    write_output(lambda out: out.write(data), output)
+    write_output(lambda out: write_end(out, data), output)
     done()
 

@@ -15,6 +15,7 @@ from dupfind.cli_common import (
     write_output,
 )
 from dupfind.errors import DupfindError
+from dupfind.mapped_file import write_end
 
 
 def split_ids_and_paths(args: list[str], ids: list[str], finding: str | None) -> tuple[list[str], list[str]]:
@@ -174,7 +175,7 @@ def trace(
     data, notes = cached_output(cached, "trace", shape, traced)
     for query in notes["not_found"]:
         sys.stderr.write(f"dupfind: no record carries {query!r}\n")
-    write_output(lambda out: out.write(data), output)
+    write_output(lambda out: write_end(out, data), output)
     if notes["masked"]:
         sys.stderr.write(f"dupfind: {notes['masked']}\n")
     store_context_facts(ctx)
