@@ -962,12 +962,12 @@ class _Normaliser:
     """Normalises raw frames in batches across files: many small files cost one pass."""
 
     def __init__(
-        self, config: Config, reports: dict[str, FileReport], since: datetime | None = None, until: datetime | None = None,
-        survey: bool = False, keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-        spill: Callable[[pl.DataFrame], None] | None = None, labels: LabelPool | None = None,
+        self, config: Config, reports: dict[str, FileReport], labels: LabelPool, since: datetime | None = None,
+        until: datetime | None = None, survey: bool = False, keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+        spill: Callable[[pl.DataFrame], None] | None = None,
     ) -> None:
         self.config = config
-        self.labels = labels if labels is not None else LabelPool()  # the pool each batch's label columns are held in
+        self.labels = labels  # the pool each batch's label columns are held in (assembly's too)
         self.reports = reports
         self.since, self.until = since, until
         self.survey = survey  # count rows per second (time_counts), keep only those `keep` gives
@@ -1265,7 +1265,7 @@ def ingest(
     if survey:
         cache = None
     labels = LabelPool()
-    normaliser = _Normaliser(config, reports, since, until, survey, keep, spill, labels)
+    normaliser = _Normaliser(config, reports, labels, since, until, survey, keep, spill)
     normalising = _NormalisingThread(normaliser)
     ingestor = Ingestor(config, sink=normalising.add, progress=progress, block_bytes=block_bytes)
     parse_rejects: list[pl.DataFrame] = []
