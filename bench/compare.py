@@ -46,6 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _measure import compile_package, dupfind_revision, dupfind_state, emit, fmt_rate, gnu_time_prefix, rss_hwm_mb, run
 
 HERE = os.path.abspath(__file__)
+# Runs each measured dupfind command (see its docstring for why not `compare.py --child`).
+DUPFIND_CHILD = os.path.join(os.path.dirname(HERE), "dupfind_child.py")
 DEFAULT_PRESET = "deploy-overlap"
 CALIBRATION_JOBS = 2000
 SCENARIO_FORMAT = "ndjson"
@@ -192,25 +194,6 @@ def child_generate(preset: str, seed: int, lines: int, out_dir: Path) -> None:
           "counters": truth["counters"], "rss_peak_mb": rss_hwm_mb()})
 
 
-def child_dupfind(argv: list[str]) -> int:
-    """`dupfind ARGV` in this process, as the console script runs it (dupfind.cli.run: main(), then
-    the process ends without the interpreter's teardown); figures go to stderr."""
-    t0 = time.perf_counter()
-    from dupfind.cli import main
-
-    sys.argv = ["dupfind", *argv]
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    seconds = time.perf_counter() - t0
-    sys.stdout.flush()
-    emit({"seconds": seconds, "rss_peak_mb": rss_hwm_mb(), "exit_code": code}, sys.stderr)
-    sys.stderr.flush()
-    os._exit(code)
-
-
 def child_duckdb(files_list: Path) -> None:
     import duckdb
 
@@ -331,7 +314,7 @@ def _dir_bytes(path: Path) -> tuple[int, int]:
 
 
 def _no_cache_supported(env: dict) -> bool:
-    out = subprocess.run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", "--help"],
+    out = subprocess.run([sys.executable, DUPFIND_CHILD, "analyze", "--help"],
                          capture_output=True, text=True, check=False, env={**env, "COLUMNS": "200"})
     return "--no-cache" in out.stdout
 
@@ -438,9 +421,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.child == "generate":
         child_generate(args.preset, args.seed, args.lines, args.dir)
         return 0
-    if args.child == "dupfind":
-        rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-        return child_dupfind(rest)
     if args.child == "duckdb":
         child_duckdb(args.files)
         return 0
@@ -515,7 +495,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
     if "jq" in contenders and not time_prefix:
         notes.append("GNU time (/usr/bin/time) is missing: no peak RSS for jq")
 
-    analyze = ["--", "analyze", str(logs), "--format", "json"]
+    analyze = ["analyze", str(logs), "--format", "json"]
     windowed_limit = max(size // 2, WINDOWED_MIN_LIMIT)
     if "windowed" in contenders:
         notes.append(f"windowed runs pass --no-cache --memory-limit {windowed_limit} ({windowed_limit / size:.2f}x the input): "
@@ -529,12 +509,12 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
             if kind in ("cold", "windowed"):
                 scratch = Path(tempfile.mkdtemp(prefix="cold-cache-", dir=work))
                 env["DUPFIND_CACHE_DIR"] = str(scratch)
-                cmd = [sys.executable, HERE, "--child", "dupfind", *analyze, *(["--no-cache"] if no_cache else [])]
+                cmd = [sys.executable, DUPFIND_CHILD, *analyze, *(["--no-cache"] if no_cache else [])]
                 if kind == "windowed":
                     cmd += ["--memory-limit", str(windowed_limit)]
             else:
                 env["DUPFIND_CACHE_DIR"] = str(warm_cache)
-                cmd = [sys.executable, HERE, "--child", "dupfind", *analyze]
+                cmd = [sys.executable, DUPFIND_CHILD, *analyze]
             stdout_path = out_dir / f"{tag}.json"
         elif kind == "duckdb":
             cmd = [sys.executable, HERE, "--child", "duckdb", "--files", str(files_list)]
@@ -651,7 +631,7 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
     shutil.rmtree(base, ignore_errors=True)
     env = dict(child_env, DUPFIND_CACHE_DIR=str(base))
     primed = out_dir / "next-prime.json"
-    res = run([sys.executable, HERE, "--child", "dupfind", "--", "analyze", str(logs), "--format", "json", *limit],
+    res = run([sys.executable, DUPFIND_CHILD, "analyze", str(logs), "--format", "json", *limit],
               cwd=work, timeout=args.timeout, env=env, stdout_path=primed, first_byte=True)
     doc = _report(primed)
     finding = next((f for f in (doc or {}).get("findings", []) if f.get("harmful")), None)
@@ -673,7 +653,7 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         if cache is not None:
             shutil.rmtree(scratch)
             shutil.copytree(cache, scratch)
-        res = run([sys.executable, HERE, "--child", "dupfind", "--", *argv], cwd=work, timeout=args.timeout,
+        res = run([sys.executable, DUPFIND_CHILD, *argv], cwd=work, timeout=args.timeout,
                   env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
         shutil.rmtree(scratch, ignore_errors=True)
         if _dupfind_failed(res):

@@ -63,7 +63,7 @@ def measure(kind: str, logs: Path, work: Path, rep: int, root: Path) -> dict:
     args = ["analyze", str(logs), "--format", "json", *(["--no-cache"] if kind == "cold" else [])]
     out = work / f"{kind}-{rep}.json"
     env = {**os.environ, "DUPFIND_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
-    res = run([sys.executable, str(HERE / "compare.py"), "--child", "dupfind", "--", *args], cwd=ROOT, env=env,
+    res = run([sys.executable, str(HERE / "dupfind_child.py"), *args], cwd=ROOT, env=env,
               stdout_path=out, first_byte=True)
     if "error" in res:
         raise SystemExit(f"{kind} run failed: {res['error']}")
