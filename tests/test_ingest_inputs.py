@@ -12,7 +12,7 @@ import pytest
 from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
-from dupfind.sources import expand_inputs, listings_kept
+from dupfind.sources import expand_inputs, file_identity, identities, listings_kept
 from dupfind.schema import as_strings
 
 from conftest import FIXTURES
@@ -125,6 +125,29 @@ def test_a_command_keeps_its_listing_unless_asked_afresh(tmp_path):
         assert [Path(s.path).name for s in expand_inputs([str(tmp_path)], fresh=True)] == ["a.log", "b.log"]
         assert len(expand_inputs([str(tmp_path / "a.log"), str(tmp_path)])) == 2  # other paths: listed now
     assert [Path(s.path).name for s in expand_inputs([str(tmp_path)])] == ["a.log", "b.log"]
+
+
+def test_a_listing_s_identities_are_each_file_s_own(tmp_path, monkeypatch):
+    """identities() takes a whole listing's in one loop: each is what file_identity gives the file
+    alone, whether it is reached through a linked directory, a link to it, `..` after a link or a
+    relative path; one that can no longer be examined makes the whole None."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "real" / "f.log").write_text("one\n")
+    (tmp_path / "real" / "sub" / "g.log").write_text("two\n")
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    (tmp_path / "deeper").symlink_to(tmp_path / "real" / "sub")
+    (tmp_path / "real" / "link.log").symlink_to(tmp_path / "real" / "f.log")
+    monkeypatch.chdir(tmp_path)
+    paths = ["alias", "deeper/../f.log", "./real/sub/../sub/g.log", f"../{tmp_path.name}/real/f.log", "real"]
+    listed = expand_inputs(paths)
+    found = identities(listed)
+    assert found == [(src.path, file_identity(src.path)) for src in listed]
+    real = str(tmp_path.resolve() / "real")
+    assert {identity.split("|")[0] for _, identity in found} == {f"{real}/f.log", f"{real}/sub/g.log"}
+    assert len(found) == 9  # `alias` and `real`: 3 files each; 3 paths to a file
+    gone = expand_inputs(["real"])
+    (tmp_path / "real" / "sub" / "g.log").unlink()
+    assert identities(gone) is None
 
 
 def test_empty_input_is_an_error(tmp_path, config):
