@@ -62,6 +62,9 @@ def measure(kind: str, logs: Path, work: Path, rep: int, root: Path) -> dict:
         shutil.rmtree(cache, ignore_errors=True)
     args = ["analyze", str(logs), "--format", "json", *(["--no-cache"] if kind == "cold" else [])]
     out = work / f"{kind}-{rep}.json"
+    # The last run's cache files still being written back would slow this one (a warm run right
+    # after a first run: 0.19-0.23 s instead of 0.19-0.20 s).
+    os.sync()
     env = {**os.environ, "DUPFIND_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
     res = run([sys.executable, str(HERE / "dupfind_child.py"), *args], cwd=ROOT, env=env,
               stdout_path=out, first_byte=True)
@@ -76,6 +79,36 @@ def measure(kind: str, logs: Path, work: Path, rep: int, root: Path) -> dict:
 # its first use (dupfind.lazy_import), which a command answered from the cache never reaches.
 WARM_IMPORTS = "import dupfind.cli, dupfind.pipeline, dupfind.windows, dupfind.render.registry"
 POLARS_LOADED = "import polars; polars.DataFrame"
+
+
+def next_commands(logs: Path, work: Path, root: Path, repeat: int, cold: float) -> None:
+    """The first run of each NEXT_COMMANDS entry over a fresh copy of the cache the first run of
+    `analyze --format json` left (cache-0), `repeat` times each; against analyze without the cache."""
+    from compare import NEXT_COMMANDS
+
+    report = orjson.loads((work / "first-0.json").read_bytes())
+    finding = next(f for f in report["findings"] if f.get("harmful"))
+    job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
+    print(f"\nother commands, first run after analyze (trace --finding {finding['fingerprint']}):")
+    print(f"{'command':28} {'median s':>9} {'min s':>7} {'peak RSS MB':>12} {'/ cold analyze':>15}")
+    for name, template in NEXT_COMMANDS.items():
+        argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
+        runs = []
+        for _ in range(repeat):
+            scratch = work / "cache-next"
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(work / "cache-0", scratch)
+            env = {**os.environ, "DUPFIND_CACHE_DIR": str(scratch), "PYTHONPATH": str(root), "COLUMNS": "100"}
+            res = run([sys.executable, str(HERE / "dupfind_child.py"), argv[0], str(logs), *argv[1:]], cwd=ROOT,
+                      env=env, stdout_path=work / "next.out")
+            if "error" in res and res.get("exit") != 1:
+                raise SystemExit(f"{name} failed: {res['error']}")
+            runs.append(res)
+        walls = [r["proc_seconds"] for r in runs]
+        median = statistics.median(walls)
+        print(f"{name:28} {median:9.2f} {min(walls):7.2f} {max(r.get('rss_peak_mb', 0) for r in runs):12.0f} "
+              f"{median / cold:14.2f}x")
+    shutil.rmtree(work / "cache-next", ignore_errors=True)
 
 
 def import_floor(root: Path, code: str, runs: int = 5) -> float:
@@ -95,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=3000, help="business actions simulated (about 10 lines each)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "dupfind-many-files")
+    parser.add_argument("--next", action="store_true",
+                        help="also time the first run of each other command (compare.py's NEXT_COMMANDS) over a copy "
+                             "of the cache one analyze left")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the checkout whose dupfind/ is measured (a git worktree of another commit)")
     args = parser.parse_args(argv)
@@ -125,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     cold = statistics.median(r["proc_seconds"] for r in results["cold"])
     warm = statistics.median(r["proc_seconds"] for r in results["warm"])
     first = statistics.median(r["proc_seconds"] for r in results["first"])
-    print(f"warm / cold: {warm / cold:.2f}x; first run's end / cold: {first / cold:.2f}x "
+    print(f"warm / cold: {warm / cold:.3f}x; first run's end / cold: {first / cold:.2f}x "
           f"({len(files):,} files: {1e6 * cold / len(files):.0f} us a file without the cache)")
     bare, polars, every = (import_floor(args.root, code) for code in ("pass", POLARS_LOADED, WARM_IMPORTS))
     print(f"a warm run's floor: the interpreter {bare:.2f} s; the modules a warm command imports {every:.2f} s "
           f"({every / cold:.2f}x of cold); polars loaded, which a warm command does not need, {polars:.2f} s")
+    if args.next:
+        next_commands(logs, args.work, args.root, args.repeat, cold)
     digests = {r["digest"] for rs in results.values() for r in rs}
     print("reports: " + ("all the same bytes" if len(digests) == 1 else f"{len(digests)} different outputs (!)"))
     (args.work / "last.json").write_bytes(orjson.dumps({k: [{n: v for n, v in r.items() if n not in ("stdout", "stderr")}
