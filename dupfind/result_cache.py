@@ -80,12 +80,11 @@ from dupfind.atomic_files import write_atomic, write_staged
 from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
-from dupfind.exact_json import decode_datetime, encode_datetime
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.mapped_file import MappedFile, close_mapped, map_file
 from dupfind.textcodes import Texts
 
-SET_FORMAT = "5"
+SET_FORMAT = "6"
 FILES_NAME = "files.json"  # the file reports, read when a command needs them (20,000 took 0.3 s to parse)
 ANALYSIS_FORMAT = "4"
 VALUE_FORMAT = "value-1"
@@ -326,21 +325,6 @@ def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.
 
 def _part_name(index: int) -> str:
     return f"table-{index:04d}.arrow"
-
-
-# The times of IngestResult.totals (the others are numbers, and counts by reason).
-_TOTALS_TIMES = ("first_ts", "last_ts")
-
-
-def _totals_state(totals: dict[str, Any]) -> dict[str, Any]:
-    """IngestResult.totals as JSON data, its times as exact_json's [ISO text, zone]."""
-    return {name: encode_datetime(value) if name in _TOTALS_TIMES and value is not None else value
-            for name, value in totals.items()}
-
-
-def _totals_of_state(state: dict[str, Any]) -> dict[str, Any]:
-    return {name: decode_datetime(value) if name in _TOTALS_TIMES and value is not None else value
-            for name, value in state.items()}
 
 
 def _report_from_state(data: dict[str, Any]) -> FileReport:
@@ -600,9 +584,11 @@ class SetEntry:
     def totals(self) -> dict:
         """IngestResult.totals of the files, as stored when the entry was: over 20,000 files,
         working them out again meant decoding every file report (0.4-0.6 s)."""
+        from dupfind.exact_json import decode
+
         if self._rebuilt is None:
             try:
-                return _totals_of_state(self.meta["totals"])
+                return decode(self.meta["totals"])
             except Exception as exc:
                 self._failed(exc)
         return self._rebuilt[0].totals()
@@ -1015,6 +1001,8 @@ class ResultCache:
 
     def store_set(self, key: str, result: IngestResult, correlation: Correlation) -> bool:
         """Write a set entry (atomically); False when the cache directory cannot take it."""
+        from dupfind.exact_json import encode
+
         staging: Path | None = None
         try:
             files = _checked(orjson.dumps([f.to_state() for f in result.files]), SET_FORMAT)
@@ -1022,7 +1010,7 @@ class ResultCache:
                 "key": key,
                 "files": {"count": len(result.files), "bytes": len(files)},
                 "filtered_out": result.filtered_out,
-                "totals": _totals_state(result.totals()),
+                "totals": encode(result.totals()),  # exact_json: times come back in their zones
                 "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
                 "coded": list(correlation.texts.columns),
             }
