@@ -55,36 +55,13 @@ class Source:
 def identities(sources: list[Source]) -> list[tuple[str, str]] | None:
     """(path, identity) of each source, what keys a set of inputs in the caches; None when one is
     standard input or a file that cannot be examined."""
-    _identify(sources)
     found = []
     for src in sources:
-        identity = src._identity
+        identity = src.identity()
         if identity is None:
             return None
         found.append((src.path, identity))
     return found
-
-
-def _identify(sources: list[Source]) -> None:
-    """Take the identity of each listed file that has none yet, as file_identity does, in one loop:
-    20,000 files took 0.055 s instead of 0.06-0.065 s, of which the lstat calls are 0.04 s."""
-    lstat = os.lstat
-    for src in sources:
-        path = src.file
-        if src._identity is not None or path is None:
-            continue
-        try:
-            stat = lstat(path)
-        except OSError:
-            continue
-        if S_ISLNK(stat.st_mode) or ".." in path:
-            src._identity = file_identity(path, real_dirs=src._real_dirs)  # links and `..` resolved
-            continue
-        directory, name = _split(path)
-        prefix = src._real_dirs.get(directory)
-        if prefix is None:
-            prefix = src._real_dirs[directory] = _real_directory(directory)
-        src._identity = f"{prefix}{name}|{stat.st_size}|{stat.st_mtime_ns}"
 
 
 def file_identity(path: str, real_dirs: dict[str, str] | None = None) -> str | None:
@@ -100,20 +77,14 @@ def file_identity(path: str, real_dirs: dict[str, str] | None = None) -> str | N
             directory, name = _split(path)
             prefix = real_dirs.get(directory) if real_dirs is not None else None
             if prefix is None:
-                prefix = _real_directory(directory)
+                real = os.path.realpath(os.path.abspath(directory))
+                prefix = real if real.endswith(os.sep) else real + os.sep
                 if real_dirs is not None:
                     real_dirs[directory] = prefix
             resolved = prefix + name
     except OSError:
         return None
     return f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}"
-
-
-def _real_directory(directory: str) -> str:
-    """The resolved path of a directory (as listed, without `..` after a named part), with a
-    separator at its end."""
-    real = os.path.realpath(os.path.abspath(directory))
-    return real if real.endswith(os.sep) else real + os.sep
 
 
 def _split_posix(path: str) -> tuple[str, str]:

@@ -128,8 +128,8 @@ def test_a_command_keeps_its_listing_unless_asked_afresh(tmp_path):
 
 
 def test_a_listing_s_identities_are_each_file_s_own(tmp_path, monkeypatch):
-    """identities() takes a whole listing's in one loop: each is what file_identity gives the file
-    alone, whether it is reached through a linked directory, a link to it, `..` after a link or a
+    """identities() of a whole listing (what keys it in the caches): each is what file_identity
+    gives the file alone, whether it is reached through a linked directory, a link to it, `..` after a link or a
     relative path; one that can no longer be examined makes the whole None."""
     (tmp_path / "real" / "sub").mkdir(parents=True)
     (tmp_path / "real" / "f.log").write_text("one\n")
