@@ -298,7 +298,15 @@ NEXT_COMMANDS = {
 }
 
 
-def _dupfind_failed(res: dict) -> bool:
+def next_argv(template: list[str], finding: dict, logs: Path) -> list[str]:
+    """A NEXT_COMMANDS entry's command line over `logs`, for `finding` (the priming analyze's first
+    harmful one; its first job id, else its fingerprint, for `trace --id`)."""
+    job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
+    argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
+    return [argv[0], str(logs), *argv[1:]]
+
+
+def dupfind_failed(res: dict) -> bool:
     """Whether a dupfind run failed (exit 0 is clean, 1 is findings at --fail-on); its error noted."""
     if res.get("exit_code", res["exit"]) in (0, 1):
         return False
@@ -523,7 +531,7 @@ def _bench(args, work: Path, contenders: list[str]) -> int:
             cmd = [*(time_prefix or []), jq, "-n", "-R", "-r", "--argjson", "starts", starts, jq_program(), *files]
         res = run(cmd, cwd=work, timeout=args.timeout, env=env, stdout_path=stdout_path)
         if kind in ("cold", "warm", "windowed"):
-            _dupfind_failed(res)
+            dupfind_failed(res)
         if kind == "jq":
             if "error" not in res:
                 try:
@@ -656,15 +664,13 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         res = run([sys.executable, DUPFIND_CHILD, *argv], cwd=work, timeout=args.timeout,
                   env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
         shutil.rmtree(scratch, ignore_errors=True)
-        if _dupfind_failed(res):
+        if dupfind_failed(res):
             failures.append(("next", res))
             return None
         return res
 
     for name, template in NEXT_COMMANDS.items():
-        job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
-        argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
-        argv = [argv[0], str(logs), *argv[1:], *limit]
+        argv = [*next_argv(template, finding, logs), *limit]
         firsts = [r for r in (once(argv, base) for _ in range(args.repeat)) if r]
         colds = [r for r in (once([*argv, "--no-cache"], None) for _ in range(args.repeat if args.next_cold else 0)) if r]
         if not firsts:

@@ -84,24 +84,23 @@ POLARS_LOADED = "import polars; polars.DataFrame"
 def next_commands(logs: Path, work: Path, root: Path, repeat: int, cold: float) -> None:
     """The first run of each NEXT_COMMANDS entry over a fresh copy of the cache the first run of
     `analyze --format json` left (cache-0), `repeat` times each; against analyze without the cache."""
-    from compare import NEXT_COMMANDS
+    from compare import NEXT_COMMANDS, dupfind_failed, next_argv
 
     report = orjson.loads((work / "first-0.json").read_bytes())
     finding = next(f for f in report["findings"] if f.get("harmful"))
-    job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
     print(f"\nother commands, first run after analyze (trace --finding {finding['fingerprint']}):")
     print(f"{'command':28} {'median s':>9} {'min s':>7} {'peak RSS MB':>12} {'/ cold analyze':>15}")
     for name, template in NEXT_COMMANDS.items():
-        argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
+        argv = next_argv(template, finding, logs)
         runs = []
         for _ in range(repeat):
             scratch = work / "cache-next"
             shutil.rmtree(scratch, ignore_errors=True)
             shutil.copytree(work / "cache-0", scratch)
             env = {**os.environ, "DUPFIND_CACHE_DIR": str(scratch), "PYTHONPATH": str(root), "COLUMNS": "100"}
-            res = run([sys.executable, str(HERE / "dupfind_child.py"), argv[0], str(logs), *argv[1:]], cwd=ROOT,
-                      env=env, stdout_path=work / "next.out")
-            if "error" in res and res.get("exit") != 1:
+            res = run([sys.executable, str(HERE / "dupfind_child.py"), *argv], cwd=ROOT, env=env,
+                      stdout_path=work / "next.out")
+            if dupfind_failed(res):
                 raise SystemExit(f"{name} failed: {res['error']}")
             runs.append(res)
         walls = [r["proc_seconds"] for r in runs]
