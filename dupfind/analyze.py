@@ -13,7 +13,7 @@ from dupfind.config import Config
 from dupfind.correlate import Correlation
 from dupfind.findings import Finding, severity_rank
 from dupfind.ingest_result import IngestResult
-from dupfind.render.formats_report import file_to_dict, totals_to_dict
+from dupfind.render.formats_report import file_entries, totals_to_dict
 from dupfind.rules_registry import Rule, detector_named
 from dupfind.timefmt import iso_us
 
@@ -68,15 +68,16 @@ class AnalysisReport:
         codes = {f.rule for f in self.findings}
         return [r for r in self.rules if r.code in codes]
 
-    def to_dict(self, findings: bool = True) -> dict[str, Any]:
+    def to_dict(self, findings: bool = True, as_written: bool = False) -> dict[str, Any]:
         """The JSON document; without `findings`, its last key holds an empty list (a renderer then
-        writes the findings one at a time: machine.write_json_items)."""
+        writes the findings one at a time: machine.write_json_items); `as_written`, with parts
+        given as the JSON text render.machine writes (formats_report.file_entries)."""
         by_rule = Counter(f.rule for f in self.findings)
         return {
             "schema": SCHEMA_VERSION,
             "verdict": self.verdict,
             "verdict_reason": self.verdict_reason,
-            "inputs": {"files": [file_to_dict(f) for f in self.inputs.files], "totals": totals_to_dict(self.inputs)},
+            "inputs": {"files": file_entries(self.inputs, 2, as_written), "totals": totals_to_dict(self.inputs)},
             "summary": self.summary,
             "root_causes": self.root_causes(),
             "rules": [

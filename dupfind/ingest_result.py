@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -97,6 +98,7 @@ class FileReport:
 
 
 _REPORT_FIELDS = tuple(f.name for f in fields(FileReport))
+RENDERED_STORE = "_rendered_store"  # an IngestResult's attribute: (name, render) -> bytes
 _REPORT_FIELD_SET = frozenset(_REPORT_FIELDS)
 
 
@@ -113,6 +115,13 @@ class IngestResult:
     time_counts: pl.DataFrame | None = None
     # The dictionary of the table's coded columns (ids, messages: dupfind.textcodes).
     texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))
+
+    def rendered(self, name: str, render: Callable[[], bytes]) -> bytes:
+        """render(): bytes a report derives from this result alone (the JSON of its file
+        entries), or those an earlier run stored under `name` for the same inputs, when the
+        result comes with a store of them (RENDERED_STORE: pipeline.load_correlated's)."""
+        store = self.__dict__.get(RENDERED_STORE)
+        return render() if store is None else store(name, render)
 
     def text_table(self) -> pl.DataFrame:
         """The table with its coded columns as text: a copy, for small tables and for tools."""

@@ -20,7 +20,7 @@ from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
-from dupfind.ingest_result import IngestResult
+from dupfind.ingest_result import RENDERED_STORE, IngestResult
 from dupfind.mapped_file import write_end
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs, identities
@@ -205,9 +205,33 @@ def load_correlated(
     if key is not None:
         entry = results.open_set(key, rebuild=fresh)
         if entry is not None:
-            return Correlated(entry.ingest_result(), entry.correlation(), results, key)
+            return Correlated(_keeping_rendered(entry.ingest_result(), results, key), entry.correlation(), results, key)
     result, correlation = fresh()
-    return Correlated(result, correlation, results, key)
+    return Correlated(result if key is None else _keeping_rendered(result, results, key), correlation, results, key)
+
+
+RENDERED_SUFFIX = ".part"
+
+
+def rendered_key(set_key: str, name: str) -> str:
+    """The key under which a set entry keeps a rendered part of its inputs (IngestResult.rendered)."""
+    return ResultCache.value_key(set_key, f"rendered:{name}", None)
+
+
+def _keeping_rendered(result: IngestResult, cache: ResultCache, set_key: str) -> IngestResult:
+    """`result`, whose rendered parts (IngestResult.rendered) are stored with its set entry and
+    taken from there once stored (a fresh read's: after the entry, in the deferred writes)."""
+    def stored(name: str, render: Callable[[], bytes]) -> bytes:
+        key = rendered_key(set_key, name)
+        data = cache.load_blob(set_key, key, RENDERED_SUFFIX)
+        if data is not None:
+            return bytes(data)
+        data = render()
+        cache.store_blob_soon(set_key, key, data, suffix=RENDERED_SUFFIX)
+        return data
+
+    result.__dict__[RENDERED_STORE] = stored
+    return result
 
 
 # AnalysisContext properties an analysis stored in the cache derives for the commands that follow.

@@ -14,7 +14,7 @@ from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.queue_health import QUANTILES, queue_advice
-from dupfind.render.formats_report import file_to_dict, totals_to_dict
+from dupfind.render.formats_report import file_entries, totals_to_dict
 from dupfind.schema import as_strings
 from dupfind.timefmt import iso_us
 
@@ -52,12 +52,13 @@ class StatsReport:
     timeouts: list[dict[str, Any]]
     findings: list[Finding]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, as_written: bool = False) -> dict[str, Any]:
+        """The JSON document (`as_written`: see AnalysisReport.to_dict)."""
         inputs = self.analysis.inputs
         summary = self.analysis.summary
         return {
             "schema": SCHEMA,
-            "inputs": {"files": [file_to_dict(f) for f in inputs.files], "totals": totals_to_dict(inputs)},
+            "inputs": {"files": file_entries(inputs, 2, as_written), "totals": totals_to_dict(inputs)},
             "summary": {k: summary[k] for k in ("records", "first_ts", "last_ts", "actions", "executions", "workers")},
             "queues": self.queues,
             "deployments": self.deployments,

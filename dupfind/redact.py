@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from dupfind.render.machine import JSONText
 from dupfind.schema import ID_COLUMNS
 from dupfind.textcodes import Texts
 
@@ -212,6 +213,8 @@ class Redactor:
             return {k: self.tree(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.tree(v) for v in value]
+        if isinstance(value, JSONText):
+            return self.tree(value.value())
         return value
 
     def summary(self) -> str | None:

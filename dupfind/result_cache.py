@@ -90,6 +90,7 @@ ANALYSIS_FORMAT = "4"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
+OUTPUT_SUFFIX = ".out"  # a stored report; other rendered parts (pipeline.rendered_key) have their own
 # Frames a context derived are stored up to this size: at 5M lines the side effects alone take
 # ~0.2 GB in memory, and deriving them again means reading the whole table (3.5 s there).
 FACT_MAX_BYTES = 1 << 30
@@ -398,7 +399,7 @@ class CachedIngest(IngestResult):
         return self._entry.texts()
 
 
-def _discard_staged(set_key: str, key: str, thread, staged: list[Path]) -> None:
+def _discard_staged(set_key: str, key: str, thread, staged: list[Path], suffix: str = OUTPUT_SUFFIX) -> None:
     """A staged report the command was stopped before placing: removed, not left to `prune`."""
     if thread is not None:
         thread.join()
@@ -1211,10 +1212,10 @@ class ResultCache:
         self._prune_analyses(folder)
         return True
 
-    def load_blob(self, set_key: str, key: str) -> memoryview | None:
+    def load_blob(self, set_key: str, key: str, suffix: str = OUTPUT_SUFFIX) -> memoryview | None:
         """Stored bytes (a rendered report, the end of the file mapped, not read: see
-        mapped_file.write_end), or None."""
-        path = self._entry_dir(set_key) / "analyses" / f"{key}.out"
+        mapped_file.write_end), or None. `suffix` tells outputs from other rendered parts."""
+        path = self._entry_dir(set_key) / "analyses" / f"{key}{suffix}"
         try:
             raw = map_file(path)
         except OSError:
@@ -1241,7 +1242,7 @@ class ResultCache:
             pass
         return data
 
-    def store_blob_soon(self, set_key: str, key: str, *chunks: bytes) -> None:
+    def store_blob_soon(self, set_key: str, key: str, *chunks: bytes, suffix: str = OUTPUT_SUFFIX) -> None:
         """Store bytes given in chunks (a rendered report may be hundreds of MB: not joined first)
         in two steps: the file is written now to a staging name (on a thread of its own when the
         chunks are large, see BACKGROUND_BLOB_BYTES), so that the bytes need not be held; it is
@@ -1259,7 +1260,7 @@ class ResultCache:
             stage()
         else:
             thread = background.start(stage, name="dupfind-store-output")
-        background.defer(self._place_blob, set_key, key, thread, staged, if_skipped=_discard_staged)
+        background.defer(self._place_blob, set_key, key, thread, staged, suffix, if_skipped=_discard_staged)
 
     def stream_blob(self, set_key: str, key: str, head: bytes) -> BlobStream:
         """A stored output written as it is rendered (`head`, then each chunk given to `write`), so
@@ -1273,7 +1274,7 @@ class ResultCache:
         except OSError:
             return None
 
-    def _place_blob(self, set_key: str, key: str, thread, staged: list[Path]) -> None:
+    def _place_blob(self, set_key: str, key: str, thread, staged: list[Path], suffix: str = OUTPUT_SUFFIX) -> None:
         """Move a staged report beside its set entry (removed when there is none)."""
         if thread is not None:
             thread.join()
@@ -1282,7 +1283,7 @@ class ResultCache:
         folder = self._entry_dir(set_key) / "analyses"
         try:
             if folder.is_dir():
-                os.replace(staged[0], folder / f"{key}.out")
+                os.replace(staged[0], folder / f"{key}{suffix}")
                 self._prune_analyses(folder)
         except OSError:
             pass

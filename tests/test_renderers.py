@@ -15,7 +15,7 @@ from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.redact import Redactor
-from dupfind.render.machine import write_json, write_json_items
+from dupfind.render.machine import JSONText, indented_json, write_json, write_json_items
 from dupfind.render.registry import RENDERERS, RenderOptions
 from dupfind.rules_registry import load_rules
 
@@ -145,6 +145,37 @@ def test_items_written_one_at_a_time_make_the_document_write_json_makes(head, it
     write_json({**head, "items": items}, whole)
     write_json_items({**head, "items": []}, "items", iter(items), streamed)
     assert streamed.getvalue() == whole.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_json_values, depth=st.integers(0, 4), items=st.lists(_json_values, max_size=3))
+def test_a_value_given_as_json_text_is_written_as_the_value_itself(value, depth, items):
+    """A part rendered once (a report's file entries, stored with its inputs) and given again as
+    JSON text makes the same bytes as the value, at any depth of the document; redaction walks
+    the value it holds."""
+    def placed(v):
+        doc = v
+        for level in range(depth):
+            doc = {"before": level, "part": doc, "after": [level]} if depth - level > 1 else {"part": doc}
+        return doc
+    whole, given = io.BytesIO(), io.BytesIO()
+    write_json(placed(value), whole)
+    write_json(placed(JSONText(indented_json(value, depth))), given)
+    assert given.getvalue() == whole.getvalue()
+    head = {"part": JSONText(indented_json(value, 1)), "items": []}
+    streamed = io.BytesIO()
+    write_json_items(head, "items", iter(items), streamed)
+    whole = io.BytesIO()
+    write_json({"part": value, "items": items}, whole)
+    assert streamed.getvalue() == whole.getvalue()
+    redactor = Redactor()
+    assert redactor.tree({"part": JSONText(indented_json(value, 1))}) == redactor.tree({"part": value})
+
+
+def test_a_json_text_is_redacted_as_the_value_it_holds():
+    text = JSONText(indented_json([{"path": "/logs/jane.doe@example.com.log", "lines": 3}], 2))
+    [entry] = Redactor().tree({"inputs": {"files": text}})["inputs"]["files"]
+    assert "jane.doe@example.com" not in entry["path"] and entry["lines"] == 3
 
 
 def test_items_are_written_only_as_the_last_key_of_the_document():

@@ -77,7 +77,7 @@ def _analyze_table(report: AnalysisReport, console: Console, options: RenderOpti
 
 
 def _analyze_json(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:
-    write_json_items(_redacted(report.to_dict(findings=False), options), "findings",
+    write_json_items(_redacted(report.to_dict(findings=False, as_written=True), options), "findings",
                      (_redacted(f.to_dict(), options) for f in report.findings), out)
 
 
@@ -127,7 +127,7 @@ def _formats_table(result, console: Console, options: RenderOptions) -> None:
 def _formats_document(result) -> dict:
     from dupfind.render.formats_report import formats_document
 
-    return formats_document(result)
+    return formats_document(result, as_written=True)
 
 
 FORMATS_RENDERERS: dict[str, Renderer] = {
@@ -144,7 +144,7 @@ def _stats_table(report, console: Console, options: RenderOptions) -> None:
 
 STATS_RENDERERS: dict[str, Renderer] = {
     "table": _terminal(_stats_table),
-    "json": _document(lambda report: report.to_dict()),
+    "json": _document(lambda report: report.to_dict(as_written=True)),
 }
 
 
