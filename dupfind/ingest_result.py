@@ -116,12 +116,13 @@ class IngestResult:
     # The dictionary of the table's coded columns (ids, messages: dupfind.textcodes).
     texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))
 
-    def rendered(self, name: str, render: Callable[[], bytes]) -> bytes:
-        """render(): bytes a report derives from this result alone (the JSON of its file
-        entries), or those an earlier run stored under `name` for the same inputs, when the
-        result comes with a store of them (RENDERED_STORE: pipeline.load_correlated's)."""
+    def rendered(self, name: str, render: Callable[[], bytes]) -> bytes | None:
+        """Bytes a report derives from this result alone (the JSON of its file entries): those an
+        earlier run stored under `name` for the same inputs, else render()'s, stored for the next
+        runs; None (render() not called) when the result comes with no store of them
+        (RENDERED_STORE: pipeline.load_correlated gives a result of cached inputs one)."""
         store = self.__dict__.get(RENDERED_STORE)
-        return render() if store is None else store(name, render)
+        return None if store is None else store(name, render)
 
     def text_table(self) -> pl.DataFrame:
         """The table with its coded columns as text: a copy, for small tables and for tools."""
