@@ -41,18 +41,17 @@ def file_to_dict(report: FileReport) -> dict:
     }
 
 
-def file_entries(result: IngestResult, depth: int, as_text: bool) -> list[dict] | JSONText:
-    """The entry of every file (file_to_dict). `as_text`, for inputs the cache keeps: as the JSON
+def file_entries(result: IngestResult, depth: int, as_written: bool) -> list[dict] | JSONText:
+    """The entry of every file (file_to_dict). `as_written`, for inputs the cache keeps: as the JSON
     text a report written by render.machine holds `depth` levels deep, rendered once for a set of
     inputs and stored with it (a first `stats --format json` over 20,000 small files spent 1.1 s
     decoding their reports and rendering them again). Without the cache they are rendered with
     the document (the text and the document beside it: 30 MB more at the peak for 20,000 files)."""
-    if as_text:
-        data = result.rendered(
-            f"files-json-{depth}", lambda: indented_json([file_to_dict(f) for f in result.files], depth))
-        if data is not None:
-            return JSONText(data)
-    return [file_to_dict(f) for f in result.files]
+    def entries() -> list[dict]:
+        return [file_to_dict(f) for f in result.files]
+
+    data = result.rendered(f"files-json-{depth}", lambda: indented_json(entries(), depth)) if as_written else None
+    return entries() if data is None else JSONText(data)
 
 
 def totals_to_dict(result: IngestResult) -> dict:

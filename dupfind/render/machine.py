@@ -24,11 +24,6 @@ class JSONText:
     def value(self) -> Any:
         return orjson.loads(self.data)
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is JSONText and other.data == self.data
-
-    __hash__ = None
-
     def __repr__(self) -> str:
         return f"JSONText({len(self.data)} bytes)"
 
