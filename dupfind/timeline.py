@@ -216,47 +216,36 @@ def _entry_dicts(keys: list[str], frame: pl.DataFrame, entry_fields: tuple[str, 
     return [dict(zip(entry_fields, row)) for row in zip(*(columns[name] for name in entry_fields))]
 
 
-def _json(value: pl.Expr) -> pl.Expr:
-    """A value as JSON text, escaped exactly as orjson writes it."""
-    return pl.struct(value.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
+def _json_list(values: pl.Expr) -> pl.Expr:
+    """A list column as JSON text (`["a","b"]`), escaped exactly as orjson writes it."""
+    return pl.struct(values.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
-def _json_of(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> pl.Expr:
-    """_json, written directly for integers, booleans and `plain` text (nothing to escape)."""
-    if dtype.is_integer():
-        return value.cast(pl.String).fill_null("null")
-    if dtype == pl.Boolean:
-        return pl.when(value).then(pl.lit("true")).when(value.not_()).then(pl.lit("false")).otherwise(pl.lit("null"))
-    if plain:
-        return pl.concat_str(pl.lit('"'), value, pl.lit('"')).fill_null("null")
-    return _json(value)
-
-
-# Entry fields whose text never needs escaping: times written by _ISO_MS, and the state's words.
-PLAIN_FIELDS = ("start", "end", "side_effect_at", "state")
+def _ids_json(keys: list[str], frame: pl.DataFrame) -> pl.Expr:
+    """An entry's `ids` as JSON text: `{"KEY":[...],...}` with only the keys it has values of."""
+    if not keys:
+        return pl.lit("{}")
+    lists = [pl.col(f"id:{k}") for k in keys]
+    if frame.select(pl.all_horizontal(c.list.len() > 0 for c in lists).fill_null(False).all()).item():
+        # Every entry has every key: one object, as polars writes a struct.
+        return pl.struct(c.alias(k) for c, k in zip(lists, keys)).struct.json_encode()
+    present = [  # null for a key without values, left out of the object
+        pl.when(c.list.len() > 0).then(pl.concat_str(pl.lit(orjson.dumps(k).decode() + ":"), _json_list(c)))
+        for c, k in zip(lists, keys)
+    ]
+    return pl.concat_str(pl.lit("{"), pl.concat_str(present, separator=",", ignore_nulls=True), pl.lit("}"))
 
 
 def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
     """Each entry as the text orjson.dumps(entry) writes for it (compact, one line): a document of
-    many thousand entries is written by polars instead of built as dicts."""
-    listed = [  # null for an empty list (its JSON items joined are "", and a JSON item never is)
-        pl.concat_str(
-            pl.lit(orjson.dumps(k).decode() + ":["),
-            pl.col(f"id:{k}").list.eval(_json(pl.element())).list.join(",").replace("", None),
-            pl.lit("]"),
-        )
-        for k in keys
-    ]
-    listed = pl.concat_str(listed, separator=",", ignore_nulls=True) if listed else pl.lit("")
-    ids = pl.concat_str(pl.lit("{"), pl.col("_ids"), pl.lit("}"))
-    parts: list[pl.Expr] = [pl.lit("{")]
-    for n, name in enumerate(ENTRY_FIELDS):
-        parts += [pl.lit(("," if n else "") + orjson.dumps(name).decode() + ":"),
-                  ids if name == "ids" else _json_of(pl.col(name), frame.schema[name], name in PLAIN_FIELDS)]
-    parts.append(pl.lit("}"))
-    # The ids' text first, in a step of its own. Lazy, the step carries only the columns the
-    # entries read (eager, it copied every column: +40 %).
-    return frame.lazy().with_columns(listed.alias("_ids")).select(pl.concat_str(parts).alias("json")).collect().to_series()
+    many thousand entries is written by polars instead of built as dicts. The fields around
+    `ids` are written as polars writes a struct (names and texts escaped as orjson does)."""
+    at = ENTRY_FIELDS.index("ids")
+    head = pl.struct(pl.col(n) for n in ENTRY_FIELDS[:at]).struct.json_encode().str.head(-1)  # {"id":..,"action":..
+    tail = pl.struct(pl.col(n) for n in ENTRY_FIELDS[at + 1:]).struct.json_encode().str.tail(-1)  # "worker":..}
+    entry = pl.concat_str(head, pl.lit(',"ids":'), _ids_json(keys, frame), pl.lit(","), tail)
+    # Lazy, the step carries only the columns the entries read.
+    return frame.lazy().select(entry.alias("json")).collect().to_series()
 
 
 def entries_on_one_line(document: dict[str, Any]) -> dict[str, Any]:

@@ -275,7 +275,21 @@ def _odd_text_logs(tmp_path: Path) -> Path:
     return logs
 
 
-@pytest.mark.parametrize("folder", ["overlap", "k8s", "odd", "around"])
+def _partial_ids_logs(tmp_path: Path) -> Path:
+    """Jobs of which only some carry an order id: entries whose `ids` lack a key the others have."""
+    logs = tmp_path / "partial"
+    logs.mkdir()
+    rows = [{"ts": "2026-03-02T14:00:00Z", "event": "worker_started", "worker_id": "w-1", "deployment_id": "v1"}]
+    for n in range(4):
+        at = f"2026-03-02T14:00:{2 * n + 1:02d}Z"
+        common = {"worker_id": "w-1", "job_id": f"job-{n}", **({"order_id": f"ord-{n}"} if n % 2 else {})}
+        rows += [{"ts": at, "event": "job_received", **common},
+                 {"ts": at.replace(f"{2 * n + 1:02d}Z", f"{2 * n + 2:02d}Z"), "event": "email_sent", **common}]
+    (logs / "w.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return logs
+
+
+@pytest.mark.parametrize("folder", ["overlap", "k8s", "odd", "around", "partial"])
 def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     """`--format json` writes each execution's entry as text from polars (timeline_document with
     as_json); the other views read the document's dicts. Both must dump to the same bytes: an
@@ -286,7 +300,8 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     from dupfind.rules_registry import load_rules
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
 
-    logs = {"overlap": OVERLAP, "k8s": K8S, "around": OVERLAP}.get(folder) or _odd_text_logs(tmp_path)
+    logs = {"overlap": OVERLAP, "k8s": K8S, "around": OVERLAP}.get(folder) or (
+        _partial_ids_logs(tmp_path) if folder == "partial" else _odd_text_logs(tmp_path))
     config = load_config(None, None, None)
     report = analyze(ingest([str(logs)], config), config, load_rules(config))
     around = datetime(2026, 7, 21, 10, 1, 30, tzinfo=timezone.utc) if folder == "around" else None
@@ -301,7 +316,10 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
         [line] = [x for x in lines if x.lstrip().startswith('{"id":%d,' % entry["id"])]
         assert orjson.loads(line.rstrip(",")) == entry
     entries = _executions(orjson.loads(as_text)["windows"][0])
-    assert entries and all(e["ids"] for e in entries)
+    if folder == "partial":  # some entries lack the order id
+        assert sorted(sorted(e["ids"]) for e in entries) == [["job_id"]] * 2 + [["job_id", "order_id"]] * 2
+    else:
+        assert entries and all(e["ids"] for e in entries)
     if folder == "odd":
         assert entries[0]["ids"]["job_id"] == sorted(["j\"1", "j\\2", "j\u00013", "j\u2028-4", "j5\U0001F4E7"])[:4]
     cli = run_cli("timeline", str(logs), "--format", "json", "--no-cache",
