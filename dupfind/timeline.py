@@ -284,12 +284,15 @@ def _window_workers(report: AnalysisReport, windows: list[Window], shown: pl.Dat
 
 
 def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bool = False,
-                      entry_fields: tuple[str, ...] = ENTRY_FIELDS) -> dict[str, Any]:
+                      entry_fields: tuple[str, ...] = ENTRY_FIELDS, bar_width: int | None = None) -> dict[str, Any]:
     """Everything each window's timeline shows, as plain data (times as ISO strings). With
     `as_json`, each execution's entry is already JSON text on one line (an orjson.Fragment): the
     document is then only for orjson.dumps, which writes what it writes for entries_on_one_line of
     the document without `as_json`. `entry_fields`: what a view draws of each execution (the
-    terminal view: its times, state and whether it was duplicated)."""
+    terminal view: its times, state and whether it was duplicated). With `bar_width` (the terminal
+    view, its DRAWN_ENTRY_FIELDS), each worker has the `cells` its row draws of its executions on a
+    bar of that many columns (render.timeline_text.bar_cells: columns, glyphs, how many executions
+    cover each) instead of their entries."""
     document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
     if not windows:
         return document
@@ -304,25 +307,38 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     shown = pairs.with_columns(ctx.executions["exec_id"].gather(pairs["_row"]).alias("id")).join(
         entries.with_row_index("_at"), on="id", maintain_order="left"
     )
+    drawn_cells = bar_width is not None and not as_json
+    listed = []  # what each worker's executions are given as
     if as_json:
         # Written per window's row, not gathered from one text per entry (an entry is seldom shown
         # twice); as bytes, not decoded into a str.
         shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
-    else:
+        listed = [pl.col("_json")]
+    elif not drawn_cells:
         dicts = _entry_dicts(keys, entries, entry_fields)
+        listed = [pl.col("_at")]
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
-        pl.col("_json" if as_json else "_at"),
+        *listed,
         pl.col("after_stop").sum().alias("after_stop"),
         (pl.col("state") == "interrupted").sum().alias("interrupted"),
         pl.col("duplicate").sum().alias("duplicate"),
     )
+    if drawn_cells:
+        from dupfind.render.timeline_text import bar_cells
+
+        cells = bar_cells(shown, [(iso(w.start), iso(w.end)) for w in windows], bar_width)
+        per_worker = per_worker.join(cells, on=["_w", "worker"], how="left", maintain_order="left")
     mine: dict[int, dict[str | None, dict[str, Any]]] = {}  # window -> worker -> its executions and flags
     for row in per_worker.iter_rows(named=True):
+        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
+        if drawn_cells:
+            mine.setdefault(row["_w"], {})[row["worker"]] = {
+                "cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or []), "flags": flags}
+            continue
         if as_json:
             executions = [orjson.Fragment(text) for text in row["_json"]]
         else:
             executions = [dicts[i] for i in row["_at"]]
-        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
         mine.setdefault(row["_w"], {})[row["worker"]] = {"executions": executions, "flags": flags}
     counts = {
         w: (n, interrupted, after_stop)
@@ -334,17 +350,19 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     for row in _window_workers(report, windows, shown).iter_rows(named=True):
         drawn.setdefault(row["_w"], []).append(row)
     sources = dict(ctx.deploys.generations.select("generation", "source").rows())
+    nothing = {"cells": ([], "", [])} if drawn_cells else {"executions": []}
     document["windows"] = [
-        _window(report, window, drawn.get(w, []), mine.get(w, {}), counts.get(w, (0, 0, 0)), sources, marks)
+        _window(report, window, drawn.get(w, []), mine.get(w, {}), counts.get(w, (0, 0, 0)), sources, marks, nothing)
         for w, window in enumerate(windows)
     ]
     return document
 
 
 def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: dict[str | None, dict[str, Any]],
-            counts: tuple[int, int, int], sources: dict, marks: _Marks) -> dict[str, Any]:
+            counts: tuple[int, int, int], sources: dict, marks: _Marks, nothing: dict[str, Any]) -> dict[str, Any]:
     """One window's timeline, from what timeline_document worked out for every window: its worker
-    rows, their executions and flags (`mine`, by worker), and its execution counts."""
+    rows, their executions (or cells) and flags (`mine`, by worker; `nothing` for a worker without
+    any), and its execution counts."""
     start, end = window.start, window.end
     generations: dict[str | None, dict] = {}
     for row in workers:
@@ -359,7 +377,8 @@ def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: d
         )
         shown = mine.get(row["worker_id"])
         if shown is None:  # a worker drawn for its stop or start in the window, with no execution in it
-            shown = {"executions": [], "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
+            shown = {**nothing, "flags": {"after_stop": 0, "interrupted": 0, "duplicate": 0}}
+        listed = {key: shown[key] for key in nothing}  # "executions", or the "cells" of a bar
         gen["workers"].append(
             {
                 "worker": row["worker_id"],
@@ -370,7 +389,7 @@ def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: d
                 "last_seen": iso(row["last_ts"]),
                 "stop": iso(row["stop_ts"]),
                 "grace_s": row["grace_s"],
-                "executions": shown["executions"],
+                **listed,
                 "flags": shown["flags"],
             }
         )

@@ -330,7 +330,8 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
 @pytest.mark.parametrize("folder", ["overlap", "k8s"])
 def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
     """The terminal view builds a document holding only what it draws of each execution
-    (DRAWN_ENTRY_FIELDS); drawn from the whole document it gives the same text, in color too."""
+    (DRAWN_ENTRY_FIELDS), its bars worked out by polars (bar_width); drawn from the whole document
+    it gives the same text, in color too, at any width, with workers summed in a row or not."""
     import io
 
     from rich.console import Console
@@ -338,7 +339,7 @@ def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
     from dupfind.analyze import analyze
     from dupfind.config import load_config
     from dupfind.ingest import ingest
-    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, render_timeline
+    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width, render_timeline
     from dupfind.rules_registry import load_rules
     from dupfind.timeline import select_windows, timeline_document
 
@@ -351,14 +352,21 @@ def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
     states = {(e["state"], e["duplicate"]) for w in whole["windows"] for e in _executions(w)}
     assert ("completed", True) in states or ("interrupted", False) in states  # bars of more than one kind
 
-    def text(document: dict, color: bool) -> str:
-        console = Console(file=io.StringIO(), width=100, force_terminal=color, color_system="truecolor" if color else None,
-                          highlight=False, soft_wrap=False)
-        render_timeline(document, console)
+    def text(document: dict, color: bool, width: int = 100, max_rows: int = 40) -> str:
+        console = Console(file=io.StringIO(), width=width, force_terminal=color,
+                          color_system="truecolor" if color else None, highlight=False, soft_wrap=False)
+        render_timeline(document, console, max_rows)
         return console.file.getvalue()
 
     for color in (False, True):
         assert text(drawn, color) == text(whole, color)
+    for width, max_rows in ((100, 40), (100, 4), (57, 4), (181, 5)):
+        cells = timeline_document(report, windows, entry_fields=DRAWN_ENTRY_FIELDS, bar_width=bar_width(width))
+        assert all("cells" in w and "executions" not in w for g in cells["windows"][0]["generations"] for w in g["workers"])
+        for color in (False, True):
+            assert text(cells, color, width, max_rows) == text(whole, color, width, max_rows)
+    if folder == "overlap":  # rows of workers summed drawn too
+        assert "more workers" in text(whole, False, 100, 4)
     plain = run_cli("timeline", str(logs), "--no-cache")
     assert plain.returncode == 0 and plain.stdout.decode() == text(whole, False)
 

@@ -426,12 +426,13 @@ def timeline(
         return orjson.dumps(entries_on_one_line(timeline_data()), option=indented)
 
     def as_table(console) -> bytes:
-        from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, render_timeline
+        from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width, render_timeline
 
         if html is None and redactor is None:  # the document of this view alone: what it draws
             if report.context is not None:
                 report.context.read_ahead(*timeline_reads(DRAWN_ENTRY_FIELDS))  # before windows() reads ahead more
-            data = timeline_document(report, windows(), entry_fields=DRAWN_ENTRY_FIELDS)
+            data = timeline_document(report, windows(), entry_fields=DRAWN_ENTRY_FIELDS,
+                                     bar_width=bar_width(console.width))
         else:
             data = timeline_data()
         render_timeline(data, console, max_rows)

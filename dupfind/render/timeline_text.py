@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from dupfind.render.rich_lines import write_lines
 from dupfind.render.safe import safe_str, safe_text
+
+if TYPE_CHECKING:
+    import polars as pl
 
 LEGEND = (
     ("·", "dim", "alive"),
@@ -25,6 +29,7 @@ LEGEND = (
 DENSITY = " ░▒▓█"
 # What this view draws of each execution (timeline.timeline_document's entry_fields).
 DRAWN_ENTRY_FIELDS = ("start_ms", "end_ms", "state", "duplicate")
+BAR_STYLE = {"━": "green", "█": "bold red", "▒": "magenta"}
 END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
 
 
@@ -42,12 +47,58 @@ def _parsed_ms(ts: str | None) -> int | None:
 
 
 def _bars(executions: list[dict], scale: _Scale) -> list[tuple[int | None, int | None]]:
-    """The first and last column of each execution's bar. The document of this view alone
-    carries the times as milliseconds (`start_ms`), a whole document as text."""
+    """The first and last column of each execution's bar. The drawn fields (DRAWN_ENTRY_FIELDS)
+    carry the times as milliseconds (`start_ms`), a whole document as text."""
     col = scale.col_ms
     if executions and "start_ms" in executions[0]:
         return [(col(e["start_ms"]), col(e["end_ms"])) for e in executions]
     return [(col(_parsed_ms(e["start"])), col(_parsed_ms(e["end"]))) for e in executions]
+
+
+def bar_width(console_width: int) -> int:
+    """How many columns a window's bars take on a console this wide (the rest is the labels')."""
+    width = max(40, console_width)
+    return width - min(26, max(12, width // 4)) - 1
+
+
+def bar_cells(shown: pl.DataFrame, windows: list[tuple[str, str]], width: int) -> pl.DataFrame:
+    """What each worker's row draws of its executions, worked out for every window at once: for
+    each `_w` and `worker` of `shown` (one row per execution shown in a window, in the order a
+    row paints them; `start_ms`, `end_ms`, `state`, `duplicate`), `cols` (ascending) with the
+    `glyphs` there and `busy`, how many executions cover each. The same cells as painting each
+    execution's bar in turn (duplicated and cut-short ones over the others) on a scale of
+    `width` columns for each window's (start, end)."""
+    import polars as pl
+
+    scales = [_Scale(start, end, width) for start, end in windows]
+    scale = pl.DataFrame(
+        {"_w": range(len(scales)), "_start_us": [s.start_us for s in scales], "_span": [s.span for s in scales]},
+        schema={"_w": shown.schema["_w"], "_start_us": pl.Int64, "_span": pl.Float64},
+    )
+
+    def col(ms: str) -> pl.Expr:  # _Scale.col_ms, in the same floating-point steps
+        at = (pl.col(ms) * 1000 - pl.col("_start_us")).cast(pl.Float64) / 10**6 / pl.col("_span") * width
+        return at.cast(pl.Int64).clip(0, width - 1)
+
+    over = pl.col("duplicate") | (pl.col("state") == "interrupted")
+    glyph = (pl.when(pl.col("duplicate")).then(pl.lit("█")).when(pl.col("state") == "interrupted").then(pl.lit("▒"))
+             .otherwise(pl.lit("━")))
+    return (
+        shown.lazy()
+        .select("_w", "worker", "start_ms", "end_ms", "state", "duplicate")
+        .with_row_index("_order")
+        .join(scale.lazy(), on="_w", how="left")
+        .select("_w", "worker", pl.int_ranges(col("start_ms"), col("end_ms") + 1).alias("_col"), glyph.alias("_glyph"),
+                (over.cast(pl.UInt32) * pl.len() + pl.col("_order")).alias("_paint"))
+        .explode("_col")
+        .drop_nulls("_col")
+        .group_by("_w", "worker", "_col")
+        .agg(pl.col("_glyph").sort_by("_paint").last(), pl.len().alias("_busy"))
+        .sort("_w", "worker", "_col")
+        .group_by("_w", "worker", maintain_order=True)
+        .agg(pl.col("_col").alias("cols"), pl.col("_glyph").str.join("").alias("glyphs"), pl.col("_busy").alias("busy"))
+        .collect()
+    )
 
 
 class _Scale:
@@ -96,6 +147,12 @@ def _exec_glyph(e: dict) -> tuple[str, str]:
 def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
     cells = _cells(scale.width)
     _paint(cells, scale.col(w["start"]), scale.col(w["end"] or w["last_seen"]), "·", "dim")
+    if "cells" in w:  # the document of this view alone: its bars worked out (bar_cells)
+        cols, glyphs, _ = w["cells"]
+        for c, glyph in zip(cols, glyphs):
+            cells[c] = (glyph, BAR_STYLE[glyph])
+        _mark_stop_and_end(cells, w, scale)
+        return cells
     executions = w["executions"]
     # Duplicated and cut-short executions are painted over the others (in their own order).
     over = []
@@ -124,6 +181,11 @@ def _aggregate_cells(workers: list[dict], scale: _Scale) -> list[tuple[str, str]
     """Several workers in one row: density of busy workers per column, plus stop and kill marks."""
     busy = [0] * scale.width
     for w in workers:
+        if "cells" in w:
+            cols, _, counts = w["cells"]
+            for c, n in zip(cols, counts):
+                busy[c] += n
+            continue
         for a, b in _bars(w["executions"], scale):
             for c in range(a, b + 1):
                 busy[c] += 1
@@ -177,8 +239,8 @@ def _axis(scale: _Scale, label_width: int) -> list[Text]:
 
 def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
     width = max(40, console.width)
-    label_width = min(26, max(12, width // 4))
-    bar = width - label_width - 1
+    bar = bar_width(console.width)
+    label_width = width - bar - 1
     scale = _Scale(data["start"], data["end"], bar)
     plain = getattr(console, "plain", False)
     console.print(Text(f"dupfind timeline: {safe_str(data['title'])}", style="bold"))
