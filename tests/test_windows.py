@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ import orjson
 import polars as pl
 import pytest
 from conftest import FIXTURES, run_cli
+from rich.console import Console
 
 from dupfind.analyze import analyze
 from dupfind.config import load_config
@@ -19,6 +21,7 @@ from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.queue_stats import build_stats, stats_from
 from dupfind.read_plan import parse_size, window_budget
+from dupfind.render.timeline_text import render_timeline
 from dupfind.rules_registry import load_rules
 from dupfind.timeline import entries_on_one_line
 from dupfind.windows import Window, plan_windows, run_windows
@@ -456,6 +459,10 @@ def test_a_timeline_of_every_deploy_of_inputs_too_large_draws_them_from_one_read
         assert view["summary"]["duplicates_in_window"] == drawn["summary"]["duplicates_in_window"]
     terminal = run_cli("timeline", str(long_scenario), "--no-cache", "--memory-limit", "253MB", "--window-overlap", "12m")
     assert terminal.returncode == 0 and terminal.stdout.count(b"dupfind timeline: deploy v4.") == 6
+    # Its bars worked out for each read (cells) draw what the views' entries draw.
+    console = Console(file=io.StringIO(), width=100, color_system=None, highlight=False, soft_wrap=False)
+    render_timeline(orjson.loads(parts.stdout), console)
+    assert terminal.stdout.decode() == console.file.getvalue()
 
 
 def test_a_redacted_and_an_html_timeline_of_every_deploy_of_inputs_too_large(long_scenario: Path, tmp_path: Path) -> None:

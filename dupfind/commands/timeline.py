@@ -103,10 +103,11 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
     # drawn fields for the terminal view: views held as dicts took 6.7 GB at 5M lines.
     kinds = (True,) * (html is not None or output_format == TableOrJson.json) + (False,) * (
         output_format == TableOrJson.table)
+    console = _console(output, width) if output_format == TableOrJson.table else None
 
     def views():
         return _views_by_read(reads, paths, windowed.inputs.files, width_s, skew, config, rules, assume_tz, redact,
-                              kinds, (kept_records(windowed) or (None,))[0])
+                              kinds, (kept_records(windowed) or (None,))[0], console)
 
     held: dict = {}
 
@@ -140,7 +141,6 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
         data, note = cached_output(windowed, "timeline:every:json", shape,
                                    lambda: (_json_of_document(document(True)[0]), document(True)[1]))
     else:
-        console = _console(output, width)
         params = {**shape, "width": console.width, "max_rows": max_rows, "color": console.color_system}
         data, note = cached_output(windowed, "timeline:every:table", params,
                                    lambda: (_table_bytes(document(False)[0], console, max_rows), document(False)[1]))
@@ -151,14 +151,14 @@ def _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_t
 
 
 def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz, redact, kinds: tuple[bool, ...],
-                   spill=None):
+                   spill=None, console=None):
     """For each read of deploy_reads (of the `spill` the windowed analysis kept, else of the
     `files`, reports, with records in it): the document of its deploys' views for each kind asked
-    for (True: every field of each execution's entry, as JSON text, an orjson.Fragment; False: the
-    fields the terminal draws, as dicts), and what redaction masked."""
+    for (True: every field of each execution's entry, as JSON text, an orjson.Fragment; False: what
+    the terminal draws on `console`, each worker's bar as cells), and what redaction masked."""
     from dupfind.analyze import analyze
     from dupfind.commands.analyze import _options, run_analysis
-    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS
+    from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
     from dupfind.windows import release_memory, say
     from dupfind.windows_views import files_for_read
@@ -189,7 +189,8 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
             masked = redactor.summary()
             docs = {kind: entries_on_one_line(redacted) if kind else redacted for kind in kinds}
         else:
-            docs = {kind: timeline_document(report, chosen_windows, as_json=kind, entry_fields=DRAWN_ENTRY_FIELDS)
+            docs = {kind: timeline_document(report, chosen_windows, as_json=kind, entry_fields=DRAWN_ENTRY_FIELDS,
+                                            bar_width=None if kind else bar_width(console.width))
                     for kind in kinds}
         del report, chosen_windows, kept
         release_memory()  # or the reads' tables (and the texts they made Categorical) outlive them
