@@ -54,15 +54,17 @@ def deferring() -> bool:
     return _DEFERRING[0]
 
 
-def defer(work: Callable[..., Any], *args: Any, last: bool = False,
+def defer(work: Callable[..., Any], *args: Any, last: bool = False, first: bool = False,
           if_skipped: Callable[..., Any] | None = None) -> None:
     """Run `work(*args)` once the command's output is written (cache writes nobody waits for
     before the report: the report shows that much sooner), or now when nothing defers. `last`:
     after all the work deferred without it (work that needs none of that work, and runs with less
-    memory held once that work has let go of what it kept). `if_skipped(*args)` runs instead when
-    the user stops the command first (a staged file to remove)."""
+    memory held once that work has let go of what it kept). `first`: before the work deferred so
+    far (work that needs none of it, and holds less memory before it). `if_skipped(*args)` runs
+    instead when the user stops the command first (a staged file to remove)."""
     if _DEFERRING[0]:
-        (_DEFERRED_LAST if last else _DEFERRED).append((work, args, if_skipped))
+        deferred = _DEFERRED_LAST if last else _DEFERRED
+        deferred.insert(0 if first else len(deferred), (work, args, if_skipped))
     else:
         work(*args)
 

@@ -503,6 +503,28 @@ def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable
     return _stored_or_built(cache, set_key, ResultCache.value_key(analysis_key, kind, params), build)
 
 
+# The kind of value (cached_value) under which a cached analysis keeps what `stats` shows of it.
+STATS_VALUE = "stats"
+
+
+def prepare_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> None:
+    """Build the value cached_value(report, kind, params, build) would build for a cached analysis,
+    unless it is stored already, and store it with the deferred writes (after the analysis'
+    own): for a command that will likely follow (`stats` after `analyze` then loads no frame, nor
+    polars). A command defers this until its output is out, first: the value is made while less
+    memory is held than once the cache writes have run."""
+    known = report.__dict__.get(CACHE_REF)
+    if known is None:
+        return
+    cache, set_key, analysis_key = known
+    key = ResultCache.value_key(analysis_key, kind, params)
+    if cache.has_value(set_key, key):
+        return
+    body = cache.value_body(set_key, key, build())
+    if body is not None:
+        background.defer(cache.store_value_body, set_key, key, body)
+
+
 def _stored_or_built(cache: ResultCache, set_key: str, key: str, build: Callable[[], Any]) -> Any:
     """The value stored under `key` beside the set, else `build()`, stored there for next time."""
     found, value = cache.load_value(set_key, key)

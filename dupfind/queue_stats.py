@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import polars as pl
@@ -234,28 +234,21 @@ def _timeline(events: pl.DataFrame, redelivered: pl.DataFrame, requested_s: floa
     first, last = events["ts"].min(), events["ts"].max()
     size = bucket_size((last - first).total_seconds(), requested_s)
     every = f"{size}s"
-    frame = pl.concat(
-        [
-            events.select("ts", "kind", "name", "deployment_id"),
-            redelivered.select(
-                "ts",
-                kind=pl.lit("redelivery"),
-                name=pl.lit(None, dtype=pl.String),
-                deployment_id=pl.lit(None, dtype=pl.String),
-            ),
-        ]
-    ).with_columns(bucket=pl.col("ts").dt.truncate(every))
-    counts = frame.group_by("bucket").agg(
+    bucket = pl.col("ts").dt.truncate(every).alias("bucket")
+    counts = pl.concat([events.select("ts", "kind"), redelivered.select("ts", kind=pl.lit("redelivery"))]).group_by(
+        bucket
+    ).agg(
         (pl.col("kind") == "publish").sum().alias("published"),
         (pl.col("kind") == "receive").sum().alias("received"),
         (pl.col("kind") == "redelivery").sum().alias("redelivered"),
+    )
+    # Deploy starts and finishes named apart: a text for each of the few, not for every row.
+    deploys = events.filter(pl.col("kind").str.starts_with("deploy_")).group_by(bucket, maintain_order=True).agg(
         pl.concat_str(
             pl.col("kind").str.replace("deploy_", "deploy "), pl.lit(" "), pl.col("deployment_id").fill_null("")
-        )
-        .filter(pl.col("kind").str.starts_with("deploy_"))
-        .unique(maintain_order=True)
-        .alias("deploys"),
+        ).unique(maintain_order=True).alias("deploys"),
     )
+    counts = counts.join(deploys, on="bucket", how="left")
     buckets = pl.DataFrame(
         {"bucket": pl.datetime_range(first.replace(microsecond=0), last, every, eager=True, time_zone="UTC")}
     ).with_columns(pl.col("bucket").dt.truncate(every))
@@ -318,9 +311,11 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
         if gaps.height
         else pl.DataFrame(schema={"ts": ctx.columns("ts").schema["ts"], "kind": pl.String, "action_id": pl.Int64})
     )
-    events = as_strings(
-        ctx.columns("ts", "kind", "name", "deployment_id")
+    deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
+    events = as_strings(  # the deployment only of a deploy's records, as a window keeps them
+        ctx.columns("ts", "kind", "deployment_id")
         .filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
+        .select("ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")))
     )
     return StatsFacts(
         counts=_count_frames(ctx, lost_actions),
@@ -351,6 +346,23 @@ def _timeouts(ctx: AnalysisContext | TimeoutFacts) -> list[dict[str, Any]]:
             logged_s=ctx.stated_timeouts.get(queue),
         )
         out.append(advice)
+    return out
+
+
+def stats_state(report: AnalysisReport, bucket_s: float | None = None) -> dict[str, dict[str, Any]]:
+    """build_stats as the result cache keeps it: each StatsReport field's value, but the analysis
+    (`{"analysis": True}`) and its health findings (`{"findings_of": rules}`), which come back
+    from the analysis itself."""
+    stats = build_stats(report, bucket_s)
+    out: dict[str, dict[str, Any]] = {}
+    for field in fields(StatsReport):
+        value = getattr(stats, field.name)
+        if value is report:
+            out[field.name] = {"analysis": True}
+        elif field.name == "findings":
+            out[field.name] = {"findings_of": list(HEALTH_RULES)}
+        else:
+            out[field.name] = {"value": value}
     return out
 
 

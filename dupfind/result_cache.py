@@ -1148,6 +1148,10 @@ class ResultCache:
     def value_key(base_key: str, kind: str, params: Any) -> str:
         return _digest({"format": VALUE_FORMAT, "base": base_key, "kind": kind, "params": params})
 
+    def has_value(self, set_key: str, key: str) -> bool:
+        """Whether a value is stored under `key` (not whether it is intact: load_value checks)."""
+        return (self._entry_dir(set_key) / "analyses" / f"{key}.value.json").is_file()
+
     def load_value(self, set_key: str, key: str) -> tuple[bool, Any]:
         """(True, value) for a stored value, (False, None) otherwise."""
         from dupfind.exact_json import decode

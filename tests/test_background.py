@@ -130,18 +130,21 @@ def test_deferred_work_is_dropped_once_stopped_and_ctrl_c_reaches_the_caller():
 
 
 def test_deferred_work_runs_in_order_last_work_after_and_skipped_work_cleans_up():
-    """run_deferred runs the deferred work in order, work deferred `last` after it; once the user
-    stops the command, what is left runs its `if_skipped` instead (a staged file removed)."""
+    """run_deferred runs the deferred work in order, work deferred `first` before it and `last` after
+    it; once the user stops the command, what is left runs its `if_skipped` instead (a staged file
+    removed)."""
     done: list[str] = []
     background.defer_until_output()
     try:
         background.defer(done.append, "files", last=True)
         background.defer(done.append, "set", if_skipped=lambda _: done.append("set skipped"))
         background.defer(done.append, "analysis")
+        # Work deferred `first` goes before what was deferred so far; what it defers, after it all.
+        background.defer(lambda: (done.append("stats"), background.defer(done.append, "stats stored")), first=True)
         assert done == []
     finally:
         background.run_deferred()
-    assert done == ["set", "analysis", "files"]
+    assert done == ["stats", "set", "analysis", "stats stored", "files"]
 
     done.clear()
     background.defer_until_output()

@@ -35,7 +35,7 @@ from dupfind.result_cache import CachedCorrelation, CachedIngest
 from dupfind.rules_registry import load_rules
 from dupfind.schema import as_strings
 
-from conftest import FIXTURES
+from conftest import FIXTURES, run_cli
 
 SCENARIO = FIXTURES / "synth" / "deploy-overlap" / "logs"
 
@@ -150,6 +150,37 @@ def test_timeline_views_are_kept_as_bytes(logs, cache_dir, tmp_path, monkeypatch
 
     monkeypatch.setattr(dupfind.timeline, "timeline_document", refuse)
     assert [invoke(*v) for v in views] == first == cold
+
+
+def test_analyze_prepares_what_stats_shows(logs, cache_dir, monkeypatch):
+    """A cached `analyze` also stores the stats of its analysis (once its report is out): a `stats`
+    after it builds none and writes what a --no-cache run writes. Another bucket is made then."""
+    import dupfind.queue_stats
+
+    views = [("--format", "json"), (), ("--redact",)]
+    uncached = [run("stats", str(logs), *v, "--no-cache") for v in views]
+    run("analyze", str(logs), "--format", "json")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the stats were built again")
+
+    monkeypatch.setattr(dupfind.queue_stats, "build_stats", refuse)
+    assert [run("stats", str(logs), *v) for v in views] == uncached
+    with pytest.raises(AssertionError, match="built again"):
+        run("stats", str(logs), "--bucket", "5m")
+
+
+def test_stats_after_analyze_loads_no_polars(logs, tmp_path):
+    """The command line: `analyze` stores the stats after its report is out, and `stats` then
+    reads them without loading polars (0.2 s of a first `stats` over 20,000 small files)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_cli("analyze", str(logs), "--format", "json", env=env).returncode == 0
+    stats = run_cli("stats", str(logs), "--format", "json", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert stats.returncode == 0 and b'"schema": "dupfind.stats/1"' in stats.stdout
+    imported = {line.rsplit(b"|", 1)[-1].strip() for line in stats.stderr.splitlines() if line.startswith(b"import time:")}
+    assert b"dupfind.queue_stats" in imported and b"polars.dataframe.frame" not in imported
+    no_stats = run_cli("stats", str(logs), "--format", "json", "--bucket", "5m", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert b"polars.dataframe.frame" in {line.rsplit(b"|", 1)[-1].strip() for line in no_stats.stderr.splitlines()}
 
 
 def test_stats_views_are_kept_as_bytes(logs, cache_dir, monkeypatch):

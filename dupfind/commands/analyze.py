@@ -177,6 +177,12 @@ def stored_windowed_inputs(paths, disable, skew, timeout, max_jobs_per_value, co
     return (None if kept is not None else load_cached_files(ref)), kept
 
 
+def _stats_state(report):
+    from dupfind.queue_stats import stats_state  # only when the stats are made: a warm run needs none of it
+
+    return stats_state(report, None)
+
+
 def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
                   overlap, use_cache, kept=None):
     """The trace of a finding of inputs read in windows of time, from a read around its span of the
@@ -256,6 +262,14 @@ def analyze(
             budget, overlap, protect=redact if redact is not None else output_format.value == "markdown",
             use_cache=not no_cache, **(stats_aside(None) if not no_cache else {}), derived_optional=True,
         )
+    if budget is None and not no_cache:
+        # What `stats` shows of this analysis, made once the report is out (as the analysis in
+        # windows does above): a `stats` after it then loads no frame of the table, nor polars.
+        from dupfind import background
+        from dupfind.pipeline import STATS_VALUE, prepare_value
+
+        background.defer(prepare_value, report, STATS_VALUE, {"bucket_s": None}, lambda: _stats_state(report),
+                         first=True)
     if baseline:
         from dupfind.baseline import apply_baseline
 

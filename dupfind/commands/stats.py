@@ -124,26 +124,11 @@ def _output_cached_beside(stats_report, report, bucket_s: float | None) -> None:
 
 def _stats_report(report, bucket_s: float | None):
     """build_stats, or its tables from the result cache (the findings are the analysis' own health
-    findings, decoded alone from a cached analysis)."""
-    from dataclasses import fields
+    findings, decoded alone from a cached analysis; `analyze` prepares the default bucket's)."""
+    from dupfind.pipeline import STATS_VALUE, cached_value
+    from dupfind.queue_stats import StatsReport, stats_state
 
-    from dupfind.pipeline import cached_value
-    from dupfind.queue_stats import HEALTH_RULES, StatsReport, build_stats
-
-    def state() -> dict:
-        stats = build_stats(report, bucket_s)
-        out = {}
-        for field in fields(StatsReport):
-            value = getattr(stats, field.name)
-            if value is report:
-                out[field.name] = {"analysis": True}
-            elif field.name == "findings":
-                out[field.name] = {"findings_of": list(HEALTH_RULES)}
-            else:
-                out[field.name] = {"value": value}
-        return out
-
-    parts = cached_value(report, "stats", {"bucket_s": bucket_s}, state)
+    parts = cached_value(report, STATS_VALUE, {"bucket_s": bucket_s}, lambda: stats_state(report, bucket_s))
     return StatsReport(**{
         name: report if "analysis" in part else report.findings_of(*part["findings_of"]) if "findings_of" in part
         else part["value"]
