@@ -14,7 +14,7 @@ from dupfind import textcodes
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
-from dupfind.effects import duplicate_effects, side_effect_requests
+from dupfind.effects import COUNTED, duplicate_effects, repeated_requests, side_effect_requests
 from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
@@ -281,6 +281,32 @@ class AnalysisContext:
     @cached_property
     def effect_counts(self) -> pl.DataFrame:
         return duplicate_effects(self.side_effects)
+
+    @cached_property
+    def duplicate_requests(self) -> pl.DataFrame:
+        """When each extra side effect of a certain or likely duplicate was requested (`ts`, in order)."""
+        if self.side_effects.height == 0:
+            return pl.DataFrame(schema={"ts": self.table.schema["ts"]})
+        return repeated_requests(self.side_effects, self.effect_counts).select(pl.col("ts").sort())
+
+    @cached_property
+    def effect_marks(self) -> pl.DataFrame:
+        """Per execution with a counted side-effect request (success or uncertain): when its first
+        was (`effect_at`), and whether it repeated one of a certain or likely duplicate action that
+        another execution made first (`repeat`). What a timeline entry shows of its side effects."""
+        duplicated = self.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
+        counted = self.side_effects.filter(pl.col("outcome").is_in(list(COUNTED))).sort("ts")
+        first = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("_first_exec"))
+        repeats = (
+            counted.join(first, on=["action_id", "effect"])
+            .filter(pl.col("action_id").is_in(duplicated.implode()) & (pl.col("exec_id") != pl.col("_first_exec")))
+            .select("exec_id", repeat=pl.lit(True))
+            .unique("exec_id")
+        )
+        return (
+            counted.group_by("exec_id").agg(pl.col("ts").min().alias("effect_at")).drop_nulls("exec_id")
+            .join(repeats, on="exec_id", how="left").with_columns(pl.col("repeat").fill_null(False))
+        )
 
     @cached_property
     def has_side_effect_records(self) -> bool:

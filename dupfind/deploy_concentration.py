@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dupfind.effects import repeated_requests
 from dupfind.timefmt import iso
 
 if TYPE_CHECKING:
@@ -29,9 +28,7 @@ def redelivery_tail_s(ctx: "AnalysisContext") -> float:
 
 def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
     """When each extra side effect of a certain or likely duplicate was requested."""
-    if ctx.side_effects.height == 0:
-        return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
-    return repeated_requests(ctx.side_effects, ctx.effect_counts)["ts"].sort()
+    return ctx.duplicate_requests["ts"]
 
 
 def redelivery_times(ctx: "AnalysisContext") -> pl.Series:

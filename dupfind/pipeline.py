@@ -236,7 +236,7 @@ def _keeping_rendered(result: IngestResult, cache: ResultCache, set_key: str) ->
 
 # AnalysisContext properties an analysis stored in the cache derives for the commands that follow.
 PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples", "unlinked_ids", "timeout_statements", "deploy_records",
-                  "id_values")
+                  "id_values", "duplicate_requests", "effect_marks")
 
 # AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
 LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")

@@ -32,15 +32,16 @@ ENTRY_FIELDS = ("id", "action", "ids", "worker", "process", "attempt", "start", 
                 "repeat", "after_stop", "side_effect_at", "where")
 
 # What windows and a timeline document use of an analysis context, in that order (AnalysisContext.read_ahead).
-TIMELINE_READS = ("timeout_statements", "deploys", "effect_counts", "side_effects", "executions", "id_samples", "actions")
+TIMELINE_READS = ("timeout_statements", "deploys", "effect_counts", "duplicate_requests", "effect_marks", "executions",
+                  "id_samples", "actions")
 
 
 def timeline_reads(entry_fields: tuple[str, ...]) -> tuple[str, ...]:
     """TIMELINE_READS less what entries of these fields do not need (ids, the action's identity,
-    the side-effect requests)."""
+    the executions' side effects)."""
     unused = {"id_samples"} if "ids" not in entry_fields else set()
     unused |= {"actions"} if "action" not in entry_fields else set()
-    unused |= {"side_effects"} if not {"repeat", "side_effect_at"} & set(entry_fields) else set()
+    unused |= {"effect_marks"} if not {"repeat", "side_effect_at"} & set(entry_fields) else set()
     return tuple(name for name in TIMELINE_READS if name not in unused)
 
 
@@ -101,21 +102,16 @@ class _Marks:
 
 
 def _marks(report: AnalysisReport, fields: tuple[str, ...] = ENTRY_FIELDS) -> _Marks:
-    """The marks of entries of these `fields`: those of `repeat` and `side_effect_at` (the side-effect
-    requests, sorted) only when asked for."""
+    """The marks of entries of these `fields`: those of `repeat` and `side_effect_at` (the
+    context's effect_marks, which an analysis in the cache stores) only when asked for."""
     ctx = report.context
     model = ctx.deploys
     duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
     repeat_execs, effect_at = pl.Series("exec_id", [], dtype=pl.Int64), None
     if "repeat" in fields or "side_effect_at" in fields:
-        counted = ctx.side_effects.filter(pl.col("outcome").is_in(["success", "uncertain"])).sort("ts")
-        first_effects = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("first_exec"))
-        repeat_execs = (
-            counted.join(first_effects, on=["action_id", "effect"])
-            .filter(pl.col("action_id").is_in(duplicated.implode()) & (pl.col("exec_id") != pl.col("first_exec")))["exec_id"]
-            .drop_nulls()
-        )
-        effect_at = counted.group_by("exec_id").agg(pl.col("ts").min().alias("_effect_at")).drop_nulls("exec_id")
+        marks = ctx.effect_marks
+        repeat_execs = marks.filter(pl.col("repeat"))["exec_id"]
+        effect_at = marks.select("exec_id", pl.col("effect_at").alias("_effect_at"))
     return _Marks(
         duplicated=duplicated,
         repeat_execs=repeat_execs,

@@ -183,6 +183,28 @@ def test_stats_after_analyze_loads_no_polars(logs, tmp_path):
     assert b"polars.dataframe.frame" in {line.rsplit(b"|", 1)[-1].strip() for line in no_stats.stderr.splitlines()}
 
 
+def test_a_timeline_after_analyze_reads_its_marks_not_the_side_effects(logs, cache_dir):
+    """A cached analysis stores each execution's side-effect marks and when each duplicate was
+    requested (PREPARED_FACTS): a timeline over it reads those, not every side-effect request, and
+    draws what it draws without the cache."""
+    import orjson
+
+    from dupfind.commands.analyze import run_analysis
+    from dupfind.timeline import select_windows, timeline_document
+
+    def document(use_cache: bool) -> tuple[bytes, dict]:
+        report, _ = run_analysis([str(logs)], None, 0.5, None, 25, None, None, None, None, None, None, False,
+                                 use_cache=use_cache)
+        doc = timeline_document(report, select_windows(report, None, None, 600.0), as_json=True)
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2), vars(report.context)
+
+    run("analyze", str(logs), "--format", "json")
+    cached, derived = document(True)
+    assert {"effect_marks", "duplicate_requests"} <= set(derived) and "side_effects" not in derived
+    assert b'"repeat": true' not in cached and b'"repeat":true' in cached  # entries that repeat a side effect
+    assert cached == document(False)[0]
+
+
 def test_stats_views_are_kept_as_bytes(logs, cache_dir, monkeypatch):
     """Each stats view (table, JSON; another bucket, redacted, fewer rows) of a cached analysis is
     stored as the bytes it wrote: a later run renders nothing (the JSON of 20,000 small files' stats
