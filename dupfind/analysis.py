@@ -14,7 +14,7 @@ from dupfind import textcodes
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
-from dupfind.effects import COUNTED, duplicate_effects, repeated_requests, side_effect_requests
+from dupfind.effects import COUNTED, duplicate_effects, duplicated_actions, repeated_requests, side_effect_requests
 from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
@@ -294,8 +294,8 @@ class AnalysisContext:
         """Per execution with a counted side-effect request (success or uncertain): when its first
         was (`effect_at`), and whether it repeated one of a certain or likely duplicate action that
         another execution made first (`repeat`). What a timeline entry shows of its side effects."""
-        duplicated = self.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
-        counted = self.side_effects.filter(pl.col("outcome").is_in(list(COUNTED))).sort("ts")
+        duplicated = duplicated_actions(self.effect_counts)
+        counted = self.side_effects.filter(pl.col("outcome").is_in(COUNTED)).sort("ts")
         first = counted.group_by("action_id", "effect").agg(pl.col("exec_id").first().alias("_first_exec"))
         repeats = (
             counted.join(first, on=["action_id", "effect"])

@@ -18,6 +18,8 @@ _SUCCESS = r"\bok\b|accept|sent|success|deliver|\b20\d\b|queued|done|complete|ca
 _COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
 
 COUNTED = ("success", "uncertain")
+# The confidences of a duplicate that count as harmful (duplicate_effects' `confidence`).
+HARMFUL = ("certain", "likely")
 # The table's columns side_effect_requests reads.
 EFFECT_RECORD_COLUMNS = ("rid", "ts", "source", "line", "kind", "name", "action", "status", "result", "error",
                          "provider_idempotency", "action_id", "exec_id", "idempotency_key")
@@ -129,12 +131,17 @@ def _request_columns(requests: pl.DataFrame) -> pl.DataFrame:
 def repeated_requests(requests: pl.DataFrame, counts: pl.DataFrame) -> pl.DataFrame:
     """The counted requests after the first of each side effect `duplicate_effects` rates a certain
     or likely duplicate (its extra side effects): action_id, effect, exec_id, ts, in time order."""
-    harmful = counts.filter(pl.col("confidence").is_in(["certain", "likely"])).select("action_id", "effect")
+    harmful = counts.filter(pl.col("confidence").is_in(HARMFUL)).select("action_id", "effect")
     return (
         requests.filter(pl.col("outcome").is_in(COUNTED)).join(harmful, on=["action_id", "effect"])
         .select("action_id", "effect", "exec_id", "ts").sort("ts")
         .filter(~pl.struct("action_id", "effect").is_first_distinct())
     )
+
+
+def duplicated_actions(counts: pl.DataFrame) -> pl.Series:
+    """The actions with a side effect `duplicate_effects` rates a certain or likely duplicate."""
+    return counts.filter(pl.col("confidence").is_in(HARMFUL))["action_id"]
 
 
 def duplicate_effects(requests: pl.DataFrame) -> pl.DataFrame:

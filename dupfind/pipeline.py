@@ -496,11 +496,18 @@ def cached_value(report: AnalysisReport, kind: str, params: Any, build: Callable
     """`build()` (a document derived from `report`, shaped by `params`), or its cached copy when the
     analysis is cached and the same kind and params were built before. Values go through exact_json:
     a value it cannot give back exactly is simply not cached."""
+    entry = _value_entry(report, kind, params)
+    return build() if entry is None else _stored_or_built(*entry, build)
+
+
+def _value_entry(report: AnalysisReport, kind: str, params: Any) -> tuple[ResultCache, str, str] | None:
+    """Where a value derived from a cached analysis is kept: (cache, set key, key); None when the
+    analysis is not cached."""
     known = report.__dict__.get(CACHE_REF)
     if known is None:
-        return build()
+        return None
     cache, set_key, analysis_key = known
-    return _stored_or_built(cache, set_key, ResultCache.value_key(analysis_key, kind, params), build)
+    return cache, set_key, ResultCache.value_key(analysis_key, kind, params)
 
 
 # The kind of value (cached_value) under which a cached analysis keeps what `stats` shows of it.
@@ -513,13 +520,10 @@ def prepare_value(report: AnalysisReport, kind: str, params: Any, build: Callabl
     own): for a command that will likely follow (`stats` after `analyze` then loads no frame, nor
     polars). A command defers this until its output is out, first: the value is made while less
     memory is held than once the cache writes have run."""
-    known = report.__dict__.get(CACHE_REF)
-    if known is None:
+    entry = _value_entry(report, kind, params)
+    if entry is None or entry[0].has_value(*entry[1:]):
         return
-    cache, set_key, analysis_key = known
-    key = ResultCache.value_key(analysis_key, kind, params)
-    if cache.has_value(set_key, key):
-        return
+    cache, set_key, key = entry
     body = cache.value_body(set_key, key, build())
     if body is not None:
         background.defer(cache.store_value_body, set_key, key, body)

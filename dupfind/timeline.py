@@ -11,6 +11,7 @@ import polars as pl
 
 from dupfind.analyze import AnalysisReport
 from dupfind.deploy_concentration import duplicate_times, redelivery_tail_s
+from dupfind.effects import duplicated_actions
 from dupfind.errors import DupfindError
 from dupfind.timefmt import iso
 
@@ -106,7 +107,7 @@ def _marks(report: AnalysisReport, fields: tuple[str, ...] = ENTRY_FIELDS) -> _M
     context's effect_marks, which an analysis in the cache stores) only when asked for."""
     ctx = report.context
     model = ctx.deploys
-    duplicated = ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"]
+    duplicated = duplicated_actions(ctx.effect_counts)
     repeat_execs, effect_at = pl.Series("exec_id", [], dtype=pl.Int64), None
     if "repeat" in fields or "side_effect_at" in fields:
         marks = ctx.effect_marks

@@ -310,14 +310,11 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
     flags = ["published", "received", "started", "retried", "lease_expired_logged"]
     records = own(records, own_or_held).group_by(*labels, "dead_letter").agg(pl.col(flags).sum())
     execs, gaps, extra, lost = (own(frame) for frame in per_action)
-    deploy = pl.col("kind").str.starts_with("deploy_")
     return StatsFacts(
         counts=[records, execs.select(*labels, "finished", "failed", "duration_s"), gaps.select(labels),
                 extra.select(labels), lost.select(labels)],
         deliveries=own(facts.deliveries).select(*labels, "published_at", "delivered_at"),
-        events=facts.events.filter(window.holds("ts")).select(  # the deployment only of a deploy's records
-            "ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")),
-        ),
+        events=facts.events.filter(window.holds("ts")),  # stats_facts keeps only a deploy's deployment
         redelivered=own(facts.redelivered).select("ts", "kind"),
         end_of_logs=held.max() if held.len() else None,
         timeouts=TimeoutFacts(

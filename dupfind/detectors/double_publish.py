@@ -6,6 +6,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import action_finding, seconds
+from dupfind.effects import duplicated_actions
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 
@@ -23,7 +24,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("ts").max().alias("last"),
         pl.col("rid"),
     ).filter((pl.col("jobs") >= 2) | (pl.col("events") >= 2))
-    duplicated = set(ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list())
+    duplicated = set(duplicated_actions(ctx.effect_counts).to_list())
     # Each action's executions by start, as executions_of gives them, for all actions at once.
     runs = ctx.executions.join(per_action.select("action_id"), on="action_id", how="semi").sort(
         "action_id", "start", maintain_order=True,

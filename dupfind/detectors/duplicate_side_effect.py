@@ -7,7 +7,7 @@ import polars as pl
 from dupfind.analysis import AnalysisContext
 from dupfind.attribution import action_facts, attribute
 from dupfind.detectors._common import action_finding
-from dupfind.effects import COUNTED
+from dupfind.effects import COUNTED, HARMFUL
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 
@@ -24,7 +24,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     for row in duplicates.iter_rows(named=True):
         action_id, effect = row["action_id"], row["effect"]
         requests = requests_of.get((action_id, effect), [])
-        harmful = row["confidence"] in ("certain", "likely")
+        harmful = row["confidence"] in HARMFUL
         count = row["success"] + row["uncertain"]
         exec_ids = [e for e in dict.fromkeys(r["exec_id"] for r in requests) if e is not None]
         summary = (

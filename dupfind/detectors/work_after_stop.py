@@ -6,6 +6,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import seconds, worker_finding
+from dupfind.effects import duplicated_actions
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 from dupfind.timefmt import iso, iso_us
@@ -15,7 +16,7 @@ from dupfind.timefmt import iso, iso_us
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     model = ctx.deploys
     interrupted = set(model.interrupted["exec_id"].to_list())
-    duplicated = set(ctx.effect_counts.filter(pl.col("confidence").is_in(["certain", "likely"]))["action_id"].to_list())
+    duplicated = set(duplicated_actions(ctx.effect_counts).to_list())
     findings: list[Finding] = []
     after = model.after_stop.with_row_index("_order").sort("worker_id", "stop_rid", "entry", "_order")
     entries = ctx.action_records("exec_id", "kind", "ts", "source", "line", "rid").filter(

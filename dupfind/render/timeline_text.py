@@ -29,7 +29,8 @@ LEGEND = (
 DENSITY = " ░▒▓█"
 # What this view draws of each execution (timeline.timeline_document's entry_fields).
 DRAWN_ENTRY_FIELDS = ("start_ms", "end_ms", "state", "duplicate")
-BAR_STYLE = {"━": "green", "█": "bold red", "▒": "magenta"}
+BAR, DUPLICATED_BAR, CUT_SHORT_BAR = "━", "█", "▒"
+BAR_STYLE = {BAR: "green", DUPLICATED_BAR: "bold red", CUT_SHORT_BAR: "magenta"}
 END_MARK = {"killed": ("K", "bold red"), "exited": ("E", "cyan"), "gone": ("?", "bold red")}
 
 
@@ -81,8 +82,8 @@ def bar_cells(shown: pl.DataFrame, windows: list[tuple[str, str]], width: int) -
         return at.cast(pl.Int64).clip(0, width - 1)
 
     over = pl.col("duplicate") | (pl.col("state") == "interrupted")
-    glyph = (pl.when(pl.col("duplicate")).then(pl.lit("█")).when(pl.col("state") == "interrupted").then(pl.lit("▒"))
-             .otherwise(pl.lit("━")))
+    glyph = (pl.when(pl.col("duplicate")).then(pl.lit(DUPLICATED_BAR))
+             .when(pl.col("state") == "interrupted").then(pl.lit(CUT_SHORT_BAR)).otherwise(pl.lit(BAR)))
     return (
         shown.lazy()
         .select("_w", "worker", "start_ms", "end_ms", "state", "duplicate")
@@ -137,11 +138,8 @@ def _paint(cells: list[tuple[str, str]], a: int | None, b: int | None, glyph: st
 
 
 def _exec_glyph(e: dict) -> tuple[str, str]:
-    if e["duplicate"]:
-        return "█", "bold red"
-    if e["state"] == "interrupted":
-        return "▒", "magenta"
-    return "━", "green"
+    glyph = DUPLICATED_BAR if e["duplicate"] else CUT_SHORT_BAR if e["state"] == "interrupted" else BAR
+    return glyph, BAR_STYLE[glyph]
 
 
 def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
@@ -160,7 +158,7 @@ def _worker_cells(w: dict, scale: _Scale) -> list[tuple[str, str]]:
         if e["duplicate"] or e["state"] == "interrupted":
             over.append((a, b, e))
         else:
-            _paint(cells, a, b, "━", "green")
+            _paint(cells, a, b, BAR, BAR_STYLE[BAR])
     for a, b, e in over:
         _paint(cells, a, b, *_exec_glyph(e))
     _mark_stop_and_end(cells, w, scale)
