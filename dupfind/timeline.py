@@ -233,18 +233,16 @@ def _ids_json(keys: list[str], frame: pl.DataFrame) -> pl.Expr:
     return pl.concat_str(pl.lit("{"), pl.concat_str(present, separator=",", ignore_nulls=True), pl.lit("}"))
 
 
-def _entry_json(keys: list[str], frame: pl.DataFrame):
-    """Each entry as the text orjson.dumps(entry) writes for it (compact, one line), as bytes: a
-    document of many thousand entries is written by polars instead of built as dicts. The fields
-    around `ids` are written as polars writes a struct (names and texts escaped as orjson does).
-    Returns the query, running on polars' threads: its `fetch_blocking()` gives the texts' frame."""
+def _entry_json(keys: list[str], frame: pl.DataFrame) -> pl.Series:
+    """Each entry as the text orjson.dumps(entry) writes for it (compact, one line): a document of
+    many thousand entries is written by polars instead of built as dicts. The fields around
+    `ids` are written as polars writes a struct (names and texts escaped as orjson does)."""
     at = ENTRY_FIELDS.index("ids")
     head = pl.struct(pl.col(n) for n in ENTRY_FIELDS[:at]).struct.json_encode().str.head(-1)  # {"id":..,"action":..
     tail = pl.struct(pl.col(n) for n in ENTRY_FIELDS[at + 1:]).struct.json_encode().str.tail(-1)  # "worker":..}
     entry = pl.concat_str(head, pl.lit(',"ids":'), _ids_json(keys, frame), pl.lit(","), tail)
     # Lazy, the step carries only the columns the entries read.
-    query = frame.lazy().select(entry.cast(pl.Binary).alias("json"))
-    return query.collect(background=True)
+    return frame.lazy().select(entry.alias("json")).collect().to_series()
 
 
 def entries_on_one_line(document: dict[str, Any]) -> dict[str, Any]:
@@ -308,15 +306,11 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     )
     drawn_cells = bar_width is not None and not as_json
     listed = []  # what each worker's executions are given as
-    texts = None
     if as_json:
-        # Each window's worker's executions one run of rows (workers in the order they first come,
-        # each one's executions in their order), whose entries' JSON text polars writes on its
-        # threads while this one lays out the windows: one text per window's row (an entry is
-        # seldom shown twice), as bytes, not decoded into a str.
-        shown = shown.with_row_index("_i").sort(pl.col("_i").min().over("_w", "worker"), maintain_order=True)
-        texts = _entry_json(keys, shown)
-        listed = [pl.len().alias("_n")]
+        # Written per window's row, not gathered from one text per entry (an entry is seldom shown
+        # twice); as bytes, not decoded into a str.
+        shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
+        listed = [pl.col("_json")]
     elif not drawn_cells:
         dicts = _entry_dicts(keys, entries, entry_fields)
         listed = [pl.col("_at")]
@@ -332,7 +326,6 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
         cells = bar_cells(shown, [(iso(w.start), iso(w.end)) for w in windows], bar_width)
         per_worker = per_worker.join(cells, on=["_w", "worker"], how="left", maintain_order="left")
     mine: dict[int, dict[str | None, dict[str, Any]]] = {}  # window -> worker -> its executions and flags
-    runs: list[tuple[list, int]] = []  # as_json: each worker's executions, filled once their texts are written
     for row in per_worker.iter_rows(named=True):
         flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
         if drawn_cells:
@@ -340,8 +333,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
                 "cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or []), "flags": flags}
             continue
         if as_json:
-            executions: list = []
-            runs.append((executions, row["_n"]))
+            executions = [orjson.Fragment(text) for text in row["_json"]]
         else:
             executions = [dicts[i] for i in row["_at"]]
         mine.setdefault(row["_w"], {})[row["worker"]] = {"executions": executions, "flags": flags}
@@ -360,12 +352,6 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
         _window(report, window, drawn.get(w, []), mine.get(w, {}), counts.get(w, (0, 0, 0)), sources, marks, nothing)
         for w, window in enumerate(windows)
     ]
-    if texts is not None:
-        fragments = [orjson.Fragment(text) for text in texts.fetch_blocking().to_series().to_list()]
-        at = 0
-        for executions, n in runs:
-            executions.extend(fragments[at:at + n])
-            at += n
     return document
 
 
