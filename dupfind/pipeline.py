@@ -514,6 +514,34 @@ def _value_entry(report: AnalysisReport, kind: str, params: Any) -> tuple[Result
 STATS_VALUE = "stats"
 
 
+# The kind of value under which a cached analysis keeps its Markdown ticket but for the command line
+# (render.markdown.ticket_parts, and what redaction masked in them).
+MARKDOWN_VALUE = "markdown"
+
+
+def drawn_ticket_parts(report: AnalysisReport, redactor) -> dict[str, Any]:
+    """render.markdown.ticket_parts of `report` drawn under a fresh copy of `redactor` (None:
+    nothing masked), and what it masked in them (`masked`, Redactor.masked_lists)."""
+    from dupfind.render.markdown import ticket_parts
+    from dupfind.render.safe import redacting
+
+    fresh = redactor.fresh() if redactor is not None else None
+    with redacting(fresh.text if fresh is not None else None):
+        parts = ticket_parts(report, fresh is not None)
+    return {**parts, "masked": fresh.masked_lists() if fresh is not None else {}}
+
+
+def markdown_parts(report: AnalysisReport, redactor) -> dict[str, Any]:
+    """drawn_ticket_parts as a cached analysis stored them (`analyze` draws them once its report
+    is out), else drawn now and stored for the next ticket; `redactor` then counts what they
+    masked as masked."""
+    parts = cached_value(report, MARKDOWN_VALUE, {"redacted": redactor is not None},
+                         lambda: drawn_ticket_parts(report, redactor))
+    if redactor is not None:
+        redactor.add_masked(parts["masked"])
+    return parts
+
+
 def prepare_value(report: AnalysisReport, kind: str, params: Any, build: Callable[[], Any]) -> None:
     """Build the value cached_value(report, kind, params, build) would build for a cached analysis,
     unless it is stored already, and store it with the deferred writes (after the analysis'

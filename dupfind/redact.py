@@ -157,6 +157,21 @@ class Redactor:
             self._ids = {p for p in self._ids_source() if p}
         return self._ids
 
+    def fresh(self) -> Redactor:
+        """A redactor that protects the same ids and has masked nothing yet: what one part of a
+        report masks, drawn apart to be kept (render.markdown.ticket_parts), is its own."""
+        return Redactor(self._ids if self._ids is not None else self._ids_source)
+
+    def masked_lists(self) -> dict[str, list[str]]:
+        """What this redactor masked, as plain data: kind -> the distinct values, sorted."""
+        return {kind: sorted(values) for kind, values in self.masked.items()}
+
+    def add_masked(self, masked: dict[str, list[str]]) -> None:
+        """Count as masked what another redactor masked (its masked_lists): the part of a report it
+        drew is shown by this one."""
+        for kind, values in masked.items():
+            self.masked.setdefault(kind, set()).update(values)
+
     @classmethod
     def for_table(cls, table: pl.DataFrame | None, business_keys: Iterable[str] = (), texts: Texts | None = None) -> Redactor:
         """A redactor that protects every id value of a canonical table that could look sensitive."""

@@ -183,6 +183,52 @@ def test_stats_after_analyze_loads_no_polars(logs, tmp_path):
     assert b"polars.dataframe.frame" in {line.rsplit(b"|", 1)[-1].strip() for line in no_stats.stderr.splitlines()}
 
 
+PII = FIXTURES / "scenarios" / "pii-order-confirmation" / "logs"
+
+
+def test_analyze_prepares_the_markdown_ticket(tmp_path, cache_dir, monkeypatch):
+    """A cached `analyze` also draws its Markdown ticket but the command line, masked as a ticket
+    is by default: the ticket after it decodes no finding and builds no trace, and writes what a
+    --no-cache run writes, with the same note on stderr of what was masked. A ticket that is not
+    the analysis' own (--no-redact, --baseline) is drawn, as without the cache."""
+    import dupfind.render.markdown
+
+    logs = tmp_path / "pii"
+    shutil.copytree(PII, logs)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_bytes(run("analyze", str(logs), "--format", "json", "--no-cache"))
+
+    def ticket(*options: str) -> tuple[bytes, str]:
+        result = CliRunner().invoke(app, ["analyze", str(logs), "--format", "markdown", *options],
+                                    catch_exceptions=False)
+        dupfind.background.wait()
+        assert result.exit_code == 0, result.output
+        return result.stdout_bytes, result.stderr
+
+    views = [(), ("--no-redact",), ("--baseline", str(baseline))]
+    uncached = [ticket(*v, "--no-cache") for v in views]
+    assert "masked" in uncached[0][1] and b"[redacted email]" in uncached[0][0]
+    run("analyze", str(logs), "--format", "json")
+    drawn = []
+    ticket_parts = dupfind.render.markdown.ticket_parts
+    monkeypatch.setattr(dupfind.render.markdown, "ticket_parts", lambda *a, **k: drawn.append(1) or ticket_parts(*a, **k))
+    assert ticket() == uncached[0] and drawn == []
+    assert [ticket(*v) for v in views[1:]] == uncached[1:] and len(drawn) == 2
+
+
+def test_a_ticket_after_analyze_loads_no_polars(tmp_path):
+    """The command line: the ticket after `analyze` is drawn from the parts analyze stored, without
+    loading polars or rich (the worst incident's trace needed both)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_cli("analyze", str(PII), "--format", "json", env=env).returncode == 0
+    md = run_cli("analyze", str(PII), "--format", "markdown", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert md.returncode == 0 and md.stdout.startswith(b"# Duplicated side effects")
+    imported = {line.rsplit(b"|", 1)[-1].strip() for line in md.stderr.splitlines() if line.startswith(b"import time:")}
+    assert b"dupfind.render.markdown" in imported
+    assert not imported & {b"polars.dataframe.frame", b"rich.console", b"dupfind.trace"}
+    assert b"dupfind: masked 3 tokens or keys" in md.stderr
+
+
 def test_a_timeline_after_analyze_reads_its_marks_not_the_side_effects(logs, cache_dir):
     """A cached analysis stores each execution's side-effect marks and when each duplicate was
     requested (PREPARED_FACTS): a timeline over it reads those, not every side-effect request, and

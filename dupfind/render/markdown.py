@@ -5,14 +5,15 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from dupfind import __version__
-from dupfind.analyze import AnalysisReport
 from dupfind.findings import CAUSE_TITLES, Finding
 from dupfind.render.md_text import code, md, table
 from dupfind.render.safe import safe_str
-from dupfind.render.trace_view import clock, trace_markdown_block
-from dupfind.trace import TRACE_READS, build_trace
+
+if TYPE_CHECKING:
+    from dupfind.analyze import AnalysisReport
 
 ENTITY_KEYS = ("order_id", "user_id", "notification_id", "delivery_id", "tenant_id")
 ENTITIES_LISTED = 10
@@ -42,6 +43,8 @@ def _worst(report: AnalysisReport) -> Finding | None:
 
 
 def _impact(report: AnalysisReport) -> list[str]:
+    from dupfind.render.trace_view import clock
+
     s = report.summary
     totals = report.inputs.totals()
     lines = ["## Impact", ""]
@@ -80,6 +83,8 @@ def _impact(report: AnalysisReport) -> list[str]:
 
 def _evidence_excerpt(finding: Finding) -> list[str]:
     """The few records that prove the cause: those the attribution annotated, else the first ones."""
+    from dupfind.render.trace_view import clock
+
     rows = [e for e in finding.evidence if e.note] or finding.evidence
     cells = [
         [clock(e.ts), code(f"{e.source}:{e.line}", 160, cell=True), code(e.worker, 60, cell=True), md(e.kind),
@@ -119,6 +124,9 @@ def _root_cause(report: AnalysisReport, worst: Finding | None, full: AnalysisRep
 
 
 def _worst_trace(report: AnalysisReport, worst: Finding | None, trace_finding=None) -> list[str]:
+    from dupfind.render.trace_view import trace_markdown_block
+    from dupfind.trace import build_trace
+
     if worst is None or worst.action_id is None:
         return []
     if report.context is not None:
@@ -161,18 +169,23 @@ def _shell(args: list[str]) -> str:
     return " ".join(shlex.quote(safe_str(a)) for a in args).replace("```", "'''")
 
 
-def _reproduce(report: AnalysisReport, worst: Finding | None, command: list[str], paths: list[str]) -> list[str]:
+def _reproduce(report: AnalysisReport, worst: str | None, command: list[str], paths: list[str]) -> list[str]:
+    """The commands that give this ticket again (`worst`: the fingerprint of the finding traced)."""
     inputs = paths or sorted({f.path for f in report.inputs.files}) or ["LOGS..."]
     lines = ["## How to reproduce", "", "```sh", _shell(command or ["dupfind", "analyze", *inputs])]
     if worst is not None:
-        lines.append(_shell(["dupfind", "trace", "--finding", worst.fingerprint, *inputs]))
+        lines.append(_shell(["dupfind", "trace", "--finding", worst, *inputs]))
     lines += ["```", ""]
     return lines
 
 
-def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
-                    redacted: bool = False, trace_finding=None) -> str:
-    """The ticket body; `trace_finding` traces the worst finding of a report without a context."""
+def ticket_parts(report: AnalysisReport, redacted: bool = False, trace_finding=None) -> dict[str, Any]:
+    """The ticket body but its "How to reproduce" section, which names the command line: the
+    lines before it (`head`) and after it (`tail`), and the fingerprint of the worst finding it
+    traces (`worst`). Log values are masked as they are drawn (render.safe.redacting): a command
+    that follows `analyze` draws the ticket from the parts that analyze drew (MARKDOWN_VALUE)."""
+    from dupfind.trace import TRACE_READS
+
     full = report
     if report.context is not None:  # the worst incident's trace, while the findings are decoded
         report.context.read_ahead(*TRACE_READS)
@@ -180,16 +193,25 @@ def render_markdown(report: AnalysisReport, command: list[str] | None = None, pa
     # report then decodes none of theirs), and that one is read whole by _root_cause.
     report = dataclasses.replace(report, findings=report.findings_without_evidence())
     worst = _worst(report)
-    lines = [f"# {md(_title(report), None)}", ""]
-    lines += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
-    lines += _impact(report)
-    lines += _root_cause(report, worst, full)
-    lines += _worst_trace(report, worst, trace_finding)
-    lines += _remediation(report)
-    lines += _findings_by_rule(report)
-    lines += _reproduce(report, worst, command or [], paths or [])
+    head = [f"# {md(_title(report), None)}", ""]
+    head += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
+    head += _impact(report)
+    head += _root_cause(report, worst, full)
+    head += _worst_trace(report, worst, trace_finding)
+    head += _remediation(report)
+    head += _findings_by_rule(report)
+    tail = []
     if report.warnings:
-        lines += ["## Warnings", ""] + [f"- {md(w, None)}" for w in report.warnings] + [""]
+        tail += ["## Warnings", ""] + [f"- {md(w, None)}" for w in report.warnings] + [""]
     note = "; personal data and secrets in log values are masked (`--no-redact` keeps them)" if redacted else ""
-    lines.append(f"*Written by dupfind {__version__}{note}.*")
+    tail.append(f"*Written by dupfind {__version__}{note}.*")
+    return {"head": head, "tail": tail, "worst": worst.fingerprint if worst is not None else None}
+
+
+def render_markdown(report: AnalysisReport, command: list[str] | None = None, paths: list[str] | None = None,
+                    redacted: bool = False, trace_finding=None, parts: dict[str, Any] | None = None) -> str:
+    """The ticket body; `trace_finding` traces the worst finding of a report without a context;
+    `parts`: its ticket_parts, drawn before."""
+    parts = parts if parts is not None else ticket_parts(report, redacted, trace_finding)
+    lines = [*parts["head"], *_reproduce(report, parts["worst"], command or [], paths or []), *parts["tail"]]
     return "\n".join(lines) + "\n"

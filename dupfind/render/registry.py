@@ -88,7 +88,14 @@ def _analyze_ndjson(report: AnalysisReport, out: IO[bytes], options: RenderOptio
 def _analyze_markdown(report: AnalysisReport, options: RenderOptions) -> str:
     from dupfind.render.markdown import render_markdown
 
-    return render_markdown(report, options.command, options.paths, options.redactor is not None, options.trace_finding)
+    parts = None
+    if report.context is not None and options.trace_finding is None:
+        from dupfind.pipeline import markdown_parts
+
+        # Drawn by `analyze` after its report (or by an earlier ticket of this cached analysis).
+        parts = markdown_parts(report, options.redactor)
+    return render_markdown(report, options.command, options.paths, options.redactor is not None, options.trace_finding,
+                           parts)
 
 
 RENDERERS: dict[str, Renderer] = {
