@@ -514,6 +514,10 @@ def _value_entry(report: AnalysisReport, kind: str, params: Any) -> tuple[Result
 STATS_VALUE = "stats"
 
 
+# The kind of value under which a cached analysis keeps the trace of a finding's action
+# (trace.finding_trace: the ticket's worst finding's is kept as `analyze` draws the ticket).
+TRACE_VALUE = "trace"
+
 # The kind of value under which a cached analysis keeps its Markdown ticket but for the command line
 # (render.markdown.ticket_parts, and what redaction masked in them).
 MARKDOWN_VALUE = "markdown"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,7 +36,9 @@ class ActionTrace:
     identity: str
     matched: list[str]
     ids: dict[str, list[str]]
-    records: pl.DataFrame
+    # The records shown, in time order: each a row of the canonical table (its texts decoded) with
+    # its `rid`, `exec_label` and `attempt_shown` (plain data: a trace keeps in the result cache).
+    records: list[dict[str, Any]]
     notes: dict[int, list[str]]
     executions: list[dict[str, Any]]
     side_effects: list[dict[str, Any]]
@@ -46,15 +48,23 @@ class ActionTrace:
 
     @property
     def first_ts(self) -> datetime | None:
-        return self.records["ts"].min() if self.records.height else None
+        return min(r["ts"] for r in self.records) if self.records else None
 
     @property
     def last_ts(self) -> datetime | None:
-        return self.records["ts"].max() if self.records.height else None
+        return max(r["ts"] for r in self.records) if self.records else None
 
     @property
     def files(self) -> list[str]:
-        return sorted(set(self.records["source"].to_list()))
+        return sorted({r["source"] for r in self.records})
+
+    def state(self) -> dict[str, Any]:
+        """The trace as plain data (exact_json), but its finding."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "finding"}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], finding: Finding | None = None) -> ActionTrace:
+        return cls(**state, finding=finding)
 
     def details(self, row: dict[str, Any]) -> list[tuple[str, str]]:
         """The record's key fields worth showing: (column, value) pairs."""
@@ -69,7 +79,7 @@ class ActionTrace:
     def to_dict(self) -> dict[str, Any]:
         first = self.first_ts
         records = []
-        for row in self.records.iter_rows(named=True):
+        for row in self.records:
             records.append({
                 "ts": iso_us(row["ts"]),
                 "delta_s": round((row["ts"] - first).total_seconds(), 6),
@@ -93,7 +103,7 @@ class ActionTrace:
             "duration_s": round((self.last_ts - first).total_seconds(), 6) if first else None,
             "files": self.files,
             "records_total": self.total_records,
-            "records_shown": self.records.height,
+            "records_shown": len(self.records),
             "executions": [{**e, "start": iso_us(e["start"]), "end": iso_us(e["end"])} for e in self.executions],
             "side_effects": self.side_effects,
             "finding": None if self.finding is None else {
@@ -287,7 +297,7 @@ def build_trace(ctx: AnalysisContext, action_id: int | None, matched: list[str] 
         identity=ctx.action_identity(action_id) if action_id is not None else "records outside any action",
         matched=matched or [],
         ids={k: v for k, v in ids.items() if v},
-        records=records,
+        records=records.rows(named=True),
         notes=annotate(ctx, action_id, records, execs, labels) if action_id is not None else {},
         executions=_execution_summary(ctx, execs, labels),
         side_effects=_side_effect_summary(ctx, action_id),
@@ -316,7 +326,7 @@ def trace_ids(ctx: AnalysisContext, queries: list[str], max_actions: int = 20, m
         for row in per_action.head(max_actions).iter_rows(named=True)
     ]
     loose = hits.filter(pl.col("action_id").is_null())
-    covered = set().union(*(set(t.records["rid"].to_list()) for t in traces)) if traces else set()
+    covered = {r["rid"] for t in traces for r in t.records}
     loose = loose.filter(~pl.col("rid").is_in(list(covered)))
     if loose.height:
         matched = sorted(set(loose["match"].to_list()))
@@ -346,12 +356,23 @@ def finding_to_trace(report: AnalysisReport, fingerprint: str) -> Finding:
     return finding
 
 
+def finding_trace(ctx: AnalysisContext, report: AnalysisReport, finding: Finding, max_records: int = 1000) -> ActionTrace:
+    """The trace of the action behind `finding` (of `report`, whose context is `ctx`), as its cached
+    analysis keeps it (TRACE_VALUE: the Markdown ticket `analyze` draws traces the worst finding),
+    else built now and kept for the next trace."""
+    from dupfind.pipeline import TRACE_VALUE, cached_value
+
+    def build() -> dict[str, Any]:
+        return build_trace(ctx, finding.action_id, [f"finding {finding.fingerprint}"], max_records=max_records).state()
+
+    params = {"finding": finding.fingerprint, "max_records": max_records}
+    return ActionTrace.from_state(cached_value(report, TRACE_VALUE, params, build), finding)
+
+
 def trace_finding(ctx: AnalysisContext, report: AnalysisReport, fingerprint: str,
                   max_records: int = 1000) -> TraceReport:
     """The trace of the action behind one finding of `report`, chosen by its fingerprint (or a
     unique prefix of it); of a cached report, only the findings of that prefix are decoded."""
-    ctx.read_ahead(*TRACE_READS)
     finding = finding_to_trace(report, fingerprint)
-    trace = build_trace(ctx, finding.action_id, [f"finding {finding.fingerprint}"], max_records=max_records)
-    trace.finding = finding
+    trace = finding_trace(ctx, report, finding, max_records)
     return TraceReport([], [trace], finding=finding.fingerprint, context=ctx)

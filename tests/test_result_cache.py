@@ -216,6 +216,39 @@ def test_analyze_prepares_the_markdown_ticket(tmp_path, cache_dir, monkeypatch):
     assert [ticket(*v) for v in views[1:]] == uncached[1:] and len(drawn) == 2
 
 
+def test_the_ticket_keeps_its_worst_findings_trace_for_trace_finding(tmp_path, cache_dir, monkeypatch):
+    """The ticket `analyze` draws traces its worst finding, and keeps that trace: `trace --finding`
+    of that finding (the command the ticket gives to reproduce it) then builds none, in every
+    format, and writes what a --no-cache run writes. Another finding's trace is built."""
+    import dupfind.trace
+
+    logs = tmp_path / "pii"
+    shutil.copytree(PII, logs)
+    report = orjson.loads(run("analyze", str(logs), "--format", "json"))
+    worst = next(f for f in report["findings"] if f["harmful"])
+    other = next(f for f in report["findings"] if f["rule"] == "DF104")  # the same action, another finding
+
+    def trace(fingerprint: str, *options: str) -> tuple[bytes, str]:
+        result = CliRunner().invoke(app, ["trace", "--finding", fingerprint, str(logs), *options], catch_exceptions=False)
+        dupfind.background.wait()
+        assert result.exit_code == 0, result.output
+        return result.stdout_bytes, result.stderr
+
+    views = [("--format", "json"), ("--format", "markdown"), ()]
+    uncached = [trace(worst["fingerprint"], *v, "--no-cache") for v in views]
+    other_uncached = trace(other["fingerprint"], "--format", "json", "--no-cache")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the trace was built again")
+
+    monkeypatch.setattr(dupfind.trace, "build_trace", refuse)
+    assert [trace(worst["fingerprint"], *v) for v in views] == uncached
+    with pytest.raises(AssertionError, match="built again"):
+        trace(other["fingerprint"], "--format", "json")
+    monkeypatch.undo()
+    assert trace(other["fingerprint"], "--format", "json") == other_uncached
+
+
 def test_a_ticket_after_analyze_loads_no_polars(tmp_path):
     """The command line: the ticket after `analyze` is drawn from the parts analyze stored, without
     loading polars or rich (the worst incident's trace needed both)."""
@@ -227,6 +260,11 @@ def test_a_ticket_after_analyze_loads_no_polars(tmp_path):
     assert b"dupfind.render.markdown" in imported
     assert not imported & {b"polars.dataframe.frame", b"rich.console", b"dupfind.trace"}
     assert b"dupfind: masked 3 tokens or keys" in md.stderr
+    worst = md.stdout.split(b"dupfind trace --finding ")[1].split()[0].decode()
+    trace = run_cli("trace", "--finding", worst, str(PII), "--format", "json", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert trace.returncode == 0 and orjson.loads(trace.stdout)["finding"] == worst
+    imported = {line.rsplit(b"|", 1)[-1].strip() for line in trace.stderr.splitlines() if line.startswith(b"import time:")}
+    assert b"dupfind.trace" in imported and b"polars.dataframe.frame" not in imported
 
 
 def test_a_timeline_after_analyze_reads_its_marks_not_the_side_effects(logs, cache_dir):

@@ -271,9 +271,8 @@ def analyze(
         # And the Markdown ticket but its command line, masked as a ticket is by default: the
         # ticket after it then reads no finding and builds no trace (nor loads polars).
         if output_format.value != "markdown":
-            ticket_redactor = make_redactor(None, "markdown", None, cfg.business_keys, context=report.context)
-            background.defer(prepare_value, report, MARKDOWN_VALUE, {"redacted": True},
-                             lambda: drawn_ticket_parts(report, ticket_redactor), first=True)
+            background.defer(prepare_value, report, MARKDOWN_VALUE, {"redacted": True}, lambda: drawn_ticket_parts(
+                report, make_redactor(None, "markdown", None, cfg.business_keys, context=report.context)), first=True)
         background.defer(prepare_value, report, STATS_VALUE, {"bucket_s": None}, lambda: _stats_state(report),
                          first=True)
     if baseline:

@@ -124,13 +124,14 @@ def _root_cause(report: AnalysisReport, worst: Finding | None, full: AnalysisRep
 
 
 def _worst_trace(report: AnalysisReport, worst: Finding | None, trace_finding=None) -> list[str]:
+    """The worst finding's trace (`report`: the cached analysis that keeps it, when it is one)."""
     from dupfind.render.trace_view import trace_markdown_block
-    from dupfind.trace import build_trace
+    from dupfind.trace import finding_trace
 
     if worst is None or worst.action_id is None:
         return []
     if report.context is not None:
-        trace = build_trace(report.context, worst.action_id, [f"finding {worst.fingerprint}"])
+        trace = finding_trace(report.context, report, worst)
     elif trace_finding is not None:
         trace = trace_finding(worst)
     else:
@@ -197,7 +198,7 @@ def ticket_parts(report: AnalysisReport, redacted: bool = False, trace_finding=N
     head += [f"**Verdict:** `{report.verdict}`: {md(report.verdict_reason, None)}", ""]
     head += _impact(report)
     head += _root_cause(report, worst, full)
-    head += _worst_trace(report, worst, trace_finding)
+    head += _worst_trace(full, worst, trace_finding)
     head += _remediation(report)
     head += _findings_by_rule(report)
     tail = []

@@ -43,7 +43,7 @@ def _span_line(trace: ActionTrace) -> str:
     first, last = trace.first_ts, trace.last_ts
     if first is None:
         return "no records"
-    shown = f"{trace.records.height} of {trace.total_records}" if trace.total_records > trace.records.height \
+    shown = f"{len(trace.records)} of {trace.total_records}" if trace.total_records > len(trace.records) \
         else f"{trace.total_records}"
     seconds = (last - first).total_seconds()
     return (f"{first.strftime('%Y-%m-%d')} {clock(first)} → {clock(last)} UTC ({seconds:.1f} s), "
@@ -119,7 +119,7 @@ def _print_timeline(trace: ActionTrace, console: Console) -> None:
     show_deploy = len({e["deployment"] for e in trace.executions}) > 1
     first = trace.first_ts
     rows = []
-    for row in trace.records.iter_rows(named=True):
+    for row in trace.records:
         worker = row["worker_id"] or "-"
         rows.append({
             "time": clock(row["ts"]), "delta": delta((row["ts"] - first).total_seconds()),
@@ -175,8 +175,8 @@ def render_trace_table(report: TraceReport, console: Console) -> None:
         console.print(_header(trace))
         console.print()
         _print_timeline(trace, console)
-        if trace.total_records > trace.records.height:
-            more = trace.total_records - trace.records.height
+        if trace.total_records > len(trace.records):
+            more = trace.total_records - len(trace.records)
             console.print(Text(f"… {more} more records (raise --max-records)", style="yellow"))
     if report.omitted_actions:
         console.print(Text(f"{report.omitted_actions} more action(s) carry these ids (raise --max-actions).",
@@ -191,7 +191,7 @@ def trace_rows(trace: ActionTrace, limit: int | None = None) -> list[str]:
     """The timeline as a GFM table: one row per record, its annotations in the last column."""
     first = trace.first_ts
     rows = []
-    for row in trace.records.head(limit).iter_rows(named=True) if limit else trace.records.iter_rows(named=True):
+    for row in trace.records[:limit] if limit else trace.records:
         details = "; ".join(f"{k}={v}" for k, v in trace.details(row))
         notes = trace.notes.get(row["rid"], [])
         rows.append([
@@ -224,7 +224,7 @@ def trace_markdown_block(trace: ActionTrace, limit: int | None = None, heading: 
                      f"{md(e['outcome'])}, {e['side_effect_requests']} side-effect request(s)")
     lines.append("")
     lines += trace_rows(trace, limit)
-    shown = min(limit or trace.records.height, trace.records.height)
+    shown = min(limit or len(trace.records), len(trace.records))
     if trace.total_records > shown:
         lines += ["", f"… {trace.total_records - shown} more record(s) not shown."]
     return lines
