@@ -134,3 +134,9 @@ def test_stdout_is_clean_machine_output(cli):
     proc = cli("analyze", str(WRITEUP), "--format", "json")
     orjson.loads(proc.stdout)  # nothing but the document
     assert proc.stderr == b""
+
+
+def test_max_rows_below_zero_is_one_clear_error(cli):
+    proc = cli("analyze", str(DEPLOY), "--max-rows", "-1")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().strip() == "dupfind: error: --max-rows must be 0 (every deploy window) or more."

@@ -223,3 +223,32 @@ def test_json_report_without_findings_is_the_whole_document(report):
     write_json(quiet.to_dict(), whole)
     assert streamed.getvalue() == whole.getvalue()
     assert json.loads(streamed.getvalue())["findings"] == []
+
+
+def test_terminal_deploy_windows_show_the_most_telling_first():
+    """--max-rows N: the terminal report's N deploy windows with the most duplicates (then cut-short
+    executions) in time order, and a line saying how many are left out; 0 shows every one."""
+    import dataclasses
+
+    config = load_config(cwd=Path("/"))
+    overlap = analyze(ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], config), config, load_rules(config))
+    template = overlap.summary["deploys"]["windows"][0]
+    dups = [0, 7, 1, 7, 0, 3]
+    windows = [{**template, "deploy": f"v{i}.0", "previous": f"v{i - 1}.0" if i else None, "duplicates": d,
+                "interrupted": 10 - i, "start": f"2026-07-21T1{i}:00:00.000Z", "end": f"2026-07-21T1{i}:05:00.000Z"}
+               for i, d in enumerate(dups)]
+    report = dataclasses.replace(overlap, summary={**overlap.summary, "deploys": {**overlap.summary["deploys"],
+                                                                               "windows": windows}})
+
+    def drawn(max_rows: int) -> str:
+        out = io.BytesIO()
+        RENDERERS["table"](report, out, RenderOptions(width=160, max_rows=max_rows))
+        section = out.getvalue().decode().split("Deploy windows")[1].split("Remediation checklist")[0]
+        return section
+
+    three = drawn(3)
+    assert re.findall(r"^ ?(v\d\.0) ", three, re.M) == ["v1.0", "v3.0", "v5.0"]  # 7, 7, 3 duplicates
+    assert "3 of 5 with the most duplicates" in three and "… 2 more deploy windows" in three
+    every = drawn(0)  # v0.0 replaces nothing and has no duplicate: not a window of the report
+    assert re.findall(r"^ ?(v\d\.0) ", every, re.M) == [w["deploy"] for w in windows[1:]]
+    assert "more deploy windows" not in every

@@ -222,6 +222,9 @@ def analyze(
     skew: SkewOpt = 0.5,
     timeout: TimeoutOpt = None,
     worst: Annotated[int, typer.Option("--worst", help="How many incidents the terminal report details.")] = 5,
+    max_rows: Annotated[int, typer.Option(
+        "--max-rows", help="Deploy windows in the terminal report: those with the most duplicates (0: every one; "
+                           "JSON always lists every one).")] = 25,
     output: OutputOpt = None,
     redact: RedactOpt = None,
     max_jobs_per_value: MaxJobsOpt = 25,
@@ -279,8 +282,10 @@ def analyze(
         from dupfind.baseline import apply_baseline
 
         report = apply_baseline(report, baseline)
+    if max_rows < 0:
+        raise DupfindError("--max-rows must be 0 (every deploy window) or more.")
     options = RenderOptions(
-        worst=worst, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
+        worst=worst, max_rows=max_rows, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                                cfg.business_keys, context=report.context, protected=protected),
     )

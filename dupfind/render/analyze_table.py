@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from rich.text import Text
 
 from dupfind.analyze import AnalysisReport
 from dupfind.findings import CAUSE_TITLES, Finding
+from dupfind.render.ranking import most_telling
 from dupfind.render.safe import safe_text
 
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
@@ -81,13 +81,16 @@ def _incident(finding: Finding) -> Panel:
     return Panel(parts, title=title, title_align="left", box=box.ROUNDED)
 
 
-def _deploy_section(report: AnalysisReport, console: Console) -> None:
-    """Deploy windows and how duplicates concentrate in them (only when a deploy was found)."""
+def _deploy_section(report: AnalysisReport, console: Console, max_rows: int = 0) -> None:
+    """Deploy windows and how duplicates concentrate in them (only when a deploy was found);
+    `max_rows`: at most that many windows, those with the most duplicates (0: every one)."""
     deploys = report.summary.get("deploys") or {}
-    windows = [w for w in deploys.get("windows", []) if w["previous"] or w["duplicates"]]
-    if not windows:
+    every = [w for w in deploys.get("windows", []) if w["previous"] or w["duplicates"]]
+    if not every:
         return
-    table = Table(title="Deploy windows", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    windows = most_telling(every, max_rows, ("duplicates", "interrupted", "work_after_stop", "overlap_s"))
+    title = "Deploy windows" + (f", {len(windows)} of {len(every)} with the most duplicates" if len(windows) < len(every) else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name, justify in (("deploy", "left"), ("window (UTC)", "left"), ("overlap", "right"), ("after stop", "right"),
                           ("cut short", "right"), ("duplicates", "right")):
         table.add_column(name, justify=justify, overflow="fold")
@@ -97,6 +100,11 @@ def _deploy_section(report: AnalysisReport, console: Console) -> None:
         table.add_row(label, span, f"{w['overlap_s']:.0f} s", str(w["work_after_stop"]), str(w["interrupted"]),
                       str(w["duplicates"]))
     console.print(table)
+    if len(windows) < len(every):
+        console.print(Text(
+            f"  … {len(every) - len(windows)} more deploy windows with fewer duplicates: --max-rows 0 shows every one, "
+            "`dupfind timeline` draws each, --format json lists them.", style="dim",
+        ))
     concentration = deploys.get("concentration") or {}
     if concentration.get("headline"):
         console.print(safe_text(concentration["headline"], style="bold"))
@@ -110,7 +118,8 @@ def _deploy_section(report: AnalysisReport, console: Console) -> None:
         ))
 
 
-def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> None:
+def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_rows: int = 0) -> None:
+    """The terminal report: `worst` incidents in detail, at most `max_rows` deploy windows (0: all)."""
     full = report
     # The report shows the evidence of its worst incidents only: the findings are read without
     # theirs (a cached report then decodes none), and those few are read whole.
@@ -160,7 +169,7 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5) -> No
             table.add_row(CAUSE_TITLES.get(cause, cause), str(n))
         console.print(table)
 
-    _deploy_section(report, console)
+    _deploy_section(report, console, max_rows)
 
     console.print(Text("Remediation checklist", style="bold"))
     for rule in report.fired_rules():

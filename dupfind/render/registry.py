@@ -73,7 +73,7 @@ def _text(to_text: Callable[[Any, RenderOptions], str]) -> Renderer:
 def _analyze_table(report: AnalysisReport, console: Console, options: RenderOptions) -> None:
     from dupfind.render.analyze_table import render_table
 
-    render_table(report, console, worst=options.worst)
+    render_table(report, console, worst=options.worst, max_rows=options.max_rows)
 
 
 def _analyze_json(report: AnalysisReport, out: IO[bytes], options: RenderOptions) -> None:

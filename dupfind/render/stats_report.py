@@ -12,6 +12,7 @@ from rich.text import Text
 
 from dupfind.queue_stats import StatsReport
 from dupfind.render.analyze_table import SEVERITY_STYLE
+from dupfind.render.ranking import most_telling
 from dupfind.render.safe import safe_text
 
 BAR_WIDTH = 18
@@ -186,18 +187,6 @@ def _findings(report: StatsReport, console: Console, limit: int = 12) -> None:
         )
 
 
-def _most_telling(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """At most `limit` rows (0: all), those with the most duplicated side effects, then
-    redeliveries, then receives; in their own order."""
-    if not limit or len(rows) <= limit:
-        return rows
-    ranked = sorted(range(len(rows)), key=lambda i: (
-        -(rows[i].get("duplicate_side_effects") or 0), -(rows[i].get("redelivered") or 0),
-        -(rows[i].get("received") or 0), i,
-    ))
-    return [rows[i] for i in sorted(ranked[:limit])]
-
-
 def render_stats_table(report: StatsReport, console: Console, max_rows: int = 0) -> None:
     """The terminal report; `max_rows` bounds the per-deployment tables (0: every deployment)."""
     summary = report.analysis.summary
@@ -226,7 +215,7 @@ def render_stats_table(report: StatsReport, console: Console, max_rows: int = 0)
             )
         )
     if report.deployments:
-        shown = _most_telling(report.deployments, max_rows)
+        shown = most_telling(report.deployments, max_rows, ("duplicate_side_effects", "redelivered", "received"))
         rest = len(report.deployments) - len(shown)
         title = "Per deployment (worker generation)" + (f", {len(shown)} of {len(report.deployments)}" if rest else "")
         console.print(_counts(shown, ("deployment",), title))
