@@ -247,8 +247,8 @@ def test_terminal_deploy_windows_show_the_most_telling_first():
         return section
 
     three = drawn(3)
-    assert re.findall(r"^ ?(v\d\.0) ", three, re.M) == ["v1.0", "v3.0", "v5.0"]  # 7, 7, 3 duplicates
+    assert re.findall(r"^ ?(v\d\.0) ", three, re.MULTILINE) == ["v1.0", "v3.0", "v5.0"]  # 7, 7, 3 duplicates
     assert "3 of 5 with the most duplicates" in three and "… 2 more deploy windows" in three
     every = drawn(0)  # v0.0 replaces nothing and has no duplicate: not a window of the report
-    assert re.findall(r"^ ?(v\d\.0) ", every, re.M) == [w["deploy"] for w in windows[1:]]
+    assert re.findall(r"^ ?(v\d\.0) ", every, re.MULTILINE) == [w["deploy"] for w in windows[1:]]
     assert "more deploy windows" not in every
