@@ -160,7 +160,7 @@ class Redactor:
     def fresh(self) -> Redactor:
         """A redactor that protects the same ids and has masked nothing yet: what one part of a
         report masks, drawn apart to be kept (render.markdown.ticket_parts), is its own."""
-        return Redactor(self._ids if self._ids is not None else self._ids_source)
+        return Redactor(lambda: self.protected)  # the ids worked out once, for both
 
     def masked_lists(self) -> dict[str, list[str]]:
         """What this redactor masked, as plain data: kind -> the distinct values, sorted."""

@@ -145,3 +145,28 @@ def test_protected_ids_given_as_a_function_are_read_once_and_only_when_a_text_ne
     assert redactor.text("call +44 20 7946 0958 or +44 20 7946 0959") == "call +44 20 7946 0958 or [redacted phone]"
     assert redactor.text("again +44 20 7946 0958") == "again +44 20 7946 0958"
     assert calls == [1]
+
+
+def test_a_fresh_copy_masks_alike_and_its_masked_values_count_once_added():
+    """A part of a report drawn apart (the ticket `analyze` keeps) is masked by a fresh copy of the
+    redactor: the same protected ids, read once for both, and nothing masked yet; once its masked
+    values are added, the note is what one redactor drawing everything would say."""
+    calls = []
+
+    def ids():
+        calls.append(1)
+        return ["+44 20 7946 0958"]
+
+    texts = ["call +44 20 7946 0958 or +44 20 7946 0959", "to maria@example.com", "from 203.0.113.9 to maria@example.com"]
+    whole = Redactor(ids)
+    expected = [whole.text(t) for t in texts]
+    calls.clear()
+    live = Redactor(ids)
+    part = live.fresh()
+    assert [part.text(t) for t in texts[:2]] == expected[:2] and live.masked == {}
+    assert live.text(texts[2]) == expected[2]
+    assert calls == [1]  # the copy read the ids; the redactor it was made from uses them
+    live.add_masked(part.masked_lists())
+    assert part.masked_lists() == {"email": ["maria@example.com"], "phone": ["+44 20 7946 0959"]}
+    assert live.summary() == whole.summary() == "masked 1 phone number, 1 IP address, 1 e-mail address " \
+        "(distinct values; --no-redact keeps them)"
