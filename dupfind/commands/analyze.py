@@ -245,6 +245,8 @@ def analyze(
     from dupfind.pipeline import store_context_facts
     from dupfind.render.registry import RENDERERS, RenderOptions
 
+    if max_rows < 0:
+        raise DupfindError("--max-rows must be 0 (every deploy window) or more.")
     if baseline:
         from dupfind.baseline import load_fingerprints
 
@@ -282,8 +284,6 @@ def analyze(
         from dupfind.baseline import apply_baseline
 
         report = apply_baseline(report, baseline)
-    if max_rows < 0:
-        raise DupfindError("--max-rows must be 0 (every deploy window) or more.")
     options = RenderOptions(
         worst=worst, max_rows=max_rows, color=output is None and sys.stdout.isatty(), command=command_line(), paths=paths,
         redactor=make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
