@@ -1148,15 +1148,18 @@ class ResultCache:
     def value_key(base_key: str, kind: str, params: Any) -> str:
         return _digest({"format": VALUE_FORMAT, "base": base_key, "kind": kind, "params": params})
 
+    def _value_path(self, set_key: str, key: str) -> Path:
+        return self._entry_dir(set_key) / "analyses" / f"{key}.value.json"
+
     def has_value(self, set_key: str, key: str) -> bool:
         """Whether a value is stored under `key` (not whether it is intact: load_value checks)."""
-        return (self._entry_dir(set_key) / "analyses" / f"{key}.value.json").is_file()
+        return self._value_path(set_key, key).is_file()
 
     def load_value(self, set_key: str, key: str) -> tuple[bool, Any]:
         """(True, value) for a stored value, (False, None) otherwise."""
         from dupfind.exact_json import decode
 
-        path = self._entry_dir(set_key) / "analyses" / f"{key}.value.json"
+        path = self._value_path(set_key, key)
         try:
             raw = path.read_bytes()
         except OSError:
@@ -1206,11 +1209,12 @@ class ResultCache:
             return None
 
     def store_value_body(self, set_key: str, key: str, body: bytes) -> bool:
-        folder = self._entry_dir(set_key) / "analyses"
+        path = self._value_path(set_key, key)
+        folder = path.parent
         try:
             if not folder.is_dir():
                 return False
-            write_atomic(folder / f"{key}.value.json", _checked(body, VALUE_FORMAT))
+            write_atomic(path, _checked(body, VALUE_FORMAT))
         except OSError:
             return False
         self._prune_analyses(folder)
