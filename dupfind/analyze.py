@@ -11,7 +11,7 @@ import polars as pl
 
 from dupfind.config import Config
 from dupfind.correlate import Correlation
-from dupfind.findings import Finding, severity_rank
+from dupfind.findings import Finding, FindingBrief, severity_rank
 from dupfind.ingest_result import IngestResult
 from dupfind.render.formats_report import file_entries, totals_to_dict
 from dupfind.rules_registry import Rule, detector_named
@@ -56,16 +56,21 @@ class AnalysisReport:
         it then asks for with findings_where."""
         return self.findings
 
+    def finding_index(self) -> list[FindingBrief]:
+        """Each finding's rule, fingerprint, severity, harm and cause, in report order; a cached
+        report decodes no finding for it."""
+        return [FindingBrief.of(f) for f in self.findings]
+
     @property
     def finding_count(self) -> int:
         return len(self.findings)
 
     def root_causes(self) -> dict[str, int]:
-        counts = Counter(f.cause or "unknown" for f in self.harmful)
+        counts = Counter(f.cause or "unknown" for f in self.finding_index() if f.harmful)
         return dict(counts.most_common())
 
     def fired_rules(self) -> list[Rule]:
-        codes = {f.rule for f in self.findings}
+        codes = {f.rule for f in self.finding_index()}
         return [r for r in self.rules if r.code in codes]
 
     def to_dict(self, findings: bool = True, as_written: bool = False) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from dupfind.timefmt import iso_us
 
@@ -31,6 +31,21 @@ def severity_rank(severity: str) -> int:
 def fingerprint(rule: str, identity: str) -> str:
     """Same rule and action identity, same fingerprint, on every run and machine."""
     return hashlib.sha256(f"{rule}|{identity}".encode()).hexdigest()[:16]
+
+
+class FindingBrief(NamedTuple):
+    """What a report's counts need of a finding (by rule, severity, harmful, root cause): a cached
+    analysis keeps these beside its findings, so a view that counts them decodes none."""
+
+    rule: str
+    fingerprint: str
+    severity: str
+    harmful: bool
+    cause: str | None
+
+    @classmethod
+    def of(cls, finding: Finding) -> FindingBrief:
+        return cls(finding.rule, finding.fingerprint, finding.severity, finding.harmful, finding.cause)
 
 
 @dataclass(slots=True)  # a 5M-line export's report holds a quarter of a million

@@ -275,6 +275,7 @@ def analyze_correlated(
                 inputs=loaded.result, findings=findings, rules=rules, context=ctx, **hit["report"]
             )
             report.__dict__["_finding_count"] = hit["count"]
+            report.__dict__["_finding_index"] = hit["index"]
             report.__dict__[CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
     report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
@@ -481,6 +482,14 @@ def cached_report_class() -> type:
             if "_brief_findings" not in self.__dict__:
                 self.__dict__["_brief_findings"] = value(None, False)
             return self.__dict__["_brief_findings"]
+
+        def finding_index(self) -> list:
+            stored = self.__dict__.get("_finding_index")
+            if stored is None or not callable(self.__dict__["_findings"]):
+                return super().finding_index()
+            if callable(stored):  # the stored index, read when first asked for
+                stored = self.__dict__["_finding_index"] = stored()
+            return stored
 
         @property
         def finding_count(self) -> int:

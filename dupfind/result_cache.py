@@ -17,10 +17,11 @@ Layout under the cache directory (beside the packs and directory indexes of cach
     (CATEGORICALS_PER_STREAM); the meta gives each stream's columns, bytes and CRC-32.
     sets/<set key>/analyses/<analysis key>.json, .findings
                                         the rest of an AnalysisReport and its findings, exactly
-                                        (exact_json, one finding a line, values then evidence, their rules and
-                                        fingerprints in the .json so a command decodes only the
-                                        findings it shows), for one
-                                        rule set and --skew/--timeout
+                                        (exact_json, one finding a line, values then evidence; their
+                                        rules, fingerprints, severities, harm and causes in the
+                                        .json so a command decodes only the findings it shows and
+                                        counts the others undecoded), for one rule set and
+                                        --skew/--timeout
     sets/<set key>/analyses/<value key>.value.json
                                         a value derived from one analysis (the stats tables) or
                                         from the set (the ids redaction protects) for the options
@@ -86,7 +87,7 @@ from dupfind.textcodes import Texts
 
 SET_FORMAT = "6"
 FILES_NAME = "files.json"  # the file reports, read when a command needs them (20,000 took 0.3 s to parse)
-ANALYSIS_FORMAT = "4"
+ANALYSIS_FORMAT = "5"
 VALUE_FORMAT = "value-1"
 FACT_FORMAT = "fact-1"
 BLOB_FORMAT = "out-1"
@@ -1047,7 +1048,7 @@ class ResultCache:
         that reads and decodes the findings (a warm `analyze --format json` or `timeline` never needs
         them; it raises CorruptEntry when they fail their checks)}."""
         from dupfind.exact_json import decode
-        from dupfind.findings import FINDING_FIELDS
+        from dupfind.findings import FINDING_FIELDS, FindingBrief
 
         folder = self._entry_dir(set_key) / "analyses"
         path = folder / f"{key}.json"
@@ -1061,10 +1062,14 @@ class ResultCache:
                 raise CorruptEntry("analysis of another entry or finding layout")
             report = {name: decode(value) for name, value in data["report"].items()}
             expected = (data["findings"]["bytes"], data["findings"]["crc32"], data["findings"]["count"])
-            rule_of, fingerprint_of = data["findings"]["rules"], data["findings"]["fingerprints"]
-            if not len(rule_of) == len(fingerprint_of) == expected[2] \
-                    or not all(isinstance(v, str) for v in (*rule_of, *fingerprint_of)):
-                raise CorruptEntry("finding rules or fingerprints of another count")
+            stored = data["findings"]
+            rule_of, fingerprint_of = stored["rules"], stored["fingerprints"]
+            severity_of, harmful_of, cause_of = stored["severities"], stored["harmful"], stored["causes"]
+            if not len(rule_of) == len(fingerprint_of) == len(severity_of) == len(harmful_of) == len(cause_of) == expected[2] \
+                    or not all(isinstance(v, str) for v in (*rule_of, *fingerprint_of, *severity_of)) \
+                    or not all(v is True or v is False for v in harmful_of) \
+                    or not all(v is None or isinstance(v, str) for v in cause_of):
+                raise CorruptEntry("finding rules, fingerprints, severities, harm or causes of another count or type")
         except Exception:
             self.discard_analysis(set_key, key)
             return None
@@ -1091,15 +1096,20 @@ class ResultCache:
                     if len(lines) != expected[2]:
                         raise CorruptEntry("another number of findings")
                 found = [_finding_of_line(lines[i], evidence) for i in wanted]
-                if any((f.rule, f.fingerprint) != (rule_of[i], fingerprint_of[i]) for f, i in zip(found, wanted)):
-                    raise CorruptEntry("a finding of another rule or fingerprint")
+                if any(FindingBrief.of(f) != (rule_of[i], fingerprint_of[i], severity_of[i], harmful_of[i], cause_of[i])
+                       for f, i in zip(found, wanted)):
+                    raise CorruptEntry("a finding of another rule, fingerprint, severity, harm or cause")
                 return found
             except Exception as exc:
                 lines.clear()
                 self.discard_analysis(set_key, key)
                 raise CorruptEntry(f"stored findings unusable: {exc}") from exc
 
-        return {"findings": findings, "count": expected[2], "report": report}
+        def index() -> list:
+            """Each finding's FindingBrief, from the .json alone (every finding's checked with it when decoded)."""
+            return [FindingBrief(*brief) for brief in zip(rule_of, fingerprint_of, severity_of, harmful_of, cause_of)]
+
+        return {"findings": findings, "index": index, "count": expected[2], "report": report}
 
     def discard_analysis(self, set_key: str, key: str) -> None:
         folder = self._entry_dir(set_key) / "analyses"
@@ -1131,7 +1141,9 @@ class ResultCache:
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
                 "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(findings),
-                             "rules": [f.rule for f in findings], "fingerprints": [f.fingerprint for f in findings]},
+                             "rules": [f.rule for f in findings], "fingerprints": [f.fingerprint for f in findings],
+                             "severities": [f.severity for f in findings], "harmful": [f.harmful for f in findings],
+                             "causes": [f.cause for f in findings]},
             })
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)

@@ -71,6 +71,7 @@ def load_cached(ref: tuple[Any, str, str], rules: list[Rule]) -> tuple[AnalysisR
         hit["findings"](_first_only(), False)
         report = cached_report_class()(inputs=inputs, findings=hit["findings"], rules=rules, context=None, **stored)
         report.__dict__["_finding_count"] = hit["count"]
+        report.__dict__["_finding_index"] = hit["index"]
     except Exception:  # noqa: BLE001 (anything wrong with an entry means analysing again)
         cache.discard_analysis(entry, key)
         return None

@@ -606,6 +606,37 @@ def test_damaged_entries_are_rebuilt_and_never_trusted(damage, logs, cache_dir):
     assert loaded.correlation.table.height > 0  # every frame passes its checks again
 
 
+def _rewritten_index(path: Path, change) -> None:
+    """The analysis `path` with its stored finding index changed by `change`, still passing the
+    file's own checks (its length and CRC-32)."""
+    rc = dupfind.result_cache
+    data = orjson.loads(bytes(rc._unchecked(path.read_bytes(), rc.ANALYSIS_FORMAT)))
+    change(data["findings"])
+    path.write_bytes(rc._checked(orjson.dumps(data), rc.ANALYSIS_FORMAT))
+
+
+INDEX_DAMAGE = {
+    "harm-as-text": lambda index: index.update(harmful=[str(flag) for flag in index["harmful"]]),
+    "cause-as-number": lambda index: index.update(causes=[1 for _ in index["causes"]]),
+    "one-severity-less": lambda index: index["severities"].pop(),
+    "no-causes": lambda index: index.pop("causes"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
+def test_a_stored_finding_index_of_another_shape_is_never_trusted(damage, logs, cache_dir):
+    """The terminal report counts the findings from the index stored beside them; one that is not
+    a boolean harm, a text or no cause and a severity for each finding is not used."""
+    cold = run("analyze", str(logs), "--no-cache")
+    run("analyze", str(logs), "--format", "json")
+    [entry] = _set_dirs(cache_dir)
+    for path in _analyses(entry):
+        _rewritten_index(path, INDEX_DAMAGE[damage])
+    assert run("analyze", str(logs)) == cold
+    assert run("analyze", str(logs), "--format", "markdown", "--no-redact") == \
+        run("analyze", str(logs), "--format", "markdown", "--no-redact", "--no-cache")
+
+
 @pytest.mark.parametrize("harm", [_garbage, _truncate, Path.unlink])
 def test_a_damaged_part_of_the_table_is_never_trusted(harm, logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.result_cache, "TABLE_PART_ROWS", 37)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -120,10 +119,9 @@ def _deploy_section(report: AnalysisReport, console: Console, max_rows: int = 0)
 
 def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_rows: int = 0) -> None:
     """The terminal report: `worst` incidents in detail, at most `max_rows` deploy windows (0: all)."""
-    full = report
-    # The report shows the evidence of its worst incidents only: the findings are read without
-    # theirs (a cached report then decodes none), and those few are read whole.
-    report = dataclasses.replace(report, findings=report.findings_without_evidence())
+    # The findings are counted from their index (a cached report decodes none for it); only the
+    # worst few are read whole, with their evidence.
+    index = report.finding_index()
     console.print(Text("dupfind analyze", style="bold"))
     console.print(_inputs_line(report))
     label, style = VERDICT_STYLE[report.verdict]
@@ -132,12 +130,12 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_r
     console.print(verdict)
     for warning in report.warnings:
         console.print(safe_text(f"warning: {warning}", style="yellow"))
-    if not report.findings:
+    if not index:
         console.print(Text("No findings.", style="green"))
         return
 
-    counts = Counter(f.rule for f in report.findings)
-    harmful = Counter(f.rule for f in report.findings if f.harmful)
+    counts = Counter(f.rule for f in index)
+    harmful = Counter(f.rule for f in index if f.harmful)
     by_rule = Table(title="Findings by rule", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     by_rule.add_column("rule", no_wrap=True)
     by_rule.add_column("name", overflow="fold")
@@ -146,19 +144,20 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_r
     by_rule.add_column("harmful", justify="right")
     for rule in report.rules:
         if counts.get(rule.code):
-            severities = Counter(f.severity for f in report.findings if f.rule == rule.code)
+            severities = Counter(f.severity for f in index if f.rule == rule.code)
             shown = ", ".join(f"{n} {s}" for s, n in severities.most_common())
             by_rule.add_row(rule.code, rule.name, Text(shown, style=SEVERITY_STYLE.get(rule.severity, "")),
                             str(counts[rule.code]), str(harmful.get(rule.code, 0)))
     console.print(by_rule)
 
-    worst_findings = [f for f in report.findings if f.severity != "info"][:worst]
-    if worst_findings:
-        console.print(Text(f"Worst incidents ({len(worst_findings)} of {sum(1 for f in report.findings if f.severity != 'info')})", style="bold"))
-        wanted = {(f.rule, f.fingerprint) for f in worst_findings}
-        whole = {(f.rule, f.fingerprint): f for f in full.findings_where(lambda rule, fp: (rule, fp) in wanted)}
-        for finding in worst_findings:
-            console.print(_incident(whole.get((finding.rule, finding.fingerprint), finding)))
+    shown_at_all = [f for f in index if f.severity != "info"]
+    worst_briefs = shown_at_all[:worst]
+    if worst_briefs:
+        console.print(Text(f"Worst incidents ({len(worst_briefs)} of {len(shown_at_all)})", style="bold"))
+        wanted = {(f.rule, f.fingerprint) for f in worst_briefs}
+        whole = {(f.rule, f.fingerprint): f for f in report.findings_where(lambda rule, fp: (rule, fp) in wanted)}
+        for brief in worst_briefs:
+            console.print(_incident(whole[brief.rule, brief.fingerprint]))
 
     causes = report.root_causes()
     if causes:
@@ -173,7 +172,7 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_r
 
     console.print(Text("Remediation checklist", style="bold"))
     for rule in report.fired_rules():
-        if rule.severity == "info" and not any(f.rule == rule.code and f.severity != "info" for f in report.findings):
+        if rule.severity == "info" and not any(f.rule == rule.code and f.severity != "info" for f in index):
             continue
         console.print(Text(f"{rule.code} {rule.title}", style="bold"))
         for step in rule.remediation:
