@@ -252,3 +252,32 @@ def test_terminal_deploy_windows_show_the_most_telling_first():
     every = drawn(0)  # v0.0 replaces nothing and has no duplicate: not a window of the report
     assert re.findall(r"^ ?(v\d\.0) ", every, re.MULTILINE) == [w["deploy"] for w in windows[1:]]
     assert "more deploy windows" not in every
+
+
+def test_terminal_incident_lists_its_evidence_below_its_facts():
+    """Each worst incident's panel: its facts, then its evidence records across the panel's width
+    (each record's time and file:line on the line it starts), or `evidence -` when it has none."""
+    import dataclasses
+
+    config = load_config(cwd=Path("/"))
+    overlap = analyze(ingest([str(FIXTURES / "synth" / "deploy-overlap" / "logs")], config), config, load_rules(config))
+    worst = next(f for f in overlap.findings if f.severity != "info")
+    assert worst.evidence
+
+    def drawn(report) -> list[str]:
+        out = io.BytesIO()
+        RENDERERS["table"](report, out, RenderOptions(width=160, worst=1))
+        text = out.getvalue().decode()
+        return text.split("Worst incidents")[1].split("╰")[0].splitlines()
+
+    lines = drawn(overlap)
+    start = next(i for i, line in enumerate(lines) if line.startswith("│ evidence"))
+    assert any(line.startswith("│ figures") or line.startswith("│ ids") for line in lines[:start])
+    records = [line for line in lines[start + 1:] if re.match(r"│\s+\d\d:\d\d:\d\d\.\d{3} ", line)]
+    assert len(records) == min(len(worst.evidence), 10)
+    for line, ev in zip(records, worst.evidence):
+        assert ev.ts.strftime("%H:%M:%S.%f")[:-3] in line and f"{Path(ev.source).name}:{ev.line}" in line
+
+    bare = dataclasses.replace(worst, evidence=[])
+    lines = drawn(dataclasses.replace(overlap, findings=[bare if f is worst else f for f in overlap.findings]))
+    assert any(line.startswith("│ evidence -") for line in lines)
