@@ -272,7 +272,7 @@ def test_terminal_incident_lists_its_evidence_below_its_facts():
 
     lines = drawn(overlap)
     start = next(i for i, line in enumerate(lines) if line.startswith("│ evidence"))
-    assert any(line.startswith("│ figures") or line.startswith("│ ids") for line in lines[:start])
+    assert any(line.startswith(("│ figures", "│ ids")) for line in lines[:start])
     records = [line for line in lines[start + 1:] if re.match(r"│\s+\d\d:\d\d:\d\d\.\d{3} ", line)]
     assert len(records) == min(len(worst.evidence), 10)
     for line, ev in zip(records, worst.evidence):
