@@ -242,6 +242,11 @@ def test_a_second_windowed_analysis_of_unchanged_inputs_comes_from_the_cache(lon
     fresh_md = run_cli(*args, "--format", "markdown", env={"DUPFIND_CACHE_DIR": str(tmp_path / "empty-cache")})
     assert b"window 1/" in fresh_md.stderr
     assert b"from the cache" in cached_md.stderr and cached_md.stdout == fresh_md.stdout
+    # the terminal report, its findings counted from the stored index, equals a fresh one's
+    cached_table = run_cli(*args, env=env)
+    fresh_table = run_cli(*args, "--no-cache")
+    assert b"from the cache" in cached_table.stderr and b"window 1/" in fresh_table.stderr
+    assert b"Worst incidents" in cached_table.stdout and cached_table.stdout == fresh_table.stdout
     # another overlap, or a changed file, is another analysis
     other = run_cli(*args[:-1], "6m", "--format", "json", env=env)
     assert b"window 1/" in other.stderr
