@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
 def write_staged(folder: str | Path, *chunks: bytes) -> Path:
     """The chunks written to a new `.tmp-` file in `folder` (removed again if that fails)."""
+    return stage_chunks(folder, chunks)
+
+
+def stage_chunks(folder: str | Path, chunks: Iterable[bytes]) -> Path:
+    """write_staged of chunks made as they are written (a generator that raises leaves no file)."""
     fd, staging = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -21,7 +27,12 @@ def write_staged(folder: str | Path, *chunks: bytes) -> Path:
 
 def write_atomic(target: str | Path, *chunks: bytes) -> None:
     """`target` holding these chunks: a reader sees its old content or the new, never a part."""
-    staging = write_staged(os.path.dirname(target), *chunks)
+    place_chunks(target, chunks)
+
+
+def place_chunks(target: str | Path, chunks: Iterable[bytes]) -> None:
+    """write_atomic of chunks made as they are written: none is held after its write."""
+    staging = stage_chunks(os.path.dirname(target), chunks)
     try:
         os.replace(staging, target)
     except BaseException:

@@ -67,7 +67,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields, is_dataclass
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
@@ -77,7 +77,7 @@ import orjson
 import polars as pl
 
 from dupfind import __version__, background
-from dupfind.atomic_files import write_atomic, write_staged
+from dupfind.atomic_files import place_chunks, write_atomic, write_staged
 from dupfind.cache import INDEXES, PACKS
 from dupfind.correlate import Correlation, GlueWarning
 from dupfind.errors import DupfindError
@@ -125,6 +125,10 @@ _HEADER = b"dupfind-cache"
 
 class CorruptEntry(Exception):
     """A cache entry that failed a check: it is deleted, and the result rebuilt."""
+
+
+class _InexactFinding(Exception):
+    """A finding its stored state would not give back exactly: the analysis is not stored."""
 
 
 def _polars_install() -> str:
@@ -1128,28 +1132,34 @@ class ResultCache:
             # Exactness check: what a warm run would read back must equal what this run reports.
             if {name: decode(value) for name, value in encoded.items()} != report_fields:
                 return False
-            # A finding at a time (the states and their decoded copies of every finding at once
-            # held 0.2 GB at 5M lines); a line each: a subset parses alone.
-            lines = []
-            for finding in findings:
-                state = finding.to_state()
-                if Finding.from_state(state) != finding:
-                    return False
-                lines.append(_finding_line(state))
-            body = b"\n".join(lines)
-            del lines
+            if not folder.is_dir():
+                return False  # the set entry is gone (pruned, or never written)
+            written = [0, 0]  # the findings file's bytes and CRC-32 so far
+
+            def finding_lines() -> Iterator[bytes]:
+                # A finding at a time (the states and their decoded copies of every finding at once
+                # held 0.2 GB at 5M lines), each line written as it is made (held whole, the lines
+                # and their file, 18 MB each at 1M lines, were most of what storing added to a
+                # first run's peak); a line each: a subset parses alone.
+                for i, finding in enumerate(findings):
+                    state = finding.to_state()
+                    if Finding.from_state(state) != finding:
+                        raise _InexactFinding
+                    line = _finding_line(state) if i == 0 else b"\n" + _finding_line(state)
+                    written[0] += len(line)
+                    written[1] = zlib.crc32(line, written[1])
+                    yield line
+
+            place_chunks(folder / f"{key}.findings", finding_lines())
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
-                "findings": {"bytes": len(body), "crc32": zlib.crc32(body), "count": len(findings),
+                "findings": {"bytes": written[0], "crc32": written[1], "count": len(findings),
                              "rules": [f.rule for f in findings], "fingerprints": [f.fingerprint for f in findings],
                              "severities": [f.severity for f in findings], "harmful": [f.harmful for f in findings],
                              "causes": [f.cause for f in findings]},
             })
-            if not folder.is_dir():
-                return False  # the set entry is gone (pruned, or never written)
-            write_atomic(folder / f"{key}.findings", body)
             write_atomic(folder / f"{key}.json", _checked(head, ANALYSIS_FORMAT))
-        except (OSError, TypeError, ValueError):
+        except (OSError, TypeError, ValueError, _InexactFinding):
             return False
         self._prune_analyses(folder)
         return True

@@ -1208,6 +1208,12 @@ def test_an_analysis_with_one_finding_it_cannot_give_back_is_not_stored(tmp_path
     bad = dataclasses.replace(good[1], identity="job_id=jx", figures={"shape": object()})
     assert not cache.store_analysis("s1", "k1", [good[0], bad, good[2]], {"verdict": "harmful"})
     assert list(folder.iterdir()) == []
+    # Encoded, but read back unequal (NaN is not NaN): the lines already written go too.
+    unequal = dataclasses.replace(good[2], identity="job_id=jn", figures={"ratio": float("nan")})
+    assert not cache.store_analysis("s1", "k1", [*good, unequal], {"verdict": "harmful"})
+    assert list(folder.iterdir()) == []
     assert cache.store_analysis("s1", "k2", good, {"verdict": "harmful"})
     assert sorted(p.name for p in folder.iterdir()) == ["k2.findings", "k2.json"]
     assert len((folder / "k2.findings").read_bytes().split(b"\n")) == 3
+    loaded = cache.load_analysis("s1", "k2")
+    assert loaded is not None and loaded["findings"]() == good
