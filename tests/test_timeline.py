@@ -398,6 +398,29 @@ def test_a_time_in_milliseconds_lands_in_the_column_of_its_text(window):
         assert scale.col_ms(ms) == scale.col(text), (ms, text)
 
 
+def test_an_actions_ids_are_its_first_four_distinct_values_in_their_order() -> None:
+    """id_samples lists, per action and id column, the first four distinct values as the column
+    orders them: by number for a column of numbers (10 after 9), by text for a coded column (codes
+    sort as their texts), none for an action without one; each action once."""
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from dupfind.analysis import AnalysisContext
+    from dupfind.textcodes import Texts
+
+    texts = Texts(pl.Series("text", ["a-1", "a-10", "a-2", "b-7", "z"]), ("event_id",))
+    records = pl.LazyFrame({
+        "action_id": [1, 1, 1, 1, 1, 1, 1, 2, 2, 3],
+        "job_id": [13, 9, 10, None, 11, 9, 12, 5, 5, None],
+        "event_id": pl.Series([4, 2, 0, 1, 1, 3, None, None, 3, None], dtype=pl.UInt32),
+    })
+    samples = AnalysisContext._id_samples(SimpleNamespace(texts=texts), records).sort("action_id")
+    assert samples["action_id"].to_list() == [1, 2, 3]
+    assert samples["id:job_id"].to_list() == [["9", "10", "11", "12"], ["5"], []]
+    assert samples["id:event_id"].to_list() == [["a-1", "a-10", "a-2", "b-7"], ["b-7"], []]
+
+
 @pytest.mark.parametrize("logs", [OVERLAP, K8S])
 def test_the_ids_of_the_actions_a_view_shows_are_those_of_every_action(logs: Path) -> None:
     """A timeline works out the ids it lists only for the actions it shows (id_samples_of): the
