@@ -519,19 +519,21 @@ class AnalysisContext:
         return self._id_samples(records.filter(pl.col("action_id").is_in(actions.implode())))
 
     def _id_samples(self, records: pl.LazyFrame) -> pl.DataFrame:
-        keys = [c for c in records.collect_schema() if c != "action_id"]
+        schema = records.collect_schema()
+        keys = [c for c in schema if c != "action_id"]
         actions = records.select("action_id").unique().collect()
         # A column at a time, over the records that carry it: grouping every id column of every
         # record at once held 0.3 GB at 5M lines. The distinct (action, value) pairs sorted once,
-        # then each action's first four: sorting and cutting a list in every group took 0.5-0.6 s
-        # at 1M lines, this 0.3 s.
+        # then each action's first four: sorting a list of distinct values in every group took
+        # 0.5-0.6 s at 1M lines, this 0.3 s.
         columns = []
         for k in keys:
-            value = pl.col(k) if records.collect_schema()[k] == textcodes.CODE_TYPE else pl.col(k).cast(pl.String)
+            first = pl.col(k).head(4)
+            if schema[k] != textcodes.CODE_TYPE:
+                first = first.cast(pl.String)
             values = (
                 records.select("action_id", k).filter(pl.col(k).is_not_null()).unique()
-                .sort("action_id", k).group_by("action_id", maintain_order=True).head(4)
-                .group_by("action_id").agg(value.alias(f"id:{k}"))
+                .sort("action_id", k).group_by("action_id").agg(first.alias(f"id:{k}"))
                 .collect()
             )
             values = self.texts.decoded_lists(values, f"id:{k}")

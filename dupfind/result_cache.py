@@ -1134,9 +1134,10 @@ class ResultCache:
                 return False
             if not folder.is_dir():
                 return False  # the set entry is gone (pruned, or never written)
-            written = [0, 0]  # the findings file's bytes and CRC-32 so far
+            size = crc = 0  # the findings file's, so far
 
             def finding_lines() -> Iterator[bytes]:
+                nonlocal size, crc
                 # A finding at a time (the states and their decoded copies of every finding at once
                 # held 0.2 GB at 5M lines), each line written as it is made (held whole, the lines
                 # and their file, 18 MB each at 1M lines, were most of what storing added to a
@@ -1146,14 +1147,14 @@ class ResultCache:
                     if Finding.from_state(state) != finding:
                         raise _InexactFinding
                     line = _finding_line(state) if i == 0 else b"\n" + _finding_line(state)
-                    written[0] += len(line)
-                    written[1] = zlib.crc32(line, written[1])
+                    size += len(line)
+                    crc = zlib.crc32(line, crc)
                     yield line
 
             place_chunks(folder / f"{key}.findings", finding_lines())
             head = orjson.dumps({
                 "set": set_key, "key": key, "finding_fields": list(FINDING_FIELDS), "report": encoded,
-                "findings": {"bytes": written[0], "crc32": written[1], "count": len(findings),
+                "findings": {"bytes": size, "crc32": crc, "count": len(findings),
                              "rules": [f.rule for f in findings], "fingerprints": [f.fingerprint for f in findings],
                              "severities": [f.severity for f in findings], "harmful": [f.harmful for f in findings],
                              "causes": [f.cause for f in findings]},
