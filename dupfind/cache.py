@@ -43,6 +43,21 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
 
 
+def cache_dir_problem(root: Path) -> str | None:
+    """Why the cache directory cannot keep anything (it is created when missing), as the end of a
+    sentence about it; None when it can. Every cache read and write stays quiet about failures
+    (an unusable cache only means no cache), so this is said once, before a command runs."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "is not a directory"
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror or type(exc).__name__})"
+    if not os.access(root, os.W_OK | os.X_OK):
+        return "is not writable"
+    return None
+
+
 def _located(identity: str) -> tuple[str, str]:
     """The (resolved) directory of the file of this sources.file_identity, and its name there."""
     return os.path.split(identity.rsplit("|", 2)[0])

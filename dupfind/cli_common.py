@@ -91,7 +91,22 @@ def _cache_use(no_cache: bool) -> bool:
     from dupfind import parse_memo
 
     parse_memo.use_cache(not no_cache)
+    if not no_cache:
+        _note_unusable_cache()
     return no_cache
+
+
+def _note_unusable_cache() -> None:
+    """One line on stderr when the cache directory cannot keep anything: a second run would take
+    as long as the first, and the engineer should know why (and how to move the cache)."""
+    from dupfind.cache import ENV_DIR, cache_dir_problem, default_cache_dir
+    from dupfind.render.safe import safe_str
+
+    root = default_cache_dir()
+    problem = cache_dir_problem(root)
+    if problem is not None:
+        sys.stderr.write(f"dupfind: note: the cache directory {safe_str(str(root))} {problem}, so nothing is kept "
+                         f"for the next run (set {ENV_DIR} to another directory, or pass --no-cache).\n")
 
 
 NoCacheOpt = Annotated[bool, typer.Option(

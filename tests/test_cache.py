@@ -328,6 +328,26 @@ def test_unwritable_cache_never_breaks_a_run(logs, tmp_path):
     assert result.table.height > 0 and cache.hits == 0
 
 
+def test_cli_says_once_when_the_cache_directory_cannot_keep_anything(cli, tmp_path, logs):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    uncached = cli("analyze", str(logs), "--format", "json", "--no-cache")
+    for env in ({"DUPFIND_CACHE_DIR": str(blocker)}, {"DUPFIND_CACHE_DIR": str(blocker / "below")}):
+        run = cli("analyze", str(logs), "--format", "json", env=env)
+        assert run.returncode == 0 and orjson.loads(run.stdout) == orjson.loads(uncached.stdout)
+        notes = [line for line in run.stderr.decode().splitlines() if "cache directory" in line]
+        assert len(notes) == 1 and env["DUPFIND_CACHE_DIR"] in notes[0], run.stderr
+        assert ("is not a directory" if env["DUPFIND_CACHE_DIR"] == str(blocker) else "cannot be created") in notes[0]
+    quiet = cli("stats", str(logs), "--format", "json", "--no-cache", env={"DUPFIND_CACHE_DIR": str(blocker)})
+    assert quiet.returncode == 0 and b"cache directory" not in quiet.stderr
+    fresh = cli("analyze", str(logs), "--format", "json", env={"DUPFIND_CACHE_DIR": str(tmp_path / "new" / "cache")})
+    assert fresh.returncode == 0 and b"cache directory" not in fresh.stderr and (tmp_path / "new" / "cache").is_dir()
+    hostile = tmp_path / "c\x1b[31m"
+    hostile.write_text("")
+    shown = cli("analyze", str(logs), "--format", "json", env={"DUPFIND_CACHE_DIR": str(hostile)})
+    assert b"\x1b" not in shown.stderr and b"c\\x1b[31m" in shown.stderr
+
+
 def test_cli_uses_the_cache_dir_and_no_cache(cli, tmp_path, logs):
     env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
     first = cli("analyze", str(logs), "--format", "json", env=env)
