@@ -43,19 +43,36 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dupfind"
 
 
+# Less free space than this on the cache's disk is said (cache_dir_problem): a first run at 1M
+# lines keeps about 0.2 GB there.
+LOW_SPACE_BYTES = 64 << 20
+
+
 def cache_dir_problem(root: Path) -> str | None:
-    """Why the cache directory cannot keep anything (it is created when missing), as the end of a
-    sentence about it; None when it can. Every cache read and write stays quiet about failures
-    (an unusable cache only means no cache), so this is said once, before a command runs."""
+    """Why the cache directory cannot keep what a run stores (it is created when missing), as the
+    rest of a sentence about it; None when it can. Every cache read and write stays quiet about
+    failures (an unusable cache only means no cache), so this is said instead, once a command."""
     try:
         root.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        return "is not a directory"
+        return "is not a directory: nothing is kept for the next run"
     except OSError as exc:
-        return f"cannot be created ({exc.strerror or type(exc).__name__})"
+        return f"cannot be created ({exc.strerror or type(exc).__name__}): nothing is kept for the next run"
     if not os.access(root, os.W_OK | os.X_OK):
-        return "is not writable"
-    return None
+        return "is not writable: nothing new is kept for the next run"
+    return cache_space_problem(root)
+
+
+def cache_space_problem(root: Path) -> str | None:
+    """The cache's disk nearly full (a write that failed for want of space removed what it had
+    written), as the rest of a sentence about the directory; None otherwise or when unknown."""
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return None
+    if free >= LOW_SPACE_BYTES:
+        return None
+    return f"has {free >> 10} KiB free on its disk: what a run keeps for the next may not fit"
 
 
 def _located(identity: str) -> tuple[str, str]:

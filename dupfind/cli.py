@@ -13,7 +13,7 @@ from typer.main import get_command_name
 
 import dupfind.commands  # noqa: F401  (registers the subcommands)
 from dupfind import background
-from dupfind.cli_common import app, stdout_to_devnull
+from dupfind.cli_common import app, note_cache_after_run, stdout_to_devnull
 from dupfind.errors import DupfindError
 from dupfind.render.safe import safe_str
 
@@ -62,6 +62,7 @@ def main(release_output: bool = False) -> None:
         sys.exit(2)
     finally:
         _wait_for_background(release_output)
+        note_cache_after_run()
 
 
 @contextlib.contextmanager

@@ -96,17 +96,36 @@ def _cache_use(no_cache: bool) -> bool:
     return no_cache
 
 
+_CACHE_NOTE: list = []  # the cache directory this command uses, then whether a note was written
+
+
 def _note_unusable_cache() -> None:
-    """One line on stderr when the cache directory cannot keep anything: a second run would take
-    as long as the first, and the engineer should know why (and how to move the cache)."""
-    from dupfind.cache import ENV_DIR, cache_dir_problem, default_cache_dir
-    from dupfind.render.safe import safe_str
+    """One line on stderr when the cache directory cannot keep what a run stores: a second run
+    would take as long as the first, and the engineer should know why (and how to move it)."""
+    from dupfind.cache import cache_dir_problem, default_cache_dir
 
     root = default_cache_dir()
-    problem = cache_dir_problem(root)
-    if problem is not None:
-        sys.stderr.write(f"dupfind: note: the cache directory {safe_str(str(root))} {problem}, so nothing is kept "
-                         f"for the next run (set {ENV_DIR} to another directory, or pass --no-cache).\n")
+    _CACHE_NOTE[:] = [root, _write_cache_note(root, cache_dir_problem(root))]
+
+
+def note_cache_after_run() -> None:
+    """After a command's cache writes: the note, if not written at its start, when they left the
+    cache's disk nearly full (some of them then likely failed)."""
+    from dupfind.cache import cache_space_problem
+
+    if len(_CACHE_NOTE) == 2 and not _CACHE_NOTE[1]:
+        _CACHE_NOTE[1] = _write_cache_note(_CACHE_NOTE[0], cache_space_problem(_CACHE_NOTE[0]))
+
+
+def _write_cache_note(root: Path, problem: str | None) -> bool:
+    from dupfind.cache import ENV_DIR
+    from dupfind.render.safe import safe_str
+
+    if problem is None:
+        return False
+    sys.stderr.write(f"dupfind: note: the cache directory {safe_str(str(root))} {problem} "
+                     f"(set {ENV_DIR} to another directory, or pass --no-cache).\n")
+    return True
 
 
 NoCacheOpt = Annotated[bool, typer.Option(

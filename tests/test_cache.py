@@ -348,6 +348,31 @@ def test_cli_says_once_when_the_cache_directory_cannot_keep_anything(cli, tmp_pa
     assert b"\x1b" not in shown.stderr and b"c\\x1b[31m" in shown.stderr
 
 
+def test_a_nearly_full_cache_disk_is_said_once_at_the_start_or_after_the_writes(tmp_path, monkeypatch, capsys):
+    import dupfind.cache as cache_module
+    from dupfind import cli_common
+
+    free = {"bytes": 10 << 30}
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(cache_module.shutil, "disk_usage", lambda path: usage._replace(free=free["bytes"]))
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
+    assert cache_module.cache_dir_problem(tmp_path / "cache") is None and (tmp_path / "cache").is_dir()
+    cli_common._note_unusable_cache()
+    cli_common.note_cache_after_run()
+    assert capsys.readouterr().err == ""  # room enough, before and after
+    cli_common._note_unusable_cache()
+    free["bytes"] = 4096  # the run's writes filled the disk
+    cli_common.note_cache_after_run()
+    cli_common.note_cache_after_run()
+    err = capsys.readouterr().err
+    assert err.count("dupfind: note:") == 1 and "has 4 KiB free on its disk" in err and str(tmp_path / "cache") in err
+    cli_common._note_unusable_cache()  # full from the start: said then, not again after
+    cli_common.note_cache_after_run()
+    assert capsys.readouterr().err.count("has 4 KiB free") == 1
+    free["bytes"] = cache_module.LOW_SPACE_BYTES
+    assert cache_module.cache_dir_problem(tmp_path / "cache") is None
+
+
 def test_cli_uses_the_cache_dir_and_no_cache(cli, tmp_path, logs):
     env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cli-cache")}
     first = cli("analyze", str(logs), "--format", "json", env=env)
