@@ -21,7 +21,7 @@ import polars as pl
 from dupfind import __version__, textcodes
 from dupfind.atomic_files import write_atomic
 from dupfind.ingest_result import FileReport
-from dupfind.sources import file_identity
+from dupfind.sources import IDENTITY_FIELDS, file_identity
 
 CACHE_FORMAT = "4"
 ENV_DIR = "DUPFIND_CACHE_DIR"
@@ -77,7 +77,7 @@ def cache_space_problem(root: Path) -> str | None:
 
 def _located(identity: str) -> tuple[str, str]:
     """The (resolved) directory of the file of this sources.file_identity, and its name there."""
-    return os.path.split(identity.rsplit("|", 2)[0])
+    return os.path.split(identity.rsplit("|", IDENTITY_FIELDS)[0])
 
 
 def _entry(entry: Any) -> tuple[str, str, str] | None:
@@ -110,7 +110,7 @@ class CachedFiles:
 
 
 class TableCache:
-    """Entries keyed by a file's identity (resolved path, size and mtime), dupfind's version and
+    """Entries keyed by a file's identity (sources.file_identity), dupfind's version and
     the effective configuration; anything unreadable is discarded and rebuilt, never trusted.
 
     The files a run parsed are stored together, as one pack: `packs/<id>/table.arrow` (their

@@ -35,7 +35,7 @@ Layout under the cache directory (beside the packs and directory indexes of cach
                                         model, ...) for one --skew and timeouts (ContextFacts)
 
 A set key covers the ordered inputs (each one's path as given and its per-file key: resolved
-path, size, mtime, dupfind version, configuration digest), the --since/--until bounds, the
+path, size, mtime, change time, inode, dupfind version, configuration digest), the --since/--until bounds, the
 configuration digest, --max-jobs-per-value, the dupfind version, the polars version and the
 fingerprint of dupfind's own source files (so an edited checkout never reads stale results).
 An analysis key adds the rules (every field of every rule, --disable included), --skew and the

@@ -497,6 +497,25 @@ def test_options_that_matter_invalidate_and_others_reuse(logs, cache_dir, calls,
     assert run(*base) == cold and calls.ingest == 0
 
 
+def test_a_file_rewritten_at_its_size_with_its_mtime_put_back_invalidates_the_set(logs, cache_dir, calls):
+    """A same-length change (a worker renamed, personal data masked) restored with its mtime, as
+    `tar x` or `cp -p` leave it: the answer is the new files', not the cached one."""
+    base = ["analyze", str(logs), "--format", "json"]
+    before = orjson.loads(run(*base))
+    victim = min(logs.glob("worker-*.log"))
+    stat, data = victim.stat(), victim.read_bytes()
+    worker = victim.stem.removeprefix("worker-").encode()
+    renamed = worker[:-1] + (b"x" if worker[-1:] != b"x" else b"y")
+    victim.write_bytes(data.replace(worker, renamed))
+    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (victim.stat().st_size, victim.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    calls.reset()
+    after = run(*base)
+    # (the file keeps its name: the old id is still in its path, not as a worker)
+    assert calls.ingest == 1 and b'"worker-' + renamed + b'"' in after and b'"worker-' + worker + b'"' not in after
+    assert orjson.loads(after) == orjson.loads(run(*base, "--no-cache")) != before
+
+
 def test_changed_added_or_removed_file_invalidates_the_set(logs, cache_dir, calls):
     base = ["analyze", str(logs), "--format", "json"]
     cold = run(*base)
