@@ -6,8 +6,6 @@ import contextlib
 import gc
 import os
 import sys
-import threading
-from typing import Self
 
 from typer.main import get_command_name
 
@@ -16,6 +14,7 @@ from dupfind import background
 from dupfind.cli_common import app, note_cache_after_run, stdout_to_devnull
 from dupfind.errors import DupfindError
 from dupfind.render.safe import safe_str
+from dupfind.status_line import DelayedStatus
 
 __all__ = ["app", "main", "run"]
 
@@ -138,40 +137,13 @@ def _interrupted() -> None:
     background.stop()  # cache writes stop at their next step
 
 
-class _SavingStatus:
+class _SavingStatus(DelayedStatus):
     """A transient line on stderr while cache writes outlast the output by SAVING_STATUS_DELAY_S
     (a first run over 5M lines writes for 20 s after its report): the report is complete, and
     Ctrl-C skips the rest. Only when stderr is a terminal and work is pending."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._status = None
-        self._timer: threading.Timer | None = None
-        self._done = False
-
-    def __enter__(self) -> Self:
-        from dupfind.cli_common import progress_console
-
-        console = progress_console() if background.pending() else None
-        if console is not None:
-            self._timer = threading.Timer(SAVING_STATUS_DELAY_S, self._show, args=(console,))
-            self._timer.daemon = True
-            self._timer.start()
-        return self
-
-    def _show(self, console) -> None:
-        with self._lock:
-            if not self._done:
-                self._status = console.status(SAVING_STATUS_TEXT, spinner="dots")
-                self._status.start()
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._done = True
-            if self._timer is not None:
-                self._timer.cancel()
-            if self._status is not None:
-                self._status.stop()
+        super().__init__(SAVING_STATUS_TEXT, SAVING_STATUS_DELAY_S, show=background.pending())
 
 
 def _wait_for_background(release_output: bool = False) -> None:

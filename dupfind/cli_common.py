@@ -170,11 +170,9 @@ MaxJobsOpt = Annotated[int, typer.Option(
 def progress_console() -> Console | None:
     """The console a progress bar draws on: stderr when it is a terminal (else no bar, and rich is
     not even imported: 15 ms of every command's start)."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
+    from dupfind.status_line import terminal_console
 
-    return Console(file=sys.stderr, highlight=False)
+    return terminal_console()
 
 
 def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict, use_cache=True):

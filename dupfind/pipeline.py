@@ -24,6 +24,7 @@ from dupfind.ingest_result import RENDERED_STORE, IngestResult
 from dupfind.mapped_file import write_end
 from dupfind.result_cache import STORED_FACTS, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs, identities
+from dupfind.status_line import DelayedStatus
 from dupfind.textcodes import Texts
 
 if TYPE_CHECKING:
@@ -139,8 +140,9 @@ def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: in
     from dupfind.correlate import correlate
     from dupfind.deploy_records import refine_object_records
 
-    table = refine_object_records(table, config, texts)
-    return correlate(table, config.link_keys, max_jobs_per_value, texts)
+    with DelayedStatus(f"correlating {table.height:,} records into actions and executions"):
+        table = refine_object_records(table, config, texts)
+        return correlate(table, config.link_keys, max_jobs_per_value, texts)
 
 
 @dataclass
@@ -278,8 +280,9 @@ def analyze_correlated(
             report.__dict__["_finding_index"] = hit["index"]
             report.__dict__[CACHE_REF] = (loaded.cache, loaded.set_key, key)
             return report
-    report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
-                     correlation=loaded.correlation)
+    with DelayedStatus(f"running {sum(1 for r in rules if r.enabled)} detection rules and gathering their evidence"):
+        report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
+                         correlation=loaded.correlation)
     if key is not None:
         # Stored once the command's output is out (dupfind.background.defer): 0.9 s at 1M lines,
         # 4.7 s at 5M that the report need not wait for. What the run derives from the report is

@@ -77,6 +77,31 @@ def test_a_terminal_is_told_the_output_is_complete_while_the_cache_is_saved(tmp_
     assert piped.returncode == 0 and piped.stderr == b""  # not a terminal: nothing
 
 
+def test_a_terminal_is_told_which_step_runs_after_the_reading_bar(tmp_path):
+    """Correlation and the detectors (10 s each at 5M lines) each show a transient line once they
+    have run status_line.DELAY_S (0 here); a run answered from the cache runs neither and shows
+    neither, and a piped stderr gets nothing."""
+    script = (  # each step made to last long enough for its line to be drawn
+        "import sys, time\nimport dupfind.analyze, dupfind.correlate\nfrom dupfind import cli, status_line\n"
+        "status_line.DELAY_S = 0.0\n"
+        "def slow(step):\n    def run(*a, **k):\n        time.sleep(0.5)\n        return step(*a, **k)\n    return run\n"
+        "dupfind.correlate.correlate = slow(dupfind.correlate.correlate)\n"
+        "dupfind.analyze.analyze = slow(dupfind.analyze.analyze)\n"
+        "sys.argv = ['dupfind', *ARGS]\ncli.run()\n"
+    )
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["analyze", str(LOGS), "--format", "json"]
+    first, terminal = _with_terminal_stderr(script=script.replace("ARGS", repr(args)), env=env)
+    assert first.returncode == 0
+    assert b"correlating 641 records into actions and executions" in terminal
+    assert b"detection rules and gathering their evidence" in terminal
+    assert first.stdout == run_cli(*args, "--no-cache").stdout
+    warm, terminal = _with_terminal_stderr(script=script.replace("ARGS", repr(args)), env=env)
+    assert warm.stdout == first.stdout and b"correlating" not in terminal and b"detection rules" not in terminal
+    piped = run_cli(*args, "--no-cache")
+    assert piped.returncode == 0 and piped.stderr == b""
+
+
 def _run_and_tell(args: list[str], question: str, env: dict | None = None) -> tuple[bytes, str]:
     """Run `dupfind ARGS` to its end in a fresh interpreter: (its stdout, the value of the Python
     expression `question` after it)."""
