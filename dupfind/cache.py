@@ -27,6 +27,11 @@ CACHE_FORMAT = "4"
 ENV_DIR = "DUPFIND_CACHE_DIR"
 PACKS = "packs"
 INDEXES = "dirs"
+# The packs' total size on disk, kept most recently used first (the pack just stored always
+# stays). A pack holds about a tenth of its files' bytes (44 MB for a 1M-line, 403 MB export):
+# this keeps dozens of exports, and an analysis of the same files is kept whole by its set
+# entry anyway (result_cache). Packs are also removed once unused for 30 days.
+PACKS_MAX_BYTES = 2 << 30
 _PACK_NAME = re.compile(r"[0-9a-f]{32}")
 
 
@@ -295,11 +300,31 @@ class TableCache:
             os.makedirs(os.path.join(self.root, INDEXES), exist_ok=True)
             for directory, entries in by_dir.items():
                 self._merge_index(directory, entries)
+            self._bound_packs(keep=name)
         except OSError:
             pass  # a read-only or full cache directory must never break an analysis
         finally:
             if staging is not None:  # not stored (an error, or Ctrl-C): nothing half-written is left
                 shutil.rmtree(staging, ignore_errors=True)
+
+    def _bound_packs(self, keep: str) -> None:
+        """Remove the least recently used packs (a read refreshes a pack's mtime) beyond
+        PACKS_MAX_BYTES in all; `keep`, the pack just stored, stays. An index entry whose pack
+        is gone is a miss: its file is parsed again. A command reading a pack as it goes finds it
+        damaged, and parses those files again."""
+        packs = self.root / PACKS
+        found = []
+        for entry in os.scandir(packs):
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue  # a staging folder (pruned by the result cache once old)
+            with contextlib.suppress(OSError):
+                size = sum(f.stat(follow_symlinks=False).st_size for f in os.scandir(entry.path))
+                found.append((entry.name == keep, entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, size))
+        total = 0
+        for kept, _, name, size in sorted(found, reverse=True):  # the kept pack, then the newest
+            total += size
+            if total > PACKS_MAX_BYTES and not kept:
+                shutil.rmtree(packs / name, ignore_errors=True)
 
     def _merge_index(self, directory: str, entries: dict[str, list[str]]) -> None:
         """Write these entries into the directory's index, keeping those of its other files that

@@ -51,7 +51,7 @@ trace reads a few columns and the parts that hold its records.
 Growth is bounded: the KEEP_SETS most recently used sets are kept (a hit refreshes an entry's
 mtime); per set, the KEEP_ANALYSES most recent analyses, documents and outputs within
 ANALYSES_MAX_BYTES; packs, directory indexes and size estimates unused for FILE_ENTRY_MAX_AGE_S are removed (checked at most
-once a day).
+once a day), and packs beyond cache.PACKS_MAX_BYTES in all, least recently used first, as each is stored.
 """
 
 from __future__ import annotations

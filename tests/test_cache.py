@@ -246,6 +246,34 @@ def test_a_file_rewritten_at_its_size_with_its_mtime_put_back_is_parsed_again(lo
     assert as_strings(warm.table).equals(as_strings(cold.table))
 
 
+def test_packs_beyond_their_size_bound_go_least_recently_used_first(tmp_path, monkeypatch):
+    import dupfind.cache as cache_module
+
+    exports = []
+    for name in ("a", "b", "c"):  # the same logs in three places: three sets of files, three packs
+        shutil.copytree(SCENARIO, tmp_path / name)
+        exports.append(tmp_path / name)
+    root = tmp_path / "cache"
+
+    def packs() -> dict[str, int]:
+        return {p.name: sum(f.stat().st_size for f in p.iterdir())
+                for p in (root / "packs").iterdir() if not p.name.startswith(".")}
+
+    _run(exports[0], root)
+    (first, size), = packs().items()
+    monkeypatch.setattr(cache_module, "PACKS_MAX_BYTES", int(size * 2.5))  # room for two
+    _run(exports[1], root)
+    (second,) = set(packs()) - {first}
+    warm, cache = _run(exports[0], root)  # read: the first pack is now the most recently used
+    assert cache.hits == len(warm.files) and set(packs()) == {first, second}
+    _run(exports[2], root)
+    assert first in packs() and second not in packs() and len(packs()) == 2
+    again, cache = _run(exports[1], root)  # its pack is gone: parsed again, the same rows
+    assert cache.misses == len(again.files) and len(packs()) == 2
+    cold = ingest([str(exports[1])], load_config(cwd=Path("/")))
+    assert as_strings(again.table).equals(as_strings(cold.table))
+
+
 def test_a_file_has_one_key_by_whichever_path_it_is_reached(tmp_path, monkeypatch):
     """The key names the file (its resolved path, size and mtime): through a linked directory, a
     link to it, a relative path or `..` after a link, the same key; another file, another key."""
