@@ -51,6 +51,9 @@ def progress_for(paths: list[str], stderr: Console | None):
     progress = Progress(
         TextColumn("reading logs"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         console=stderr, transient=True,
+        # Left alone, rich would swap sys.stdout for a proxy printing to this console (stderr)
+        # while the bar shows: what went to stdout meanwhile would end up on the terminal.
+        redirect_stdout=False, redirect_stderr=False,
     )
     task = progress.add_task("read", total=total or None)
     return progress, lambda n: progress.advance(task, n)

@@ -49,7 +49,15 @@ class DelayedStatus:
                 return
             console = terminal_console()
             if console is not None:
-                self._status = console.status(self.text, spinner="dots")
+                from rich.live import Live
+                from rich.spinner import Spinner
+
+                # Not rich's Status: its Live swaps sys.stdout and sys.stderr for proxies that
+                # print through this console (stderr) while it shows, and it is started from the
+                # timer's thread while the command may write its output.
+                self._status = Live(Spinner("dots", text=self.text, style="status.spinner"), console=console,
+                                    refresh_per_second=12.5, transient=True,
+                                    redirect_stdout=False, redirect_stderr=False)
                 self._status.start()
 
     def __exit__(self, *exc: object) -> None:

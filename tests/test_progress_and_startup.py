@@ -102,6 +102,28 @@ def test_a_terminal_is_told_which_step_runs_after_the_reading_bar(tmp_path):
     assert piped.returncode == 0 and piped.stderr == b""
 
 
+def test_a_transient_line_or_bar_leaves_standard_output_where_it_goes():
+    """rich's own status and progress lines swap sys.stdout for a proxy that prints to their
+    console (stderr, the terminal) while they show; dupfind's leave it alone, so what a command
+    writes meanwhile still reaches its output."""
+    script = (
+        "import sys, time\nfrom dupfind import status_line\nstatus_line.DELAY_S = 0.0\n"
+        "with status_line.DelayedStatus('working on it'):\n"
+        "    time.sleep(0.3)\n    print('the output', flush=True)\n    time.sleep(0.2)\n"
+    )
+    proc, terminal = _with_terminal_stderr(script=script)
+    assert proc.returncode == 0 and b"working on it" in terminal
+    assert proc.stdout == b"the output\n" and b"the output" not in terminal
+    bar = (  # the reading bar, the same way
+        "import time\nfrom dupfind.cli_common import progress_console\nfrom dupfind.pipeline import progress_for\n"
+        f"progress, advance = progress_for([{str(LOGS)!r}], progress_console())\n"
+        "with progress:\n    advance(1000)\n    time.sleep(0.3)\n    print('the output', flush=True)\n    time.sleep(0.2)\n"
+    )
+    proc, terminal = _with_terminal_stderr(script=bar)
+    assert proc.returncode == 0 and b"reading logs" in terminal
+    assert proc.stdout == b"the output\n" and b"the output" not in terminal
+
+
 def _run_and_tell(args: list[str], question: str, env: dict | None = None) -> tuple[bytes, str]:
     """Run `dupfind ARGS` to its end in a fresh interpreter: (its stdout, the value of the Python
     expression `question` after it)."""
