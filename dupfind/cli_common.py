@@ -6,15 +6,13 @@ import shutil
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from dupfind import __version__
 from dupfind.errors import DupfindError
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from dupfind.status_line import terminal_console as progress_console  # the commands take it from here
 
 app = typer.Typer(
     name="dupfind",
@@ -165,14 +163,6 @@ TimeoutOpt = Annotated[Optional[list[str]], typer.Option(
 MaxJobsOpt = Annotated[int, typer.Option(
     "--max-jobs-per-value",
     help="An id value shared by more jobs than this stops linking (it is a tenant id or a placeholder).")]
-
-
-def progress_console() -> Console | None:
-    """The console a progress bar draws on: stderr when it is a terminal (else no bar, and rich is
-    not even imported: 15 ms of every command's start)."""
-    from dupfind.status_line import terminal_console
-
-    return terminal_console()
 
 
 def load_paths(paths, config_file, rules_dir, assume_tz, since, until, rejects_file, strict, use_cache=True):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Self
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # A step shorter than this shows nothing (a small input's), so no line flashes by. At 1M lines,
 # correlation takes about 1.7 s and the detectors 1.5 s after the reading bar is gone; at 5M
@@ -12,7 +15,7 @@ from typing import Self
 DELAY_S = 0.5
 
 
-def terminal_console():
+def terminal_console() -> Console | None:
     """A rich Console on stderr when stderr is a terminal, else None (and rich is not imported:
     15 ms of every command's start)."""
     if not sys.stderr.isatty():
