@@ -32,6 +32,19 @@ def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, env
     )
 
 
+def rename_worker_keeping_size_and_mtime(log: Path) -> tuple[bytes, bytes]:
+    """In a `worker-<id>.log`, change the worker id by its last letter (the same length), then put
+    the mtime back, as `tar x`, `cp -p` or `rsync -t` leave a file they rewrite: (old id, new id)."""
+    worker = log.stem.removeprefix("worker-").encode()
+    renamed = worker[:-1] + (b"x" if worker[-1:] != b"x" else b"y")
+    stat, data = log.stat(), log.read_bytes()
+    assert worker in data
+    log.write_bytes(data.replace(worker, renamed))
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (log.stat().st_size, log.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    return worker, renamed
+
+
 @pytest.fixture
 def cli():
     return run_cli

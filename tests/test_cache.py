@@ -17,7 +17,7 @@ from dupfind.schema import as_strings
 from dupfind.sources import expand_inputs, listings_kept
 from dupfind.textcodes import Texts
 
-from conftest import FIXTURES
+from conftest import FIXTURES, rename_worker_keeping_size_and_mtime
 
 SCENARIO = FIXTURES / "synth" / "double-publish" / "logs"
 
@@ -223,23 +223,9 @@ def test_a_file_written_between_its_key_and_its_read_is_not_stored(logs, tmp_pat
     assert as_strings(warm.table).equals(as_strings(cold.table)) and warm.totals() == cold.totals()
 
 
-def _rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
-    """Change every `old` to `new` (the same length), then put the mtime back, as `tar x`,
-    `cp -p` or `rsync -t` leave a file they rewrite."""
-    assert len(old) == len(new)
-    stat = path.stat()
-    data = path.read_bytes()
-    assert old in data
-    path.write_bytes(data.replace(old, new))
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-
-
 def test_a_file_rewritten_at_its_size_with_its_mtime_put_back_is_parsed_again(logs, tmp_path):
     _run(logs, tmp_path / "cache")
-    victim = min(logs.glob("worker-*.log"))
-    worker = victim.stem.removeprefix("worker-").encode()
-    _rewrite_keeping_size_and_mtime(victim, worker, worker[:-1] + (b"x" if worker[-1:] != b"x" else b"y"))
+    rename_worker_keeping_size_and_mtime(min(logs.glob("worker-*.log")))
     warm, cache = _run(logs, tmp_path / "cache")
     assert cache.misses == 1 and cache.hits == len(warm.files) - 1
     cold = ingest([str(logs)], load_config(cwd=Path("/")))

@@ -35,7 +35,7 @@ from dupfind.result_cache import CachedCorrelation, CachedIngest
 from dupfind.rules_registry import load_rules
 from dupfind.schema import as_strings
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, rename_worker_keeping_size_and_mtime, run_cli
 
 SCENARIO = FIXTURES / "synth" / "deploy-overlap" / "logs"
 
@@ -502,13 +502,7 @@ def test_a_file_rewritten_at_its_size_with_its_mtime_put_back_invalidates_the_se
     `tar x` or `cp -p` leave it: the answer is the new files', not the cached one."""
     base = ["analyze", str(logs), "--format", "json"]
     before = orjson.loads(run(*base))
-    victim = min(logs.glob("worker-*.log"))
-    stat, data = victim.stat(), victim.read_bytes()
-    worker = victim.stem.removeprefix("worker-").encode()
-    renamed = worker[:-1] + (b"x" if worker[-1:] != b"x" else b"y")
-    victim.write_bytes(data.replace(worker, renamed))
-    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert (victim.stat().st_size, victim.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    worker, renamed = rename_worker_keeping_size_and_mtime(min(logs.glob("worker-*.log")))
     calls.reset()
     after = run(*base)
     # (the file keeps its name: the old id is still in its path, not as a worker)
