@@ -47,11 +47,38 @@ def _epoch_int_to_us(numbers: pl.Expr) -> pl.Expr:
     )
 
 
+# 10**(6 - n): the microseconds of one unit of an n-digit fraction (n = 0..6).
+_FRACTION_SCALE = pl.Series([10**6, 10**5, 10**4, 10**3, 100, 10, 1], dtype=pl.Int64)
+
+
+def _looks_zulu(raw: pl.Series) -> bool:
+    """Whether the column's first values end in `Z` (the common shape): then _zulu_seconds_first first."""
+    return bool(raw.drop_nulls().head(8).str.ends_with("Z").any())
+
+
+def _zulu_seconds_first(raw: pl.Series) -> pl.Series:
+    """`YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` as naive UTC microseconds, null for any other text.
+
+    The same values as polars' parse of the format `_ISO_ZULU` (microseconds truncated), in about
+    half its time at 1M values: polars parses the fixed `%Y-%m-%dT%H:%M:%S` prefix on a fast path of
+    its own, and the fraction is a number scaled by its length. Text the pattern leaves (leading
+    space, unpadded fields, more than nine digits) is null here and parsed with `_ISO_ZULU`."""
+    seconds = raw.str.slice(0, 19).str.to_datetime("%Y-%m-%dT%H:%M:%S", strict=False, time_unit="us")
+    tail = raw.str.slice(19)
+    digits = tail.str.slice(1, 6).str.strip_suffix("Z")  # the fraction's first six digits (or "")
+    micros = digits.cast(pl.Int64, strict=False) * _FRACTION_SCALE.gather(digits.str.len_bytes())
+    fits = tail.str.contains(r"^(?:\.[0-9]{1,9})?Z$")
+    return pl.select(
+        pl.when(fits).then(seconds + pl.duration(microseconds=micros.fill_null(0)))
+    ).to_series().rename(raw.name)
+
+
 def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
     """Parse text timestamps. Returns columns `ts` (UTC, us) and `naive` (no zone was given).
 
     Unparseable values give null `ts`. Epoch numbers are always UTC and never naive. The common
-    shape (ISO-8601 with `T` and `Z`) is parsed in one pass; only the rest takes the general path.
+    shape (ISO-8601 with `T` and `Z`) is parsed first (_zulu_seconds_first); only the rest takes the
+    general path.
     """
     raw = values.cast(pl.String)
     if raw.null_count() == raw.len():  # nothing to parse: a JSON record's leading and envelope times
@@ -59,7 +86,14 @@ def parse_timestamps(values: pl.Series, assume_tz: str = "UTC") -> pl.DataFrame:
             "ts": pl.repeat(None, raw.len(), dtype=schema.TS_TYPE, eager=True),
             "naive": pl.repeat(False, raw.len(), dtype=pl.Boolean, eager=True),
         })
-    fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us").dt.replace_time_zone("UTC")
+    if _looks_zulu(raw):
+        fast = _zulu_seconds_first(raw)
+        left = (fast.is_null() & raw.is_not_null()).arg_true()
+        if left.len():  # Zulu shapes the pass above leaves (a leading space, unpadded fields, 10+ digits)
+            fast = fast.scatter(left, raw.gather(left).str.to_datetime(_ISO_ZULU, strict=False, time_unit="us"))
+    else:
+        fast = raw.str.to_datetime(_ISO_ZULU, strict=False, time_unit="us")
+    fast = fast.dt.replace_time_zone("UTC")
     rest = (fast.is_null() & raw.is_not_null()).arg_true()
     if rest.len() == 0:
         return pl.DataFrame({"ts": fast.cast(schema.TS_TYPE), "naive": pl.repeat(False, raw.len(), dtype=pl.Boolean, eager=True)})
