@@ -47,8 +47,9 @@ def _epoch_int_to_us(numbers: pl.Expr) -> pl.Expr:
     )
 
 
-# 10**(6 - n): the microseconds of one unit of an n-digit fraction (n = 0..6).
-_FRACTION_SCALE = pl.Series([10**6, 10**5, 10**4, 10**3, 100, 10, 1], dtype=pl.Int64)
+# 10**(6 - n): the microseconds of one unit of an n-digit fraction (n = 0..6). A list, not a
+# Series: polars is imported lazily, when first used, not when this module is.
+_FRACTION_SCALE = [10**6, 10**5, 10**4, 10**3, 100, 10, 1]
 
 
 def _looks_zulu(raw: pl.Series) -> bool:
@@ -66,7 +67,8 @@ def _zulu_seconds_first(raw: pl.Series) -> pl.Series:
     seconds = raw.str.slice(0, 19).str.to_datetime("%Y-%m-%dT%H:%M:%S", strict=False, time_unit="us")
     tail = raw.str.slice(19)
     digits = tail.str.slice(1, 6).str.strip_suffix("Z")  # the fraction's first six digits (or "")
-    micros = digits.cast(pl.Int64, strict=False) * _FRACTION_SCALE.gather(digits.str.len_bytes())
+    scale = pl.Series(_FRACTION_SCALE, dtype=pl.Int64).gather(digits.str.len_bytes())
+    micros = digits.cast(pl.Int64, strict=False) * scale
     fits = tail.str.contains(r"^(?:\.[0-9]{1,9})?Z$")
     return pl.select(
         pl.when(fits).then(seconds + pl.duration(microseconds=micros.fill_null(0)))
