@@ -388,7 +388,7 @@ class AnalysisContext:
         ex = self.executions.select(
             "exec_id", "action_id", "identity", "worker_id", "start", "end", "entry_ts", "receive_ts",
             "fail_ts", "completed", "failed", "attempt", "job_ids", "locks", "guarded", "deployment_id",
-        )
+        ).filter(pl.col("action_id").is_duplicated())  # an action run once has no pair: 5% of the executions at 1M lines
         left = ex.rename({c: f"{c}_a" for c in ex.columns if c != "action_id"})
         right = ex.rename({c: f"{c}_b" for c in ex.columns if c != "action_id"})
         joined = left.join(right, on="action_id").filter(
