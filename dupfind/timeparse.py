@@ -66,8 +66,9 @@ def _zulu_seconds_first(raw: pl.Series) -> pl.Series:
     space, unpadded fields, more than nine digits) is null here and parsed with `_ISO_ZULU`."""
     seconds = raw.str.slice(0, 19).str.to_datetime("%Y-%m-%dT%H:%M:%S", strict=False, time_unit="us")
     tail = raw.str.slice(19)
-    digits = tail.str.slice(1, 6).str.strip_suffix("Z")  # the fraction's first six digits (or "")
-    scale = pl.Series(_FRACTION_SCALE, dtype=pl.Int64).gather(digits.str.len_bytes())
+    digits = tail.str.slice(1, 6).str.strip_suffix("Z")  # the fraction's first six characters (or "")
+    # Counted in characters, as sliced: a digit of another script is two bytes (`fits` rejects it).
+    scale = pl.Series(_FRACTION_SCALE, dtype=pl.Int64).gather(digits.str.len_chars())
     micros = digits.cast(pl.Int64, strict=False) * scale
     fits = tail.str.contains(r"^(?:\.[0-9]{1,9})?Z$")
     return pl.select(

@@ -18,6 +18,9 @@ NEAR_MISSES = [
     "2026-07-21T10:00:00.+1Z", "2026-07-21T10:00:00.1 Z", "2026-07-21T10:00:00.\u0661Z", "2026-07-21T10:60:00Z",
     "2026-13-01T00:00:00Z", "2026-07-21T10:00:00ZZ", "2026-07-21T10:00:00.5ZZ", "2023-02-29T00:00:00Z",
     "2024-02-29T00:00:00.5Z", "", "Z",
+    # Digits of other scripts: six characters of the fraction, more than six bytes.
+    "2026-07-21T10:00:00.\u0661\u0662\u0663\u0664Z", "2026-07-21T10:00:00.\u0661\u0662\u0663\u0664\u0665\u0666\u0667Z",
+    "2026-07-21T10:00:00.12\u00e9456Z",
 ]
 
 
@@ -30,7 +33,7 @@ def zulu_texts(draw) -> str:
     """The common shape with any fraction length, or a near miss of it."""
     year, month, day = draw(st.integers(1, 9999)), draw(st.integers(1, 13)), draw(st.integers(1, 31))
     hour, minute, second = draw(st.integers(0, 24)), draw(st.integers(0, 60)), draw(st.integers(0, 60))
-    digits = draw(st.text("0123456789", max_size=11))
+    digits = draw(st.text(draw(st.sampled_from(["0123456789", "0123456789\u0661\u00e9"])), max_size=11))
     fraction = draw(st.sampled_from(["", "."])) + digits if digits else draw(st.sampled_from(["", "."]))
     text = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}Z"
     return draw(st.sampled_from([text, text, text, " " + text, text + " ", text.replace("T", " "), text.lower()]))
