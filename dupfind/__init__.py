@@ -1,8 +1,10 @@
 """dupfind: find background-job side effects that happened twice, and why."""
 
 import os
+import sys
 
 from dupfind.lazy_import import lazy_module
+from dupfind.malloc_tuning import return_large_blocks
 
 __version__ = "0.1.0"
 
@@ -17,5 +19,8 @@ os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:250,muzzy_decay_ms:0,
 
 # polars (0.3 s to load here, most of it its 178 MB library) loads at its first use, not at its
 # import: a command answered from the cache (a warm `analyze`, `stats`, `timeline` or `trace`)
-# writes the stored report and never needs it.
-lazy_module("polars")
+# writes the stored report and never needs it. A command that loads it works on large frames and
+# byte strings: glibc's malloc is told then to give large freed blocks back (dupfind.malloc_tuning).
+if "polars" in sys.modules:  # loaded before dupfind (a program that uses both)
+    return_large_blocks()
+lazy_module("polars", before=return_large_blocks)

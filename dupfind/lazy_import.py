@@ -6,6 +6,7 @@ import importlib.util
 import sys
 import threading
 import types
+from collections.abc import Callable
 
 # Read without running the module's code: the import system looks at these when the module is
 # imported again (`import polars as pl` in another module), and tools that walk sys.modules.
@@ -40,6 +41,8 @@ def _load(module: types.ModuleType) -> None:
             return
         state["started"] = True
         try:
+            if state["before"] is not None:
+                state["before"]()
             spec.loader.exec_module(module)
         except BaseException:
             sys.modules.pop(spec.name, None)  # a later import tries again, as after a failed import
@@ -48,9 +51,10 @@ def _load(module: types.ModuleType) -> None:
             object.__setattr__(module, "__class__", types.ModuleType)
 
 
-def lazy_module(name: str) -> None:
-    """Make `import name` give a module that is executed when first used. Nothing changes when it is
-    imported already, or cannot be found (its import then fails as it would have).
+def lazy_module(name: str, before: Callable[[], object] | None = None) -> None:
+    """Make `import name` give a module that is executed when first used, after calling `before`.
+    Nothing changes when it is imported already, or cannot be found (its import then fails as it
+    would have).
 
     Thread-safe for attribute access. It is not made for a second thread that imports one of the
     module's submodules (`import name.sub`) while the first use runs the module's code."""
@@ -60,7 +64,7 @@ def lazy_module(name: str) -> None:
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return
     module = importlib.util.module_from_spec(spec)
-    spec.loader_state = {"lock": threading.RLock(), "started": False}
+    spec.loader_state = {"lock": threading.RLock(), "started": False, "before": before}
     module.__class__ = _LazyModule
     sys.modules[name] = module
 

@@ -93,3 +93,15 @@ def test_a_module_imported_already_or_missing_is_left_alone():
     assert sys.modules["json"] is before and is_loaded("json")
     lazy_module("no_such_module_here")
     assert "no_such_module_here" not in sys.modules and not is_loaded("no_such_module_here")
+
+
+def test_the_hook_runs_once_before_the_module_code(package):
+    calls = []
+    lazy_module("slowpkg", before=lambda: calls.append(list(package)))
+    import slowpkg
+
+    assert calls == []
+    assert slowpkg.ANSWER == 42
+    assert slowpkg.VALUE == "part"
+    assert calls == [[]]  # before the module's code had run (it appends to the log when it runs)
+    assert package == [1]

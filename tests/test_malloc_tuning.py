@@ -1,0 +1,62 @@
+"""glibc's malloc gives large freed blocks back once dupfind loads polars (dupfind.malloc_tuning)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dupfind.malloc_tuning import is_glibc
+
+pytestmark = pytest.mark.skipif(not is_glibc(), reason="glibc's malloc only")
+
+# Run in a fresh interpreter: frees a 6 MiB block (glibc then raises its mmap threshold past it,
+# unless the threshold is fixed), and says whether a 1 MiB block allocated next has a mapping of its own.
+PROBE = textwrap.dedent("""
+    import ctypes, sys
+    class Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        print("no mallinfo2"); sys.exit(0)
+    libc.mallinfo2.restype = Info
+    {setup}
+    block = bytes(6 << 20)
+    del block
+    before = libc.mallinfo2().hblks
+    kept = bytes(1 << 20)
+    print("mapped" if libc.mallinfo2().hblks > before else "heap")
+""")
+
+
+def _where_a_large_block_goes(setup: str) -> str:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)], capture_output=True, text=True, check=True)
+    if out.stdout.strip() == "no mallinfo2":
+        pytest.skip("glibc before 2.33 has no mallinfo2")
+    return out.stdout.strip()
+
+
+def test_untuned_glibc_carves_large_blocks_from_the_heap():
+    # What the tuning is for: without it, the second block is not given back when freed.
+    assert _where_a_large_block_goes("pass") == "heap"
+
+
+def test_loading_polars_through_dupfind_maps_large_blocks():
+    setup = "import dupfind, polars; polars.DataFrame; from dupfind import malloc_tuning; assert malloc_tuning._tuned"
+    assert _where_a_large_block_goes(setup) == "mapped"
+
+
+def test_dupfind_imported_after_polars_tunes_too():
+    setup = "import polars; polars.DataFrame; import dupfind; from dupfind import malloc_tuning; assert malloc_tuning._tuned"
+    assert _where_a_large_block_goes(setup) == "mapped"
+
+
+def test_importing_dupfind_alone_leaves_malloc_as_it_is():
+    # A command answered from the cache never loads polars, nor ctypes for this.
+    setup = "import dupfind, dupfind.cli; from dupfind import malloc_tuning; assert not malloc_tuning._tuned"
+    assert _where_a_large_block_goes(setup) == "heap"
+    code = "import sys, dupfind.cli; assert 'ctypes' not in sys.modules and 'polars._plr' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
