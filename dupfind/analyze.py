@@ -195,8 +195,13 @@ def analyze(
     timeouts: dict[str, float] | None = None,
     max_jobs_per_value: int = 25,
     correlation: Correlation | None = None,
+    keep_frames: bool = True,
 ) -> AnalysisReport:
-    """Run the whole analysis on an ingested table (or on its `correlation`, already computed)."""
+    """Run the whole analysis on an ingested table (or on its `correlation`, already computed).
+
+    Without `keep_frames`, the frames the detectors share (analysis.DETECTOR_FRAMES) are released
+    before the findings' details are filled: for a report made of its findings alone, when no
+    cache stores those frames for later commands (a view that reads them derives them again)."""
     if correlation is None:
         from dupfind.pipeline import correlate_inputs
 
@@ -208,6 +213,11 @@ def analyze(
     for rule in rules:
         if rule.enabled:
             findings.extend(detector_named(rule.detector)(ctx, rule))
+    # The verdict and summary read neither the order of the findings nor their details.
+    verdict, reason = _verdict(ctx, findings)
+    summary = _summary(ctx, result, findings)
+    if not keep_frames:
+        ctx.release_detector_frames()
     ctx.fill_details()
     findings.sort(key=finding_order)
     warnings = [
@@ -215,8 +225,7 @@ def analyze(
         f"(raise max_jobs_per_value if it is a real shared key)"
         for w in correlation.warnings
     ]
-    verdict, reason = _verdict(ctx, findings)
-    return AnalysisReport(result, findings, rules, verdict, reason, _summary(ctx, result, findings), warnings, ctx)
+    return AnalysisReport(result, findings, rules, verdict, reason, summary, warnings, ctx)
 
 
 def with_findings(report: AnalysisReport, findings: list[Finding]) -> AnalysisReport:

@@ -254,8 +254,10 @@ def analyze_correlated(
     skew_s: float = 0.5,
     timeouts: dict[str, float] | None = None,
     max_jobs_per_value: int = 25,
+    keep_frames: bool = True,
 ) -> AnalysisReport:
-    """analyze.analyze over correlated inputs, or its cached result for the same rules and options."""
+    """analyze.analyze over correlated inputs, or its cached result for the same rules and options
+    (`keep_frames`: see analyze.analyze; with the cache on, the frames are kept for it to store)."""
     from dupfind.analyze import AnalysisReport, analyze
 
     timeouts = timeouts or {}
@@ -285,7 +287,7 @@ def analyze_correlated(
             return report
     with DelayedStatus(f"running {sum(1 for r in rules if r.enabled)} detection rules and gathering their evidence"):
         report = analyze(loaded.result, config, rules, skew_s, timeouts, max_jobs_per_value,
-                         correlation=loaded.correlation)
+                         correlation=loaded.correlation, keep_frames=keep_frames or loaded.cache is not None)
     if key is not None:
         # Stored once the command's output is out (dupfind.background.defer): 0.9 s at 1M lines,
         # 4.7 s at 5M that the report need not wait for. What the run derives from the report is

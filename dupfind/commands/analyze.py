@@ -29,7 +29,7 @@ def _options(skew, timeout, config, rules, assume_tz, disable, cfg=None):
 
 
 def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
-                 rejects, strict, use_cache=True, cfg=None, kept=None):
+                 rejects, strict, use_cache=True, cfg=None, kept=None, keep_frames=True):
     """Load, correlate and run every enabled rule: the AnalysisReport and the effective config.
 
     With the cache on, unchanged inputs are not read again and the same rules and options reuse
@@ -48,7 +48,7 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
         report.__dict__[CACHE_REF] = ref  # what is derived from this read is cached beside the analysis in windows
         return report, cfg
     loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=use_cache)
-    return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value), cfg
+    return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value, keep_frames), cfg
 
 
 def run_windowed(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, rejects,
@@ -255,8 +255,12 @@ def analyze(
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
     protected = None
     if budget is None:
+        # The Markdown ticket traces its worst finding, and a baseline's summary counts side
+        # effects, from the detectors' frames; the other formats render the findings alone (and
+        # with the cache on the frames are stored).
         report, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since,
-                                   until, rejects, strict, use_cache=not no_cache)
+                                   until, rejects, strict, use_cache=not no_cache,
+                                   keep_frames=output_format.value == "markdown" or bool(baseline))
     else:
         from dupfind.windows_views import stats_aside
 
