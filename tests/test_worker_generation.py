@@ -65,7 +65,7 @@ def test_most_named_generation_ties_go_to_the_first_by_name():
     rows = [
         ("w1", "start", "v2"), ("w1", "ack", "v2"), ("w1", "start", "v10"), ("w1", "ack", "v10"),
         # The deploy pipeline names generations on its own records: they do not count.
-        *[("w1", sorted(DEPLOY_KINDS)[0], "v9")] * 5,
+        *[("w1", min(DEPLOY_KINDS), "v9")] * 5,
         ("w2", "start", None), ("w2", "ack", "v3"), ("w2", "start", "v3"), ("w2", "ack", "v4"),
         ("w3", "start", None), ("w3", "ack", None),
         (None, "other", "v1"),
