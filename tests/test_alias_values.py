@@ -1,0 +1,50 @@
+"""Alias values as the canonical table holds them: stripped of Unicode whitespace, empty as null,
+other values as they were read (normalize._materialize_paths strips only the columns that need it)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+
+CONFIG = load_config(None, None, None)
+# Whitespace Python and Rust agree on (Unicode White_Space), and characters that are not.
+PADS = ["", " ", "  ", "\t", "\u00a0", "\u2003", "\u3000", "\u200b", "x"]
+
+
+def _read(tmp_path, workers: list[str], queues: list[str]) -> pl.DataFrame:
+    lines = [
+        json.dumps({"ts": f"2026-07-21T10:00:{i % 60:02d}Z", "event": "job_started", "job_id": f"j{i}",
+                    "worker": w, "queue": q})
+        for i, (w, q) in enumerate(zip(workers, queues))
+    ]
+    (tmp_path / "w.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = ingest([str(tmp_path / "w.log")], CONFIG)
+    return result.table.sort("line").select(pl.col("worker_id").cast(pl.String), pl.col("queue").cast(pl.String))
+
+
+def _expected(value: str) -> str | None:
+    stripped = value.strip()  # str.strip() strips Unicode White_Space too (U+200B is not)
+    return stripped or None
+
+
+def test_padded_and_empty_values(tmp_path):
+    workers = ["w1", " w2 ", "\u2003w3\u3000", "", "   ", "w\u200b", "w 5"]
+    queues = ["emails"] * len(workers)  # a column with nothing to strip, beside one with
+    table = _read(tmp_path, workers, queues)
+    assert table["worker_id"].to_list() == ["w1", "w2", "w3", None, None, "w\u200b", "w 5"]
+    assert table["queue"].to_list() == queues
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PADS), st.text(alphabet="ab \u2003c", max_size=4), st.sampled_from(PADS)),
+                min_size=1, max_size=12))
+def test_values_are_stripped_as_python_strips_them(tmp_path_factory, parts):
+    workers = [f"{a}{b}{c}" for a, b, c in parts]
+    table = _read(tmp_path_factory.mktemp("pads"), workers, ["q"] * len(workers))
+    assert table["worker_id"].to_list() == [_expected(w) for w in workers]
