@@ -168,9 +168,10 @@ def stated_timeouts(stated: pl.DataFrame) -> dict[str, float]:
     return found
 
 
-# Frames the detectors share that the findings' details do not read (the summary reads some, first): 33 MiB of a
-# 1M-line analysis (execution durations 10.5, side-effect requests 8, each action's queue 7.4,
-# side effects counted 5.4, execution pairs 1.5), real pages, about 4x what polars estimates.
+# Frames the detectors share that the findings' details do not read (the summary reads some, before
+# them): 33 MiB of a 1M-line analysis (execution durations 10.5, side-effect requests 8, each
+# action's queue 7.4, side effects counted 5.4, execution pairs 1.5), real pages, about 4x what
+# polars estimates.
 DETECTOR_FRAMES = ("execution_durations", "side_effects", "action_attributes", "effect_counts", "pairs")
 
 

@@ -1,4 +1,4 @@
-"""glibc's malloc told to give large freed blocks back to the system at once (Linux with glibc only)."""
+"""glibc's malloc told to give freed memory back to the system (Linux with glibc only)."""
 
 from __future__ import annotations
 
@@ -34,14 +34,35 @@ def return_large_blocks() -> bool:
     global _tuned
     if _tuned:
         return True
-    if not is_glibc():
+    libc = _glibc()
+    if libc is None:
         return False
-    import ctypes
-
     try:
-        libc = ctypes.CDLL(None)
         ok = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-    except (OSError, AttributeError):
+    except AttributeError:
         return False
     _tuned = ok
     return ok
+
+
+def trim_heap() -> None:
+    """Return glibc's free heap pages to the system now (nothing elsewhere)."""
+    libc = _glibc()
+    if libc is not None:
+        try:
+            libc.malloc_trim(0)
+        except AttributeError:
+            pass
+
+
+def _glibc():
+    """The C library through ctypes, when it is glibc (imported only then: a command the cache
+    answers loads neither ctypes nor polars)."""
+    if not is_glibc():
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import ctypes
 import gc
 import math
 import os
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
 from dupfind.pipeline import ingest_with_progress
 from dupfind.read_plan import PLANNED_SHARE, WHOLE_READ_SHARE, say
@@ -601,7 +601,4 @@ def release_memory() -> None:
     objects collected, and glibc's free heap pages returned (it keeps them otherwise, and
     windows would grow one after another)."""
     gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass  # not glibc
+    trim_heap()
