@@ -12,9 +12,8 @@ from dupfind.malloc_tuning import is_glibc
 
 pytestmark = pytest.mark.skipif(not is_glibc(), reason="glibc's malloc only")
 
-# Run in a fresh interpreter: frees a 6 MiB block (glibc then raises its mmap threshold past it,
-# unless the threshold is fixed), and says whether a 1 MiB block allocated next has a mapping of its own.
-PROBE = textwrap.dedent("""
+# The start of a probe run in a fresh interpreter: glibc's statistics through `libc.mallinfo2()`.
+MALLINFO = textwrap.dedent("""
     import ctypes, sys
     class Info(ctypes.Structure):
         _fields_ = [(n, ctypes.c_size_t) for n in (
@@ -23,6 +22,10 @@ PROBE = textwrap.dedent("""
     if not hasattr(libc, "mallinfo2"):
         print("no mallinfo2"); sys.exit(0)
     libc.mallinfo2.restype = Info
+""")
+# Frees a 6 MiB block (glibc then raises its mmap threshold past it, unless the threshold is
+# fixed), and says whether a 1 MiB block allocated next has a mapping of its own.
+PROBE = MALLINFO + textwrap.dedent("""
     {setup}
     block = bytes(6 << 20)
     del block
@@ -32,11 +35,16 @@ PROBE = textwrap.dedent("""
 """)
 
 
-def _where_a_large_block_goes(setup: str) -> str:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)], capture_output=True, text=True, check=True)
-    if out.stdout.strip() == "no mallinfo2":
+def _probe(code: str) -> str:
+    """What a probe (MALLINFO, then its own lines) prints, in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    if out == "no mallinfo2":
         pytest.skip("glibc before 2.33 has no mallinfo2")
-    return out.stdout.strip()
+    return out
+
+
+def _where_a_large_block_goes(setup: str) -> str:
+    return _probe(PROBE.format(setup=setup))
 
 
 def test_untuned_glibc_carves_large_blocks_from_the_heap():
@@ -65,15 +73,7 @@ def test_importing_dupfind_alone_leaves_malloc_as_it_is():
 def test_trim_heap_gives_free_heap_pages_back():
     # Untuned, a 3 MiB block freed after a 4 MiB one came from the heap and stays in it (glibc raised
     # its trim threshold too); trim_heap returns it.
-    code = textwrap.dedent("""
-        import ctypes
-        class Info(ctypes.Structure):
-            _fields_ = [(n, ctypes.c_size_t) for n in (
-                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-        libc = ctypes.CDLL(None)
-        if not hasattr(libc, "mallinfo2"):
-            print("no mallinfo2"); raise SystemExit
-        libc.mallinfo2.restype = Info
+    code = MALLINFO + textwrap.dedent("""
         block = bytes(4 << 20); del block
         block = bytes(3 << 20); del block
         before = libc.mallinfo2().arena
@@ -81,7 +81,4 @@ def test_trim_heap_gives_free_heap_pages_back():
         trim_heap()
         print(before - libc.mallinfo2().arena)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    if out == "no mallinfo2":
-        pytest.skip("glibc before 2.33 has no mallinfo2")
-    assert int(out) >= 2 << 20
+    assert int(_probe(code)) >= 2 << 20
