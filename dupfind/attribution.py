@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from dupfind import schema
 from dupfind.analysis import AnalysisContext
 from dupfind.locks import longest_overlap
 
@@ -37,7 +38,7 @@ class ActionFacts:
 
 def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, ActionFacts]:
     """The executions and attribution-relevant records of many actions, fetched in two passes."""
-    wanted = pl.Series("action_id", list(dict.fromkeys(action_ids)), dtype=pl.Int64)
+    wanted = pl.Series("action_id", list(dict.fromkeys(action_ids)), dtype=schema.ID_TYPE)
     execs = ctx.executions.filter(pl.col("action_id").is_in(wanted.implode())).sort(
         "action_id", "start", maintain_order=True
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from dupfind import textcodes
+from dupfind import schema, textcodes
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts, coded_columns
 
@@ -118,8 +118,8 @@ def build_actions(
     table = table.with_row_index("rid")
     keys = [k for k in link_keys if k in table.columns]
     if not keys or table.height == 0:
-        empty = pl.DataFrame(schema={"action_id": pl.Int64, "identity": pl.String})
-        return table.with_columns(action_id=pl.lit(None, dtype=pl.Int64)), empty, []
+        empty = pl.DataFrame(schema={"action_id": schema.ID_TYPE, "identity": pl.String})
+        return table.with_columns(action_id=pl.lit(None, dtype=schema.ID_TYPE)), empty, []
     # Records that carry the same link values link alike: the graph is built over the distinct
     # tuples of values (a tenth of the records in a typical export), then mapped back.
     tuples = (
@@ -202,7 +202,7 @@ def build_actions(
         .select("label", pl.col("node").list.join("|").alias("identity"))
         .sort(pl.col("identity").hash(seed=0))
         .with_row_index("action_id")
-        .with_columns(pl.col("action_id").cast(pl.Int64))
+        .with_columns(pl.col("action_id").cast(schema.ID_TYPE))
     )
     del members
     record_actions = (
@@ -373,7 +373,8 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
     consumed = base.filter(pl.col("kind").is_in(CONSUMER_KINDS))["seg"].unique()
     base = base.filter(pl.col("seg").is_in(consumed.implode()))
     base = base.with_columns(
-        exec_id=(pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1 + first_id
+        exec_id=((pl.col("seg") != pl.col("seg").shift(1)).fill_null(True).cast(pl.Int64).cum_sum() - 1 + first_id)
+        .cast(schema.ID_TYPE)
     )
     is_kind = lambda *k: pl.col("kind").is_in(list(k))  # noqa: E731
     executions = (

@@ -10,6 +10,7 @@ from functools import cached_property
 
 import polars as pl
 
+from dupfind import schema as canonical
 from dupfind.schema import as_strings
 
 LIFECYCLE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
@@ -305,7 +306,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         pl.col("first_source").cast(pl.String).alias("source"),
     ).sort("entry")
     schema = {
-        "exec_id": pl.Int64,
+        "exec_id": canonical.ID_TYPE,
         "worker_id": pl.String,
         "entry": _ts_dtype(table),
         "stop_ts": _ts_dtype(table),
@@ -371,7 +372,7 @@ def _interrupted(
     """
     ts_type = _ts_dtype(table)
     schema = {
-        "exec_id": pl.Int64,
+        "exec_id": canonical.ID_TYPE,
         "worker_id": pl.String,
         "kill_ts": ts_type,
         "kill_rid": pl.UInt32,

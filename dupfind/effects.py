@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from dupfind import schema
+
 # How a provider request ended, from its own status or the response that followed it.
 #   success  - the provider did it (counts, certain)
 #   uncertain - timed out (incl. 504) or no answer logged (may have happened)
@@ -147,7 +149,7 @@ def duplicated_actions(counts: pl.DataFrame) -> pl.Series:
 def duplicate_effects(requests: pl.DataFrame) -> pl.DataFrame:
     """Per action and side-effect type: counted requests and the duplicate's confidence."""
     if requests.height == 0:
-        return pl.DataFrame(schema={"action_id": pl.Int64, "effect": pl.String, "success": pl.UInt32,
+        return pl.DataFrame(schema={"action_id": schema.ID_TYPE, "effect": pl.String, "success": pl.UInt32,
                                     "uncertain": pl.UInt32, "confidence": pl.String})
     counts = requests.group_by("action_id", "effect").agg(
         pl.col("provider_protected").filter(pl.col("outcome").is_in(COUNTED)).all().alias("protected"),

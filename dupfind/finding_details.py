@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from dupfind import schema
 from dupfind.findings import Evidence, Finding
 from dupfind.schema import ID_COLUMNS
 
@@ -41,7 +42,8 @@ class DetailRequest:
 
 def _frame(pairs: list[tuple[int, int]], names: tuple[str, str]) -> pl.DataFrame:
     a, b = zip(*pairs) if pairs else ((), ())
-    return pl.DataFrame({names[0]: list(a), names[1]: list(b)}, schema={names[0]: pl.Int64, names[1]: pl.Int64})
+    types = [schema.ID_TYPE if name in ("action_id", "exec_id") else pl.Int64 for name in names]
+    return pl.DataFrame({names[0]: list(a), names[1]: list(b)}, schema=dict(zip(names, types)))
 
 
 def ids_and_spans(ctx: AnalysisContext, action_ids: set[int],
@@ -116,7 +118,7 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
     if by_execs:
         req, exe, kid = zip(*by_execs)
         wanted = pl.DataFrame({"req": req, "exec_id": exe, "kinds": kid},
-                              schema={"req": pl.Int64, "exec_id": pl.Int64, "kinds": pl.Int64})
+                              schema={"req": pl.Int64, "exec_id": schema.ID_TYPE, "kinds": pl.Int64})
         allowed = pl.DataFrame(
             [(k, kind) for kinds, k in kinds_ids.items() for kind in kinds],
             schema={"kinds": pl.Int64, "kind": pl.String}, orient="row",

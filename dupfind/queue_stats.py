@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from dupfind import textcodes
+from dupfind import schema, textcodes
 from dupfind.analysis import AnalysisContext
 from dupfind.analyze import AnalysisReport
 from dupfind.effects import repeated_requests
@@ -133,13 +133,13 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         failed=pl.col("failed"),
     )
     gaps = _labelled(ctx.redelivery_gaps.with_columns(queue=pl.col("queue").replace("", None)), ctx)
-    extra = pl.DataFrame(schema={"action_id": pl.Int64, "exec_id": pl.Int64})
+    extra = pl.DataFrame(schema={"action_id": schema.ID_TYPE, "exec_id": schema.ID_TYPE})
     if ctx.side_effects.height:
         extra = repeated_requests(ctx.side_effects, ctx.effect_counts).select("action_id", "exec_id")
     extra = _labelled(extra, ctx)
     lost = _labelled(
         ctx.action_attributes.filter(pl.col("action_id").is_in(lost_actions)).select(
-            "action_id", exec_id=pl.lit(None, dtype=pl.Int64)
+            "action_id", exec_id=pl.lit(None, dtype=schema.ID_TYPE)
         ),
         ctx,
     ).with_columns(lost=pl.lit(True))
@@ -158,7 +158,7 @@ def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
         .filter(pl.col("published_at").is_not_null())
         .collect()
     )
-    return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=pl.Int64)), ctx)
+    return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=schema.ID_TYPE)), ctx)
 
 
 def _waits(deliveries: pl.DataFrame, end_of_logs) -> pl.DataFrame:
@@ -309,7 +309,7 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
     redelivered = (
         as_strings(ctx.columns("ts", "kind")[gaps["rid"].cast(pl.Int64).to_list()]).with_columns(gaps["action_id"])
         if gaps.height
-        else pl.DataFrame(schema={"ts": ctx.columns("ts").schema["ts"], "kind": pl.String, "action_id": pl.Int64})
+        else pl.DataFrame(schema={"ts": ctx.columns("ts").schema["ts"], "kind": pl.String, "action_id": schema.ID_TYPE})
     )
     deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
     events = as_strings(  # the deployment only of a deploy's records, as a window keeps them

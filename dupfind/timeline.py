@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from dupfind import schema
 from dupfind.analyze import AnalysisReport
 from dupfind.deploy_concentration import duplicate_times, redelivery_tail_s
 from dupfind.effects import duplicated_actions
@@ -108,7 +109,7 @@ def _marks(report: AnalysisReport, fields: tuple[str, ...] = ENTRY_FIELDS) -> _M
     ctx = report.context
     model = ctx.deploys
     duplicated = duplicated_actions(ctx.effect_counts)
-    repeat_execs, effect_at = pl.Series("exec_id", [], dtype=pl.Int64), None
+    repeat_execs, effect_at = pl.Series("exec_id", [], dtype=schema.ID_TYPE), None
     if "repeat" in fields or "side_effect_at" in fields:
         marks = ctx.effect_marks
         repeat_execs = marks.filter(pl.col("repeat"))["exec_id"]

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from dupfind import textcodes
+from dupfind import schema, textcodes
 from dupfind.textcodes import Texts
 
 # A redelivery after one of these was asked for (a retry, a nack, a lock denial), not a lease expiry.
@@ -18,12 +18,12 @@ def gap_schema() -> dict:
     return {
         "queue": pl.String,
         "message": pl.String,
-        "action_id": pl.Int64,
+        "action_id": schema.ID_TYPE,
         "gap_s": pl.Float64,
         "prev_rid": pl.UInt32,
         "rid": pl.UInt32,
-        "prev_exec_id": pl.Int64,
-        "exec_id": pl.Int64,
+        "prev_exec_id": schema.ID_TYPE,
+        "exec_id": schema.ID_TYPE,
     }
 
 

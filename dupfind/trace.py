@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from dupfind import textcodes
+from dupfind import schema, textcodes
 from dupfind.analysis import AnalysisContext, id_value_hash
 from dupfind.analyze import AnalysisReport
 from dupfind.config import Config
@@ -183,7 +183,7 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
             if found.height:
                 hits.append(found)
     frame = pl.concat(hits) if hits else pl.DataFrame(
-        schema={"rid": pl.UInt32, "action_id": pl.Int64, "query": pl.String, "match": pl.String}
+        schema={"rid": pl.UInt32, "action_id": schema.ID_TYPE, "query": pl.String, "match": pl.String}
     )
     found_queries = set(frame["query"].to_list())
     return frame, [q for q in queries if q not in found_queries]

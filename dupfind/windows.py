@@ -529,7 +529,7 @@ class Spill:
             self.failed = True
             return None
         return pl.concat(found, how="vertical_relaxed") if found else pl.DataFrame(
-            schema={"ts": pl.Datetime("us", "UTC"), "source": pl.String, "line": pl.Int64})
+            schema={"ts": pl.Datetime("us", "UTC"), "source": pl.String, "line": pl.UInt32})
 
     def records_between(self, since: datetime | None, until: datetime | None) -> int | None:
         """How many spilled records are within [since, until] (None: unbounded); None when the
