@@ -1075,6 +1075,15 @@ def empty_rejects() -> pl.DataFrame:
 
 
 @dataclass
+class SparsePiece:
+    """A batch's column as the rows `at` that have a value and their `values` (None: no row has one)."""
+
+    at: pl.Series
+    values: pl.Series | None
+    height: int
+
+
+@dataclass
 class HeldBatch:
     """A normalised batch as it is held until assembly: its coded columns (ids, messages) as codes
     into a dictionary of its own (`texts`: code n the n-th, in no particular order; a text may
@@ -1084,6 +1093,57 @@ class HeldBatch:
 
     frame: pl.DataFrame
     texts: pl.Series
+    # Columns with a value on few rows, as (row `at`, value) pairs: a timeout or error carried by
+    # one record in a hundred would hold 8 bytes on every row.
+    sparse: dict[str, pl.DataFrame] = field(default_factory=dict)
+    height: int = -1  # rows of the batch (-1: those of `frame`)
+
+    def __post_init__(self) -> None:
+        if self.height < 0:
+            self.height = self.frame.height
+
+    def holds(self, name: str) -> bool:
+        """Whether column `name` has a value on some row of the batch (or is a key column)."""
+        if name in self.sparse:
+            return True
+        return name in self.frame.columns and self.frame[name].null_count() < self.height
+
+    def take(self, name: str, convert: Callable[[pl.Series], pl.Series]) -> pl.Series | SparsePiece:
+        """Column `name` taken out of the batch, its values `convert`ed (which keeps their
+        places): one a row, or those of the rows that have one (none when the batch has no such
+        column)."""
+        if name in self.frame.columns:
+            return convert(self.frame.drop_in_place(name))
+        pairs = self.sparse.pop(name, None)
+        if pairs is None:
+            return SparsePiece(pl.Series("at", [], dtype=pl.UInt32), None, self.height)
+        return SparsePiece(pairs.get_column("at"), convert(pairs.get_column(name)), self.height)
+
+    def drop(self, name: str) -> None:
+        """Release column `name`, if the batch still holds it."""
+        if name in self.frame.columns:
+            self.frame.drop_in_place(name)
+        self.sparse.pop(name, None)
+
+
+# A column is held as (row, value) pairs when they take at most this share of its dense bytes.
+SPARSE_SHARE = 0.6
+
+
+def _held_sparse(frame: pl.DataFrame, texts: pl.Series) -> HeldBatch:
+    """A batch's held columns (key columns aside) with a value on few rows as (row, value) pairs."""
+    nulls = frame.null_count().row(0)
+    sparse = {}
+    for name, n in zip(frame.columns, nulls):
+        column = frame.get_column(name)
+        if name in KEY_COLUMNS or n == 0:
+            continue
+        dense = (column.to_physical() if isinstance(column.dtype, pl.Categorical) else column).estimated_size()
+        width = dense / max(frame.height, 1)
+        if (frame.height - n) * (4 + width) <= SPARSE_SHARE * dense:
+            present = column.is_not_null()
+            sparse[name] = pl.DataFrame({"at": present.arg_true(), name: column.filter(present)})
+    return HeldBatch(frame.drop(list(sparse)), texts, sparse, frame.height)
 
 
 def _held_columns(table: pl.DataFrame) -> list[tuple[str, pl.DataType]]:
@@ -1162,7 +1222,7 @@ def held_for_assembly(table: pl.DataFrame, coded: tuple[str, ...], labels: Label
         offset += texts[-1].len()
         del column
     dictionary = pl.concat(texts) if texts else pl.Series("text", [], dtype=pl.String)
-    return HeldBatch(frame.with_columns(codes), dictionary.rename("text"))
+    return _held_sparse(frame.with_columns(codes), dictionary.rename("text"))
 
 
 def _pool_texts(column: pl.Series, pool: pl.Categories) -> pl.Series:
@@ -1189,7 +1249,7 @@ def held_from_coded(
     )
     if compact:
         frame, dictionary = Texts.compacted(frame, dictionary, coded)
-    return HeldBatch(frame, dictionary.rename("text"))
+    return _held_sparse(frame, dictionary.rename("text"))
 
 
 def assemble(tables: list[HeldBatch], config: Config, labels: LabelPool) -> tuple[pl.DataFrame, Texts]:
@@ -1367,10 +1427,13 @@ def _assemble(
         return textcodes.CODE_TYPE if name in coded else stored_dtype(dtype)
 
     frames = [t.frame for t in tables]
-    if sum(t.height for t in frames) == 0:
+    if sum(t.height for t in tables) == 0:
         return pl.DataFrame(schema={c: held_type(c, t) for c, t in schema.items()}), 0, Texts.empty(coded)
     texts, remaps = Texts.merged([t.texts for t in tables], coded)
+    batches = list(tables)
     tables.clear()
+    for t in batches:
+        t.texts = t.texts.clear()  # merged into `texts`: released before the columns are gathered
     paths = pl.concat([t["source"].cast(pl.String).unique() for t in frames]).unique().sort()
     # The sort keys with each row's file as its rank among the paths (4 bytes, not a text's 16),
     # and only the order sorted: a sorted copy of the keys would be one more copy of them.
@@ -1387,25 +1450,23 @@ def _assemble(
     constants: list[pl.Expr] = []
     # Columns are gathered two at a time on two threads (a gather runs on one, and polars releases
     # the GIL while it works): the rest of the run waits for this step. A column's blocks are
-    # taken out of `frames` here, in this thread, and released once it is gathered.
+    # taken out of the batches here, in this thread, and released once it is gathered.
     with ThreadPoolExecutor(max_workers=min(pl.thread_pool_size(), ASSEMBLE_THREADS)) as pool:
         for name, dtype in schema.items():
             if name == "source":
                 columns.append(source.gather(files).alias("source"))
-            elif all(name not in t.columns or t[name].null_count() == t.height for t in frames):
+            elif not any(t.holds(name) for t in batches):
                 constants.append(pl.lit(None, dtype=held_type(name, dtype)).alias(name))
             else:
                 stored = held_type(name, dtype)
                 pieces = [
-                    (remap.gather(t.drop_in_place(name)) if name in coded else t.drop_in_place(name).cast(stored))
-                    if name in t.columns else pl.repeat(None, t.height, dtype=stored, eager=True)
-                    for t, remap in zip(frames, remaps)
+                    t.take(name, remap.gather if name in coded else lambda v, to=stored: v.cast(to))
+                    for t, remap in zip(batches, remaps)
                 ]
-                columns.append(pool.submit(_gathered, pieces, order, name))
+                columns.append(pool.submit(_gathered, pieces, order, name, stored))
                 del pieces
-            for t in frames:
-                if name in t.columns:
-                    t.drop_in_place(name)
+            for t in batches:
+                t.drop(name)
         columns = [c.result() if isinstance(c, Future) else c for c in columns]
     table = pl.DataFrame(columns).with_columns(constants).select(list(schema))
     return table, before - order.len(), texts
@@ -1420,10 +1481,19 @@ def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
     return source.to_physical().replace_strict(distinct.to_physical(), ranks, return_dtype=pl.UInt32).alias("__file")
 
 
-def _gathered(pieces: list[pl.Series], order: pl.Series, name: str) -> pl.Series:
-    column = pl.concat(pieces, how="vertical")
+def _gathered(pieces: list[pl.Series | SparsePiece], order: pl.Series, name: str, dtype: pl.DataType) -> pl.Series:
+    """The blocks' pieces of a column, one after the other, taken in `order`."""
+    column = pl.concat([_spread(p, dtype) if isinstance(p, SparsePiece) else p for p in pieces], how="vertical")
     pieces.clear()  # the blocks, released before the gathered copy is made
     return column.gather(order).alias(name)
+
+
+def _spread(piece: SparsePiece, dtype: pl.DataType) -> pl.Series:
+    """A sparse piece as one value a row, null where a row has none."""
+    if piece.values is None:
+        return pl.repeat(None, piece.height, dtype=dtype, eager=True)
+    where = pl.repeat(None, piece.height, dtype=pl.UInt32, eager=True)
+    return piece.values.gather(where.scatter(piece.at, pl.int_range(piece.values.len(), dtype=pl.UInt32, eager=True)))
 
 
 def _store_in_cache(
