@@ -27,6 +27,7 @@ from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, split_lines
+from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
@@ -134,6 +135,10 @@ class _Block:
     continuation: int = 0  # physical lines merged into a record started on an earlier line
     context_lines: int = 0  # lines that only carried context for the file (a startup banner)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
+    # Whether each line as read is the file's line of that number, which `line_texts` can read
+    # again: the raw records of its JSON lines then carry no text (a rejected line's is read
+    # again), instead of holding every block's text until it is normalised (25-30 MiB at 1M lines).
+    lines_in_file: bool = False
 
 
 class LineParser:
@@ -216,10 +221,12 @@ class LineParser:
             return [k for k in present if k in self.json_keys]
         return sorted(keys | {m[1:-1] for m in found})
 
-    def _add_json(self, rows: pl.DataFrame, frame: pl.DataFrame, block: _Block, fmt: str) -> None:
-        """Append parsed JSON rows; rows in a known record layout (Laravel, pino...) get its format."""
+    def _add_json(self, rows: pl.DataFrame, frame: pl.DataFrame, block: _Block, fmt: str, keep_text: bool) -> None:
+        """Append parsed JSON rows; rows in a known record layout (Laravel, pino...) get its format.
+        Without `keep_text`, the raw records carry no text (see _Block.lines_in_file)."""
         carried = [c for c in rows.columns if c not in ("line", "text")]
-        raw = pl.concat([rows.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), *carried), frame], how="horizontal")
+        text = [pl.col("text").alias(TEXT)] if keep_text else []
+        raw = pl.concat([rows.select(pl.col("line").alias(LINE), *text, *carried), frame], how="horizontal")
         base = fmt.removesuffix("ndjson")
         for shape in self.record_shapes:
             if not (shape.prefer or shape.values):
@@ -238,8 +245,11 @@ class LineParser:
         if raw.height:
             block.raws.append((raw, fmt))
 
-    def _parse_json(self, rows: pl.DataFrame, block: _Block, fmt: str, lines: LineBytes | None = None) -> None:
-        """rows: line, text (+ carried envelope columns); lines: their bytes (see `parse_block`).
+    def _parse_json(
+        self, rows: pl.DataFrame, block: _Block, fmt: str, lines: LineBytes | None = None, keep_text: bool = True,
+    ) -> None:
+        """rows: line, text (+ carried envelope columns); lines: their bytes (see `parse_block`);
+        keep_text: whether the raw records carry each line's text (see _Block.lines_in_file).
 
         The usual bad lines (cut short or glued to the next record: they do not end with `}`) are
         judged one by one with orjson before the block is read; if polars still refuses the
@@ -264,9 +274,9 @@ class LineParser:
         payload = lines.joined() if lines is not None and schema is not None else None
         frame = self._read_json(rows["text"], schema, payload) if schema is not None else None
         if frame is not None:
-            self._add_json(rows, frame, block, fmt)
+            self._add_json(rows, frame, block, fmt, keep_text)
             return
-        self._parse_json_blocks(rows, block, fmt, schema, refused=True)
+        self._parse_json_blocks(rows, block, fmt, schema, keep_text, refused=True)
 
     def _judge_lines(self, rows: pl.DataFrame, block: _Block) -> list[int]:
         """orjson's verdict on a few lines: rejects the bad ones, returns the good ones' indices."""
@@ -291,16 +301,16 @@ class LineParser:
         return good
 
     def _parse_json_blocks(
-        self, rows: pl.DataFrame, block: _Block, fmt: str, schema: dict | None, refused: bool = False,
+        self, rows: pl.DataFrame, block: _Block, fmt: str, schema: dict | None, keep_text: bool, refused: bool = False,
     ) -> None:
         """Bad lines cost their sub-block only: each sub-block polars refuses is judged line by line."""
         frame = None if refused else self._read_json(rows["text"], schema)
         if frame is not None:
-            self._add_json(rows, frame, block, fmt)
+            self._add_json(rows, frame, block, fmt, keep_text)
             return
         if rows.height > JSON_SUB_BLOCK:
             for offset in range(0, rows.height, JSON_SUB_BLOCK):
-                self._parse_json_blocks(rows.slice(offset, JSON_SUB_BLOCK), block, fmt, schema)
+                self._parse_json_blocks(rows.slice(offset, JSON_SUB_BLOCK), block, fmt, schema, keep_text)
             return
         good = self._judge_lines(rows, block)
         if good:
@@ -309,7 +319,7 @@ class LineParser:
             if frame is None:  # polars disagrees with orjson on some line: reject the rest
                 block.rejects.append(_reject_frame(subset["line"].to_list(), "invalid_json", subset["text"].to_list()))
                 return
-            self._add_json(subset, frame, block, fmt)
+            self._add_json(subset, frame, block, fmt, keep_text)
 
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
@@ -459,7 +469,8 @@ class LineParser:
         if lines is not None and json_rows.height != rows.height:
             lines = lines.filter(rows["json"] & ~rows["blank"] & ~rows["too_long"])
         if json_rows.height:
-            self._parse_json(json_rows, block, prefix + "ndjson", lines)
+            # An envelope's inner lines are not the file's: they keep their text.
+            self._parse_json(json_rows, block, prefix + "ndjson", lines, keep_text=envelope is not None or not block.lines_in_file)
         if text_rows.height:
             self._parse_text(text_rows, block, prefix)
 
@@ -696,7 +707,7 @@ class Ingestor:
             elif sniff.document:
                 self._read_document(first + b"".join(chunks), sniff, report, src.path, read)
             else:
-                self._read_lines(first, chunks, sniff, report, src.path, read)
+                self._read_lines(first, chunks, sniff, report, src.path, read, in_file=not src.is_stdin)
         finally:
             if opened.truncated:
                 report.truncated = True
@@ -719,7 +730,7 @@ class Ingestor:
         if len(items) > 1 and self._read_batch(items):
             return
         for item in items:
-            self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read)
+            self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read, in_file=True)
 
     def _read_batch(self, items: list[_Pending]) -> bool:
         """Parse whole files of lines (no envelope) as one block.
@@ -729,7 +740,7 @@ class Ingestor:
         (their file context, multi-line records) need their own file: then False, nothing is kept,
         and the caller reads each file by itself.
         """
-        block = _Block()
+        block = _Block(lines_in_file=True)  # whole files of lines, none of them standard input
         rows, lines, counts = _batch_lines(items, block)
         self.parser.parse_block(rows, block, envelope=None, lines=lines)
         per_file = (
@@ -779,7 +790,10 @@ class Ingestor:
             for raw, fmt in raws
         ]
 
-    def _read_lines(self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
+    def _read_lines(
+        self, first: bytes, chunks, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead, in_file: bool = False,
+    ) -> None:
+        """The lines of a source (`in_file`: a file, which can be read again; not standard input)."""
         next_line = 1
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
@@ -788,7 +802,7 @@ class Ingestor:
             count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
             next_line += count
             report.lines += count
-            block = _Block()
+            block = _Block(lines_in_file=in_file)
             if undecodable.height:
                 block.rejects.append(undecodable)
             self.parser.parse_envelope(lines, block, sniff.envelope or "", line_bytes)
@@ -1375,9 +1389,8 @@ def ingest(
     schema = canonical_schema(config.business_keys)
     _finalize_reports(reports, normaliser.spans, normaliser.unmapped)
     all_rejects = [r.select("source", "line", "reason", "text") for r in (*parse_rejects, *normaliser.rejects)]
-    rejects = (
-        pl.concat(all_rejects, how="vertical") if all_rejects
-        else empty_rejects()
+    rejects = with_line_texts(
+        pl.concat(all_rejects, how="vertical") if all_rejects else empty_rejects(), sources,
     )
     tables = [*cached_tables, *normaliser.tables]
     cached_tables.clear()
