@@ -101,4 +101,21 @@ def as_strings(frame: pl.DataFrame | pl.LazyFrame):
     """`frame` with its Categorical columns as String: for small derived frames that meet
     string literals, string functions or frames built from Python values."""
     cats = [c for c, t in frame.collect_schema().items() if isinstance(t, pl.Categorical)]
-    return frame.with_columns(pl.col(c).cast(pl.String) for c in cats) if cats else frame
+    if not cats:
+        return frame
+    if isinstance(frame, pl.LazyFrame):
+        return frame.with_columns(pl.col(c).cast(pl.String) for c in cats)
+    return frame.with_columns(shared_strings(frame.get_column(c)) for c in cats)
+
+
+def shared_strings(column: pl.Series) -> pl.Series:
+    """A Categorical column as String whose rows point at one copy of each distinct text: a cast
+    copies each row's text (a worker's 32-byte name on each of 97k executions: 5.5 MiB of pages
+    where this takes 1.5, a 16-byte view a row)."""
+    distinct = column.drop_nulls().unique()
+    codes = distinct.to_physical()
+    order = codes.arg_sort()
+    codes, texts = codes.gather(order), distinct.cast(pl.String).gather(order)
+    physical = column.to_physical()
+    at = pl.select(pl.when(physical.is_not_null()).then(codes.search_sorted(physical))).to_series()
+    return texts.gather(at).alias(column.name)
