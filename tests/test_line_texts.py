@@ -66,18 +66,24 @@ def _time_rejects(read) -> dict[int, tuple[str, str]]:
     return {line: (reason, text) for line, reason, text in rejects.select("line", "reason", "text").iter_rows()}
 
 
-def test_rejected_lines_of_a_file_keep_their_text_though_the_raw_records_carry_none(tmp_path, monkeypatch) -> None:
+@pytest.fixture
+def carried_text(monkeypatch) -> list[bool]:
+    """Whether each raw frame normalised carried the lines' text."""
     import dupfind.ingest
 
-    path, bad = _mixed_log(tmp_path)
     normalize = dupfind.ingest.normalize
-    carried_text = []
+    seen: list[bool] = []
 
     def spy(raw, config, fmt):
-        carried_text.append(TEXT in raw.columns)
+        seen.append(TEXT in raw.columns)
         return normalize(raw, config, fmt)
 
     monkeypatch.setattr("dupfind.ingest.normalize", spy)
+    return seen
+
+
+def test_rejected_lines_of_a_file_keep_their_text_though_the_raw_records_carry_none(tmp_path, carried_text) -> None:
+    path, bad = _mixed_log(tmp_path)
     read = ingest([str(path)], CONFIG)
     assert carried_text and not any(carried_text)
     rejects = _time_rejects(read)
@@ -85,18 +91,8 @@ def test_rejected_lines_of_a_file_keep_their_text_though_the_raw_records_carry_n
     assert rejects[7][0] == "bad_timestamp" and rejects[4][0] == rejects[9][0] == "no_timestamp"
 
 
-def test_standard_input_keeps_the_text_on_its_raw_records(tmp_path, monkeypatch) -> None:
-    import dupfind.ingest
-
+def test_standard_input_keeps_the_text_on_its_raw_records(tmp_path, monkeypatch, carried_text) -> None:
     path, bad = _mixed_log(tmp_path)
-    normalize = dupfind.ingest.normalize
-    carried_text = []
-
-    def spy(raw, config, fmt):
-        carried_text.append(TEXT in raw.columns)
-        return normalize(raw, config, fmt)
-
-    monkeypatch.setattr("dupfind.ingest.normalize", spy)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
     read = ingest(["-"], CONFIG)
     assert carried_text and all(carried_text)
