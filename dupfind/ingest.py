@@ -1117,7 +1117,7 @@ class HeldBatch:
             self.height = self.frame.height
 
     def holds(self, name: str) -> bool:
-        """Whether column `name` has a value on some row of the batch (or is a key column)."""
+        """Whether column `name` has a value on some row of the batch."""
         if name in self.sparse:
             return True
         return name in self.frame.columns and self.frame[name].null_count() < self.height
