@@ -26,7 +26,7 @@ from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.line_bytes import LineBytes
-from dupfind.line_split import UTF8_BOM, split_lines
+from dupfind.line_split import lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
@@ -508,15 +508,10 @@ def _text_lines(chunk: bytes, first_line: int) -> list[str] | None:
     return lines
 
 
-def _lines_payload(chunk: bytes, first_line: int) -> bytes:
-    """The bytes `_text_lines` splits into lines (a file's BOM dropped)."""
-    return chunk[3:] if first_line == 1 and chunk.startswith(UTF8_BOM) else chunk
-
-
 def _decode_lines(chunk: bytes, first_line: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a chunk into numbered text lines; undecodable lines are rejected. The two frames
     together hold _line_count(chunk) rows."""
-    texts = split_lines(_lines_payload(chunk, first_line))
+    texts = split_lines(lines_payload(chunk, first_line))
     if texts is None:
         lines = _text_lines(chunk, first_line)
         if lines is None:
@@ -553,7 +548,7 @@ def _batch_lines(items: list[_Pending], block: _Block) -> tuple[pl.DataFrame, Li
     payload: list[bytes] = []  # the files' bytes, each ending a line (see LineBytes)
     sizes: list[int] = []  # each file's part of the payload, in bytes
     for item in items:
-        payload.append(_lines_payload(item.data, 1))
+        payload.append(lines_payload(item.data, 1))
         sizes.append(len(payload[-1]))
         if not item.data.endswith(b"\n"):
             payload.append(b"\n")
@@ -798,7 +793,7 @@ class Ingestor:
         pending = [first] if first else []
         for chunk in itertools.chain(pending, chunks):
             lines, undecodable = _decode_lines(chunk, next_line)
-            line_bytes = None if undecodable.height else LineBytes.split_from(_lines_payload(chunk, next_line), lines["text"])
+            line_bytes = None if undecodable.height else LineBytes.split_from(lines_payload(chunk, next_line), lines["text"])
             count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
             next_line += count
             report.lines += count

@@ -34,3 +34,9 @@ def split_lines(payload: bytes) -> pl.Series | None:
         return None
     texts = frame.to_series()
     return texts.fill_null("") if texts.null_count() else texts  # an empty line is a missing value to the reader
+
+
+def lines_payload(chunk: bytes, first_line: int) -> bytes:
+    """The bytes of a chunk of a file's lines that hold its lines: a file's BOM, before its first
+    line, dropped."""
+    return chunk[len(UTF8_BOM):] if first_line == 1 and chunk.startswith(UTF8_BOM) else chunk

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.errors import DupfindError
-from dupfind.line_split import UTF8_BOM, split_lines
+from dupfind.line_split import lines_payload, split_lines
 from dupfind.sources import CHUNK_BYTES, Source, iter_chunks, open_source
 
 # The rejects a read of a file's JSON lines leaves without their text (ingest._Block.lines_in_file):
@@ -15,7 +15,7 @@ TEXTLESS_REASONS = ("bad_timestamp", "no_timestamp")
 
 def _chunk_lines(chunk: bytes, first_line: int) -> pl.Series:
     """A chunk's lines as the read gives them: a file's BOM dropped, a line's CR before its newline too."""
-    payload = chunk[len(UTF8_BOM):] if first_line == 1 and chunk.startswith(UTF8_BOM) else chunk
+    payload = lines_payload(chunk, first_line)
     texts = split_lines(payload)
     if texts is None:
         lines = payload.split(b"\n")
