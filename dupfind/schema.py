@@ -97,13 +97,18 @@ def label_dtype() -> pl.DataType:
     return pl.Categorical(pl.Categories.random(physical=pl.UInt16))
 
 
+# Below this many rows an eager frame's Categorical columns are cast: the texts a cast copies take
+# less than shared_strings' steps cost in time (a trace's records, 21 such columns: 2-3 ms each).
+SHARED_STRINGS_MIN_ROWS = 4096
+
+
 def as_strings(frame: pl.DataFrame | pl.LazyFrame):
     """`frame` with its Categorical columns as String: for small derived frames that meet
     string literals, string functions or frames built from Python values."""
     cats = [c for c, t in frame.collect_schema().items() if isinstance(t, pl.Categorical)]
     if not cats:
         return frame
-    if isinstance(frame, pl.LazyFrame):
+    if isinstance(frame, pl.LazyFrame) or frame.height < SHARED_STRINGS_MIN_ROWS:
         return frame.with_columns(pl.col(c).cast(pl.String) for c in cats)
     return frame.with_columns(shared_strings(frame.get_column(c)) for c in cats)
 

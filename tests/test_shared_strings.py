@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dupfind.schema import as_strings, label_dtype, shared_strings
+from dupfind.schema import SHARED_STRINGS_MIN_ROWS, as_strings, label_dtype, shared_strings
 
 TEXTS = st.sampled_from(["", "ack", "worker-notifier-25zxbf9qlg-kcbk8", "é" * 20, "deploy v4.24.5", "a|b"])
 
@@ -41,7 +42,12 @@ import polars as pl
 from dupfind.schema import label_dtype, shared_strings
 names = [f"worker-notifier-25zxbf9q{i:03d}-kcbk8" for i in range(300)]
 column = pl.Series("w", [names[i % 300] for i in range(400_000)]).cast(label_dtype())
-turn = shared_strings if sys.argv[1] == "shared" else (lambda c: c.cast(pl.String))
+from dupfind.schema import as_strings
+turn = {
+    "shared": shared_strings,
+    "frame": lambda c: as_strings(c.to_frame()).to_series(),
+    "cast": lambda c: c.cast(pl.String),
+}[sys.argv[1]]
 turn(column.head(1000))  # the code's pages, before the pages of its data are counted
 def anonymous():
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("RssAnon:")) * 1024
@@ -64,3 +70,15 @@ def test_shared_strings_take_far_fewer_pages_than_a_cast() -> None:
     cast, shared = _growth("cast"), _growth("shared")
     assert cast > 400_000 * 40
     assert shared < cast * 0.7
+    assert _growth("frame") < cast * 0.7  # as_strings of a large eager frame shares them too
+
+
+@pytest.mark.parametrize("rows", [SHARED_STRINGS_MIN_ROWS - 1, SHARED_STRINGS_MIN_ROWS, 3 * SHARED_STRINGS_MIN_ROWS])
+def test_as_strings_gives_the_texts_below_and_above_the_shared_size(rows) -> None:
+    # Small frames (a trace's records) are cast, large ones share their texts: the same values.
+    names = [None, "w-1", "", "worker-é-2", "w-1"]
+    column = pl.Series("w", [names[i % 5] for i in range(rows)]).cast(label_dtype())
+    frame = pl.DataFrame([column, pl.Series("n", range(rows))])
+    turned = as_strings(frame)
+    assert turned.schema == {"w": pl.String, "n": pl.Int64}
+    assert turned["w"].to_list() == [names[i % 5] for i in range(rows)]
