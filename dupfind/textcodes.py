@@ -1,6 +1,6 @@
 """Ids and messages held as 4-byte codes into one sorted dictionary of their texts, per table.
 
-A read numbers each batch's texts on its own (ingest.held_for_assembly); assembly merges the
+A read numbers each batch's texts on its own (assembly.held_for_assembly); assembly merges the
 batches' dictionaries into the table's and maps their codes into it (`Texts.merged`). The table
 travels with its dictionary (IngestResult.texts, Correlation.texts, the result cache's set
 entry); whatever shows, searches or redacts an id or a message decodes it (`decoded`,

@@ -489,7 +489,8 @@ class Spill:
     def read(self, since: datetime | None, until: datetime | None, config: Config) -> IngestResult | None:
         """The canonical table of the spilled records within [since, until], as a read of them would
         give; None when the spill failed or cannot be read (the files are parsed instead)."""
-        from dupfind.ingest import IngestResult, LabelPool, _within, assemble, empty_rejects, held_for_assembly
+        from dupfind.assembly import LabelPool, assemble, held_for_assembly, rows_within
+        from dupfind.ingest import IngestResult, empty_rejects
         from dupfind.textcodes import coded_columns
 
         if self.failed:
@@ -499,7 +500,7 @@ class Spill:
         labels = LabelPool()  # the batches' labels held in the table's pool, as a read holds them
         try:
             for at in range(0, len(reached), SPILL_READ_FILES):
-                scans = [_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
+                scans = [rows_within(pl.scan_parquet(path), since, until) for path in reached[at:at + SPILL_READ_FILES]]
                 found = [batch for batch in pl.collect_all(scans) if batch.height]
                 if found:  # held for assembly together: one cast of each column, not one a batch
                     batch = pl.concat(found, how="diagonal_relaxed")
@@ -534,13 +535,13 @@ class Spill:
     def records_between(self, since: datetime | None, until: datetime | None) -> int | None:
         """How many spilled records are within [since, until] (None: unbounded); None when the
         spill cannot be read."""
-        from dupfind.ingest import _within
+        from dupfind.assembly import rows_within
 
         groups = self._layouts()
         if groups is None:
             return None
         reached = set(self._reaching(since, until))
-        scans = [_within(pl.scan_parquet(held).select("ts"), since, until).select(pl.len())
+        scans = [rows_within(pl.scan_parquet(held).select("ts"), since, until).select(pl.len())
                  for held in ([p for p in paths if p in reached] for paths in groups.values()) if held]
         try:
             return sum(frame.item() for frame in pl.collect_all(scans)) if scans else 0

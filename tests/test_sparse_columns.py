@@ -8,8 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from dupfind.assembly import KEY_COLUMNS, LabelPool, assemble_held, held_for_assembly
 from dupfind.config import load_config
-from dupfind.ingest import KEY_COLUMNS, LabelPool, _assemble, held_for_assembly, ingest
+from dupfind.ingest import ingest
 from dupfind.schema import canonical_schema
 from dupfind.textcodes import coded_columns
 
@@ -55,18 +56,18 @@ def test_columns_with_few_values_are_held_as_pairs_and_dense_ones_as_columns() -
 def test_sparse_and_dense_batches_assemble_into_the_same_table(monkeypatch, threads) -> None:
     """Batches whose sparse columns sit at their first and last rows, one batch without them, a
     time order that interleaves the batches: as the concatenation sorted by time, file and line."""
-    monkeypatch.setattr("dupfind.ingest.ASSEMBLE_THREADS", threads)
+    monkeypatch.setattr("dupfind.assembly.ASSEMBLE_THREADS", threads)
     schema = canonical_schema()
     coded = coded_columns()
     batches = [_batch(n, i, schema) for i, n in enumerate((120, 61, 250))]
     batches.append(_batch(80, 3, schema).drop("visibility_timeout_s", "error"))
 
     def assembled(share: float) -> pl.DataFrame:
-        monkeypatch.setattr("dupfind.ingest.SPARSE_SHARE", share)
+        monkeypatch.setattr("dupfind.assembly.SPARSE_SHARE", share)
         labels = LabelPool()
         held = [held_for_assembly(b, coded, labels) for b in batches]
         assert bool(any(h.sparse for h in held)) == (share > 0)
-        table, outside, texts = _assemble(held, schema, None, None, coded, labels)
+        table, outside, texts = assemble_held(held, schema, None, None, coded, labels)
         assert outside == 0
         return texts.decoded(table).with_columns(pl.col(pl.Categorical).cast(pl.String))
 
@@ -79,10 +80,10 @@ def test_sparse_and_dense_batches_assemble_into_the_same_table(monkeypatch, thre
 
 @pytest.mark.parametrize("scenario", ["synth/deploy-overlap", "scenarios/benign-retries", "scenarios/deploy-grace-too-short"])
 def test_reads_of_real_logs_are_the_same_with_and_without_sparse_holding(monkeypatch, scenario) -> None:
-    import dupfind.ingest
+    import dupfind.assembly
 
     logs = str(FIXTURES / scenario / "logs")
-    held_sparse = dupfind.ingest._held_sparse
+    held_sparse = dupfind.assembly._held_sparse
     sparse_columns: set[str] = set()
 
     def spy(frame, texts):
@@ -93,10 +94,10 @@ def test_reads_of_real_logs_are_the_same_with_and_without_sparse_holding(monkeyp
     def text(read) -> pl.DataFrame:
         return read.text_table().with_columns(pl.col(pl.Categorical).cast(pl.String))
 
-    monkeypatch.setattr("dupfind.ingest._held_sparse", spy)
+    monkeypatch.setattr("dupfind.assembly._held_sparse", spy)
     sparse = text(ingest([logs], CONFIG))
     assert sparse_columns  # these logs have columns with a value on few rows
-    monkeypatch.setattr("dupfind.ingest.SPARSE_SHARE", 0.0)
+    monkeypatch.setattr("dupfind.assembly.SPARSE_SHARE", 0.0)
     sparse_columns.clear()
     dense = text(ingest([logs], CONFIG))
     assert not sparse_columns

@@ -52,10 +52,10 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
     threads) into what one concatenation sorted by time, file and line gives."""
     from datetime import UTC, datetime, timedelta
 
-    from dupfind.ingest import LabelPool, _assemble, held_for_assembly
+    from dupfind.assembly import LabelPool, assemble_held, held_for_assembly
     from dupfind.schema import canonical_schema
 
-    monkeypatch.setattr("dupfind.ingest.ASSEMBLE_THREADS", threads)
+    monkeypatch.setattr("dupfind.assembly.ASSEMBLE_THREADS", threads)
     schema = canonical_schema()
     t0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
     blocks = []
@@ -73,7 +73,7 @@ def test_assembled_table_is_the_blocks_sorted(monkeypatch, threads) -> None:
     expected = pl.concat(blocks, how="diagonal_relaxed").sort("ts", "source", "line", maintain_order=True)
     coded = coded_columns()
     labels = LabelPool()
-    table, outside, texts = _assemble([held_for_assembly(b, coded, labels) for b in blocks], schema, None, None, coded, labels)
+    table, outside, texts = assemble_held([held_for_assembly(b, coded, labels) for b in blocks], schema, None, None, coded, labels)
     assert outside == 0 and table.columns == list(schema)
     table = texts.decoded(table)
     for column in ("ts", "kind", "line", "job_id", "attempt", "format"):
@@ -98,7 +98,7 @@ def test_label_columns_share_one_pool_of_two_byte_codes() -> None:
 def test_labels_too_many_for_two_byte_codes_stay_in_the_global_pool(monkeypatch) -> None:
     logs = str(FIXTURES / "synth" / "deploy-overlap" / "logs")
     narrow = ingest([logs], CONFIG).table
-    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 10)
+    monkeypatch.setattr("dupfind.assembly.LABEL_TEXTS_MAX", 10)
     wide = ingest([logs], CONFIG).table
     assert all(wide.schema[c] == pl.Categorical() for c in LABEL_COLUMNS)
     assert narrow.with_columns(pl.col(LABEL_COLUMNS).cast(pl.String)).equals(
@@ -113,7 +113,7 @@ def test_free_text_errors_do_not_take_the_labels_out_of_their_pool(tmp_path, mon
         for i in range(120)
     ]
     (tmp_path / "worker.log").write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 60)  # fewer than the 120 error texts
+    monkeypatch.setattr("dupfind.assembly.LABEL_TEXTS_MAX", 60)  # fewer than the 120 error texts
     table = ingest([str(tmp_path)], CONFIG).table
     assert table["error"].n_unique() == 120 and table.schema["error"] == pl.Categorical()
     assert table["worker_id"].to_physical().dtype == pl.UInt16 and table["worker_id"].n_unique() == 3
@@ -135,7 +135,7 @@ def test_reports_are_the_same_with_labels_in_either_pool(monkeypatch, scenario) 
         )]
 
     narrow = outputs()
-    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", 0)
+    monkeypatch.setattr("dupfind.assembly.LABEL_TEXTS_MAX", 0)
     wide = outputs()
     assert all(code == 0 and text.startswith("{") for code, text in narrow)
     assert narrow == wide
@@ -148,9 +148,9 @@ def test_labels_held_in_the_reads_pool_assemble_there_while_they_fit(monkeypatch
     fills up part way (the batches before in it, those after not); the values are the same."""
     from datetime import UTC, datetime, timedelta
 
-    from dupfind.ingest import LabelPool, _assemble, held_for_assembly
+    from dupfind.assembly import LabelPool, assemble_held, held_for_assembly
 
-    monkeypatch.setattr("dupfind.ingest.LABEL_TEXTS_MAX", room)
+    monkeypatch.setattr("dupfind.assembly.LABEL_TEXTS_MAX", room)
     schema = canonical_schema()
     t0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
     blocks = []
@@ -166,7 +166,7 @@ def test_labels_held_in_the_reads_pool_assemble_there_while_they_fit(monkeypatch
     held = [held_for_assembly(b, coded, labels) for b in blocks]
     # The batches' labels are 6, 11, 19 then 30 texts; the 4 paths join at assembly (34).
     assert labels.full == (room < 30)
-    table, _, _ = _assemble(held, schema, None, None, coded, labels)
+    table, _, _ = assemble_held(held, schema, None, None, coded, labels)
     assert table.columns == list(schema)
     global_pool = room < 34
     assert {table.schema[c] for c in LABEL_COLUMNS} == ({pl.Categorical()} if global_pool else {labels.dtype})
@@ -176,7 +176,7 @@ def test_labels_held_in_the_reads_pool_assemble_there_while_they_fit(monkeypatch
 
 
 def test_a_label_pool_given_more_texts_than_its_codes_hold_is_full() -> None:
-    from dupfind.ingest import LabelPool
+    from dupfind.assembly import LabelPool
 
     labels = LabelPool()
     few = labels.held(pl.Series(["w-1", "w-2", None]))

@@ -9,9 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from dupfind.assembly import HeldBatch, LabelPool, _pool_texts, assemble, held_for_assembly
 from dupfind.config import load_config
 from dupfind.correlate import correlate
-from dupfind.ingest import HeldBatch, LabelPool, _pool_texts, assemble, held_for_assembly, ingest
+from dupfind.ingest import ingest
 from dupfind.schema import ID_COLUMNS, canonical_schema
 from dupfind.textcodes import CODE_TYPE, Texts, coded_columns
 from dupfind.timeouts import redelivery_gaps
