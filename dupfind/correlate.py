@@ -148,12 +148,13 @@ def build_actions(
     )
     long = pl.concat(parts).with_columns(nid=nid).join(vocab.select("nid"), on="nid", how="semi")
     del parts
-    node_ids = vocab.join(long.select("nid").unique(), on="nid", how="semi").select(
-        "nid",
-        pl.col("key").replace_strict(list(range(len(keys))), keys, return_dtype=pl.String),
-        pl.col("text").alias("value"),
-    ).with_columns(node=pl.concat_str("key", pl.lit("="), "value"))
+    # A node's key and its "key=value" text are written only where they are shown (the glue
+    # warnings, the identities): on every node they held 15 MiB more through the components at
+    # 1M lines, the step's peak.
+    node_ids = vocab.join(long.select("nid").unique(), on="nid", how="semi").select("nid", pl.col("text").alias("value"))
     del vocab
+    key_name = (pl.col("nid") // (1 << 32)).replace_strict(list(range(len(keys))), keys, return_dtype=pl.String)
+    node_text = pl.concat_str(key_name, pl.lit("="), "value")
     long = long.select("tid", "key", "nid")
     # Glue detection: a non-job value carried by too many distinct jobs, or a job id carried
     # by too many distinct events, would merge unrelated work into one action.
@@ -172,7 +173,10 @@ def build_actions(
                 fanout,
                 jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
             ])
-        glued = fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid").sort("n", "node", descending=[True, False])
+        glued = (
+            fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid")
+            .with_columns(key=key_name, node=node_text).sort("n", "node", descending=[True, False])
+        )
         for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
         if glued.height:
@@ -193,7 +197,7 @@ def build_actions(
     # Stable identity: the sorted ids of the component (independent of input order); action ids
     # follow a seeded hash of the identity, as independent of input order as sorting the
     # identities and far cheaper at millions of actions.
-    members = labels.rename({"node": "nid"}).join(node_ids.select("nid", "node"), on="nid").sort("label", "node")
+    members = labels.rename({"node": "nid"}).join(node_ids, on="nid").select("label", node_text.alias("node")).sort("label", "node")
     del labels, node_ids
     actions = (
         # Lists joined once grouped: `str.join` in the aggregation took twice the time and held
