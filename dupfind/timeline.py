@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -291,9 +292,20 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     view, its DRAWN_ENTRY_FIELDS), each worker has the `cells` its row draws of its executions on a
     bar of that many columns (render.timeline_text.bar_cells: columns, glyphs, how many executions
     cover each) instead of their entries."""
-    document = {"schema": SCHEMA, "verdict": report.verdict, "windows": []}
+    head, views = timeline_parts(report, windows, as_json, entry_fields, bar_width)
+    return {**head, "windows": list(views)}
+
+
+def timeline_parts(report: AnalysisReport, windows: list[Window], as_json: bool = False,
+                   entry_fields: tuple[str, ...] = ENTRY_FIELDS,
+                   bar_width: int | None = None) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """timeline_document as its head (all but `windows`) and its windows one at a time, each
+    window's executions made Python values as it comes: `--format json` writes each window as it
+    is made (at 1M lines the entries' text was otherwise held whole as Python bytes, 52 MB, then
+    again as the 57 MB document)."""
+    head = {"schema": SCHEMA, "verdict": report.verdict}
     if not windows:
-        return document
+        return head, iter(())
     ctx = report.context
     fields = ENTRY_FIELDS if as_json else entry_fields
     ctx.read_ahead(*timeline_reads(fields))
@@ -307,6 +319,7 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     )
     drawn_cells = bar_width is not None and not as_json
     listed = []  # what each worker's executions are given as
+    dicts = None
     if as_json:
         # Written per window's row, not gathered from one text per entry (an entry is seldom shown
         # twice); as bytes, not decoded into a str.
@@ -315,29 +328,20 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     elif not drawn_cells:
         dicts = _entry_dicts(keys, entries, entry_fields)
         listed = [pl.col("_at")]
+    # One row per window and worker, in window order (`shown` is in it).
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
         *listed,
         pl.col("after_stop").sum().alias("after_stop"),
         (pl.col("state") == "interrupted").sum().alias("interrupted"),
         pl.col("duplicate").sum().alias("duplicate"),
     )
+    shown = shown.drop("_json", strict=False)
     if drawn_cells:
         from dupfind.render.timeline_text import bar_cells
 
         cells = bar_cells(shown, [(iso(w.start), iso(w.end)) for w in windows], bar_width)
         per_worker = per_worker.join(cells, on=["_w", "worker"], how="left", maintain_order="left")
-    mine: dict[int, dict[str | None, dict[str, Any]]] = {}  # window -> worker -> its executions and flags
-    for row in per_worker.iter_rows(named=True):
-        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
-        if drawn_cells:
-            mine.setdefault(row["_w"], {})[row["worker"]] = {
-                "cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or []), "flags": flags}
-            continue
-        if as_json:
-            executions = [orjson.Fragment(text) for text in row["_json"]]
-        else:
-            executions = [dicts[i] for i in row["_at"]]
-        mine.setdefault(row["_w"], {})[row["worker"]] = {"executions": executions, "flags": flags}
+    starts = per_worker["_w"].search_sorted(pl.Series(range(len(windows) + 1), dtype=per_worker.schema["_w"])).to_list()
     counts = {
         w: (n, interrupted, after_stop)
         for w, n, interrupted, after_stop in shown.group_by("_w").agg(
@@ -347,13 +351,52 @@ def timeline_document(report: AnalysisReport, windows: list[Window], as_json: bo
     drawn: dict[int, list[dict]] = {}
     for row in _window_workers(report, windows, shown).iter_rows(named=True):
         drawn.setdefault(row["_w"], []).append(row)
+    del shown
     sources = dict(ctx.deploys.generations.select("generation", "source").rows())
     nothing = {"cells": ([], "", [])} if drawn_cells else {"executions": []}
-    document["windows"] = [
-        _window(report, window, drawn.get(w, []), mine.get(w, {}), counts.get(w, (0, 0, 0)), sources, marks, nothing)
-        for w, window in enumerate(windows)
-    ]
-    return document
+
+    def views() -> Iterator[dict[str, Any]]:
+        for w, window in enumerate(windows):
+            rows = per_worker.slice(starts[w], starts[w + 1] - starts[w])
+            mine = _workers_shown(rows, "cells" if drawn_cells else "json" if as_json else dicts)
+            yield _window(report, window, drawn.get(w, []), mine, counts.get(w, (0, 0, 0)), sources, marks, nothing)
+
+    return head, views()
+
+
+def _workers_shown(rows: pl.DataFrame, given: str | list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    """Each worker's executions in one window (its rows of timeline_parts' `per_worker`) and
+    their flags, by worker: the `cells` of its bar, its entries as JSON text (`json`), or the
+    entries among `given` (the entries' dicts, by position)."""
+    mine: dict[str | None, dict[str, Any]] = {}
+    for row in rows.iter_rows(named=True):
+        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
+        if given == "cells":
+            mine[row["worker"]] = {"cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or []), "flags": flags}
+        elif given == "json":
+            mine[row["worker"]] = {"executions": [orjson.Fragment(text) for text in row["_json"]], "flags": flags}
+        else:
+            mine[row["worker"]] = {"executions": [given[i] for i in row["_at"]], "flags": flags}
+    return mine
+
+
+def indented_view(view: dict[str, Any], first: bool) -> bytes:
+    """One window's view as an indented timeline document writes it in its `windows` list (two
+    levels in, each entry given as JSON text on one line of its own), after a comma unless `first`."""
+    return (b"    " if first else b",\n    ") + orjson.dumps(view, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+
+
+def write_document_json(head: dict[str, Any], views: Iterable[dict[str, Any]], write: Callable[[bytes], Any]) -> None:
+    """The bytes orjson.dumps({**head, "windows": [*views]}, option=OPT_INDENT_2 | OPT_APPEND_NEWLINE)
+    gives, written a window at a time as `views` gives them."""
+    top = orjson.dumps({**head, "windows": []}, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    count = 0
+    for view in views:
+        if not count:
+            write(top[:-len(b"[]\n}\n")] + b"[\n")
+        write(indented_view(view, not count))
+        count += 1
+    write(b"\n  ]\n}\n" if count else top)
 
 
 def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: dict[str | None, dict[str, Any]],

@@ -327,6 +327,26 @@ def test_json_from_polars_text_is_the_documents_json(tmp_path, folder):
     assert cli.returncode == 0 and cli.stdout == as_text + b"\n"
 
 
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_a_document_written_a_window_at_a_time_is_its_whole_dump(count):
+    """`--format json` writes each window as timeline_parts makes it (write_document_json): the
+    bytes of the whole document's dump, one chunk a window."""
+    from dupfind.timeline import write_document_json
+
+    head = {"schema": "dupfind.timeline/1", "verdict": "harmful_duplicates"}
+    views = [
+        {"title": f"deploy v{i}", "generations": [{"workers": [
+            {"worker": "w-1", "executions": [orjson.Fragment(f'{{"id":{i},"ids":{{"job_id":["j\u2028{i}"]}}}}'.encode())]},
+            {"worker": "w-2", "executions": []},
+        ]}], "summary": {"executions": i, "overlap_s": None}}
+        for i in range(count)
+    ]
+    chunks: list[bytes] = []
+    write_document_json(head, iter(views), chunks.append)
+    assert b"".join(chunks) == orjson.dumps({**head, "windows": views}, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    assert len(chunks) == (count + 2 if count else 1)
+
+
 @pytest.mark.parametrize("folder", ["overlap", "k8s"])
 def test_the_terminal_view_draws_the_same_from_its_own_fields(folder):
     """The terminal view builds a document holding only what it draws of each execution

@@ -217,14 +217,15 @@ def _json_of_views(verdict: str, documents) -> tuple[bytes, str | None]:
     than one read's are held while reading."""
     import orjson
 
+    from dupfind.timeline import indented_view
+
     indent = orjson.OPT_INDENT_2
     spill, folder = _scratch_file()
     with spill:
         head, masked, count = {}, None, 0
         for document, note in documents:
             for view in document.pop("windows"):
-                # The view as the whole document indents it: two levels in, its entries one line each.
-                chunk = (b",\n    " if count else b"    ") + orjson.dumps(view, option=indent).replace(b"\n", b"\n    ")
+                chunk = indented_view(view, not count)
                 try:
                     spill.write(chunk)
                 except OSError as exc:
@@ -355,9 +356,16 @@ def timeline(
 
     from dupfind.commands.analyze import run_analysis
     from dupfind.config import load_config
-    from dupfind.pipeline import cached_output, store_context_facts
+    from dupfind.pipeline import cached_output, store_context_facts, write_cached_output
     from dupfind.read_plan import parse_duration
-    from dupfind.timeline import entries_on_one_line, select_windows, timeline_document, timeline_reads
+    from dupfind.timeline import (
+        entries_on_one_line,
+        select_windows,
+        timeline_document,
+        timeline_parts,
+        timeline_reads,
+        write_document_json,
+    )
     from dupfind.timeparse import parse_time_bound
 
     if deploy is not None and around is not None:
@@ -418,13 +426,17 @@ def timeline(
             sys.stderr.write(f"dupfind: {said}\n")
         store_context_facts(report.context)
 
-    def as_json() -> bytes:
-        # Indented, but each execution's entry on one line: half the bytes of a document indented
-        # throughout (a 5M-line export's timeline: 534 -> 277 MB), and one line to grep per execution.
-        indented = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-        if redactor is None:  # the executions' entries as JSON text from polars, not as dicts
-            return orjson.dumps(timeline_document(report, windows(), as_json=True), option=indented)
-        return orjson.dumps(entries_on_one_line(timeline_data()), option=indented)
+    # --format json is indented, but each execution's entry on one line: half the bytes of a
+    # document indented throughout (a 5M-line export's timeline: 534 -> 277 MB), and one line to
+    # grep per execution.
+    def as_json() -> bytes:  # redacted: the document's values masked as the other views mask them
+        return orjson.dumps(entries_on_one_line(timeline_data()), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+    def json_written(out) -> None:
+        # The executions' entries as JSON text from polars, not as dicts; each window written as
+        # it is made, not held as one document.
+        head, views = timeline_parts(report, windows(), as_json=True)
+        write_document_json(head, views, out.write)
 
     def as_table(console) -> bytes:
         from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width, render_timeline
@@ -445,6 +457,10 @@ def timeline(
         page = view("html", {}, lambda: render_html(timeline_data()).encode())
         write_output(lambda out: write_end(out, page), html)
     if output_format == TableOrJson.json:
+        if redactor is None:  # stored as it is written (the same entry as view("json") keeps)
+            write_cached_output(report, "timeline:json", {**shape, "redacted": False}, json_written,
+                                lambda writer: write_output(writer, output))
+            return done()
         data = view("json", {}, as_json)
         write_output(lambda out: write_end(out, data), output)
         return done()
