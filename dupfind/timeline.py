@@ -318,16 +318,25 @@ def timeline_parts(report: AnalysisReport, windows: list[Window], as_json: bool 
         entries.with_row_index("_at"), on="id", maintain_order="left"
     )
     drawn_cells = bar_width is not None and not as_json
-    listed = []  # what each worker's executions are given as
-    dicts = None
+    # What each worker's executions are aggregated as, and given as in its window's view.
+    listed: list[pl.Expr] = []
     if as_json:
         # Written per window's row, not gathered from one text per entry (an entry is seldom shown
         # twice); as bytes, not decoded into a str.
         shown = shown.with_columns(_entry_json(keys, shown).cast(pl.Binary).alias("_json"))
         listed = [pl.col("_json")]
+
+        def given(row: dict[str, Any]) -> dict[str, Any]:
+            return {"executions": [orjson.Fragment(text) for text in row["_json"]]}
     elif not drawn_cells:
         dicts = _entry_dicts(keys, entries, entry_fields)
         listed = [pl.col("_at")]
+
+        def given(row: dict[str, Any]) -> dict[str, Any]:
+            return {"executions": [dicts[i] for i in row["_at"]]}
+    else:
+        def given(row: dict[str, Any]) -> dict[str, Any]:
+            return {"cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or [])}
     # One row per window and worker, in window order (`shown` is in it).
     per_worker = shown.group_by("_w", "worker", maintain_order=True).agg(
         *listed,
@@ -358,26 +367,22 @@ def timeline_parts(report: AnalysisReport, windows: list[Window], as_json: bool 
     def views() -> Iterator[dict[str, Any]]:
         for w, window in enumerate(windows):
             rows = per_worker.slice(starts[w], starts[w + 1] - starts[w])
-            mine = _workers_shown(rows, "cells" if drawn_cells else "json" if as_json else dicts)
+            mine = _workers_shown(rows, given)
             yield _window(report, window, drawn.get(w, []), mine, counts.get(w, (0, 0, 0)), sources, marks, nothing)
 
     return head, views()
 
 
-def _workers_shown(rows: pl.DataFrame, given: str | list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
-    """Each worker's executions in one window (its rows of timeline_parts' `per_worker`) and
-    their flags, by worker: the `cells` of its bar, its entries as JSON text (`json`), or the
-    entries among `given` (the entries' dicts, by position)."""
-    mine: dict[str | None, dict[str, Any]] = {}
-    for row in rows.iter_rows(named=True):
-        flags = {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]}
-        if given == "cells":
-            mine[row["worker"]] = {"cells": (row["cols"] or [], row["glyphs"] or "", row["busy"] or []), "flags": flags}
-        elif given == "json":
-            mine[row["worker"]] = {"executions": [orjson.Fragment(text) for text in row["_json"]], "flags": flags}
-        else:
-            mine[row["worker"]] = {"executions": [given[i] for i in row["_at"]], "flags": flags}
-    return mine
+def _workers_shown(rows: pl.DataFrame, given: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    """Each worker's executions in one window (its rows of timeline_parts' `per_worker`), as
+    `given` gives them of its row (the cells of its bar, or its entries), and their flags, by worker."""
+    return {
+        row["worker"]: {
+            **given(row),
+            "flags": {"after_stop": row["after_stop"], "interrupted": row["interrupted"], "duplicate": row["duplicate"]},
+        }
+        for row in rows.iter_rows(named=True)
+    }
 
 
 def indented_view(view: dict[str, Any], first: bool) -> bytes:
