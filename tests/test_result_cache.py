@@ -439,6 +439,39 @@ def test_a_frame_is_written_in_streams_of_a_few_categorical_columns(tmp_path):
         dupfind.result_cache._read_frame(path, {**info, "streams": shifted})
 
 
+def test_a_frame_file_holds_the_streams_polars_writes_and_gets_them_in_pieces(tmp_path, monkeypatch):
+    # Each stream goes into the file as polars encodes it (no buffer of a whole stream first): the
+    # same bytes as polars' own IPC output of those columns, sizes and CRC-32s counted on the way.
+    n = 300_000
+    frame = pl.DataFrame({
+        "rid": pl.int_range(n, eager=True),
+        "text": pl.int_range(n, eager=True).cast(pl.String) + "-some-longer-text",
+        "ids": pl.int_range(n, eager=True).cast(pl.String).str.split("1"),
+        "label": pl.Series([f"w{i % 11}" for i in range(n)], dtype=pl.Categorical),
+        "after": pl.int_range(n, eager=True).cast(pl.Float64),
+    })
+    pieces: list[int] = []
+    write = dupfind.result_cache._CheckedWriter.write
+
+    def counted(self, data):
+        pieces.append(memoryview(data).nbytes)
+        return write(self, data)
+
+    monkeypatch.setattr(dupfind.result_cache._CheckedWriter, "write", counted)
+    path = tmp_path / "frame.arrow"
+    info = dupfind.result_cache._write_frame(path, frame)
+    raw = path.read_bytes()
+    expected = [frame.select(names).write_ipc(None, compression=dupfind.result_cache.COMPRESSION).getvalue()
+                for names in dupfind.result_cache._column_streams(frame)]
+    assert raw == b"".join(expected)
+    streams = dupfind.result_cache._read_streams(raw, info)
+    assert [len(data) for _, data in streams] == [size for _, size, _ in info["streams"]]
+    assert [zlib.crc32(data) for _, data in streams] == [crc for _, _, crc in info["streams"]]
+    assert zlib.crc32(raw) == info["crc32"] and len(raw) == info["bytes"] == sum(pieces)
+    assert max(pieces) < max(size for _, size, _ in info["streams"]) / 2  # written in pieces
+    assert dupfind.result_cache._read_frame(path, info).equals(frame)
+
+
 def test_columns_are_read_from_their_own_streams_each_checked(tmp_path):
     per_stream = dupfind.result_cache.CATEGORICALS_PER_STREAM
     columns = {"rid": pl.int_range(40, eager=True)}
