@@ -250,8 +250,8 @@ def _write_frame(path: Path, frame: pl.DataFrame) -> dict[str, Any]:
     """Write a frame as LZ4 Arrow IPC streams of a few columns each, one after the other (see
     CATEGORICALS_PER_STREAM); what `_read_frame` checks it against (for the meta): the whole
     file's size and CRC-32, and each stream's columns, size and CRC-32. polars writes each stream
-    into the file as it encodes it, in pieces (a stream held whole in a buffer first took 10-20 MiB
-    more at the peak of a first run's cache writes at 1M lines)."""
+    into the file as it encodes it, in pieces (a stream held whole in a buffer first took 6-12 MiB
+    more to write each of the larger frames of a first run's cache writes at 1M lines)."""
     streams = []
     with path.open("wb") as out:
         checked = _CheckedWriter(out)
