@@ -187,7 +187,13 @@ class AnalysisContext:
 
     @property
     def table(self) -> pl.DataFrame:
+        """The correlated table, less the near-empty columns the correlation holds apart (see
+        correlate.APART_COLUMNS): `columns`, `rows` and `table_with` give those too."""
         return self.correlation.table
+
+    def table_with(self, *names: str) -> pl.DataFrame:
+        """The table with these of the columns held apart (a whole-table reader's copy)."""
+        return self.correlation.table_with(*names)
 
     @property
     def texts(self) -> Texts:
@@ -283,7 +289,7 @@ class AnalysisContext:
     @cached_property
     def side_effects(self) -> pl.DataFrame:
         """One row per side-effect request with its outcome (see effects.py)."""
-        return side_effect_requests(self.table)
+        return side_effect_requests(self.table_with("error"))
 
     @cached_property
     def effect_counts(self) -> pl.DataFrame:
@@ -464,7 +470,7 @@ class AnalysisContext:
     @cached_property
     def deploys(self) -> DeployModel:
         """Generations, worker lifetimes, deploy windows, interrupted executions (see deploys.py)."""
-        return build_deploy_model(self.table, self.executions, self.skew_s)
+        return build_deploy_model(self.table_with("exit_code", "grace_period_s"), self.executions, self.skew_s)
 
     @cached_property
     def exec_killed(self) -> pl.DataFrame:

@@ -36,27 +36,43 @@ class GlueWarning:
     jobs: int
 
 
+# Columns with a value on few records (a visibility timeout a worker states when it starts, an
+# exit code or a grace period when it stops, an error) are held apart from the correlated table,
+# as the rows that have one, when at most APART_SHARE of the records do: dense, they took 23 MiB
+# of every step after the read at 1M lines for a few thousand values. Readers ask for them through
+# `columns`, `rows` and `table_with`.
+APART_COLUMNS = ("visibility_timeout_s", "grace_period_s", "exit_code", "error")
+APART_SHARE = 0.02
+
+
 @dataclass
 class Correlation:
     """The canonical table with `rid`, `action_id`, `exec_id` and `echo` (the record repeats a run
     another log of the same worker tells: Celery's own lines beside the app's), plus per-action
-    and per-execution tables."""
+    and per-execution tables. `table` lacks the columns `apart` holds (rid and those columns, for
+    the records with a value in one); `order` names every column, those included, in table order."""
 
     table: pl.DataFrame
     actions: pl.DataFrame
     executions: pl.DataFrame
     warnings: list[GlueWarning] = field(default_factory=list)
     texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))  # of the table's coded columns
+    apart: pl.DataFrame | None = None
+    order: tuple[str, ...] = ()
 
     def text_table(self) -> pl.DataFrame:
         """The table with its coded columns as text: a copy, for small tables and for tools."""
-        return self.texts.decoded(self.table)
+        return self.texts.decoded(self.table_with(*self.apart_names))
+
+    @property
+    def apart_names(self) -> list[str]:
+        return [] if self.apart is None else [c for c in self.apart.columns if c != "rid"]
 
     # Readers that need a few columns or rows of the table ask for them: a cached correlation
     # (result_cache.CachedCorrelation) then reads only those instead of the whole table.
     @property
     def column_names(self) -> list[str]:
-        return self.table.columns
+        return list(self.order) if self.apart is not None else self.table.columns
 
     def present_columns(self, *names: str) -> list[str]:
         """These names, once each and in this order, less those the table has no column for."""
@@ -64,11 +80,75 @@ class Correlation:
         return [name for name in dict.fromkeys(names) if name in present]
 
     def columns(self, *names: str) -> pl.DataFrame:
-        return self.table.select(names)
+        held = set(self.apart_names)
+        if not held.intersection(names):
+            return self.table.select(names)
+        return pl.DataFrame([
+            self._spread(n, 0, self.table.height) if n in held else self.table.get_column(n) for n in names
+        ])
 
     def rows(self, positions) -> pl.DataFrame:
         """Rows by position, which is their rid, in the order given."""
-        return self.table[pl.Series("pos", positions, dtype=pl.Int64)]
+        rows = self.table[pl.Series("pos", positions, dtype=pl.Int64)]
+        if self.apart is None:
+            return rows
+        values = rows.select("rid").join(self.apart, on="rid", how="left", maintain_order="left")
+        return rows.with_columns(values.drop("rid").get_columns()).select(self.order)
+
+    def table_with(self, *names: str) -> pl.DataFrame:
+        """The table with these of the columns held apart spread again (a whole-table reader's copy)."""
+        names = [n for n in names if n in self.apart_names]
+        if not names:
+            return self.table
+        return self.table.with_columns(self._spread(n, 0, self.table.height) for n in names).select(
+            [c for c in self.order if c in self.table.columns or c in names]
+        )
+
+    def table_slice(self, start: int, length: int) -> pl.DataFrame:
+        """Rows [start, start + length) of the whole table, every column in order."""
+        part = self.table.slice(start, length)
+        if self.apart is None:
+            return part
+        return part.with_columns(self._spread(n, start, part.height) for n in self.apart_names).select(self.order)
+
+    def hold_apart(self, apart: pl.DataFrame | None, columns: list[str]) -> Correlation:
+        """This correlation of a table that `held_apart` took `apart` from (`columns`: its columns
+        before), with those columns held apart in their places."""
+        if apart is None:
+            return self
+        self.apart = apart
+        order = self.table.columns
+        for name in [c for c in columns if c in apart.columns and c != "rid"]:
+            before = columns[:columns.index(name)]
+            after = next((c for c in reversed(before) if c in order), None)
+            order.insert(order.index(after) + 1 if after is not None else int(order[:1] == ["rid"]), name)
+        self.order = tuple(order)
+        return self
+
+    def _spread(self, name: str, start: int, length: int) -> pl.Series:
+        """Column `name` held apart, one value a row of rows [start, start + length), null where none."""
+        held = self.apart
+        if (start, length) != (0, self.table.height):
+            held = held.filter(pl.col("rid").is_between(start, start + length - 1))
+        # Each row's position among the held rows (null where it has none), then a gather of those.
+        at = pl.repeat(None, length, dtype=pl.UInt32, eager=True).scatter(
+            held["rid"].cast(pl.Int64) - start, pl.int_range(held.height, dtype=pl.UInt32, eager=True)
+        )
+        return held.get_column(name).gather(at).alias(name)
+
+
+def held_apart(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """(the table less the APART_COLUMNS with a value on some row but at most APART_SHARE of its
+    rows, those columns' rows with a value and their `rid`, the row's position), or (table, None)."""
+    present = [c for c in APART_COLUMNS if c in table.columns]
+    if table.height == 0 or not present:
+        return table, None
+    counts = table.select(pl.col(c).count() for c in present).row(0, named=True)
+    names = [c for c, n in counts.items() if 0 < n <= APART_SHARE * table.height]
+    if not names:
+        return table, None
+    apart = table.select(names).with_row_index("rid").filter(pl.any_horizontal(pl.col(names).is_not_null()))
+    return table.drop(names), apart
 
 
 def _connected_components(edges: pl.DataFrame, nodes: pl.Series) -> pl.DataFrame:
@@ -424,6 +504,8 @@ def correlate(
     if (texts is None or not len(texts)) and any(table[c].null_count() < table.height for c in coded):
         raise ValueError("a table of codes needs its dictionary of texts (IngestResult.texts)")
     texts = texts if texts is not None else Texts.empty(())
+    columns = table.columns
+    table, apart = held_apart(table)  # a caller that lets go of its table frees them (pipeline.correlated_read)
     linked, actions, warnings = build_actions(table, link_keys, max_jobs_per_value, texts)
     linked, executions = build_executions(linked, texts=texts)
-    return Correlation(linked, actions, executions, warnings, texts)
+    return Correlation(linked, actions, executions, warnings, texts).hold_apart(apart, columns)

@@ -148,6 +148,17 @@ def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: in
         return correlate(table, config.link_keys, max_jobs_per_value, texts)
 
 
+def correlated_read(result: IngestResult, config: Config, max_jobs_per_value: int = 25) -> Correlation:
+    """correlate_inputs over a read, whose table lets go of the near-empty columns the correlation
+    holds apart (correlate.held_apart) before it is correlated: were it to keep them, they would
+    stay in memory whole through the analysis."""
+    from dupfind.correlate import held_apart
+
+    columns = result.table.columns
+    result.table, apart = held_apart(result.table)
+    return correlate_inputs(result.table, config, max_jobs_per_value, result.texts).hold_apart(apart, columns)
+
+
 @dataclass
 class Correlated:
     """Inputs read and correlated; `cache` and `set_key` say where their analyses are cached."""
@@ -174,7 +185,7 @@ def load_correlated(
     since_ts, until_ts = time_bounds(config, since, until)
     if not use_cache:
         result = _ingest(paths, config, since_ts, until_ts, stderr, None)
-        return Correlated(result, correlate_inputs(result.table, config, max_jobs_per_value, result.texts))
+        return Correlated(result, correlated_read(result, config, max_jobs_per_value))
     root = default_cache_dir()
     digest = config.digest()
     files = TableCache(root, digest)
@@ -193,7 +204,7 @@ def load_correlated(
 
     def fresh() -> tuple[IngestResult, Correlation]:
         result = _ingest(paths, config, since_ts, until_ts, stderr, files)
-        correlation = correlate_inputs(result.table, config, max_jobs_per_value, result.texts)
+        correlation = correlated_read(result, config, max_jobs_per_value)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred
             # writes, which go into this entry.

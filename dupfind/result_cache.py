@@ -349,9 +349,8 @@ def _finding_of_line(line: bytes, evidence: bool) -> Any:
 
 
 def _set_frames(result: IngestResult, correlation: Correlation) -> dict[str, pl.DataFrame]:
-    """The frames of a set entry: FRAMES and the table."""
-    return {"table": correlation.table, "actions": correlation.actions,
-            "executions": correlation.executions, "rejects": result.rejects,
+    """The frames of a set entry but its table: FRAMES."""
+    return {"actions": correlation.actions, "executions": correlation.executions, "rejects": result.rejects,
             "texts": correlation.texts.values.to_frame("text")}
 
 
@@ -658,7 +657,8 @@ class SetEntry:
         _close_all(self._part_files)
 
     def _rebuilt_frame(self, name: str) -> pl.DataFrame:
-        rebuilt = _set_frames(*self._rebuilt)
+        result, correlation = self._rebuilt
+        rebuilt = {**_set_frames(result, correlation), "table": correlation.table_slice(0, correlation.table.height)}
         self._frames.update((k, v) for k, v in rebuilt.items() if k not in self._frames)
         return self._frames[name]
 
@@ -1049,11 +1049,11 @@ class ResultCache:
             self.sets.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.sets))
             frames = _set_frames(result, correlation)
-            table = frames.pop("table")
             meta["frames"] = {name: _write_frame(staging / f"{name}.arrow", frame) for name, frame in frames.items()}
-            meta["table"] = {"schema": _schema(table), "parts": [
-                _write_frame(staging / _part_name(i), table.slice(start, TABLE_PART_ROWS))
-                for i, start in enumerate(range(0, max(table.height, 1), TABLE_PART_ROWS))
+            # The table whole, the columns the correlation holds apart spread again a part at a time.
+            meta["table"] = {"schema": _schema(correlation.table_slice(0, 0)), "parts": [
+                _write_frame(staging / _part_name(i), correlation.table_slice(start, TABLE_PART_ROWS))
+                for i, start in enumerate(range(0, max(correlation.table.height, 1), TABLE_PART_ROWS))
             ]}
             (staging / FILES_NAME).write_bytes(files)
             (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))

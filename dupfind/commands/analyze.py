@@ -130,7 +130,7 @@ def correlated_of_kept(kept: tuple | None, cfg, since: str | None, until: str | 
     with --rejects or --strict, which are of every line (the files are read instead)."""
     if kept is None or rejects is not None or strict:
         return None
-    from dupfind.pipeline import Correlated, correlate_inputs, time_bounds
+    from dupfind.pipeline import Correlated, correlated_read, time_bounds
     from dupfind.result_cache import ResultCache
     from dupfind.windows import say
 
@@ -142,7 +142,7 @@ def correlated_of_kept(kept: tuple | None, cfg, since: str | None, until: str | 
     say(f"the records of {since or 'the first record'} to {until or 'the last'} are those the analysis in windows of "
         "time kept, not parsed from the files again.")
     ref = (cache, set_key, ResultCache.value_key(base_key, "read", {"since": since, "until": until}))
-    return Correlated(result, correlate_inputs(result.table, cfg, max_jobs_per_value, result.texts)), ref
+    return Correlated(result, correlated_read(result, cfg, max_jobs_per_value)), ref
 
 
 def _windowed_ref(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until, overlap,

@@ -77,7 +77,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
 
 def _statement(ctx: AnalysisContext, queue: str) -> pl.DataFrame:
     """The first record stating the timeout of the queue."""
-    stated = ctx.table.filter(pl.col("visibility_timeout_s").is_not_null()).select("rid", pl.col("queue").cast(pl.String))
+    stated = ctx.columns("rid", "queue", "visibility_timeout_s").filter(pl.col("visibility_timeout_s").is_not_null()).select(
+        "rid", pl.col("queue").cast(pl.String))
     return stated.filter(pl.col("queue").fill_null("") == queue).head(1) if queue else stated.head(1)
 
 
