@@ -293,12 +293,12 @@ def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
 
 def _gathered(pieces: list[pl.Series | SparsePiece], order: pl.Series, name: str, dtype: pl.DataType) -> pl.Series:
     """The blocks' pieces of a column, one after the other, taken in `order`."""
-    column = pl.concat([_spread(p, dtype) if isinstance(p, SparsePiece) else p for p in pieces], how="vertical")
+    column = pl.concat([spread(p, dtype) if isinstance(p, SparsePiece) else p for p in pieces], how="vertical")
     pieces.clear()  # the blocks, released before the gathered copy is made
     return column.gather(order).alias(name)
 
 
-def _spread(piece: SparsePiece, dtype: pl.DataType) -> pl.Series:
+def spread(piece: SparsePiece, dtype: pl.DataType) -> pl.Series:
     """A sparse piece as one value a row, null where a row has none."""
     if piece.values is None:
         return pl.repeat(None, piece.height, dtype=dtype, eager=True)

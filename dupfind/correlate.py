@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dupfind import schema, textcodes
+from dupfind.assembly import SparsePiece, spread
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts, coded_columns
 
@@ -130,11 +131,8 @@ class Correlation:
         held = self.apart
         if (start, length) != (0, self.table.height):
             held = held.filter(pl.col("rid").is_between(start, start + length - 1))
-        # Each row's position among the held rows (null where it has none), then a gather of those.
-        at = pl.repeat(None, length, dtype=pl.UInt32, eager=True).scatter(
-            held["rid"].cast(pl.Int64) - start, pl.int_range(held.height, dtype=pl.UInt32, eager=True)
-        )
-        return held.get_column(name).gather(at).alias(name)
+        piece = SparsePiece(held["rid"].cast(pl.Int64) - start, held.get_column(name), length)
+        return spread(piece, self.apart.schema[name]).alias(name)
 
 
 def held_apart(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
