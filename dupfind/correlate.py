@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dupfind import schema, textcodes
-from dupfind.assembly import SparsePiece, spread
+from dupfind.assembly import held_column
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts, coded_columns
 
@@ -85,7 +85,7 @@ class Correlation:
         if not held.intersection(names):
             return self.table.select(names)
         return pl.DataFrame([
-            self._spread(n, 0, self.table.height) if n in held else self.table.get_column(n) for n in names
+            held_column(self.apart, n, 0, self.table.height) if n in held else self.table.get_column(n) for n in names
         ])
 
     def rows(self, positions) -> pl.DataFrame:
@@ -101,7 +101,7 @@ class Correlation:
         names = [n for n in names if n in self.apart_names]
         if not names:
             return self.table
-        return self.table.with_columns(self._spread(n, 0, self.table.height) for n in names).select(
+        return self.table.with_columns(held_column(self.apart, n, 0, self.table.height) for n in names).select(
             [c for c in self.order if c in self.table.columns or c in names]
         )
 
@@ -110,7 +110,7 @@ class Correlation:
         part = self.table.slice(start, length)
         if self.apart is None:
             return part
-        return part.with_columns(self._spread(n, start, part.height) for n in self.apart_names).select(self.order)
+        return part.with_columns(held_column(self.apart, n, start, part.height) for n in self.apart_names).select(self.order)
 
     def hold_apart(self, apart: pl.DataFrame | None, columns: list[str]) -> Correlation:
         """This correlation of a table that `held_apart` took `apart` from (`columns`: its columns
@@ -125,14 +125,6 @@ class Correlation:
             order.insert(order.index(after) + 1 if after is not None else int(order[:1] == ["rid"]), name)
         self.order = tuple(order)
         return self
-
-    def _spread(self, name: str, start: int, length: int) -> pl.Series:
-        """Column `name` held apart, one value a row of rows [start, start + length), null where none."""
-        held = self.apart
-        if (start, length) != (0, self.table.height):
-            held = held.filter(pl.col("rid").is_between(start, start + length - 1))
-        piece = SparsePiece(held["rid"].cast(pl.Int64) - start, held.get_column(name), length)
-        return spread(piece, self.apart.schema[name]).alias(name)
 
 
 def held_apart(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:

@@ -21,6 +21,7 @@ from dupfind import background
 from dupfind.assembly import (
     HeldBatch,
     LabelPool,
+    PackRows,
     assemble_held,
     held_for_assembly,
     held_from_coded,
@@ -1201,13 +1202,15 @@ def ingest(
     normaliser.tables.clear()
     table, filtered_out, texts = assemble_held(tables, schema, since, until, coded, labels)
     filtered_out += cache_filtered
+    pack = None
     if to_store:
         if store_later:
             # A first run's report then comes as soon as a run without the cache gives it (at 1M
             # lines 5.3-5.7 s instead of 6.4-6.8 s with the store on a thread beside correlation).
-            background.defer(_store_in_cache, cache, to_store, reports, table, texts, rejects, schema, last=True)
+            pack = PackRows(table)
+            background.defer(_store_in_cache, cache, to_store, reports, pack, texts, rejects, schema, last=True)
         else:
-            _store_in_cache(cache, to_store, reports, table, texts, rejects, schema)
+            _store_in_cache(cache, to_store, reports, PackRows(table), texts, rejects, schema)
     time_counts = None
     if survey:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
@@ -1218,11 +1221,11 @@ def ingest(
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
         )
-    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts, texts)
+    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts, texts, pack)
 
 
 def _store_in_cache(
-    cache, identities: dict[str, str], reports: dict[str, FileReport], table: pl.DataFrame, texts: Texts,
+    cache, identities: dict[str, str], reports: dict[str, FileReport], pack: PackRows, texts: Texts,
     rejects: pl.DataFrame, schema: dict[str, pl.DataType],
 ) -> None:
     """Store the freshly parsed files (`identities`: path -> sources.file_identity) as one pack:
@@ -1236,8 +1239,10 @@ def _store_in_cache(
         fresh = [path for path, identity in identities.items() if cache.identity(path) == identity]
         if not fresh:
             return
+        table = pack.whole()
         every = set(table["source"].unique().cast(pl.String).to_list()) <= set(fresh)
         rows = table.select(list(schema))
+        del table
         dictionary = texts.values
         if not every:
             rows = rows.filter(pl.col("source").cast(pl.String).is_in(fresh))

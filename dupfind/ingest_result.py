@@ -115,6 +115,8 @@ class IngestResult:
     time_counts: pl.DataFrame | None = None
     # The dictionary of the table's coded columns (ids, messages: dupfind.textcodes).
     texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))
+    # The table of a files' pack store deferred until after the output (assembly.PackRows), if any.
+    pack: Any = field(default=None, repr=False, compare=False)
 
     def rendered(self, name: str, render: Callable[[], bytes]) -> bytes | None:
         """Bytes a report derives from this result alone (the JSON of its file entries): those an

@@ -151,11 +151,15 @@ def correlate_inputs(table: pl.DataFrame, config: Config, max_jobs_per_value: in
 def correlated_read(result: IngestResult, config: Config, max_jobs_per_value: int = 25) -> Correlation:
     """correlate_inputs over a read, whose table lets go of the near-empty columns the correlation
     holds apart (correlate.held_apart) before it is correlated: were it to keep them, they would
-    stay in memory whole through the analysis."""
+    stay in memory whole through the analysis (and the cache writes after the report)."""
     from dupfind.correlate import held_apart
 
-    columns = result.table.columns
-    result.table, apart = held_apart(result.table)
+    whole = result.table
+    result.table, apart = held_apart(whole)
+    if result.pack is not None:  # the files' pack, stored after the output, lets go of them too
+        result.pack.hold_apart(whole, result.table, apart)
+    columns = whole.columns
+    del whole
     return correlate_inputs(result.table, config, max_jobs_per_value, result.texts).hold_apart(apart, columns)
 
 
@@ -215,8 +219,8 @@ def load_correlated(
         if set_key(now=True) == key and results.store_set(key, result, correlation):  # no input changed meanwhile
             # Worked out later, the ids a redactor protects would mean reading every id column of the
             # cached table (2.8 s at 5M lines); from the table in memory they take a tenth of that.
-            ids = protected_ids(correlation, config)
-            results.store_value(key, ResultCache.value_key(key, *redaction_ids_kind(config)), ids)
+            ids_key = ResultCache.value_key(key, *redaction_ids_kind(config))
+            results.store_value_body(key, ids_key, ResultCache.texts_value_body(key, ids_key, protected_id_values(correlation, config)))
 
     if key is not None:
         entry = results.open_set(key, rebuild=fresh)
@@ -414,10 +418,15 @@ def redaction_ids_kind(config: Config) -> tuple[str, dict]:
 def protected_ids(source: Correlation, config: Config) -> list[str]:
     """The ids a Markdown redactor leaves alone (redact.protected_values), reading only their
     columns of the table of `source` (a correlation, or an analysis context over one)."""
+    return protected_id_values(source, config).to_list()
+
+
+def protected_id_values(source: Correlation, config: Config) -> pl.Series:
+    """protected_ids as a Series of text."""
     from dupfind.redact import PROTECTED_COLUMNS, protected_values
 
     wanted = source.present_columns(*PROTECTED_COLUMNS, *config.business_keys)
-    return protected_values(source.columns(*wanted), config.business_keys, source.texts).to_list()
+    return protected_values(source.columns(*wanted), config.business_keys, source.texts)
 
 
 def cached_set_value(ctx, kind: str, params: Any, build: Callable[[], Any]) -> Any:

@@ -98,6 +98,7 @@ FACT_MAX_BYTES = 1 << 30
 FACT_VALUE_MAX_BYTES = 64 << 20  # a JSON value decodes far slower than a frame
 FACT_VALUE_MAX_ITEMS = 10_000  # and a value of more items is not even tried
 VALUE_FACT_MIN_S = 0.05
+TEXTS_SLICE = 16_384  # texts made Python strings at once by ResultCache.texts_value_body
 STORED_FACTS = "_stored_facts"  # the attribute of a context that holds its ContextFacts
 SETS_DIR = "sets"
 FRAMES = ("actions", "executions", "rejects", "texts")  # and the table, in parts
@@ -1256,6 +1257,16 @@ class ResultCache:
             return orjson.dumps({"set": set_key, "key": key, "plain": plain, "value": encoded})
         except (TypeError, ValueError):
             return None
+
+    @staticmethod
+    def texts_value_body(set_key: str, key: str, texts: pl.Series) -> bytes:
+        """What value_body writes for `texts.to_list()` (a list of str), without that whole list:
+        the texts made Python strings a slice at a time (the ids a redactor protects, 241k at 1M
+        lines, took 18 MiB as a list of Python strings, and the step 43 MiB at its peak)."""
+        texts = texts.drop_nulls()
+        head = orjson.dumps({"set": set_key, "key": key, "plain": True, "value": []})[:-len(b"]}")]
+        items = [orjson.dumps(texts.slice(at, TEXTS_SLICE).to_list())[1:-1] for at in range(0, texts.len(), TEXTS_SLICE)]
+        return b"".join((head, b",".join(items), b"]}"))
 
     def store_value_body(self, set_key: str, key: str, body: bytes) -> bool:
         path = self._value_path(set_key, key)

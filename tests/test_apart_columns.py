@@ -11,6 +11,7 @@ from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import dupfind.correlate
+import dupfind.pipeline
 from dupfind.cli import app
 from dupfind.config import load_config
 from dupfind.ingest import ingest
@@ -51,6 +52,32 @@ def test_a_near_empty_column_is_held_apart_and_given_back_whole(monkeypatch):
     assert as_strings(correlation.text_table()).equals(as_strings(correlation.texts.decoded(whole)))
     with pytest.raises(pl.exceptions.ColumnNotFoundError):
         correlation.columns("error", "no_such_column")
+
+
+def test_the_files_pack_stored_after_the_output_lets_go_of_them_and_stores_them_whole(tmp_path, monkeypatch):
+    """With the cache on, the pack of the files read, stored after the report, holds the columns
+    held apart as the correlation does until it is written; the pack holds them whole, so that a
+    warm read gives back the same table as the first read."""
+    from dupfind import background
+    from dupfind.cache import TableCache
+
+    monkeypatch.setenv("DUPFIND_CACHE_DIR", str(tmp_path / "cache"))
+    background.defer_until_output()
+    try:
+        read = ingest([str(LOGS)], CONFIG, cache=TableCache(tmp_path / "cache", CONFIG.digest()), store_later=True)
+        original = read.table
+        assert {"visibility_timeout_s", "error"} <= set(original.columns)
+        assert read.pack is not None and read.pack.table is original
+        correlation = dupfind.pipeline.correlated_read(read, CONFIG)
+        assert read.pack.table is read.table and read.pack.apart is correlation.apart
+        assert not set(correlation.apart_names) & set(read.pack.table.columns)
+        assert read.pack.whole().select(original.columns).equals(original)
+    finally:
+        background.run_deferred()
+    cache = TableCache(tmp_path / "cache", CONFIG.digest())
+    again = ingest([str(LOGS)], CONFIG, cache=cache)
+    assert again.pack is None and cache.hits == len(again.files) and cache.misses == 0
+    assert as_strings(again.texts.decoded(again.table)).equals(as_strings(read.texts.decoded(original)))
 
 
 def test_a_column_with_values_on_more_rows_stays_in_the_table(tmp_path):

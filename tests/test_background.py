@@ -159,3 +159,36 @@ def test_deferred_work_runs_in_order_last_work_after_and_skipped_work_cleans_up(
     assert not background.stopping() and not background.deferring()
     background.defer(done.append, "at once")  # nothing defers any more
     assert done[-1] == "at once"
+
+
+def test_the_last_work_runs_after_what_earlier_work_kept_in_reference_cycles_is_freed():
+    """What the earlier deferred work held and let go of, though only in reference cycles (an analysis
+    context and its indexes), is freed before the work deferred `last` (the files' pack) runs: the
+    command line collects cycles seldom (cli.GC_THRESHOLDS)."""
+    import gc
+    import weakref
+
+    class Held:
+        pass
+
+    def kept() -> Held:
+        held = Held()
+        held.itself = held  # a reference cycle, as a context and its GroupIndex make one
+        return held
+
+    seen: list[bool] = []
+    held = kept()
+    alive = weakref.ref(held)
+    thresholds = gc.get_threshold()
+    gc.disable()  # the cycle stays unless run_deferred collects it
+    background.defer_until_output()
+    try:
+        background.defer(lambda item: seen.append(item() is not None), alive)
+        background.defer(lambda item: seen.append(item is not None), held)
+        background.defer(lambda: seen.append(alive() is not None), last=True)
+        del held
+        background.run_deferred()
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
+    assert seen == [True, True, False]

@@ -502,6 +502,7 @@ def test_ctrl_c_in_the_files_store_stops_the_writes_and_reaches_the_command(logs
     import threading
 
     from dupfind import background
+    from dupfind.assembly import PackRows
     from dupfind.ingest import _store_in_cache
 
     config = load_config(cwd=Path("/"))
@@ -512,7 +513,7 @@ def test_ctrl_c_in_the_files_store_stops_the_writes_and_reaches_the_command(logs
 
     monkeypatch.setattr(TableCache, "store", interrupted)
     keys = {f.path: cache.identity(f.path) for f in result.files}
-    args = (cache, keys, {f.path: f for f in result.files}, result.table, result.texts, result.rejects,
+    args = (cache, keys, {f.path: f for f in result.files}, PackRows(result.table), result.texts, result.rejects,
             dict(result.table.schema))
     raised = []
 

@@ -1263,3 +1263,23 @@ def test_an_analysis_with_one_finding_it_cannot_give_back_is_not_stored(tmp_path
     assert len((folder / "k2.findings").read_bytes().split(b"\n")) == 3
     loaded = cache.load_analysis("s1", "k2")
     assert loaded is not None and loaded["findings"]() == good
+
+
+def test_the_set_keeps_the_protected_ids_as_value_body_writes_their_list(logs, cache_dir, monkeypatch):
+    """The ids a redactor protects are stored with the set (written a slice of texts at a time,
+    not as one list of Python strings): the same bytes value_body writes for their list, read
+    back as protected_ids gives them."""
+    tricky = pl.Series(["a\"b", "x\\y", "tab\there", "é ünï", "\x01ctl", "order-4111111111111111", "\u2028", "/s", None])
+    monkeypatch.setattr(dupfind.result_cache, "TEXTS_SLICE", 3)
+    body = dupfind.result_cache.ResultCache.texts_value_body("set", "key", tricky)
+    assert body == dupfind.result_cache.ResultCache.value_body("set", "key", tricky.drop_nulls().to_list())
+    empty = pl.Series([], dtype=pl.String)
+    assert dupfind.result_cache.ResultCache.texts_value_body("s", "k", empty) == dupfind.result_cache.ResultCache.value_body("s", "k", [])
+
+    config = load_config(cwd=Path("/"))
+    loaded = load_correlated([str(logs)], config, use_cache=True)
+    expected = dupfind.pipeline.protected_ids(loaded.correlation, config)
+    assert len(expected) > 3  # several slices
+    found, stored = loaded.cache.load_value(
+        loaded.set_key, dupfind.result_cache.ResultCache.value_key(loaded.set_key, *dupfind.pipeline.redaction_ids_kind(config)))
+    assert found and stored == expected
