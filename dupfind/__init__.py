@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 # come from jemalloc's arena for large ones, which returns freed pages at once: 17 MiB less at
 # the peak at 1M lines, 27 MiB at 5M, in the same time. Read when polars loads, hence here,
 # before anything imports it; a value the user set is kept.
-os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:250,muzzy_decay_ms:0,oversize_threshold:262144")
+DIRTY_DECAY_MS = 250
+os.environ.setdefault("_RJEM_MALLOC_CONF", f"dirty_decay_ms:{DIRTY_DECAY_MS},muzzy_decay_ms:0,oversize_threshold:262144")
 
 # polars (0.3 s to load here, most of it its 178 MB library) loads at its first use, not at its
 # import: a command answered from the cache (a warm `analyze`, `stats`, `timeline` or `trace`)

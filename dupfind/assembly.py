@@ -318,14 +318,26 @@ def held_column(apart: pl.DataFrame, name: str, start: int, length: int) -> pl.S
 
 
 class PackRows:
-    """The table a files' pack store deferred until after the output writes (ingest), which
-    lets go of the near-empty columns a correlation holds apart as the correlated read does
+    """The table of a files' pack store deferred until after the output (ingest), which lets go
+    of the near-empty columns a correlation holds apart as the correlated read does
     (pipeline.correlated_read): held whole, they took 23 MiB of every step after the read at 1M
-    lines, the cache writes after the report among them. They are spread again when it is written."""
+    lines, the cache writes after the report among them. The pack then stores them apart too.
+    `store()` runs the store once (when deferred, or sooner: pipeline stores the pack before it
+    lets go of the read's table), then lets go of the rows."""
 
-    def __init__(self, table: pl.DataFrame) -> None:
-        self.table = table
+    def __init__(self, table: pl.DataFrame, store: Callable[[PackRows], None] | None = None) -> None:
+        self.table: pl.DataFrame | None = table
         self.apart: pl.DataFrame | None = None
+        self._store = store
+
+    def store(self) -> None:
+        if self._store is None:
+            return
+        store, self._store = self._store, None
+        try:
+            store(self)
+        finally:
+            self.table = self.apart = None
 
     def hold_apart(self, whole: pl.DataFrame, table: pl.DataFrame, apart: pl.DataFrame | None) -> None:
         """Hold `table` and `apart` (correlate.held_apart of `whole`) instead, if `whole` is this table."""

@@ -12,6 +12,7 @@ _RUNNING: list[threading.Thread] = []
 _STOP = threading.Event()  # set when the user interrupts: work stops at its next step
 # run_deferred's work, in order, then the work deferred `last`: (work, args, what to do if skipped)
 _DEFERRED: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
+_DEFERRED_FRONT: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
 _DEFERRED_LAST: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
 _DEFERRING = [False]  # set by the command line (defer_until_output): API callers run work at once
 
@@ -55,16 +56,18 @@ def deferring() -> bool:
     return _DEFERRING[0]
 
 
-def defer(work: Callable[..., Any], *args: Any, last: bool = False, first: bool = False,
+def defer(work: Callable[..., Any], *args: Any, last: bool = False, first: bool = False, front: bool = False,
           if_skipped: Callable[..., Any] | None = None) -> None:
     """Run `work(*args)` once the command's output is written (cache writes nobody waits for
     before the report: the report shows that much sooner), or now when nothing defers. `last`:
     after all the work deferred without it (work that needs none of that work, and runs with less
     memory held once that work has let go of what it kept). `first`: before the work deferred so
     far (work that needs none of it, and holds less memory before it). `if_skipped(*args)` runs
-    instead when the user stops the command first (a staged file to remove)."""
+    instead when the user stops the command first (a staged file to remove). `front`: before all
+    other work, in the order deferred, `first` or not (the set entry, then what moves the analysis
+    onto it: the work after it then holds less memory)."""
     if _DEFERRING[0]:
-        deferred = _DEFERRED_LAST if last else _DEFERRED
+        deferred = _DEFERRED_FRONT if front else _DEFERRED_LAST if last else _DEFERRED
         deferred.insert(0 if first else len(deferred), (work, args, if_skipped))
     else:
         work(*args)
@@ -74,7 +77,7 @@ def run_deferred() -> None:
     """The deferred work, in the order it was deferred, on this thread (none once stopped; Ctrl-C
     goes to the caller); `defer` then runs work at once again."""
     try:
-        for deferred in (_DEFERRED, _DEFERRED_LAST):
+        for deferred in (_DEFERRED_FRONT, _DEFERRED, _DEFERRED_LAST):
             if deferred is _DEFERRED_LAST and deferred:
                 # What the earlier work kept may be held in reference cycles only (an analysis
                 # context and its indexes, 96 MiB at 1M lines), which the command line's sparse
@@ -85,7 +88,9 @@ def run_deferred() -> None:
                 _noting_failure(work, args)
                 del work, args  # not held through the next work
     finally:
-        skipped = [(cleanup, args) for _, args, cleanup in (*_DEFERRED, *_DEFERRED_LAST) if cleanup is not None]
+        skipped = [(cleanup, args) for _, args, cleanup in (*_DEFERRED_FRONT, *_DEFERRED, *_DEFERRED_LAST)
+                   if cleanup is not None]
+        _DEFERRED_FRONT.clear()
         _DEFERRED.clear()
         _DEFERRED_LAST.clear()
         _DEFERRING[0] = False
@@ -95,7 +100,7 @@ def run_deferred() -> None:
 
 def pending() -> bool:
     """Whether work is deferred or still running."""
-    return bool(_DEFERRED or _DEFERRED_LAST) or any(thread.is_alive() for thread in _RUNNING)
+    return bool(_DEFERRED_FRONT or _DEFERRED or _DEFERRED_LAST) or any(thread.is_alive() for thread in _RUNNING)
 
 
 def stopping() -> bool:

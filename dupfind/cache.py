@@ -23,9 +23,10 @@ from dupfind.atomic_files import write_atomic
 from dupfind.ingest_result import FileReport
 from dupfind.sources import IDENTITY_FIELDS, file_identity
 
-CACHE_FORMAT = "4"
+CACHE_FORMAT = "5"  # 5: a pack may hold near-empty columns apart (APART_NAME)
 ENV_DIR = "DUPFIND_CACHE_DIR"
 PACKS = "packs"
+APART_NAME = "apart.arrow"  # a pack's columns held apart from its table: rid and their values
 INDEXES = "dirs"
 # The packs' total size on disk, kept most recently used first (the pack just stored always
 # stays). A pack holds about a tenth of its files' bytes (44 MB for a 1M-line, 403 MB export):
@@ -237,12 +238,17 @@ class TableCache:
         where = self._pack(pack)
         try:
             scan = pl.scan_ipc(where / "table.arrow")
-            schema = scan.collect_schema()
             texts = pl.read_ipc(where / "texts.arrow").to_series()
             rejects = pl.read_ipc(where / "rejects.arrow")
-            if texts.dtype != pl.String or "source" not in schema:
+            if texts.dtype != pl.String or "source" not in scan.collect_schema():
                 raise ValueError("not a pack")
             counts = dict(scan.group_by(pl.col("source").cast(pl.String)).len().collect().iter_rows())
+            if (where / APART_NAME).exists():  # columns stored apart, put back in their rows
+                apart = pl.read_ipc(where / APART_NAME)
+                if "rid" not in apart.columns or set(apart.columns) & set(scan.collect_schema()):
+                    raise ValueError("not the columns of a pack")
+                scan = scan.with_row_index("rid").join(apart.lazy(), on="rid", how="left", maintain_order="left").drop("rid")
+            schema = scan.collect_schema()
             packed = set(counts) | set(rejects["source"].cast(pl.String).unique().to_list())  # a file may have only rejects
         except Exception:  # a corrupt or foreign pack: drop it and parse its files again
             shutil.rmtree(where, ignore_errors=True)
@@ -277,10 +283,13 @@ class TableCache:
         held = sum(counts.get(name, 0) for name in files)
         return CachedPart(rows, texts, moved(rejects), whole=rows.height == sum(counts.values()), left_out=held - rows.height)
 
-    def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame) -> None:
+    def store(self, reports: dict[str, FileReport], table: pl.DataFrame, texts: pl.Series, rejects: pl.DataFrame,
+              apart: pl.DataFrame | None = None) -> None:
         """One pack of these files' rows (`reports` by sources.file_identity; coded columns as codes
         into `texts`, which holds exactly the texts they use), rejects and reports, then each
-        file's entry in the index of its directory."""
+        file's entry in the index of its directory. `apart`: columns of the rows held apart from
+        `table` (correlate.held_apart: `rid`, a row's position, and the values of the rows that
+        have one), stored as they are and put back in their rows when the pack is read."""
         name = uuid.uuid4().hex
         staging: Path | None = None
         try:
@@ -288,6 +297,8 @@ class TableCache:
             packs.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=packs))
             table.write_ipc(staging / "table.arrow", compression="lz4")
+            if apart is not None:
+                apart.write_ipc(staging / APART_NAME, compression="lz4")
             texts.rename("text").to_frame().write_ipc(staging / "texts.arrow", compression="lz4")
             rejects.write_ipc(staging / "rejects.arrow", compression="lz4")
             (staging / "reports.json").write_bytes(orjson.dumps({r.path: r.to_state() for r in reports.values()}))

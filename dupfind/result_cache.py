@@ -594,8 +594,21 @@ class SetEntry:
         self._files: list[FileReport] | None = None
         self._texts: Texts | None = None
         self._ahead: ReadAhead | None = None
+        self._keeps_table = True  # columns and parts of the table kept once read (see take_over)
         self._ingest = CachedIngest(self, int(meta["filtered_out"]))
         self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
+
+    def take_over(self, result: IngestResult, correlation: Correlation) -> None:
+        """Given the read and correlation this entry was just stored from: their dictionary, actions,
+        executions and file reports are used instead of read back (the analysis derived its facts
+        from those very frames), and from now on the table's columns and parts are read for each
+        use, not kept (pipeline._rest_on_stored_set: the cache writes after the report then hold
+        only the columns each reads, not the table)."""
+        self._texts = correlation.texts
+        self._frames.setdefault("actions", correlation.actions)
+        self._frames.setdefault("executions", correlation.executions)
+        self._files = result.files
+        self._keeps_table = False
 
     def file_reports(self) -> list[FileReport]:
         """The file reports, decoded when first used (837 of them cost a warm command 0.04 s it
@@ -630,6 +643,8 @@ class SetEntry:
             return self._frames[name]
         if self._rebuilt is None:
             try:
+                if name == "table" and not self._keeps_table:
+                    return self._read_table()
                 self._frames[name] = self._read_table() if name == "table" else self._read(name)
                 return self._frames[name]
             except Exception as exc:
@@ -707,10 +722,12 @@ class SetEntry:
         """One part of the table, whole."""
         return _frame_of(self._part_streams(index), self.meta["table"]["parts"][index], _part_name(index))
 
-    def _read_columns(self, names: list[str]) -> None:
-        missing = [n for n in dict.fromkeys(names) if n not in self._columns]
+    def _read_columns(self, names: list[str], into: dict[str, pl.Series] | None = None) -> dict[str, pl.Series]:
+        """The columns `names` read into `into` (the columns kept, by default), which is returned."""
+        into = self._columns if into is None else into
+        missing = [n for n in dict.fromkeys(names) if n not in into]
         if not missing:
-            return
+            return into
         infos = self.meta["table"]["parts"]
         types = dict(self.meta["table"]["schema"])
         expected = [[name, types[name]] for name in missing]
@@ -731,12 +748,13 @@ class SetEntry:
             frames.append(_checked_shape(frame, sum(infos[i]["rows"] for i in indexes), expected,
                                          f"{_part_name(indexes[0])} and the parts after it"))
         frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
-        self._columns.update((name, frame.get_column(name)) for name in missing)
+        into.update((name, frame.get_column(name)) for name in missing)
+        return into
 
     def _read_table(self) -> pl.DataFrame:
         names = self.table_column_names()
-        self._read_columns(names)
-        table = pl.DataFrame([self._columns[n] for n in names])
+        read = self._read_columns(names, None if self._keeps_table else {})
+        table = pl.DataFrame([read.pop(n) for n in names])
         self._columns.clear()
         self._parts.clear()
         _close_all(self._part_files)
@@ -750,8 +768,8 @@ class SetEntry:
         whole = self._whole_table()
         if whole is None:
             try:
-                self._read_columns(names)
-                return pl.DataFrame([self._columns[n] for n in names])
+                read = self._read_columns(names, None if self._keeps_table else {})
+                return pl.DataFrame([read[n] for n in names])
             except Exception as exc:
                 self._failed(exc)
                 whole = self._whole_table()
@@ -777,10 +795,11 @@ class SetEntry:
         starts = pl.Series([0, *[info["rows"] for info in infos]]).cum_sum()
         part_of = starts.search_sorted(positions, side="right") - 1
         needed = sorted(set(part_of.to_list())) or [0]
+        parts = self._parts if self._keeps_table else {}
         for index in needed:
-            if index not in self._parts:
-                self._parts[index] = self._part(index)
-        held = pl.concat([self._parts[i] for i in needed], how="vertical") if len(needed) > 1 else self._parts[needed[0]]
+            if index not in parts:
+                parts[index] = self._part(index)
+        held = pl.concat([parts[i] for i in needed], how="vertical") if len(needed) > 1 else parts[needed[0]]
         # Part i's rows sit in `held` after the rows of the needed parts before it.
         offset = [0] * len(infos)
         at = 0

@@ -56,8 +56,8 @@ def test_a_near_empty_column_is_held_apart_and_given_back_whole(monkeypatch):
 
 def test_the_files_pack_stored_after_the_output_lets_go_of_them_and_stores_them_whole(tmp_path, monkeypatch):
     """With the cache on, the pack of the files read, stored after the report, holds the columns
-    held apart as the correlation does until it is written; the pack holds them whole, so that a
-    warm read gives back the same table as the first read."""
+    held apart as the correlation does, and stores them apart (their rows with a value); a read
+    of the pack puts them back in their rows: the same table as the first read."""
     from dupfind import background
     from dupfind.cache import TableCache
 
@@ -74,10 +74,19 @@ def test_the_files_pack_stored_after_the_output_lets_go_of_them_and_stores_them_
         assert read.pack.whole().select(original.columns).equals(original)
     finally:
         background.run_deferred()
+    assert read.pack.table is None and read.pack.apart is None  # let go of once stored
+    (held,) = (tmp_path / "cache" / "packs").glob("*/apart.arrow")  # stored apart in the pack too
+    assert set(correlation.apart_names) == set(pl.read_ipc(held).columns) - {"rid"}
+    assert not set(correlation.apart_names) & set(pl.read_ipc_schema(held.parent / "table.arrow"))
     cache = TableCache(tmp_path / "cache", CONFIG.digest())
     again = ingest([str(LOGS)], CONFIG, cache=cache)
     assert again.pack is None and cache.hits == len(again.files) and cache.misses == 0
     assert as_strings(again.texts.decoded(again.table)).equals(as_strings(read.texts.decoded(original)))
+    held.write_bytes(held.read_bytes()[:60])  # damaged: the pack is dropped, its files parsed again
+    cache = TableCache(tmp_path / "cache", CONFIG.digest())
+    third = ingest([str(LOGS)], CONFIG, cache=cache)
+    assert cache.hits == 0 and not held.parent.exists()
+    assert as_strings(third.texts.decoded(third.table)).equals(as_strings(read.texts.decoded(original)))
 
 
 def test_a_column_with_values_on_more_rows_stays_in_the_table(tmp_path):

@@ -141,10 +141,13 @@ def test_deferred_work_runs_in_order_last_work_after_and_skipped_work_cleans_up(
         background.defer(done.append, "analysis")
         # Work deferred `first` goes before what was deferred so far; what it defers, after it all.
         background.defer(lambda: (done.append("stats"), background.defer(done.append, "stats stored")), first=True)
+        # Work deferred `front` goes before all of it, in the order deferred.
+        background.defer(done.append, "entry", front=True)
+        background.defer(done.append, "rest on it", front=True)
         assert done == []
     finally:
         background.run_deferred()
-    assert done == ["stats", "set", "analysis", "stats stored", "files"]
+    assert done == ["entry", "rest on it", "stats", "set", "analysis", "stats stored", "files"]
 
     done.clear()
     background.defer_until_output()

@@ -1141,11 +1141,11 @@ def test_a_stored_output_whose_write_fails_is_dropped_and_the_output_stays_whole
 
 
 def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache_dir, monkeypatch, capsysbinary):
-    """main() defers storing the correlated set, the analysis, the next commands' facts, the
-    rendered report and each input file's entry until the report is out (it shows that much
-    sooner), in that order (the report's file entries, rendered before the report, with it);
-    they are stored all the same before the process ends, and the next
-    runs read them."""
+    """main() defers storing the correlated set, each input file's entry (the pack: stored then,
+    before the analysis lets go of the read's table), the analysis, the next commands' facts and
+    the rendered report until the report is out (it shows that much sooner), in that order (the
+    report's file entries, rendered before the report, with it); they are stored all the same
+    before the process ends, and the next runs read them."""
     import sys
 
     import dupfind.cli
@@ -1193,7 +1193,7 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
-    assert events == ["output", "set", "analysis", "part stored", "output stored", "facts", "files"]
+    assert events == ["output", "set", "files", "analysis", "part stored", "output stored", "facts"]
     assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]  # the staged report was moved
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)
@@ -1283,3 +1283,47 @@ def test_the_set_keeps_the_protected_ids_as_value_body_writes_their_list(logs, c
     found, stored = loaded.cache.load_value(
         loaded.set_key, dupfind.result_cache.ResultCache.value_key(loaded.set_key, *dupfind.pipeline.redaction_ids_kind(config)))
     assert found and stored == expected
+
+
+def run_deferring(*args: str) -> bytes:
+    """run(), with the cache writes deferred until the output is out, as the command line does."""
+    dupfind.background.defer_until_output()
+    try:
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    finally:
+        dupfind.background.run_deferred()
+    dupfind.background.wait()
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def test_the_writes_after_the_report_rest_on_the_stored_set(logs, cache_dir, calls, monkeypatch):
+    """With the cache writes deferred until the report is out (the command line), the set entry is
+    stored first, then the files' pack, then the analysis moves onto that entry and lets go of the
+    read's table: what the writes after that prepare from the entry (the stats, the ticket, the
+    facts) gives every later command what a run without the cache gives, reading no log."""
+    rested = []
+    rest = dupfind.pipeline._rest_on_stored_set
+
+    def resting(loaded, reports):
+        read = loaded.result
+        rest(loaded, reports)
+        rested.append((read, loaded, reports))
+
+    monkeypatch.setattr(dupfind.pipeline, "_rest_on_stored_set", resting)
+    monkeypatch.setattr(dupfind.pipeline, "DIRTY_DECAY_MS", 0)
+    finding = _finding(logs)
+    values = {"logs": str(logs), "job": finding["ids"]["job_id"][0], "fingerprint": finding["fingerprint"]}
+    uncached = {name: run(*[a.format(**values) for a in argv], "--no-cache") for name, argv in COMMANDS.items()}
+    assert run_deferring("analyze", str(logs), "--format", "json") == uncached["analyze-json"]
+    ((read, loaded, reports),) = rested
+    assert read.pack is not None and read.pack.table is None  # the pack stored, its rows let go of
+    assert list((cache_dir / "packs").glob("*/table.arrow"))
+    assert isinstance(loaded.correlation, CachedCorrelation) and isinstance(loaded.result, CachedIngest)
+    assert all(isinstance(r.context.correlation, CachedCorrelation) and r.inputs is loaded.result for r in reports)
+    entry = loaded.correlation._entry
+    assert not entry._columns and not entry._parts and "table" not in entry._frames  # read for each use, not kept
+    assert entry._texts is read.texts  # the dictionary in memory, not read back
+    calls.reset().forbid = True
+    for name, argv in COMMANDS.items():
+        assert run(*[a.format(**values) for a in argv]) == uncached[name], name
