@@ -331,6 +331,7 @@ class PackRows:
         self._store = store
 
     def store(self) -> None:
+        """Store the pack, unless it was stored already; then let go of the rows."""
         if self._store is None:
             return
         store, self._store = self._store, None

@@ -10,7 +10,8 @@ from typing import Any
 
 _RUNNING: list[threading.Thread] = []
 _STOP = threading.Event()  # set when the user interrupts: work stops at its next step
-# run_deferred's work, in order, then the work deferred `last`: (work, args, what to do if skipped)
+# run_deferred's work, in order, after the work deferred `front` and before the work deferred
+# `last`: (work, args, what to do if skipped)
 _DEFERRED: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
 _DEFERRED_FRONT: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
 _DEFERRED_LAST: list[tuple[Callable[..., Any], tuple, Callable[..., Any] | None]] = []
