@@ -261,6 +261,9 @@ PREPARED_FACTS = ("worker_events", "redelivery_gaps", "id_samples", "unlinked_id
 
 # AnalysisReport fields that are not stored with a cached analysis: supplied by the run.
 LIVE_REPORT_FIELDS = ("inputs", "findings", "rules", "context")
+# A table at least this large (polars' estimate; 85-97 MB at 1M lines) let go of by
+# _rest_on_stored_set is worth a pause before the writes after it.
+PAUSE_AFTER_FREEING = 32 << 20
 
 
 def analyze_correlated(
@@ -331,6 +334,7 @@ def _rest_on_stored_set(loaded: Correlated, reports: tuple[AnalysisReport, ...])
     if entry is None:
         return
     result, correlation = loaded.result, loaded.correlation
+    freed = correlation.table.estimated_size()
     if result.pack is not None:
         result.pack.store()  # from the read's table, while it is here
     entry.take_over(result, correlation)
@@ -341,10 +345,11 @@ def _rest_on_stored_set(loaded: Correlated, reports: tuple[AnalysisReport, ...])
             report.context.correlation = entry.correlation()
     loaded.result, loaded.correlation = inputs, entry.correlation()
     del result, correlation
-    # jemalloc gives freed pages back DIRTY_DECAY_MS after they were freed, at its next call: the
-    # writes that follow at once would allocate beside the read's table, not in its place (the
-    # run's peak 385-394 MiB at 1M lines; 370 after this pause, which comes after the output).
-    time.sleep(DIRTY_DECAY_MS / 1000 + 0.05)
+    if freed >= PAUSE_AFTER_FREEING:
+        # jemalloc gives freed pages back DIRTY_DECAY_MS after they were freed, at its next call:
+        # the writes that follow at once would allocate beside the read's table, not in its place
+        # (the run's peak 385-394 MiB at 1M lines; 370 after this pause, after the output).
+        time.sleep(DIRTY_DECAY_MS / 1000 + 0.05)
 
 
 def _store_analysis(loaded: Correlated, key: str, report: AnalysisReport, stored: dict[str, Any]) -> None:

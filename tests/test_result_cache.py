@@ -12,6 +12,7 @@ import shutil
 import zlib
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -1311,7 +1312,8 @@ def test_the_writes_after_the_report_rest_on_the_stored_set(logs, cache_dir, cal
         rested.append((read, loaded, reports))
 
     monkeypatch.setattr(dupfind.pipeline, "_rest_on_stored_set", resting)
-    monkeypatch.setattr(dupfind.pipeline, "DIRTY_DECAY_MS", 0)
+    slept: list[float] = []  # the pause for jemalloc, only after a large table
+    monkeypatch.setattr(dupfind.pipeline, "time", SimpleNamespace(sleep=slept.append))
     finding = _finding(logs)
     values = {"logs": str(logs), "job": finding["ids"]["job_id"][0], "fingerprint": finding["fingerprint"]}
     uncached = {name: run(*[a.format(**values) for a in argv], "--no-cache") for name, argv in COMMANDS.items()}
@@ -1324,6 +1326,11 @@ def test_the_writes_after_the_report_rest_on_the_stored_set(logs, cache_dir, cal
     entry = loaded.correlation._entry
     assert not entry._columns and not entry._parts and "table" not in entry._frames  # read for each use, not kept
     assert entry._texts is read.texts  # the dictionary in memory, not read back
+    assert slept == []  # a small table: no pause
+    monkeypatch.setattr(dupfind.pipeline, "PAUSE_AFTER_FREEING", 0)
+    shutil.rmtree(cache_dir)
+    run_deferring("analyze", str(logs), "--format", "json")
+    assert slept == [dupfind.DIRTY_DECAY_MS / 1000 + 0.05]
     calls.reset().forbid = True
     for name, argv in COMMANDS.items():
         assert run(*[a.format(**values) for a in argv]) == uncached[name], name
