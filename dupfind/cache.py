@@ -240,12 +240,13 @@ class TableCache:
             scan = pl.scan_ipc(where / "table.arrow")
             texts = pl.read_ipc(where / "texts.arrow").to_series()
             rejects = pl.read_ipc(where / "rejects.arrow")
-            if texts.dtype != pl.String or "source" not in scan.collect_schema():
+            stored = scan.collect_schema()
+            if texts.dtype != pl.String or "source" not in stored:
                 raise ValueError("not a pack")
             counts = dict(scan.group_by(pl.col("source").cast(pl.String)).len().collect().iter_rows())
             if (where / APART_NAME).exists():  # columns stored apart, put back in their rows
                 apart = pl.read_ipc(where / APART_NAME)
-                if "rid" not in apart.columns or set(apart.columns) & set(scan.collect_schema()):
+                if "rid" not in apart.columns or set(apart.columns) & set(stored):
                     raise ValueError("not the columns of a pack")
                 scan = scan.with_row_index("rid").join(apart.lazy(), on="rid", how="left", maintain_order="left").drop("rid")
             schema = scan.collect_schema()

@@ -643,10 +643,10 @@ class SetEntry:
             return self._frames[name]
         if self._rebuilt is None:
             try:
-                if name == "table" and not self._keeps_table:
-                    return self._read_table()
-                self._frames[name] = self._read_table() if name == "table" else self._read(name)
-                return self._frames[name]
+                frame = self._read_table() if name == "table" else self._read(name)
+                if name != "table" or self._keeps_table:  # an entry that keeps no table reads it for each use
+                    self._frames[name] = frame
+                return frame
             except Exception as exc:
                 self._failed(exc)
         return self._rebuilt_frame(name)
