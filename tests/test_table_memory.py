@@ -41,8 +41,8 @@ def _allocator_setting(env: dict[str, str]) -> str:
 def test_freed_pages_are_returned_early_unless_the_user_chose() -> None:
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     settings = dict(item.split(":") for item in _allocator_setting(env).split(","))
-    # Freed pages go back after 250 ms, at once for allocations of 256 KiB and more.
-    assert settings == {"dirty_decay_ms": "250", "muzzy_decay_ms": "0", "oversize_threshold": str(256 << 10)}
+    # Freed pages go back after 120 ms, at once for allocations of 256 KiB and more.
+    assert settings == {"dirty_decay_ms": "120", "muzzy_decay_ms": "0", "oversize_threshold": str(256 << 10)}
     assert _allocator_setting({**env, "_RJEM_MALLOC_CONF": "dirty_decay_ms:5000"}) == "dirty_decay_ms:5000"
 
 
