@@ -111,7 +111,9 @@ def test_assembly_merges_batches_with_their_own_dictionaries():
     labels = LabelPool()
     held = [held_for_assembly(one, CODED, labels), held_for_assembly(two, CODED, labels)]
     assert all(isinstance(h, HeldBatch) and h.frame.schema["job_id"] == CODE_TYPE for h in held)
-    assert sorted(held[0].texts.to_list()) == ["done", "j-1", "j-2"]  # each batch: only its own texts
+    # Each batch: only its own texts, in order (assembly's sort of every batch's then merges runs).
+    assert held[0].texts.to_list() == ["done", "j-1", "j-2"]
+    assert all(h.texts.to_list() == sorted(h.texts.to_list()) for h in held)
     for h, batch in zip(held, (one, two), strict=True):  # code n is the batch's n-th text
         for column in ("job_id", "message"):
             assert h.texts.gather(h.frame[column]).to_list() == batch[column].to_list()
