@@ -722,9 +722,10 @@ class SetEntry:
         """One part of the table, whole."""
         return _frame_of(self._part_streams(index), self.meta["table"]["parts"][index], _part_name(index))
 
-    def _read_columns(self, names: list[str], into: dict[str, pl.Series] | None = None) -> dict[str, pl.Series]:
-        """The columns `names` read into `into` (the columns kept, by default), which is returned."""
-        into = self._columns if into is None else into
+    def _read_columns(self, names: list[str]) -> dict[str, pl.Series]:
+        """The columns `names`, in the columns the entry keeps, which are returned; an entry that
+        keeps no table (take_over) reads them into a dictionary of their own for this use."""
+        into = self._columns if self._keeps_table else {}
         missing = [n for n in dict.fromkeys(names) if n not in into]
         if not missing:
             return into
@@ -753,7 +754,7 @@ class SetEntry:
 
     def _read_table(self) -> pl.DataFrame:
         names = self.table_column_names()
-        read = self._read_columns(names, None if self._keeps_table else {})
+        read = self._read_columns(names)
         table = pl.DataFrame([read.pop(n) for n in names])
         self._columns.clear()
         self._parts.clear()
@@ -768,7 +769,7 @@ class SetEntry:
         whole = self._whole_table()
         if whole is None:
             try:
-                read = self._read_columns(names, None if self._keeps_table else {})
+                read = self._read_columns(names)
                 return pl.DataFrame([read[n] for n in names])
             except Exception as exc:
                 self._failed(exc)

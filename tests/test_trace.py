@@ -302,9 +302,9 @@ def test_a_warm_trace_by_id_reads_only_the_id_columns_holding_the_value(tmp_path
     read: list[str] = []
     read_columns = SetEntry._read_columns
 
-    def recording(self, names, *into):
+    def recording(self, names):
         read.extend(names)
-        return read_columns(self, names, *into)
+        return read_columns(self, names)
 
     monkeypatch.setattr(SetEntry, "_read_columns", recording)
     warm = invoke("trace", value, str(logs), "--format", "json")
