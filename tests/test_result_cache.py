@@ -1290,12 +1290,10 @@ def run_deferring(*args: str) -> bytes:
     """run(), with the cache writes deferred until the output is out, as the command line does."""
     dupfind.background.defer_until_output()
     try:
-        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+        return run(*args)
     finally:
         dupfind.background.run_deferred()
-    dupfind.background.wait()
-    assert result.exit_code == 0, result.output
-    return result.stdout_bytes
+        dupfind.background.wait()
 
 
 def test_the_writes_after_the_report_rest_on_the_stored_set(logs, cache_dir, calls, monkeypatch):
