@@ -216,7 +216,7 @@ def window_options(paths, memory_limit: str | None, window_overlap: str, since, 
     """--memory-limit and --window-overlap: the memory budget when the inputs must be read in
     parts (None: read whole) and the overlap in seconds. A --since/--until window keeps an
     unknown share of the records: parts then only with --memory-limit. With the cache on, the
-    estimate of the inputs' size is kept there (see memory_check.log_bytes)."""
+    estimate of the inputs' size is kept there (see memory_check.log_size)."""
     from dupfind.read_plan import parse_duration, parse_size, window_budget
 
     limit = parse_size(memory_limit, "--memory-limit") if memory_limit is not None else None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import lzma
 import os
 import struct
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -15,11 +17,16 @@ from dupfind.atomic_files import write_atomic
 from dupfind.sources import Source, detect_compression, identities
 
 # Peak RSS of a first `analyze` that reads its inputs whole (the cache on, the default, which
-# peaks higher than --no-cache from 5M lines up), fitted above bench/compare.py's exports at
-# c5a7125: 1M lines 0.59 GB for 0.40 GB of logs; 5M 1.88 GB (1.72 with --no-cache) for 2.02 GB;
-# 10M 3.56 GB (3.15) for 4.04 GB. About 0.85 bytes a byte of log text plus 0.3 GB, 5-10 % above
-# each. (1.2 bytes plus 0.25 GB before ids and messages were coded: 2.7 GB at 5M lines.)
-PEAK_PER_LOG_BYTE = 0.85
+# peaks a little higher than --no-cache), fitted above bench/compare.py's exports at 62261e3: 1M
+# lines 389 MB for 403 MB of logs (the same rows with 22 % fewer bytes: 363 MB); 5M 1,411 MB for
+# 2,019 MB; 10M 2,624 MB for 4,037 MB. What a read keeps grows with its rows (codes, dictionaries,
+# executions) more than with its bytes (a key no alias names is not kept): 134 MB, 0.29 bytes a
+# byte of log text and 139 bytes a line fit them within 2 %. The fixed part is kept at 0.3 GB, for
+# the estimate's error on other logs and the page cache a memory cgroup charges: 1.44x the 1M
+# read, 1.14x at 5M and 1.11x at 10M. (0.85 bytes a byte plus 0.3 GB before, fitted at c5a7125:
+# 1.65x, 1.43x and 1.42x of those reads now, and blind to short lines, which hold more rows a byte.)
+PEAK_PER_LOG_BYTE = 0.3
+PEAK_PER_LINE = 140
 PEAK_FIXED_BYTES = 300 * 10**6
 # A read of part of the inputs (a window of time, the records a view needs) is planned with more
 # room: what earlier reads left stays (findings, pages the allocators return later). Windows
@@ -27,21 +34,41 @@ PEAK_FIXED_BYTES = 300 * 10**6
 # 1 GB (5M lines).
 PART_PEAK_PER_LOG_BYTE = 1.2
 PART_PEAK_FIXED_BYTES = 250 * 10**6
-# The estimate of some files kept in the cache directory (see log_bytes): `<key[:2]>/<key>.logbytes`.
-MEMO_FORMAT = "log-bytes/1"
+# The estimate of some files kept in the cache directory (see log_size): `<key[:2]>/<key>.logbytes`.
+MEMO_FORMAT = "log-bytes/2"
 MEMO_SUFFIX = ".logbytes"
 # Estimates made by this process, by _memo_key.
-_totals: dict[str, int] = {}
+_totals: dict[str, LogSize] = {}
 # bz2 and xz keep no uncompressed size; text logs shrink at least this much.
 ASSUMED_RATIO = 5
+# A file's lines are counted in its first bytes (decompressed) and scaled to its size: 16 KB hold
+# about 40 lines of 400 bytes (the 1M, 5M and 10M exports' lines estimated within 2 %). Reading
+# them rather than the 8 bytes that name a compression costs about 10 ms for 837 files, 30 ms for 4,155.
+SAMPLE_BYTES = 16 << 10
+# The length of a line where no sample can be read (a bz2 block needs more than the sample): short,
+# so that the estimate errs high.
+DEFAULT_LINE_BYTES = 200
 # A cgroup "limit" this large means no limit (cgroup v1 writes 2^63 rounded to a page).
 NO_LIMIT = 1 << 60
 
 
-def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
-    """About how many bytes of log text the files hold once decompressed (stdin counts nothing).
+class LogSize(NamedTuple):
+    """About how much log text some files hold once decompressed: bytes and lines."""
 
-    The total is kept under the files' identities (resolved paths, sizes, modification times):
+    bytes: int
+    lines: int
+
+
+def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
+    """About how many bytes of log text the files hold once decompressed (stdin counts nothing)."""
+    return log_size(sources, memo).bytes
+
+
+def log_size(sources: list[Source], memo: Path | None = None) -> LogSize:
+    """About how many bytes and lines of log text the files hold once decompressed (stdin counts
+    nothing).
+
+    The estimate is kept under the files' identities (resolved paths, sizes, modification times):
     for the process, and with `memo` (the cache directory) there too. A command estimates its
     inputs twice when it reads them (the choice of a whole read, the warning before it), and a
     command over the same unchanged files reads one small file instead of opening each input
@@ -54,7 +81,7 @@ def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
         if found is not None:
             _totals[key] = found
             return found
-    total = _log_bytes(sources)
+    total = _log_size(sources)
     if key is not None:
         if len(_totals) >= 64:
             _totals.clear()
@@ -64,8 +91,8 @@ def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
     return total
 
 
-def _log_bytes(sources: list[Source]) -> int:
-    total = 0
+def _log_size(sources: list[Source]) -> LogSize:
+    total = lines = 0
     for src in sources:
         if src.file is None:
             continue
@@ -77,18 +104,52 @@ def _log_bytes(sources: list[Source]) -> int:
             continue
         try:
             size = os.fstat(fd).st_size
-            compression = detect_compression(os.read(fd, 8))
+            head = os.read(fd, SAMPLE_BYTES)
+            compression = detect_compression(head[:8])
+            text = size
             if compression == "gzip" and size >= 18:
                 # The gzip trailer holds the uncompressed size modulo 2^32 (of the last member).
                 os.lseek(fd, -4, os.SEEK_END)
-                total += max(struct.unpack("<I", os.read(fd, 4))[0], size)
-                continue
+                text = max(struct.unpack("<I", os.read(fd, 4))[0], size)
+            elif compression in ("bz2", "xz"):
+                text = size * ASSUMED_RATIO
         except (OSError, struct.error):
             continue
         finally:
             os.close(fd)
-        total += size * ASSUMED_RATIO if compression in ("bz2", "xz") else size
-    return total
+        total += text
+        lines += _lines_in(text, head, compression, whole=len(head) == size)
+    return LogSize(total, lines)
+
+
+def _lines_in(text: int, head: bytes, compression: str, whole: bool) -> int:
+    """About how many lines `text` bytes of log hold, from the file's first bytes (`head`; `whole`:
+    the whole file)."""
+    sample = _decompressed(head, compression)
+    if sample is None:
+        return -(-text // DEFAULT_LINE_BYTES)
+    newlines = sample.count(b"\n")
+    if whole and compression == "none":
+        return newlines + (1 if sample and not sample.endswith(b"\n") else 0)
+    if not sample:
+        return 0 if text == 0 else -(-text // DEFAULT_LINE_BYTES)
+    if not newlines:  # one line longer than the sample: at most a line a sample's bytes
+        return -(-text // len(sample))
+    return -(-text * newlines // (sample.rfind(b"\n") + 1))  # the sample's whole lines
+
+
+def _decompressed(head: bytes, compression: str) -> bytes | None:
+    """The text at the start of a file from its first bytes; None when they do not give it."""
+    try:
+        if compression == "none":
+            return head
+        if compression == "gzip":
+            return zlib.decompressobj(wbits=31).decompress(head, SAMPLE_BYTES) or None
+        if compression == "xz":
+            return lzma.LZMADecompressor().decompress(head, max_length=SAMPLE_BYTES) or None
+    except (zlib.error, lzma.LZMAError, EOFError):
+        return None
+    return None  # bz2 (a block is larger than the sample), formats dupfind does not read
 
 
 def _memo_key(sources: list[Source]) -> str | None:
@@ -101,9 +162,9 @@ def _memo_key(sources: list[Source]) -> str | None:
     return hashlib.sha256("\0".join([MEMO_FORMAT, *(identity for _, identity in found)]).encode()).hexdigest()[:32]
 
 
-def _memo_check(key: str, total: int) -> int:
+def _memo_check(key: str, total: LogSize) -> int:
     """A damaged entry, or one moved from another key, is not trusted."""
-    return zlib.crc32(f"{key}|{total}".encode())
+    return zlib.crc32(f"{key}|{total.bytes}|{total.lines}".encode())
 
 
 def _memo_path(root: Path, key: str) -> str:
@@ -111,13 +172,16 @@ def _memo_path(root: Path, key: str) -> str:
     return os.path.join(root, key[:2], f"{key}{MEMO_SUFFIX}")
 
 
-def _memo_read(root: Path, key: str) -> int | None:
+def _memo_read(root: Path, key: str) -> LogSize | None:
     path = _memo_path(root, key)
     try:
         with open(path, "rb") as fh:
             kept = orjson.loads(fh.read())
-        found = kept.get("log_bytes")
-        if not (isinstance(found, int) and found >= 0 and kept.get("check") == _memo_check(key, found)):
+        numbers = kept.get("log_bytes"), kept.get("lines")
+        if not all(type(n) is int and n >= 0 for n in numbers):
+            raise ValueError("not an estimate")
+        found = LogSize(*numbers)
+        if kept.get("check") != _memo_check(key, found):
             raise ValueError("not this estimate")
     except OSError:
         return None
@@ -130,11 +194,11 @@ def _memo_read(root: Path, key: str) -> int | None:
     return found
 
 
-def _memo_write(root: Path, key: str, total: int) -> None:
+def _memo_write(root: Path, key: str, total: LogSize) -> None:
     path = _memo_path(root, key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomic(path, orjson.dumps({"log_bytes": total, "check": _memo_check(key, total)}))
+        write_atomic(path, orjson.dumps({"log_bytes": total.bytes, "lines": total.lines, "check": _memo_check(key, total)}))
     except OSError:
         pass  # a read-only or full cache directory only means no memo
 
@@ -189,9 +253,9 @@ def available_bytes(
     return min(found) if found else None
 
 
-def needed_bytes(size: float) -> float:
-    """About the peak memory of a cold analysis of `size` bytes of log text, read whole."""
-    return PEAK_PER_LOG_BYTE * size + PEAK_FIXED_BYTES
+def needed_bytes(size: LogSize) -> float:
+    """About the peak memory of a cold analysis of `size` (log text), read whole."""
+    return PEAK_PER_LOG_BYTE * size.bytes + PEAK_PER_LINE * size.lines + PEAK_FIXED_BYTES
 
 
 def part_needed_bytes(size: float) -> float:
@@ -203,18 +267,22 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
+def _lines(n: int) -> str:
+    return f"about {n / 1e6:.1f} million lines" if n >= 10**6 else f"about {n:,} lines"
+
+
 def memory_warning(sources: list[Source], available: int | None = None) -> str | None:
     """One sentence when a cold analysis of these inputs would likely need more memory than is
     available (it may then be killed by the kernel), else None."""
-    size = log_bytes(sources)
-    if size == 0:
+    size = log_size(sources)
+    if size.bytes == 0:
         return None
     available = available if available is not None else available_bytes()
     needed = needed_bytes(size)
     if available is None or needed <= available:
         return None
     return (
-        f"these inputs hold about {_gb(size)} of log text; analysing them needs about {_gb(needed)} "
+        f"these inputs hold about {_gb(size.bytes)} of log text ({_lines(size.lines)}); analysing them needs about {_gb(needed)} "
         f"of memory and about {_gb(available)} is available, so the run may be killed: narrow it with "
         "--since/--until (records outside the window are dropped as they are read) or fewer files."
     )

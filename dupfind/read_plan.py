@@ -58,7 +58,7 @@ def window_budget(paths: list[str], limit: int | None, use_cache: bool = False) 
     budget = limit if limit is not None else memory_check.available_bytes()
     if budget is None:
         return None
-    size = memory_check.log_bytes(sources, memo=default_cache_dir() if use_cache else None)
+    size = memory_check.log_size(sources, memo=default_cache_dir() if use_cache else None)
     if memory_check.needed_bytes(size) <= WHOLE_READ_SHARE * budget:
         return None
     return budget

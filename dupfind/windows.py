@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.malloc_tuning import trim_heap
-from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_bytes, needed_bytes
+from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
 from dupfind.read_plan import PLANNED_SHARE, WHOLE_READ_SHARE, say
 from dupfind.sources import expand_inputs
@@ -352,8 +352,8 @@ def analyze_in_windows(
     the ids a redactor must leave alone; what `collect` took of each window (see run_windows).
     The survey's spill is removed at the end, or handed to `keep_spill` when the run succeeded."""
     sources = expand_inputs(paths)
-    size = log_bytes(sources)
-    spill = Spill.create(size)
+    size = log_size(sources)
+    spill = Spill.create(size.bytes)
     done = False
     try:
         result = _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_value, since, until, budget,
@@ -373,7 +373,7 @@ def _survey_and_windows(paths, config, rules, skew_s, timeouts, max_jobs_per_val
     surveyed = survey_inputs(paths, config, since, until, stderr, spill)
     counts = surveyed.time_counts
     total = int(counts["records"].sum()) if counts is not None and counts.height else 0
-    per_record = size / max(total, 1)
+    per_record = size.bytes / max(total, 1)
     max_records = max(1, int((share * budget - PART_PEAK_FIXED_BYTES) / (PART_PEAK_PER_LOG_BYTE * per_record)))
     plan = plan_windows(counts, max_records, overlap, since, until)
     say(

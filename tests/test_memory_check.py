@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import lzma
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from dupfind import memory_check
 from dupfind.cli import app
-from dupfind.memory_check import available_bytes, log_bytes, memory_warning
+from dupfind.memory_check import LogSize, available_bytes, log_bytes, log_size, memory_warning
 from dupfind.sources import expand_inputs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -34,6 +35,47 @@ def test_log_bytes_counts_decompressed_text(tmp_path: Path) -> None:
     assert log_bytes(expand_inputs(["-"])) == 0
 
 
+def test_lines_are_counted_in_each_files_first_bytes(tmp_path: Path) -> None:
+    """A small file's lines are counted; a larger one's are scaled from its first bytes, read
+    through gzip and xz too; a bz2 file's (whose first block is larger than the sample) are
+    assumed short, so that the estimate errs high."""
+    line = b'{"ts":"2026-07-21T10:00:00.000001Z","event":"job_started","job_id":"q-00001"}\n'
+    many = line * 20000  # 1.5 MB, far more than the sample
+    (tmp_path / "small.log").write_bytes(line * 3 + line[:-1])  # the last line without its newline
+    (tmp_path / "large.log").write_bytes(many)
+    (tmp_path / "large.log.gz").write_bytes(gzip.compress(many))
+    (tmp_path / "large.log.xz").write_bytes(lzma.compress(many))
+    (tmp_path / "large.log.bz2").write_bytes(bz2.compress(many))
+    (tmp_path / "one-document.json").write_bytes(b'{"records": [' + b"1," * 40000 + b"1]}")
+    (tmp_path / "empty.log").write_bytes(b"")
+    sizes = {Path(s.path).name: log_size([s]) for s in expand_inputs([str(tmp_path)])}
+    assert sizes["small.log"] == LogSize(4 * len(line) - 1, 4)
+    assert sizes["large.log"].bytes == sizes["large.log.gz"].bytes == len(many)
+    for name in ("large.log", "large.log.gz"):
+        assert 20000 <= sizes[name].lines <= 20100, (name, sizes[name])
+    xz = sizes["large.log.xz"]  # no size kept: assumed 5 times the packed bytes, lines as dense as its start
+    assert xz.bytes == (tmp_path / "large.log.xz").stat().st_size * memory_check.ASSUMED_RATIO
+    assert xz.lines == -(-xz.bytes // len(line))
+    packed = (tmp_path / "large.log.bz2").stat().st_size
+    assert sizes["large.log.bz2"] == LogSize(packed * memory_check.ASSUMED_RATIO,
+                                             -(-packed * memory_check.ASSUMED_RATIO // memory_check.DEFAULT_LINE_BYTES))
+    assert 1 <= sizes["one-document.json"].lines <= 3  # no newline in its first bytes: a line a sample
+    assert sizes["empty.log"] == LogSize(0, 0)
+
+
+def test_short_lines_need_more_memory_than_long_lines_of_the_same_bytes(tmp_path: Path) -> None:
+    """What a read keeps grows with its rows: the same bytes in shorter lines are estimated higher."""
+    short = b'{"ts":"2026-07-21T10:00:00Z","job_id":"q-1"}\n'
+    long = short[:-2] + b',"message":"' + b"x" * (4 * len(short)) + b'"}\n'
+    (tmp_path / "short.log").write_bytes(short * (200_000 // len(short)))
+    (tmp_path / "long.log").write_bytes(long * (200_000 // len(long)))
+    sources = {Path(s.path).name: s for s in expand_inputs([str(tmp_path)])}
+    short_size, long_size = log_size([sources["short.log"]]), log_size([sources["long.log"]])
+    assert abs(short_size.bytes - long_size.bytes) < len(long)
+    assert short_size.lines > 4 * long_size.lines
+    assert memory_check.needed_bytes(short_size) > memory_check.needed_bytes(long_size)
+
+
 def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, monkeypatch) -> None:
     """With the cache directory, a second estimate of the same unchanged files reads the kept one
     and opens none of them; a changed file, a damaged entry or an unwritable directory mean an
@@ -49,17 +91,17 @@ def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, mo
     memory_check._totals.clear()
     assert log_bytes(expand_inputs([str(logs)]), memo=memo) == total
     [kept] = memo.glob("??/*.logbytes")
-    real = memory_check._log_bytes
+    real = memory_check._log_size
     memory_check._totals.clear()  # what this process knows: the kept entry is read
 
     def forbidden(sources):
         raise AssertionError("the files were opened again")
 
-    monkeypatch.setattr(memory_check, "_log_bytes", forbidden)
+    monkeypatch.setattr(memory_check, "_log_size", forbidden)
     assert log_bytes(expand_inputs([str(logs)]), memo=memo) == total
     with pytest.raises(AssertionError):  # other files (one of them): another entry
         log_bytes(expand_inputs([str(logs / "plain.log")]), memo=memo)
-    monkeypatch.setattr(memory_check, "_log_bytes", real)
+    monkeypatch.setattr(memory_check, "_log_size", real)
 
     (logs / "packed.log").write_bytes(gzip.compress(text * 2))  # changed: another size and time
     assert log_bytes(expand_inputs([str(logs)]), memo=memo) == 3 * len(text)
@@ -68,7 +110,8 @@ def test_the_estimate_is_kept_under_the_files_sizes_and_times(tmp_path: Path, mo
     current = Path(memory_check._memo_path(memo, memory_check._memo_key(expand_inputs([str(logs)]))))
     good = current.read_bytes()
     another = orjson.loads(kept.read_bytes())  # the first files' entry, valid where it is
-    for damage in (b"garbage", b"", b"[1]", orjson.dumps({**orjson.loads(good), "log_bytes": 7}), orjson.dumps(another)):
+    damaged = [{**orjson.loads(good), "log_bytes": 7}, {**orjson.loads(good), "lines": 7}, {**orjson.loads(good), "lines": True}]
+    for damage in (b"garbage", b"", b"[1]", *map(orjson.dumps, damaged), orjson.dumps(another)):
         current.write_bytes(damage)
         memory_check._totals.clear()
         assert log_bytes(expand_inputs([str(logs)]), memo=memo) == 3 * len(text), damage
@@ -125,8 +168,8 @@ def test_available_memory_is_capped_by_the_cgroup_limit_of_this_process(tmp_path
 
 def test_warning_only_when_the_estimate_exceeds_what_is_available() -> None:
     sources = expand_inputs([str(LOGS)])
-    size = log_bytes(sources)
-    needed = memory_check.PEAK_PER_LOG_BYTE * size + memory_check.PEAK_FIXED_BYTES
+    size = log_size(sources)
+    needed = memory_check.PEAK_PER_LOG_BYTE * size.bytes + memory_check.PEAK_PER_LINE * size.lines + memory_check.PEAK_FIXED_BYTES
     assert memory_warning(sources, available=int(needed) + 1) is None
     warning = memory_warning(sources, available=int(needed) - 1)
     assert warning is not None and "may be killed" in warning and "--since/--until" in warning

@@ -757,8 +757,8 @@ def test_a_command_lists_its_inputs_once(logs, cache_dir, monkeypatch):
     monkeypatch.setattr(dupfind.sources, "_expand", lambda paths: listed.append(paths) or real(paths))
     monkeypatch.setattr(dupfind.memory_check, "available_bytes", lambda: 10**12)  # an estimate is made
     monkeypatch.setattr(dupfind.memory_check, "_totals", {})
-    estimated, estimate = [], dupfind.memory_check._log_bytes
-    monkeypatch.setattr(dupfind.memory_check, "_log_bytes", lambda sources: estimated.append(1) or estimate(sources))
+    estimated, estimate = [], dupfind.memory_check._log_size
+    monkeypatch.setattr(dupfind.memory_check, "_log_size", lambda sources: estimated.append(1) or estimate(sources))
     cold = run("analyze", str(logs), "--format", "json")
     # Estimated once, for the choice of a whole read and the warning before it.
     assert len(listed) == 2 and len(estimated) == 1 and len(list(cache_dir.glob("??/*.logbytes"))) == 1

@@ -110,12 +110,12 @@ def test_standard_input_and_inputs_that_fit_are_read_whole(tmp_path: Path) -> No
 
 
 def test_inputs_are_read_whole_only_with_room_beside_the_estimate() -> None:
-    from dupfind.memory_check import log_bytes, needed_bytes
+    from dupfind.memory_check import log_size, needed_bytes
     from dupfind.read_plan import WHOLE_READ_SHARE
     from dupfind.sources import expand_inputs
 
     logs = FIXTURES / "synth" / "deploy-overlap" / "logs"
-    needed = needed_bytes(log_bytes(expand_inputs([str(logs)])))
+    needed = needed_bytes(log_size(expand_inputs([str(logs)])))
     assert 0 < WHOLE_READ_SHARE < 1
     tight = int(needed / WHOLE_READ_SHARE) - 1000  # the estimate fits, but without its room
     assert tight > needed and window_budget([str(logs)], tight) == tight
