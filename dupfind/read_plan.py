@@ -43,17 +43,19 @@ def parse_size(text: str, option: str) -> int:
 def window_budget(paths: list[str], limit: int | None, use_cache: bool = False) -> int | None:
     """The memory an analysis of these inputs must stay within when it cannot read them whole:
     `limit` (--memory-limit) or the memory available, if the estimate is above it; else None.
-    Standard input cannot be read twice, so it is always read whole. With `use_cache`, the
-    estimate of the files' size is kept in the cache directory."""
+    Standard input and pipes (bash's `<(...)`) cannot be read twice, so they are always read
+    whole. With `use_cache`, the estimate of the files' size is kept in the cache directory."""
     try:
         sources = expand_inputs(paths)
     except DupfindError:
         return None  # ingest says what is wrong with the paths
     if not sources:
         return None
-    if any(src.file is None for src in sources):
+    once = next((src for src in sources if src.file is None or not src.regular), None)
+    if once is not None:  # windows read the inputs more than once
         if limit is not None:
-            say("standard input cannot be read twice: these inputs are read whole, whatever --memory-limit says.")
+            what = "standard input" if once.file is None else f"{once.path} is not a regular file and"
+            say(f"{what} cannot be read twice: these inputs are read whole, whatever --memory-limit says.")
         return None
     budget = limit if limit is not None else memory_check.available_bytes()
     if budget is None:

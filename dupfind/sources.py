@@ -37,6 +37,9 @@ class Source:
 
     path: str
     file: str | None  # the file's path as listed (the same text as `path`); None for stdin
+    # A regular file: a directory's files are; a path named on the command line may be a pipe
+    # (bash's `<(zcat logs.gz)`) or a device, whose bytes are gone once read: only ingest reads it.
+    regular: bool = True
     # Resolved directories shared by the files of one listing (see file_identity).
     _real_dirs: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _identity: str | None = field(default=None, repr=False, compare=False)
@@ -153,16 +156,17 @@ def _expand(paths: list[str]) -> list[Source]:
         path = Path(raw)
         if not path.exists():
             raise DupfindError(f"{raw} does not exist.")
+        regular = True
         if path.is_dir():
             files = _files_under(path)
             if not files:
                 raise DupfindError(f"{raw} is a directory with no files in it.")
         else:
-            files = [str(path)]
+            files, regular = [str(path)], path.is_file()
         for file in files:
             if file not in seen:
                 seen.add(file)
-                sources.append(Source(file, file, real_dirs))
+                sources.append(Source(file, file, regular, real_dirs))
     if not sources:
         raise DupfindError("no input given: name log files or directories, or - for standard input.")
     return sources

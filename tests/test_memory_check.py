@@ -59,7 +59,8 @@ def test_lines_are_counted_in_each_files_first_bytes(tmp_path: Path) -> None:
     packed = (tmp_path / "large.log.bz2").stat().st_size
     assert sizes["large.log.bz2"] == LogSize(packed * memory_check.ASSUMED_RATIO,
                                              -(-packed * memory_check.ASSUMED_RATIO // memory_check.DEFAULT_LINE_BYTES))
-    assert 1 <= sizes["one-document.json"].lines <= 3  # no newline in its first bytes: a line a sample
+    document = sizes["one-document.json"]  # no newline in its first bytes: a line a sample's bytes
+    assert document.lines == -(-document.bytes // memory_check.SAMPLE_BYTES) > 1
     assert sizes["empty.log"] == LogSize(0, 0)
 
 
@@ -193,3 +194,48 @@ def test_a_read_too_large_is_said_on_stderr_and_still_completes(
     assert ("analysing them in 1 window of time" in result.stderr) == (said == "windows")
     if said != "windows":
         assert result.stderr.count("\n") <= 1
+
+
+def test_a_pipe_named_on_the_command_line_is_not_read_by_the_estimate() -> None:
+    """bash's `<(zcat logs.gz)` names a pipe: the estimate leaves its bytes to ingest (read once,
+    they are gone) and counts nothing for it."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"q-1"}\n' * 10)
+        os.close(write_end)
+        [source] = expand_inputs([f"/dev/fd/{read_end}"])
+        assert not source.regular
+        assert log_size([source]) == LogSize(0, 0)
+        assert os.read(read_end, 1 << 16).count(b"\n") == 10
+    finally:
+        os.close(read_end)
+
+
+@pytest.mark.parametrize("limit", [None, "1MB"])
+def test_a_process_substitution_is_analysed_line_for_line(limit: str | None) -> None:
+    """`dupfind analyze <(cat logs/*.log)`: every line of the pipe is read, none eaten before; with
+    a memory limit it is still read whole (windows would read it twice), and stderr says so."""
+    import subprocess
+    import sys
+    import threading
+
+    text = b"".join(path.read_bytes() for path in sorted(LOGS.iterdir()))
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, text), os.close(write_end)))
+    writer.start()
+    pipe = f"/dev/fd/{read_end}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "dupfind", "analyze", pipe, "--format", "json", "--no-cache",
+             *(["--memory-limit", limit] if limit else [])],
+            pass_fds=(read_end,), capture_output=True, timeout=300, cwd=FIXTURES.parent, check=False,
+        )
+    finally:
+        os.close(read_end)
+        writer.join()
+    assert done.returncode == 0, done.stderr
+    totals = orjson.loads(done.stdout)["inputs"]["totals"]
+    assert totals["lines"] == text.count(b"\n") and totals["rejected_total"] == 0
+    said = (f"dupfind: {pipe} is not a regular file and cannot be read twice: these inputs are read whole, "
+            "whatever --memory-limit says.\n")
+    assert done.stderr.decode() == (said if limit else "")
