@@ -688,7 +688,7 @@ class Ingestor:
             sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label
             lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
-            if lines_only and sniff.envelope is None and first and not src.is_stdin:
+            if lines_only and sniff.envelope is None and first and src.rereadable:
                 second = next(chunks, None)
                 if second is None:  # the whole file is in `first`: parse it with other small files
                     self._defer(_Pending(src.path, report, first, sniff, read))
@@ -708,7 +708,7 @@ class Ingestor:
             elif sniff.document:
                 self._read_document(first + b"".join(chunks), sniff, report, src.path, read)
             else:
-                self._read_lines(first, chunks, sniff, report, src.path, read, in_file=not src.is_stdin)
+                self._read_lines(first, chunks, sniff, report, src.path, read, in_file=src.rereadable)
         finally:
             if opened.truncated:
                 report.truncated = True

@@ -54,7 +54,7 @@ def with_line_texts(rejects: pl.DataFrame, sources: list[Source]) -> pl.DataFram
     textless = rejects["text"].is_null() & rejects["reason"].is_in(TEXTLESS_REASONS)
     if not textless.any():
         return rejects
-    files = {s.path: s for s in sources if not s.is_stdin}
+    files = {s.path: s for s in sources if s.rereadable}
     wanted = rejects.filter(textless).group_by("source", maintain_order=True).agg(pl.col("line").unique().sort())
     found = []
     for path, numbers in wanted.iter_rows():

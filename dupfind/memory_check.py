@@ -94,7 +94,7 @@ def log_size(sources: list[Source], memo: Path | None = None) -> LogSize:
 def _log_size(sources: list[Source]) -> LogSize:
     total = lines = 0
     for src in sources:
-        if src.file is None or not src.regular:  # stdin, a pipe: unknown, and not to be read here
+        if not src.rereadable:  # stdin, a pipe: unknown, and what is read of it here is gone
             continue
         # os-level calls: through Path objects and a buffered file, 20,000 small files took 0.26 s
         # instead of 0.1 s, before every command that may read them.

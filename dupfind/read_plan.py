@@ -51,7 +51,7 @@ def window_budget(paths: list[str], limit: int | None, use_cache: bool = False) 
         return None  # ingest says what is wrong with the paths
     if not sources:
         return None
-    once = next((src for src in sources if src.file is None or not src.regular), None)
+    once = next((src for src in sources if not src.rereadable), None)
     if once is not None:  # windows read the inputs more than once
         if limit is not None:
             what = "standard input" if once.file is None else f"{once.path} is not a regular file and"

@@ -48,6 +48,12 @@ class Source:
     def is_stdin(self) -> bool:
         return self.file is None
 
+    @property
+    def rereadable(self) -> bool:
+        """Whether its lines can be read again by number: a regular file (a read in windows reads
+        it more than once; a rejected line's text is read again), not standard input or a pipe."""
+        return self.file is not None and self.regular
+
     def identity(self) -> str | None:
         """file_identity of the file, taken once per listing (None: standard input, or a file
         that cannot be examined)."""
