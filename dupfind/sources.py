@@ -11,7 +11,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISLNK
+from stat import S_ISLNK, S_ISREG
 from typing import BinaryIO, Iterator
 
 from dupfind.errors import DupfindError
@@ -76,12 +76,13 @@ def identities(sources: list[Source]) -> list[tuple[str, str]] | None:
 
 def file_identity(path: str, real_dirs: dict[str, str] | None = None) -> str | None:
     """What names a file's contents for the caches, `resolved path|size|mtime_ns|ctime_ns|inode`
-    (None when it cannot be examined), from one lstat. Size and mtime alone miss a file rewritten
-    at the same size whose mtime was put back (`tar x`, `cp -p`, `rsync -t`, a same-length
-    masking of personal data): its change time moves with any write and cannot be set back, and
-    a file replaced by another (`mv`) has another inode. Resolving a path is a system call a part: `real_dirs`
-    keeps each directory's, by its text (for one command, which does not change its working
-    directory, while links may change between commands)."""
+    (None when it cannot be examined, or is not a regular file: a pipe's stat does not name what
+    it holds), from one lstat. Size and mtime alone miss a file rewritten at the same size whose
+    mtime was put back (`tar x`, `cp -p`, `rsync -t`, a same-length masking of personal data): its
+    change time moves with any write and cannot be set back, and a file replaced by another (`mv`)
+    has another inode. Resolving a path is a system call a part: `real_dirs` keeps each
+    directory's, by its text (for one command, which does not change its working directory, while
+    links may change between commands)."""
     try:
         stat = os.lstat(path)
         if S_ISLNK(stat.st_mode) or (".." in path and _dot_dot_inside(path)):
@@ -96,6 +97,8 @@ def file_identity(path: str, real_dirs: dict[str, str] | None = None) -> str | N
                     real_dirs[directory] = prefix
             resolved = prefix + name
     except OSError:
+        return None
+    if not S_ISREG(stat.st_mode):
         return None
     return f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}|{stat.st_ino}"
 
