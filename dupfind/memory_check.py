@@ -19,15 +19,17 @@ from dupfind.sources import Source, detect_compression, identities
 # Peak RSS of a first `analyze` that reads its inputs whole (the cache on, the default, which
 # peaks a little higher than --no-cache), fitted above bench/compare.py's exports at 62261e3: 1M
 # lines 389 MB for 403 MB of logs (the same rows with 22 % fewer bytes: 363 MB); 5M 1,411 MB for
-# 2,019 MB; 10M 2,624 MB for 4,037 MB. What a read keeps grows with its rows (codes, dictionaries,
-# executions) more than with its bytes (a key no alias names is not kept): 134 MB, 0.29 bytes a
-# byte of log text and 139 bytes a line fit them within 2 %. The fixed part is kept at 0.3 GB, for
-# the estimate's error on other logs and the page cache a memory cgroup charges: 1.44x the 1M
-# read, 1.14x at 5M and 1.11x at 10M. (0.85 bytes a byte plus 0.3 GB before, fitted at c5a7125:
-# 1.65x, 1.43x and 1.42x of those reads now, and blind to short lines, which hold more rows a byte.)
+# 2,019 MB; 10M 2,624 MB for 4,037 MB; a 703-line fixture 117 MB. What a read keeps grows with its
+# rows (codes, dictionaries, executions) more than with its bytes (a key no alias names is not
+# kept): 134 MB, 0.29 bytes a byte of log text and 139 bytes a line fit the four exports within
+# 2 %. The fixed part is 0.22 GB, for other logs' shapes and the page cache a memory cgroup
+# charges: 1.23x the 1M read, 1.08x at 5M and 10M. The 1M export's first run completes read whole
+# in a cgroup of 410 MB (12.1 s) and 600 MB (11.3 s, where 4 windows took 12.7 s and 401 MiB).
+# (0.85 bytes a byte plus 0.3 GB before, fitted at c5a7125: 1.65x, 1.43x and 1.42x of those reads
+# now, and blind to short lines, which hold more rows a byte.)
 PEAK_PER_LOG_BYTE = 0.3
 PEAK_PER_LINE = 140
-PEAK_FIXED_BYTES = 300 * 10**6
+PEAK_FIXED_BYTES = 220 * 10**6
 # A read of part of the inputs (a window of time, the records a view needs) is planned with more
 # room: what earlier reads left stays (findings, pages the allocators return later). Windows
 # planned to 0.85 of --memory-limit with this peaked at 340 MB of 400 MB (1M lines) and 948 MB of
