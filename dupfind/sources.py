@@ -55,8 +55,8 @@ class Source:
         return self.file is not None and self.regular
 
     def identity(self) -> str | None:
-        """file_identity of the file, taken once per listing (None: standard input, or a file
-        that cannot be examined)."""
+        """file_identity of the file, taken once per listing (None: standard input, a pipe, or a
+        file that cannot be examined)."""
         if self._identity is None and self.file is not None:
             self._identity = file_identity(self.file, real_dirs=self._real_dirs)
         return self._identity
