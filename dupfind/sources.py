@@ -11,7 +11,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISLNK, S_ISREG
+from stat import S_ISFIFO, S_ISLNK, S_ISREG, S_ISSOCK
 from typing import BinaryIO, Iterator
 
 from dupfind.errors import DupfindError
@@ -167,7 +167,9 @@ def _expand(paths: list[str]) -> list[Source]:
             raise DupfindError(f"{raw} does not exist.")
         regular = True
         if path.is_dir():
-            files = _files_under(path)
+            left_out: list[str] = []
+            files = _files_under(path, left_out)
+            _say_left_out(raw, left_out)
             if not files:
                 raise DupfindError(f"{raw} is a directory with no files in it.")
         else:
@@ -181,12 +183,13 @@ def _expand(paths: list[str]) -> list[Source]:
     return sources
 
 
-def _files_under(root: Path) -> list[str]:
+def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
     """The files under a directory, as `sorted(str(p) for p in root.rglob("*") if p.is_file())`
     gives them without hidden entries: symbolic links to directories not followed, directories that
     cannot be listed skipped. Walked with os.scandir, sorted by their parts as text and joined as
     text (an export of 20,000 files: rglob's Path objects, a stat per entry and Path comparisons
-    took 0.5 s; a Path per file was still 0.05 s)."""
+    took 0.5 s; a Path per file was still 0.05 s). `left_out` gets each entry that is not read,
+    other than hidden ones, with why (relative to `root`)."""
     # Relative paths with their parts joined by NUL, which no name holds: they sort as their parts do.
     found: list[str] = []
     pending = [""]
@@ -196,7 +199,9 @@ def _files_under(root: Path) -> list[str]:
         try:
             with os.scandir(os.path.join(root, *relative.split("\0"))) as entries:
                 listed = list(entries)
-        except (PermissionError, FileNotFoundError, NotADirectoryError):
+        except (PermissionError, FileNotFoundError, NotADirectoryError) as exc:
+            if left_out is not None and relative:
+                left_out.append(f"{relative.replace(chr(0), os.sep)} ({_unlisted(exc)})")
             continue
         for entry in listed:
             name = entry.name
@@ -207,6 +212,8 @@ def _files_under(root: Path) -> list[str]:
                     pending.append(head + name)
                 elif entry.is_file():
                     found.append(head + name)
+                elif left_out is not None:
+                    left_out.append(f"{(head + name).replace(chr(0), os.sep)} ({_not_read(entry)})")
             except OSError:
                 continue
     # Path orders by its parts (case-folded on Windows), not by the text of the whole path.
@@ -215,6 +222,49 @@ def _files_under(root: Path) -> list[str]:
     bare = base.endswith(os.sep) or (os.name == "nt" and base.endswith(":"))  # `/`, `C:\\`; `C:` joins as `C:a`
     prefix = "" if base == "." else base if bare else base + os.sep
     return [prefix + relative.replace("\0", os.sep) for relative in found]
+
+
+def _unlisted(exc: OSError) -> str:
+    return "a directory that cannot be listed: permission denied" if isinstance(exc, PermissionError) \
+        else "a directory gone while it was listed"
+
+
+def _not_read(entry: os.DirEntry) -> str:
+    """Why a directory's entry that is neither a file nor a directory is not read."""
+    try:
+        if entry.is_symlink():
+            if not os.path.exists(entry.path):
+                return "a broken link"
+            return "a link to a directory, not followed"
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "cannot be examined"
+    if S_ISFIFO(mode):
+        return "a pipe"
+    if S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+# Entries a listing left out, said once a process (a command lists its inputs more than once).
+_said_left_out: set[tuple[str, str]] = set()
+LEFT_OUT_NAMED = 5
+
+
+def _say_left_out(root: str, left_out: list[str]) -> None:
+    """One line on stderr naming the entries under `root` that are not read (nothing is left out
+    without a word), each said once a process; names are the export's, shown escaped."""
+    new = sorted(entry for entry in left_out if (root, entry) not in _said_left_out)
+    if not new:
+        return
+    from dupfind.render.safe import safe_str
+
+    _said_left_out.update((root, entry) for entry in new)
+    named = ", ".join(safe_str(entry) for entry in new[:LEFT_OUT_NAMED])
+    if len(new) > LEFT_OUT_NAMED:
+        named += f" and {len(new) - LEFT_OUT_NAMED} more"
+    entries = "entry" if len(new) == 1 else "entries"
+    sys.stderr.write(f"dupfind: {len(new)} {entries} under {safe_str(root)} not read: {named}\n")
 
 
 def _open_raw(source: Source) -> BinaryIO:

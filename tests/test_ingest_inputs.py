@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,50 @@ def test_since_until_filter_and_count(config):
     assert result.filtered_out == 4
     assert result.table.height == 4
     assert result.table["ts"].min() >= since
+
+
+def test_entries_a_listing_leaves_out_are_said_once_on_stderr(tmp_path, capsys, monkeypatch):
+    """A directory's entries that are not read (a broken link, a link to a directory, a pipe, a
+    directory that cannot be listed) are named on stderr, escaped, once a process: nothing is left
+    out without a word. Hidden entries are left out quietly."""
+    import dupfind.sources
+
+    monkeypatch.setattr(dupfind.sources, "_said_left_out", set())
+    (tmp_path / "a.log").write_text("x\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.log").write_text("x\n")
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "c.log").write_text("x\n")
+    (tmp_path / "broken.log").symlink_to(tmp_path / "missing")
+    (tmp_path / "to-dir").symlink_to(tmp_path / "sub")
+    (tmp_path / "evil\x1b[31m.log").symlink_to(tmp_path / "missing")
+    os.mkfifo(tmp_path / "pipe.log")
+    real_scandir = os.scandir
+
+    def scandir(path):  # root can list any directory: this one refuses as it would refuse a user
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(dupfind.sources.os, "scandir", scandir)
+    listed = [Path(s.path).relative_to(tmp_path).as_posix() for s in expand_inputs([str(tmp_path)])]
+    assert listed == ["a.log", "sub/b.log"]
+    assert capsys.readouterr().err == (
+        f"dupfind: 5 entries under {tmp_path} not read: broken.log (a broken link), "
+        "evil\\x1b[31m.log (a broken link), locked (a directory that cannot be listed: permission denied), "
+        "pipe.log (a pipe), to-dir (a link to a directory, not followed)\n"
+    )
+    expand_inputs([str(tmp_path)])  # listed again (a command lists its inputs more than once)
+    assert capsys.readouterr().err == ""
+    for k in range(4):
+        (tmp_path / f"gone-{k}.log").symlink_to(tmp_path / "missing")
+    expand_inputs([str(tmp_path)])  # only what was not said yet, the first five named
+    assert capsys.readouterr().err == (
+        f"dupfind: 4 entries under {tmp_path} not read: gone-0.log (a broken link), gone-1.log (a broken link), "
+        "gone-2.log (a broken link), gone-3.log (a broken link)\n"
+    )
+    for k in range(7):
+        (tmp_path / f"more-{k}.log").symlink_to(tmp_path / "missing")
+    expand_inputs([str(tmp_path)])
+    assert capsys.readouterr().err.endswith("more-4.log (a broken link) and 2 more\n")
