@@ -128,27 +128,25 @@ def _lines_in(text: int, head: bytes, compression: str, whole: bool) -> int:
     """About how many lines `text` bytes of log hold, from the file's first bytes (`head`; `whole`:
     the whole file)."""
     sample = _decompressed(head, compression)
-    if sample is None:
+    if not sample:  # nothing to count in (an empty file: no text, no line)
         return -(-text // DEFAULT_LINE_BYTES)
     newlines = sample.count(b"\n")
     if whole and compression == "none":
-        return newlines + (1 if sample and not sample.endswith(b"\n") else 0)
-    if not sample:
-        return 0 if text == 0 else -(-text // DEFAULT_LINE_BYTES)
+        return newlines + (not sample.endswith(b"\n"))
     if not newlines:  # one line longer than the sample: at most a line a sample's bytes
         return -(-text // len(sample))
     return -(-text * newlines // (sample.rfind(b"\n") + 1))  # the sample's whole lines
 
 
 def _decompressed(head: bytes, compression: str) -> bytes | None:
-    """The text at the start of a file from its first bytes; None when they do not give it."""
+    """The text at the start of a file from its first bytes; None or nothing when they do not give it."""
     try:
         if compression == "none":
             return head
         if compression == "gzip":
-            return zlib.decompressobj(wbits=31).decompress(head, SAMPLE_BYTES) or None
+            return zlib.decompressobj(wbits=31).decompress(head, SAMPLE_BYTES)
         if compression == "xz":
-            return lzma.LZMADecompressor().decompress(head, max_length=SAMPLE_BYTES) or None
+            return lzma.LZMADecompressor().decompress(head, max_length=SAMPLE_BYTES)
     except (zlib.error, lzma.LZMAError, EOFError):
         return None
     return None  # bz2 (a block is larger than the sample), formats dupfind does not read
