@@ -201,7 +201,7 @@ def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
                 listed = list(entries)
         except (PermissionError, FileNotFoundError, NotADirectoryError) as exc:
             if left_out is not None and relative:
-                left_out.append(f"{relative.replace(chr(0), os.sep)} ({_unlisted(exc)})")
+                left_out.append(f"{_as_path(relative)} ({_unlisted(exc)})")
             continue
         for entry in listed:
             name = entry.name
@@ -213,7 +213,7 @@ def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
                 elif entry.is_file():
                     found.append(head + name)
                 elif left_out is not None:
-                    left_out.append(f"{(head + name).replace(chr(0), os.sep)} ({_not_read(entry)})")
+                    left_out.append(f"{_as_path(head + name)} ({_not_read(entry)})")
             except OSError:
                 continue
     # Path orders by its parts (case-folded on Windows), not by the text of the whole path.
@@ -221,12 +221,18 @@ def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
     base = str(root)  # as Path writes it: `logs/`, `./logs` and `logs//` are `logs`
     bare = base.endswith(os.sep) or (os.name == "nt" and base.endswith(":"))  # `/`, `C:\\`; `C:` joins as `C:a`
     prefix = "" if base == "." else base if bare else base + os.sep
-    return [prefix + relative.replace("\0", os.sep) for relative in found]
+    return [prefix + _as_path(relative) for relative in found]
+
+
+def _as_path(relative: str) -> str:
+    """A relative path of _files_under (its parts joined by NUL) as a path."""
+    return relative.replace("\0", os.sep)
 
 
 def _unlisted(exc: OSError) -> str:
-    return "a directory that cannot be listed: permission denied" if isinstance(exc, PermissionError) \
-        else "a directory gone while it was listed"
+    if isinstance(exc, PermissionError):
+        return "a directory that cannot be listed: permission denied"
+    return "a directory gone while it was listed"
 
 
 def _not_read(entry: os.DirEntry) -> str:
