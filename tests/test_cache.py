@@ -131,6 +131,25 @@ def test_changed_file_is_parsed_again_others_are_served(logs, tmp_path):
     assert warm.texts.values.equals(cold.texts.values)
 
 
+@pytest.mark.parametrize("content", [b"\n" * 50, b"\x00\x01binary\n" * 20, b"not a log line\n" * 5],
+                         ids=["blank-lines", "binary", "every-line-rejected"])
+def test_a_cached_file_without_records_is_served_beside_a_changed_file(logs, tmp_path, content):
+    """A file with no record (blank lines, a binary file, every line rejected) is stored as an
+    empty part of its pack; served beside a file parsed again, its empty rows joined the others
+    (their file ranks in another type: the command failed with an internal error)."""
+    export = tmp_path / "export"
+    export.mkdir()
+    victim = Path(shutil.copy(sorted(logs.glob("worker-*.log"))[0], export))
+    (export / "empty-of-records.log").write_bytes(content)
+    _run(export, tmp_path / "cache")
+    victim.write_bytes(victim.read_bytes() + victim.read_bytes().splitlines(keepends=True)[0])  # a log still written
+    warm, cache = _run(export, tmp_path / "cache")
+    assert (cache.hits, cache.misses) == (1, 1)  # the file without records served, the other parsed again
+    cold = ingest([str(export)], load_config(cwd=Path("/")))
+    assert as_strings(warm.table).equals(as_strings(cold.table))
+    assert warm.totals() == cold.totals()
+
+
 def test_files_served_from_part_of_a_pack_keep_no_text_of_the_rest(logs, tmp_path):
     """A pack holds every file a run parsed; a later run that needs only some of them keeps only
     the texts their rows use (the codes of the others' ids never reach its dictionary)."""
