@@ -67,6 +67,54 @@ def test_lines_are_counted_in_each_files_first_bytes(tmp_path: Path) -> None:
     assert sizes["empty.log"] == LogSize(0, 0)
 
 
+def _varied_lines(n: int) -> bytes:
+    """Log lines that compress as real ones do (ids and times change from line to line)."""
+    return b"".join(
+        b'{"ts":"2026-07-21T10:%02d:%02d.%06dZ","event":"job_started","job_id":"q-%07d","worker":"w-%d"}\n'
+        % (i // 60 % 60, i % 60, i * 7919 % 1000000, i * 104729 % 10**7, i % 17) for i in range(n)
+    )
+
+
+def test_a_gzip_files_trailer_is_only_believed_where_its_first_bytes_agree(tmp_path: Path) -> None:
+    """The size a gzip file states in its last 4 bytes is taken when the ratio of its first bytes
+    agrees; a file cut off while it was compressed, or ending in other bytes, is estimated from that
+    ratio instead (before: up to 4 GB for a file of a few hundred bytes, read in windows of time);
+    several members (whose trailer is the last one's) too."""
+    text = _varied_lines(40000)  # 3.6 MB
+    packed = gzip.compress(text)
+    (tmp_path / "whole.log.gz").write_bytes(packed)
+    (tmp_path / "cut-off.log.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "false-trailer.log.gz").write_bytes(packed[:-4] + (4_000_000_000).to_bytes(4, "little"))
+    (tmp_path / "members.log.gz").write_bytes(packed + gzip.compress(text[:1000]))
+    (tmp_path / "small-cut.log.gz").write_bytes(packed[:600])
+    sizes = {Path(s.path).name: log_size([s]) for s in expand_inputs([str(tmp_path)])}
+    assert sizes["whole.log.gz"].bytes == len(text)  # the trailer
+    for name, holds in [("cut-off.log.gz", len(text) // 2), ("false-trailer.log.gz", len(text)),
+                        ("members.log.gz", len(text) + 1000), ("small-cut.log.gz", len(text) * 600 // len(packed))]:
+        assert holds / 2 <= sizes[name].bytes <= holds * 2, (name, sizes[name], holds)
+        line = len(text) // 40000
+        assert holds / line / 2 <= sizes[name].lines <= holds / line * 2, (name, sizes[name])
+
+
+def test_a_gzip_trailer_of_4_gb_or_more_is_read_modulo_2_to_the_32(tmp_path: Path) -> None:
+    """The trailer holds the size modulo 2^32: of the sizes it may stand for, the one nearest the
+    estimate from the file's first bytes (a 5 GB log packed to 600 MB is not 0.7 GB)."""
+    sparse = tmp_path / "large.log.gz"
+    with open(sparse, "wb") as fh:
+        fh.truncate(600_000_000 - 4)  # a hole: no disk used
+        fh.seek(0, 2)
+        fh.write((5_000_000_000 - 2**32).to_bytes(4, "little"))
+    fd = os.open(sparse, os.O_RDONLY)
+    try:  # the first bytes of a file packed 8 to 1 (the start twice as dense as the whole)
+        first = memory_check._Sample(b"x" * memory_check.SAMPLE_BYTES, memory_check.SAMPLE_BYTES // 4)
+        assert memory_check._gzip_text_bytes(fd, 600_000_000, b"", first) == 5_000_000_000
+        off = memory_check._Sample(b"x" * memory_check.SAMPLE_BYTES, memory_check.SAMPLE_BYTES // 2)  # 4 to 1
+        # The nearest reading, 0.7 GB, is not within 3x of the 2.4 GB estimated: the estimate.
+        assert memory_check._gzip_text_bytes(fd, 600_000_000, b"", off) == 2_400_000_000
+    finally:
+        os.close(fd)
+
+
 def test_short_lines_need_more_memory_than_long_lines_of_the_same_bytes(tmp_path: Path) -> None:
     """What a read keeps grows with its rows: the same bytes in shorter lines are estimated higher."""
     short = b'{"ts":"2026-07-21T10:00:00Z","job_id":"q-1"}\n'
