@@ -139,7 +139,7 @@ def test_a_cached_file_without_records_is_served_beside_a_changed_file(logs, tmp
     (their file ranks in another type: the command failed with an internal error)."""
     export = tmp_path / "export"
     export.mkdir()
-    victim = Path(shutil.copy(sorted(logs.glob("worker-*.log"))[0], export))
+    victim = Path(shutil.copy(min(logs.glob("worker-*.log")), export))
     (export / "empty-of-records.log").write_bytes(content)
     _run(export, tmp_path / "cache")
     victim.write_bytes(victim.read_bytes() + victim.read_bytes().splitlines(keepends=True)[0])  # a log still written
