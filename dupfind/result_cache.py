@@ -912,6 +912,8 @@ class ContextFacts:
                 staging = None
                 self.loaded.add(name)
             except (OSError, pl.exceptions.PolarsError):
+                if (self.folder / name / "meta.json").exists():
+                    continue  # placed meanwhile by another command over the same inputs: that one is kept
                 return  # an unwritable or vanished cache: derived again next time
             finally:
                 if staging is not None:
@@ -1019,13 +1021,27 @@ class ResultCache:
         self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None
     ) -> SetEntry | None:
         """The entry of a set key when its meta passes the checks (else it is deleted): None on a miss."""
+        entry = self._checked_set(key, rebuild)
+        if entry is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        try:
+            os.utime(entry.path)  # most recently used, for pruning
+        except OSError:
+            pass
+        return entry
+
+    def _checked_set(
+        self, key: str, rebuild: Callable[[], tuple[IngestResult, Correlation]] | None = None
+    ) -> SetEntry | None:
+        """open_set without counting or touching: None when there is no entry or it fails the checks (deleted)."""
         path = self._entry_dir(key)
         try:
             raw = (path / "meta.json").read_bytes()
         except OSError:
             if path.exists():
                 self.discard(key)
-            self.misses += 1
             return None
         try:
             meta = orjson.loads(_unchecked(raw, SET_FORMAT))
@@ -1040,17 +1056,10 @@ class ResultCache:
             for name, info in files:
                 if (path / name).stat().st_size != info["bytes"]:
                     raise CorruptEntry(f"{name} has another size")
-            entry = SetEntry(self, key, path, meta, rebuild)
+            return SetEntry(self, key, path, meta, rebuild)
         except Exception:
             self.discard(key)
-            self.misses += 1
             return None
-        self.hits += 1
-        try:
-            os.utime(path)  # most recently used, for pruning
-        except OSError:
-            pass
-        return entry
 
     def store_set(self, key: str, result: IngestResult, correlation: Correlation) -> bool:
         """Write a set entry (atomically); False when the cache directory cannot take it."""
@@ -1079,10 +1088,8 @@ class ResultCache:
             (staging / FILES_NAME).write_bytes(files)
             (staging / "meta.json").write_bytes(_checked(orjson.dumps(meta), SET_FORMAT))
             (staging / "analyses").mkdir()
-            final = self._entry_dir(key)
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(staging, final)
-            staging = None
+            if self._place_set(staging, key):
+                staging = None  # else removed below: another command's entry is there
         except (OSError, TypeError, ValueError, pl.exceptions.PolarsError):
             # A read-only or full cache directory (or a value it cannot hold) must never break a run.
             return False
@@ -1090,6 +1097,22 @@ class ResultCache:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
         self.prune()
+        return True
+
+    def _place_set(self, staging: Path, key: str) -> bool:
+        """Move a staged set entry into place (True), unless another command over the same inputs
+        placed one meanwhile (False): the same rows in other bytes (the order of its categories),
+        whose frames go with its meta's checksums, and which that command may be reading.
+        Replaced, its reads failed their checksums (or found no file) and deleted the entry: two
+        commands started together each said the cache was not updated, and kept none."""
+        final = self._entry_dir(key)
+        try:
+            os.rename(staging, final)  # fails onto a directory that holds entries
+            return True
+        except OSError:
+            if self._checked_set(key) is not None:
+                return False
+        os.rename(staging, final)  # where a damaged entry was (deleted by the check)
         return True
 
     # -- analyses ---------------------------------------------------------------------------

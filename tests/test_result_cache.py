@@ -9,6 +9,8 @@ import io
 import math
 import os
 import shutil
+import subprocess
+import sys
 import zlib
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
@@ -369,6 +371,43 @@ def test_an_analysis_stores_the_frames_the_next_commands_need(logs, cache_dir, c
     calls.forbid = False
     assert run("trace", "--finding", finding["fingerprint"], str(logs), "--format", "json") == run(
         "trace", "--finding", finding["fingerprint"], str(logs), "--format", "json", "--no-cache")
+
+
+def test_a_set_placed_meanwhile_by_another_command_is_kept(logs, cache_dir):
+    """Two commands started together over the same inputs each store the set. The second keeps the
+    first's entry (the same rows in other bytes, which that command may be reading) instead of
+    replacing it under its reader, whose frames then failed their checksums and deleted it; an
+    entry that fails its checks in that place is replaced."""
+    run("analyze", str(logs), "--format", "json")
+    [folder] = _set_dirs(cache_dir)
+    cache = dupfind.result_cache.ResultCache(cache_dir)
+    reader = cache.open_set(folder.name)
+    placed = {p.name: p.stat().st_ino for p in folder.glob("*.arrow")}
+    fresh = load_correlated([str(logs)], load_config(cwd=Path("/")), use_cache=False)
+    assert cache.store_set(folder.name, fresh.result, fresh.correlation)
+    assert {p.name: p.stat().st_ino for p in folder.glob("*.arrow")} == placed
+    assert as_strings(reader.correlation().text_table()).equals(as_strings(fresh.correlation.text_table()))
+    assert not list((cache_dir / "sets").glob(".tmp-*"))  # the second one's staging removed
+    _truncate(folder / "meta.json")
+    assert cache.store_set(folder.name, fresh.result, fresh.correlation)
+    assert {p.name: p.stat().st_ino for p in folder.glob("*.arrow")} != placed
+    assert cache.open_set(folder.name) is not None
+
+
+def test_commands_started_together_share_one_cache_without_a_word(logs, tmp_path):
+    """Commands over the same inputs started at once, each with an empty cache: each prints what
+    it prints without the cache, and none says the cache was not updated (each replaced the
+    others' set entries and facts under their reads: checksums failed, files vanished)."""
+    commands = [["analyze", "--format", "json"], ["stats", "--format", "json"], ["timeline", "--format", "json"]] * 2
+    expected = [run(argv[0], str(logs), *argv[1:], "--no-cache") for argv in commands]
+    env = {**os.environ, "DUPFIND_CACHE_DIR": str(tmp_path / "shared-cache")}
+    started = [subprocess.Popen([sys.executable, "-m", "dupfind", argv[0], str(logs), *argv[1:]], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for argv in commands]
+    for process, want in zip(started, expected):
+        out, err = process.communicate(timeout=120)
+        assert (process.returncode, err.decode()) == (0, "")
+        assert out == want
+    assert run("analyze", str(logs), "--format", "json") == expected[0]
 
 
 def test_a_table_in_parts_gives_back_its_columns_and_rows(logs, cache_dir, monkeypatch):
