@@ -81,7 +81,15 @@ RulesOpt = Annotated[Optional[Path], typer.Option("--rules", help="A folder of r
 TzOpt = Annotated[Optional[str], typer.Option("--assume-tz", help="Time zone for timestamps that carry none (default UTC).")]
 SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Only records at or after this time: ISO-8601, or relative like -2h or 30m.")]
 UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Only records at or before this time: ISO-8601, or relative like -10m.")]
-RejectsOpt = Annotated[Optional[Path], typer.Option("--rejects", help="Write every rejected line (source, line, reason, text) to this NDJSON file.")]
+def _rejects_file(path: Path | None) -> Path | None:
+    if path is not None and str(path) == "-":
+        raise DupfindError("--rejects - would mix the rejected lines into the report on stdout: name a file, e.g. --rejects rejects.ndjson.")
+    return path
+
+
+RejectsOpt = Annotated[Optional[Path], typer.Option(
+    "--rejects", callback=_rejects_file, help="Write every rejected line (source, line, reason, text) to this NDJSON file.",
+)]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when any input line was rejected.")]
 def _cache_use(no_cache: bool) -> bool:
     """--no-cache decides, before the command loads its configuration, whether the parses of its
@@ -143,9 +151,13 @@ WindowOverlapOpt = Annotated[str, typer.Option(
     help="With inputs read in windows of time: the records read before and after each window (around a traced "
          "id's records), e.g. 30m or 2h; repeats of one action further apart are not linked.",
 )]
-OutputOpt = Annotated[
-    Optional[Path], typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
-]
+def _output_file(path: Path | None) -> Path | None:
+    return None if path is not None and str(path) == "-" else path  # `-o -`: stdout, as usual
+
+
+OutputOpt = Annotated[Optional[Path], typer.Option(
+    "--output", "-o", callback=_output_file, help="Write the report to this file instead of stdout (- for stdout).",
+)]
 RedactOpt = Annotated[Optional[bool], typer.Option(
     "--redact/--no-redact", show_default=False,
     help="Mask e-mail addresses, phone numbers, tokens and keys, IP addresses and card numbers in the output "

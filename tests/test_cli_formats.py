@@ -80,6 +80,14 @@ def test_rejects_file_lists_every_rejected_line(cli, tmp_path):
     assert by_line[8]["text"].startswith('{"level":"info"')
 
 
+def test_rejects_to_stdout_is_refused_in_one_sentence(cli, tmp_path):
+    """`--rejects -` would write the rejected lines into the report on stdout (it wrote a file named `-`)."""
+    proc = cli("analyze", str(DIRTY), "--rejects", "-", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().count("\n") == 1 and "--rejects -" in proc.stderr.decode()
+    assert not (tmp_path / "-").exists()
+
+
 def test_strict_exits_2_when_lines_are_rejected(cli):
     proc = cli("formats", str(DIRTY), "--strict")
     assert proc.returncode == 2

@@ -85,6 +85,9 @@ def test_output_file_holds_what_stdout_shows(cli, tmp_path, command, fmt):
     assert to_file.stdout == b""
     assert target.read_bytes() == to_stdout.stdout
     assert f"report written to {target}" in to_file.stderr.decode()
+    dash = cli(*args, "-o", "-", env=env, cwd=tmp_path)  # `-o -`: stdout, as other tools read it
+    assert (dash.returncode, dash.stdout, dash.stderr) == (0, to_stdout.stdout, to_stdout.stderr)
+    assert not (tmp_path / "-").exists()
 
 
 def test_markdown_is_redacted_by_default_and_json_is_not(cli):
