@@ -165,6 +165,8 @@ def _expand(paths: list[str]) -> list[Source]:
         path = Path(raw)
         if not path.exists():
             raise DupfindError(f"{raw} does not exist.")
+        if not _is_utf8(raw):
+            raise DupfindError(f"{raw} is a name that is not UTF-8, which reports cannot show: rename it to read it.")
         regular = True
         if path.is_dir():
             left_out: list[str] = []
@@ -216,12 +218,27 @@ def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
                     left_out.append(f"{_as_path(head + name)} ({_not_read(entry)})")
             except OSError:
                 continue
+    if not _is_utf8("\0".join(found)):  # one check for every name; the names apart only when one fails
+        kept = [relative for relative in found if _is_utf8(relative)]
+        if left_out is not None:
+            left_out.extend(f"{_as_path(r)} (a name that is not UTF-8: rename it to read it)" for r in found if not _is_utf8(r))
+        found = kept
     # Path orders by its parts (case-folded on Windows), not by the text of the whole path.
     found.sort(key=os.path.normcase if os.name == "nt" else None)
     base = str(root)  # as Path writes it: `logs/`, `./logs` and `logs//` are `logs`
     bare = base.endswith(os.sep) or (os.name == "nt" and base.endswith(":"))  # `/`, `C:\\`; `C:` joins as `C:a`
     prefix = "" if base == "." else base if bare else base + os.sep
     return [prefix + _as_path(relative) for relative in found]
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name as the system gave it is text: the bytes of one that is not UTF-8 come as
+    lone surrogates, which polars, JSON and the cache keys cannot hold (every command failed)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _as_path(relative: str) -> str:

@@ -257,3 +257,32 @@ def test_entries_a_listing_leaves_out_are_said_once_on_stderr(tmp_path, capsys, 
         (tmp_path / f"more-{k}.log").symlink_to(tmp_path / "missing")
     expand_inputs([str(tmp_path)])
     assert capsys.readouterr().err.endswith("more-4.log (a broken link) and 2 more\n")
+
+
+def test_a_name_that_is_not_utf8_is_left_out_with_a_word_or_refused(tmp_path, capsys, monkeypatch, cli):
+    """A file or directory whose name is not UTF-8 (an old system's Latin-1) reaches Python as lone
+    surrogates, which polars, JSON and the cache keys cannot hold: every command over its directory
+    failed with an internal error. Under a directory it is now left out and named on stderr (its
+    bytes as \\xNN); named on the command line it is refused in one sentence."""
+    import dupfind.sources
+
+    monkeypatch.setattr(dupfind.sources, "_said_left_out", set())
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "worker.log").write_bytes(WORKER_LOG.read_bytes())
+    latin1 = os.fsdecode(b"caf\xe9.log")
+    (logs / latin1).write_bytes(WORKER_LOG.read_bytes())
+    (logs / os.fsdecode(b"r\xe9gion")).mkdir()
+    (logs / os.fsdecode(b"r\xe9gion") / "w.log").write_bytes(WORKER_LOG.read_bytes())
+    listed = [Path(s.path).relative_to(logs).as_posix() for s in expand_inputs([str(logs)])]
+    assert listed == ["worker.log"]
+    assert capsys.readouterr().err == (
+        f"dupfind: 2 entries under {logs} not read: caf\\xe9.log (a name that is not UTF-8: rename it to read it), "
+        "r\\xe9gion/w.log (a name that is not UTF-8: rename it to read it)\n"
+    )
+    analyzed = cli("analyze", str(logs), "--format", "json", env={"DUPFIND_CACHE_DIR": str(tmp_path / "cache")})
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert b"caf\\xe9.log (a name that is not UTF-8" in analyzed.stderr
+    named = cli("analyze", os.fsencode(logs / latin1).decode("utf-8", "surrogateescape"))
+    assert named.returncode == 2 and named.stdout == b""
+    assert named.stderr.decode().endswith("caf\\xe9.log is a name that is not UTF-8, which reports cannot show: rename it to read it.\n")

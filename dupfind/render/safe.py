@@ -24,8 +24,9 @@ def redacting(redact: Callable[[str], str] | None) -> Iterator[None]:
     finally:
         _REDACT.reset(token)
 
-# C0 and C1 control characters (ESC, BEL, CSI, ...), DEL, and Unicode bidi overrides.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 control characters (ESC, BEL, CSI, ...), DEL, Unicode bidi overrides, and lone
+# surrogates (the bytes of a file name that is not UTF-8, as Python decodes them).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match) -> str:
@@ -35,6 +36,8 @@ def _escape_char(match: re.Match) -> str:
     if char == "\t":
         return "\\t"
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a name that is not UTF-8 (surrogateescape)
+        code -= 0xDC00
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
