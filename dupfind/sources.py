@@ -8,11 +8,12 @@ import lzma
 import os
 import sys
 import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISFIFO, S_ISLNK, S_ISREG, S_ISSOCK
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from dupfind.errors import DupfindError
 
@@ -182,7 +183,30 @@ def _expand(paths: list[str]) -> list[Source]:
                 sources.append(Source(file, file, regular, real_dirs))
     if not sources:
         raise DupfindError("no input given: name log files or directories, or - for standard input.")
-    return sources
+    return _read_once(sources)
+
+
+def _read_once(sources: list[Source]) -> list[Source]:
+    """The sources, less those that are a file already among them under another name (a directory
+    named twice, `logs/` and `/abs/logs/`; a link to a file beside it, as `current.log`; a hard
+    link): read twice, each of its records would be a duplicate of itself. Of the names of one
+    file the first that is not a symbolic link is kept (a file's name may name its worker). Said on
+    stderr."""
+    names: dict[str, list[int]] = {}  # size|mtime|ctime|inode -> the sources that name the file
+    for i, src in enumerate(sources):
+        identity = src.identity() if src.regular else None
+        if identity is not None:
+            names.setdefault("|".join(identity.rsplit("|", IDENTITY_FIELDS)[1:]), []).append(i)
+    dropped: dict[int, int] = {}  # a source left out -> the one kept for its file
+    for same in names.values():
+        if len(same) > 1:
+            keep = next((i for i in same if not os.path.islink(sources[i].file)), same[0])
+            dropped.update((i, keep) for i in same if i != keep)
+    if not dropped:
+        return sources
+    _say_once(lambda n: f"{n} {'input names a file' if n == 1 else 'inputs name files'} already named, read once",
+              [f"{sources[i].path} (same file as {sources[keep].path})" for i, keep in dropped.items()])
+    return [src for i, src in enumerate(sources) if i not in dropped]
 
 
 def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
@@ -277,17 +301,24 @@ LEFT_OUT_NAMED = 5
 def _say_left_out(root: str, left_out: list[str]) -> None:
     """One line on stderr naming the entries under `root` that are not read (nothing is left out
     without a word), each said once a process; names are the export's, shown escaped."""
-    new = sorted(entry for entry in left_out if (root, entry) not in _said_left_out)
+    from dupfind.render.safe import safe_str
+
+    _say_once(lambda n: f"{n} {'entry' if n == 1 else 'entries'} under {safe_str(root)} not read", left_out, root)
+
+
+def _say_once(what: Callable[[int], str], entries: list[str], scope: str = "") -> None:
+    """`dupfind: {what(n)}: ` and the first LEFT_OUT_NAMED of the n `entries` not said yet this
+    process (escaped); nothing when every one was."""
+    new = sorted(entry for entry in entries if (scope, entry) not in _said_left_out)
     if not new:
         return
     from dupfind.render.safe import safe_str
 
-    _said_left_out.update((root, entry) for entry in new)
+    _said_left_out.update((scope, entry) for entry in new)
     named = ", ".join(safe_str(entry) for entry in new[:LEFT_OUT_NAMED])
     if len(new) > LEFT_OUT_NAMED:
         named += f" and {len(new) - LEFT_OUT_NAMED} more"
-    entries = "entry" if len(new) == 1 else "entries"
-    sys.stderr.write(f"dupfind: {len(new)} {entries} under {safe_str(root)} not read: {named}\n")
+    sys.stderr.write(f"dupfind: {what(len(new))}: {named}\n")
 
 
 def _open_raw(source: Source) -> BinaryIO:

@@ -6,14 +6,16 @@ import bz2
 import gzip
 import lzma
 import os
+import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
-from dupfind.sources import expand_inputs, file_identity, identities, listings_kept
+from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
 from dupfind.schema import as_strings
 
 from conftest import FIXTURES
@@ -98,7 +100,8 @@ def test_directories_list_what_a_recursive_glob_lists(tmp_path, monkeypatch):
         (tmp_path / rel).write_text("x")
     (tmp_path / "empty").mkdir()
     (tmp_path / "to-dir").symlink_to(tmp_path / "a")
-    (tmp_path / "to-file.log").symlink_to(tmp_path / "a.log")
+    # To a hidden file: listed only through the link (a file listed under two names is read once).
+    (tmp_path / "to-file.log").symlink_to(tmp_path / "z" / ".d" / "y.log")
     (tmp_path / "broken.log").symlink_to(tmp_path / "missing")
     monkeypatch.chdir(tmp_path)
     for root in (tmp_path, Path("."), Path("a")):
@@ -145,8 +148,9 @@ def test_a_listing_s_identities_are_each_file_s_own(tmp_path, monkeypatch):
     assert found == [(src.path, file_identity(src.path)) for src in listed]
     real = str(tmp_path.resolve() / "real")
     assert {identity.split("|")[0] for _, identity in found} == {f"{real}/f.log", f"{real}/sub/g.log"}
-    assert len(found) == 9  # `alias` and `real`: 3 files each; 3 paths to a file
-    gone = expand_inputs(["real"])
+    # `alias` and `real`: 3 files each; 3 paths to a file: 2 files, each read once (by its first name)
+    assert [path for path, _ in found] == ["alias/f.log", "alias/sub/g.log"]
+    gone = [Source(path, path) for path in ("real/f.log", "real/sub/g.log")]  # a listing takes them as it lists
     (tmp_path / "real" / "sub" / "g.log").unlink()
     assert identities(gone) is None
 
@@ -286,3 +290,43 @@ def test_a_name_that_is_not_utf8_is_left_out_with_a_word_or_refused(tmp_path, ca
     named = cli("analyze", os.fsencode(logs / latin1).decode("utf-8", "surrogateescape"))
     assert named.returncode == 2 and named.stdout == b""
     assert named.stderr.decode().endswith("caf\\xe9.log is a name that is not UTF-8, which reports cannot show: rename it to read it.\n")
+
+
+def test_a_file_named_twice_is_read_once_and_said(tmp_path, capsys, monkeypatch):
+    """A file reached by two names (a directory named as `logs` and by its absolute path, a link to
+    a file beside it such as `current.log`, a hard link) is read once: read twice, each of its
+    records was a duplicate of itself. The name kept is the first that is not a symbolic link."""
+    import dupfind.sources
+
+    monkeypatch.setattr(dupfind.sources, "_said_left_out", set())
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "worker-a.log").write_bytes(WORKER_LOG.read_bytes())
+    (logs / "worker-b.log").write_bytes(WORKER_LOG.read_bytes())  # the same bytes, another file: kept
+    (logs / "a-current.log").symlink_to("worker-a.log")
+    os.link(logs / "worker-b.log", logs / "worker-b.hard.log")
+    monkeypatch.chdir(tmp_path)
+    listed = [s.path for s in expand_inputs(["logs", str(logs / "worker-a.log")])]
+    assert listed == ["logs/worker-a.log", "logs/worker-b.hard.log"]
+    assert capsys.readouterr().err == (
+        "dupfind: 3 inputs name files already named, read once: "
+        f"{logs / 'worker-a.log'} (same file as logs/worker-a.log), "
+        "logs/a-current.log (same file as logs/worker-a.log), "
+        "logs/worker-b.log (same file as logs/worker-b.hard.log)\n"
+    )
+
+
+def test_an_export_named_twice_finds_no_duplicate(tmp_path, cli):
+    """The quiet baseline named as a relative and an absolute path (and holding a link to one of its
+    logs) stays quiet: before, every action of it was reported a harmful duplicate."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "synth" / "baseline" / "logs", logs)
+    first = min(logs.glob("worker-*.log"))
+    (logs / "current.log").symlink_to(first.name)
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    once = orjson.loads(cli("analyze", "logs", "--format", "json", cwd=tmp_path, env=env).stdout)
+    twice = cli("analyze", "logs", str(logs), "--format", "json", cwd=tmp_path, env=env)
+    report = orjson.loads(twice.stdout)
+    assert report["verdict"] == once["verdict"] == "no_harmful_duplicates"
+    assert report["summary"] == once["summary"]
+    assert "inputs name files already named, read once" in twice.stderr.decode()
