@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from dupfind.config import Config
+from dupfind.copies import copies_warning
 from dupfind.correlate import Correlation
 from dupfind.findings import Finding, FindingBrief, severity_rank
 from dupfind.ingest_result import IngestResult
@@ -225,6 +226,9 @@ def analyze(
         f"(raise max_jobs_per_value if it is a real shared key)"
         for w in correlation.warnings
     ]
+    copied = copies_warning(result.copies)
+    if copied is not None:
+        warnings.append(copied)
     return AnalysisReport(result, findings, rules, verdict, reason, summary, warnings, ctx)
 
 

@@ -28,6 +28,7 @@ from dupfind.assembly import (
     rows_within,
 )
 from dupfind.config import Config
+from dupfind.copies import without_copies
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
@@ -1211,6 +1212,9 @@ def ingest(
             background.defer(pack.store, last=True)
         else:
             _store_in_cache(cache, to_store, reports, PackRows(table), texts, rejects, schema)
+    copies: list[list] = []
+    if not survey:  # after the pack took its rows: a file's entry holds all of them
+        table, copies = without_copies(table)
     time_counts = None
     if survey:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
@@ -1221,7 +1225,7 @@ def ingest(
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
             if normaliser.time_counts else pl.DataFrame(schema={"second": schema["ts"], "records": pl.UInt32})
         )
-    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts, texts, pack)
+    return IngestResult(table, ordered, rejects, filtered_out + normaliser.filtered_out, time_counts, texts, pack, copies)
 
 
 def _store_in_cache(

@@ -117,6 +117,8 @@ class IngestResult:
     texts: Texts = field(default_factory=lambda: Texts.empty(coded_columns()))
     # The table of a files' pack store deferred until after the output (assembly.PackRows), if any.
     pack: Any = field(default=None, repr=False, compare=False)
+    # Files whose records an earlier file holds exactly, counted once: [path, the earlier file, records] (dupfind.copies).
+    copies: list[list] = field(default_factory=list)
 
     def rendered(self, name: str, render: Callable[[], bytes]) -> bytes | None:
         """Bytes a report derives from this result alone (the JSON of its file entries): those an

@@ -414,6 +414,10 @@ class CachedIngest(IngestResult):
     def files(self) -> list[FileReport]:
         return self._entry.file_reports()
 
+    @property
+    def copies(self) -> list[list]:
+        return self._entry.meta.get("copies", [])
+
     def totals(self) -> dict:
         return self._entry.totals()
 
@@ -1072,6 +1076,7 @@ class ResultCache:
                 "key": key,
                 "files": {"count": len(result.files), "bytes": len(files)},
                 "filtered_out": result.filtered_out,
+                "copies": result.copies,
                 "totals": encode(result.totals()),  # exact_json: times come back in their zones
                 "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
                 "coded": list(correlation.texts.columns),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from dupfind.copies import copies_warning, merged_copies, without_copies
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -172,6 +173,7 @@ class WindowPart:
     protected: list[str] = field(default_factory=list)
     action_ids: int = 0  # how many action ids the window numbered (the next window's start)
     exec_ids: int = 0  # and execution ids
+    copies: list = field(default_factory=list)  # its read's records counted once (dupfind.copies)
 
 
 def owned_actions(report: AnalysisReport, window: Window) -> pl.Series:
@@ -220,10 +222,12 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
         side_effect_requests=effects.filter(window.holds("ts")).height if effects.height else 0,
         timeouts=dict(ctx.known_timeouts),
         deploys=facts,
-        warnings=list(report.warnings),
+        # Its count of the records counted once is the window's: said once for all of them, merged.
+        warnings=[w for w in report.warnings if w != copies_warning(report.inputs.copies)],
         protected=protected,
         action_ids=int(ctx.actions["action_id"].max() or 0) + 1 if ctx.actions.height else 0,
         exec_ids=int(ctx.executions["exec_id"].max() or 0) + 1 if ctx.executions.height else 0,
+        copies=report.inputs.copies,
     )
 
 
@@ -321,6 +325,9 @@ def merged_report(
         "not linked, and an action longer than that may be counted in two windows (--window-overlap sets it)."
     )
     warnings = [note, *dict.fromkeys(w for p in parts for w in p.warnings)]
+    copied = copies_warning(merged_copies([p.copies for p in parts]))
+    if copied is not None:
+        warnings.append(copied)
     return AnalysisReport(survey, findings, rules, verdict, reason, summary, warnings, None)
 
 
@@ -509,7 +516,8 @@ class Spill:
             self.failed = True
             return None
         table, texts = assemble(tables, config, labels)
-        return IngestResult(table, [], empty_rejects(), texts=texts)
+        table, copies = without_copies(table)
+        return IngestResult(table, [], empty_rejects(), texts=texts, copies=copies)
 
     def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:
         """The time, source and line of the spilled records that meet `condition` (given the
