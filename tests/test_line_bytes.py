@@ -77,14 +77,16 @@ def test_mixed_logs_read_the_same_from_their_bytes(tmp_path, monkeypatch):
     logs = _mixed_dir(tmp_path)
     good = '{"ts":"2026-07-21T10:00:%02dZ","event":"job_started","job_id":"c-%d"}'
     # Line endings of Windows, a traceback between records, a record cut short, a line too long.
-    (logs / "crlf.log").write_bytes("\r\n".join(good % (i, i) for i in range(30)).encode() + b"\r\n")
+    # Its own jobs: records that mixed.log holds too would be counted once (dupfind.copies).
+    (logs / "crlf.log").write_bytes("\r\n".join(good.replace("c-", "r-") % (i, i) for i in range(30)).encode() + b"\r\n")
     traceback = 'Traceback (most recent call last):\n  File "w.py", line 3, in run\nValueError: x\n'
     (logs / "mixed.log").write_text("".join(good % (i, i) + "\n" + (traceback if i % 7 == 0 else "") for i in range(60))
                                     + '{"ts":"2026-07-21T10:01:00Z","event":"job_st\n' + '{"pad":"' + "x" * 2_000_000 + '"}\n')
     for options in ({}, {"block_bytes": 700}):
         from_bytes, from_texts, served = _both_ways([str(logs)], monkeypatch, **options)
         _assert_same(from_bytes, from_texts)
-        assert served >= 3 and from_bytes[0].height > 200 and from_bytes[1].height > 10
+        # (_mixed_dir's second copy of each fixture log adds rows only where the file's name names its worker.)
+        assert served >= 3 and from_bytes[0].height > 150 and from_bytes[1].height > 10
     reports = {Path(r[0]).name: r for r in from_bytes[2]}
     assert reports["crlf.log"][2:5] == (30, 30, 30)  # lines, parsed, records
     assert reports["mixed.log"][2:5] == (89, 60, 60)
