@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.copies import copies_warning, merged_copies
 from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+
+from conftest import FIXTURES
 
 
 def _line(ms: int, event: str, worker: str = "w-1", job: str = "job-1") -> str:
@@ -69,3 +74,31 @@ def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files()
         "5 records of b.log are exactly records of a.log (time, event, ids, worker): counted once, as one log read twice.")
     many = copies_warning([[f"{k}.log", "a.log", 2] for k in range(7)])
     assert many.startswith("14 records of 7 files are exactly records of earlier files") and "and records of 2 more files" in many
+
+
+EXPORTS = sorted(
+    p for p in (*(FIXTURES / "synth").glob("*/logs"), *(FIXTURES / "scenarios").glob("*/logs"))
+    if p.parent.name != "log-read-twice"
+)
+
+
+def _findings(logs: Path):
+    config = load_config(cwd=Path("/"))
+    options = json.loads(expected.read_text()).get("options", {}) if (expected := logs.parent / "expected.json").is_file() else {}
+    report = analyze(ingest([str(logs)], config), config, load_rules(config), skew_s=options.get("skew", 0.5),
+                     max_jobs_per_value=options.get("max_jobs_per_value", 25))
+    return report, sorted((f.rule, f.fingerprint, f.severity, f.harmful) for f in report.findings)
+
+
+@pytest.mark.parametrize("logs", EXPORTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_fixture_read_twice_reports_what_it_reports_once(logs, tmp_path):
+    """Each fixture export with every one of its files present twice (the copy as a browser names a
+    second download): the same verdict and findings, and a warning that names the copies."""
+    twice = tmp_path / "logs"
+    shutil.copytree(logs, twice)
+    for path in sorted(p for p in twice.iterdir() if p.is_file()):
+        shutil.copy(path, path.with_name(f"{path.stem} (1){path.suffix}"))
+    once, found_once = _findings(logs)
+    read_twice, found_twice = _findings(twice)
+    assert (read_twice.verdict, found_twice) == (once.verdict, found_once)
+    assert any("read twice" in w for w in read_twice.warnings)
