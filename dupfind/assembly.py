@@ -297,10 +297,10 @@ def _file_ranks(source: pl.Series, paths: pl.Series) -> pl.Series:
     """`__file`: each row's file as its rank among `paths` (sorted; every path of the Categorical
     `source` is there), looked up by the few distinct codes of the batch rather than by each
     row's text (0.05 s instead of 0.1 s at 1M lines)."""
-    distinct = source.unique()
-    ranks = paths.search_sorted(distinct.cast(pl.String)).cast(pl.UInt32)
     if source.is_empty():  # replace_strict gives an empty series back in its own type, not UInt32
         return pl.Series("__file", [], dtype=pl.UInt32)
+    distinct = source.unique()
+    ranks = paths.search_sorted(distinct.cast(pl.String)).cast(pl.UInt32)
     return source.to_physical().replace_strict(distinct.to_physical(), ranks, return_dtype=pl.UInt32).alias("__file")
 
 

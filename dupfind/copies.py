@@ -30,7 +30,7 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
         return table, []
     compared = [c for c in table.columns if c not in WHERE_READ]
     candidates = table.with_row_index("__row").filter(tied)
-    same = candidates.select(__row="__row", source=pl.col("source").cast(pl.String), __h=candidates.select(compared).hash_rows())
+    same = candidates.select("__row", "source", __h=candidates.select(compared).hash_rows())
     same = same.filter(pl.col("__h").is_duplicated())
     if same.height == 0:
         return table, []
@@ -38,9 +38,9 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     same = same.with_columns(of=pl.col("source").first().over("__h")).filter(pl.col("source") != pl.col("of"))
     if same.height == 0:  # repeated within one file: records of their own (a retry in the same second)
         return table, []
-    found = same.group_by("source", "of").agg(pl.len().alias("n")).sort("source", "of")
-    # A file copied from several: named with the file it shares most with.
-    found = found.sort("n", descending=True).unique("source", keep="first").sort("source")
+    found = same.group_by(pl.col("source").cast(pl.String), pl.col("of").cast(pl.String)).agg(pl.len().alias("n"))
+    # A file copied from several: named with the file it shares most with (the first by path of equals).
+    found = found.sort(["source", "n", "of"], descending=[False, True, False]).unique("source", keep="first", maintain_order=True)
     kept = table.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(same.get_column("__row").implode()))
     return kept, [[path, of, n] for path, of, n in found.iter_rows()]
 

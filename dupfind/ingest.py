@@ -1213,10 +1213,10 @@ def ingest(
         else:
             _store_in_cache(cache, to_store, reports, PackRows(table), texts, rejects, schema)
     copies: list[list] = []
+    time_counts = None
     if not survey:  # after the pack took its rows: a file's entry holds all of them
         table, copies = without_copies(table)
-    time_counts = None
-    if survey:
+    else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
         table = as_strings(texts.decoded(table))

@@ -134,7 +134,8 @@ def _log_size(sources: list[Source]) -> LogSize:
 
 
 class _Sample(NamedTuple):
-    """The text at the start of a file, and how many of its packed bytes gave it."""
+    """The text at the start of a file, and how many of its packed bytes gave it (gzip; for a
+    plain or xz file, the bytes read)."""
 
     text: bytes
     packed: int

@@ -245,9 +245,12 @@ def _files_under(root: Path, left_out: list[str] | None = None) -> list[str]:
             except OSError:
                 continue
     if not _is_utf8("\0".join(found)):  # one check for every name; the names apart only when one fails
-        kept = [relative for relative in found if _is_utf8(relative)]
-        if left_out is not None:
-            left_out.extend(f"{_as_path(r)} (a name that is not UTF-8: rename it to read it)" for r in found if not _is_utf8(r))
+        kept: list[str] = []
+        for relative in found:
+            if _is_utf8(relative):
+                kept.append(relative)
+            elif left_out is not None:
+                left_out.append(f"{_as_path(relative)} (a name that is not UTF-8: rename it to read it)")
         found = kept
     # Path orders by its parts (case-folded on Windows), not by the text of the whole path.
     found.sort(key=os.path.normcase if os.name == "nt" else None)

@@ -211,6 +211,7 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
 
         protected = protected_ids(ctx, ctx.config)
     effects = ctx.side_effects
+    copied = copies_warning(report.inputs.copies)
     return WindowPart(
         findings=findings,
         records=held.height,
@@ -223,7 +224,7 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
         timeouts=dict(ctx.known_timeouts),
         deploys=facts,
         # Its count of the records counted once is the window's: said once for all of them, merged.
-        warnings=[w for w in report.warnings if w != copies_warning(report.inputs.copies)],
+        warnings=[w for w in report.warnings if w != copied],
         protected=protected,
         action_ids=int(ctx.actions["action_id"].max() or 0) + 1 if ctx.actions.height else 0,
         exec_ids=int(ctx.executions["exec_id"].max() or 0) + 1 if ctx.executions.height else 0,

@@ -49,6 +49,13 @@ def test_the_same_records_without_their_envelope_are_the_same_records(tmp_path):
             for p, of, n in result.copies] == [["pods/w-1/0.log", "kubectl/w-1.log", 2]]
 
 
+def test_a_file_copied_from_two_as_much_is_named_with_the_first(tmp_path):
+    """Which earlier file a warning names does not depend on the order polars happens to give."""
+    a, b = [_line(1, "job_started"), _line(2, "email_sent")], [_line(3, "job_started", job="job-2"), _line(4, "email_sent", job="job-2")]
+    result = _read(tmp_path, {"a.log": a, "b.log": b, "c.log": a + b})
+    assert result.copies == [[str(tmp_path / "c.log"), str(tmp_path / "a.log"), 2]]
+
+
 @pytest.mark.parametrize("other", [
     _line(6, "email_sent"),  # a millisecond later
     _line(5, "email_sent", worker="w-2"),  # another worker
