@@ -1,8 +1,10 @@
-"""Records an earlier input file holds exactly are counted once (a log read twice), and nothing else is."""
+"""Records an earlier input file holds exactly (a log read twice), and the repeats of a file whose logger
+writes every record several times, are counted once; nothing else is."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 
 from dupfind.analyze import analyze
 from dupfind.config import load_config
-from dupfind.copies import copies_warning, merged_copies
+from dupfind.copies import ECHO_MIN_RECORDS, copies_warning, merged_copies
 from dupfind.ingest import ingest
 from dupfind.rules_registry import load_rules
 
@@ -73,6 +75,132 @@ def test_a_record_repeated_within_one_file_is_kept(tmp_path):
     assert result.table.height == 3 and result.copies == []
 
 
+LIFECYCLE = ("job_received", "job_started", "provider_request", "provider_response", "job_succeeded")
+
+
+def _jobs(count: int, worker: str = "w-1") -> list[str]:
+    """`count` jobs' lifecycles, each record at a millisecond of its own."""
+    return [_line(5 * j + k, event, worker, f"job-{j}") for j in range(count) for k, event in enumerate(LIFECYCLE)]
+
+
+def _each(lines: list[str], times: int) -> list[str]:
+    return [line for line in lines for _ in range(times)]
+
+
+@pytest.mark.parametrize("times", [2, 3])
+def test_a_file_whose_logger_writes_every_record_several_times_is_counted_once(tmp_path, times):
+    """A logging handler attached twice (or a module's setup run three times) writes each record
+    again on the next line: each record once, the file named with how many times it wrote them."""
+    lines = _jobs(4)
+    result = _read(tmp_path, {"w-1.log": _each(lines, times), "w-2.log": _jobs(2, "w-2")})
+    assert result.table.height == len(lines) + 10
+    assert result.copies == [[str(tmp_path / "w-1.log"), str(tmp_path / "w-1.log"), (times - 1) * len(lines), times]]
+    kept = result.table.filter(result.table["source"].cast(str).str.ends_with("w-1.log"))["line"].to_list()
+    assert kept == list(range(1, times * len(lines) + 1, times))  # the first line of each
+    assert [f.records for f in result.files] == [times * len(lines), 10]
+
+
+def test_a_record_written_once_to_stdout_and_once_to_stderr_is_one_record(tmp_path):
+    """A StreamHandler (stderr) beside a handler on stdout: in the container runtime's file the two
+    lines differ only in their stream and the runtime's own time."""
+    cri = [f"2026-07-21T10:00:00.{k:03d}{n}00000Z {stream} F {line}"
+           for k, line in enumerate(_jobs(3)) for n, stream in enumerate(("stdout", "stderr"))]
+    result = _read(tmp_path, {"w-1.log": cri})
+    assert result.table.height == 15 and result.copies[0][2:] == [15, 2]
+
+
+def test_a_pools_children_that_log_twice_beside_a_parent_that_logs_once_are_told_apart(tmp_path):
+    """A handler attached again in each pool child (Celery's worker_process_init): on the node's one
+    file, the children's records come twice and the parent's (received, acknowledged) once; a
+    redelivery the parent receives twice stays two records."""
+    def at(ms: int, event: str, pid: int, job: str) -> str:
+        return json.dumps({"ts": f"2026-07-21T10:00:{ms // 1000:02d}.{ms % 1000:03d}Z", "level": "info", "event": event,
+                           "job_id": job, "worker_id": "w-1", "pid": pid, "msg": event})
+    lines = []
+    for j in range(6):
+        child, base = 11 + j % 2, 1000 * j
+        lines.append(at(base, "job_received", 1, f"job-{j}"))
+        lines += _each([at(base + 10 + k, event, child, f"job-{j}") for k, event in enumerate(LIFECYCLE[1:])], 2)
+        lines.append(at(base + 20, "job_acked", 1, f"job-{j}"))
+    lines += [at(9000, "job_received", 1, "job-5")] * 2  # redelivered twice to the parent at once
+    result = _read(tmp_path, {"w-1.log": lines})
+    assert result.table.height == 6 * 6 + 2 and result.copies[0][2:] == [24, 2]
+    received = result.texts.decoded(result.table.filter(result.table["name"].cast(str) == "job_received"))
+    assert received["job_id"].cast(str).to_list() == [*(f"job-{j}" for j in range(6)), "job-5", "job-5"]
+
+
+def test_a_workers_lines_that_name_no_process_follow_their_file(tmp_path):
+    """Too few to judge alone (started, stopping: no pid), they are written twice as the file's
+    other records are."""
+    def at(ms: int, event: str, **fields) -> str:
+        return json.dumps({"ts": f"2026-07-21T10:00:{ms // 1000:02d}.{ms % 1000:03d}Z", "level": "info", "event": event,
+                           "worker_id": "w-1", "msg": event, **fields})
+    jobs = [at(100 * j + k, event, job_id=f"job-{j}", pid=7) for j in range(1, 5) for k, event in enumerate(LIFECYCLE)]
+    lines = _each([at(0, "worker_started"), *jobs, at(9000, "sigterm_received")], 2)
+    result = _read(tmp_path, {"w-1.log": lines})
+    assert result.table.height == 22 and result.copies[0][2:] == [22, 2]
+    assert result.table["kind"].cast(str).to_list()[::21] == ["worker_start", "stop_signal"]
+
+
+def test_a_record_written_twice_as_often_as_the_files_others_is_two_records(tmp_path):
+    """In a file that writes everything twice, a side effect requested twice in one millisecond (an
+    HTTP client's retry) is four lines: two records, still a duplicate to report."""
+    lines = _each(_jobs(3), 2)
+    effect = _line(7, "provider_request", job="job-1")
+    at = lines.index(effect) + 2
+    result = _read(tmp_path, {"w-1.log": lines[:at] + [effect, effect] + lines[at:]})
+    assert result.table.height == 16 and result.copies[0][2:] == [16, 2]
+    effects = result.texts.decoded(result.table.filter(result.table["name"].cast(str) == "provider_request"))
+    assert effects["job_id"].cast(str).to_list() == ["job-0", "job-1", "job-1", "job-2"]
+
+
+def test_a_few_records_repeated_in_a_file_that_writes_each_once_are_kept(tmp_path):
+    """Two records written twice among a file's others are the service's own doing (a retry within
+    the same millisecond): kept, whatever share of the file's lines they are."""
+    lines = _jobs(3)
+    result = _read(tmp_path, {"w-1.log": lines[:3] + [lines[2]] + lines[3:9] + [lines[8]] + lines[9:]})
+    assert result.table.height == 17 and result.copies == []
+
+
+def test_an_idle_poll_loops_repeated_lines_do_not_make_a_files_repeats_its_loggers(tmp_path):
+    """A worker polling five times a second, its log to the second: its poll lines repeat, its
+    lifecycle records do not, and a side effect done twice in one second stays two records."""
+    def at(second: int, event: str, job: str = "job-1") -> str:
+        return json.dumps({"ts": f"2026-07-21T10:00:{second:02d}Z", "level": "info", "event": event, "job_id": job,
+                           "worker_id": "w-1", "msg": event})
+    polls = [at(s, "polling_queue", job=None) for s in range(40) for _ in range(5)]
+    effect = at(41, "email_sent")
+    result = _read(tmp_path, {"w-1.log": polls + [at(41, "job_started"), effect, effect, at(42, "job_succeeded")]})
+    assert result.table.height == 204 and result.copies == []
+
+
+def test_a_short_file_written_twice_is_not_judged(tmp_path):
+    """Too few records to tell a logger's repeats from the service's: kept as they are."""
+    lines = _jobs(1)[:3]
+    assert 2 * len(lines) < ECHO_MIN_RECORDS
+    result = _read(tmp_path, {"w-1.log": _each(lines, 2)})
+    assert result.table.height == 6 and result.copies == []
+
+
+def test_a_file_read_twice_whose_logger_writes_twice_is_counted_once_for_both(tmp_path):
+    lines = _each(_jobs(3), 2)
+    result = _read(tmp_path, {"a.log": lines, "a (1).log": lines})
+    a, copy = str(tmp_path / "a.log"), str(tmp_path / "a (1).log")
+    assert result.table.height == 15
+    assert result.copies == [[copy, copy, 15, 2], [a, copy, 30]]  # "a (1).log" is the first by path
+
+
+def test_the_warnings_of_records_counted_once():
+    assert copies_warning([["w.log", "w.log", 12, 2]]) == (
+        "The logger of w.log wrote each record twice (a logging handler attached twice?): 12 repeated records counted once.")
+    both = copies_warning([["b.log", "a.log", 5], ["w.log", "w.log", 24, 3], ["x.log", "x.log", 2, 2]])
+    assert both.startswith("5 records of b.log are exactly records of a.log") and (
+        "The loggers of 2 files wrote each record several times (a logging handler attached more than once?): 26 "
+        "repeated records counted once: w.log (three times), x.log (twice).") in both
+    assert merged_copies([[["w.log", "w.log", 4, 2]], [["w.log", "a.log", 1], ["w.log", "w.log", 6, 2]]]) == [
+        ["w.log", "a.log", 1], ["w.log", "w.log", 6, 2]]
+
+
 def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files():
     assert merged_copies([[["b.log", "a.log", 3]], [["b.log", "a.log", 5], ["c.log", "a.log", 1]], []]) == [
         ["b.log", "a.log", 5], ["c.log", "a.log", 1]]
@@ -109,3 +237,33 @@ def test_every_fixture_read_twice_reports_what_it_reports_once(logs, tmp_path):
     read_twice, found_twice = _findings(twice)
     assert (read_twice.verdict, found_twice) == (once.verdict, found_once)
     assert any("read twice" in w for w in read_twice.warnings)
+
+
+CRI_PARTIAL = re.compile(rb"^\S+ (stdout|stderr) P ")
+
+
+def _records_written_twice(path: Path) -> None:
+    """Each record of the file written twice, as a logger with two handlers writes it: a record's
+    lines together (a container runtime's partial lines and the line that ends them)."""
+    out, record = [], []
+    for line in path.read_bytes().splitlines(keepends=True):
+        line = line if line.endswith(b"\n") else line + b"\n"
+        record.append(line)
+        if not CRI_PARTIAL.match(line):
+            out += record * 2
+            record = []
+    path.write_bytes(b"".join(out + record * 2))
+
+
+@pytest.mark.parametrize("logs", EXPORTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_fixture_whose_loggers_write_each_record_twice_reports_what_it_reports_once(logs, tmp_path):
+    """Each fixture export with every record of its plain files written twice: the same verdict and
+    findings, and the files named."""
+    twice = tmp_path / "logs"
+    shutil.copytree(logs, twice)
+    for path in sorted(p for p in twice.rglob("*") if p.is_file() and p.suffix not in (".gz", ".bz2", ".xz", ".zst")):
+        _records_written_twice(path)
+    once, found_once = _findings(logs)
+    written_twice, found_twice = _findings(twice)
+    assert (written_twice.verdict, found_twice) == (once.verdict, found_once)
+    assert any("(a logging handler attached" in w for w in written_twice.warnings)
