@@ -12,7 +12,8 @@ import pytest
 
 from dupfind.analyze import analyze
 from dupfind.config import load_config
-from dupfind.copies import ECHO_MIN_RECORDS, copies_warning, merged_copies
+from dupfind.copies import copies_warning, merged_copies
+from dupfind.echoes import ECHO_MIN_RECORDS, STRETCH_MIN
 from dupfind.ingest import ingest
 from dupfind.rules_registry import load_rules
 
@@ -182,6 +183,64 @@ def test_a_short_file_written_twice_is_not_judged(tmp_path):
     assert result.table.height == 6 and result.copies == []
 
 
+def _at(second: float, event: str, worker: str = "w-1", job: str | None = "job-1") -> str:
+    return json.dumps({"ts": f"2026-07-21T10:{int(second) // 60:02d}:{second % 60:06.3f}Z", "level": "info",
+                       "event": event, "job_id": job, "worker_id": worker, "msg": event})
+
+
+def _second(line: str) -> float:
+    record = json.loads(line)
+    return 60 * int(record["ts"][14:16]) + float(record["ts"][17:-1])
+
+
+def _busy(workers: list[str], jobs: int) -> list[str]:
+    """`jobs` jobs a worker, one lifecycle record every 0.3 s on each, workers interleaved in time."""
+    return [_at(1.5 * j + 0.3 * k + 0.01 * w, event, worker, f"{worker}-job-{j}")
+            for j in range(jobs) for k, event in enumerate(LIFECYCLE) for w, worker in enumerate(workers)]
+
+
+def test_a_stretch_of_records_exported_again_is_counted_once(tmp_path):
+    """Two overlapping exports joined into one file (`cat 10h00.json 10h20.json`): the records of
+    the overlap follow again, each once more."""
+    lines = _busy(["w-1"], 8)
+    result = _read(tmp_path, {"w-1.log": lines[:30] + lines[20:]})
+    assert result.table.height == 40
+    assert result.copies == [[str(tmp_path / "w-1.log"), str(tmp_path / "w-1.log"), 10, "stretches"]]
+
+
+def test_a_shippers_batch_sent_again_is_counted_once_over_its_nodes_pods(tmp_path):
+    """An export of a platform's logs where the shipper re-sent a batch: what three pods logged in
+    two seconds, a few records each (too few for one pod alone), indexed again; the fourth pod's
+    records of the same seconds, on another node, are there once."""
+    lines = _busy(["w-1", "w-2", "w-3", "w-4"], 6)
+    batch = [line for line in lines if 3.0 <= _second(line) < 5.0 and json.loads(line)["worker_id"] != "w-4"]
+    assert 8 <= len(batch) and all(sum(json.loads(b)["worker_id"] == w for b in batch) < 8 for w in ("w-1", "w-2", "w-3"))
+    result = _read(tmp_path, {"export.ndjson": sorted(lines + batch, key=_second)})
+    assert result.table.height == len(lines)
+    assert result.copies == [[str(tmp_path / "export.ndjson"), str(tmp_path / "export.ndjson"), len(batch), "stretches"]]
+
+
+@pytest.mark.parametrize("again", [
+    LIFECYCLE,  # one job's records written again at once (a second-resolution log, a loop run twice)
+    ["polling_queue"] * 12,  # a poll loop's lines
+])
+def test_a_short_or_idle_stretch_written_twice_is_kept(tmp_path, again):
+    lines = [_at(1.0 + k * 0.001 if event != "polling_queue" else 1.0, event, job=None if event == "polling_queue" else "job-1")
+             for k, event in enumerate(again)]
+    before = _busy(["w-1"], 2)
+    result = _read(tmp_path, {"w-1.log": before + lines + lines})
+    assert result.table.height == len(before) + 2 * len(lines) and result.copies == []
+
+
+def test_a_record_written_once_breaks_a_stretch(tmp_path):
+    """Two runs of six records written twice, a record written once between them: neither run
+    is a stretch, and the records are kept."""
+    lines = _busy(["w-1"], 4)
+    again = lines[2:8] + lines[9:15]
+    result = _read(tmp_path, {"w-1.log": sorted(lines + again, key=_second)})
+    assert result.table.height == len(lines) + len(again) and result.copies == []
+
+
 def test_a_file_read_twice_whose_logger_writes_twice_is_counted_once_for_both(tmp_path):
     lines = _each(_jobs(3), 2)
     result = _read(tmp_path, {"a.log": lines, "a (1).log": lines})
@@ -199,6 +258,11 @@ def test_the_warnings_of_records_counted_once():
         "repeated records counted once: w.log (three times), x.log (twice).") in both
     assert merged_copies([[["w.log", "w.log", 4, 2]], [["w.log", "a.log", 1], ["w.log", "w.log", 6, 2]]]) == [
         ["w.log", "a.log", 1], ["w.log", "w.log", 6, 2]]
+    assert merged_copies([[["w.log", "w.log", 9, "stretches"], ["w.log", "w.log", 4, 2]], [["w.log", "w.log", 3, "stretches"]]]) == [
+        ["w.log", "w.log", 4, 2], ["w.log", "w.log", 9, "stretches"]]
+    assert copies_warning([["x.log", "x.log", 9, "stretches"]]) == (
+        "x.log holds stretches of its records twice, one after the other (a log shipper re-sending a batch, or "
+        "overlapping exports joined into one file?): 9 repeated records counted once.")
 
 
 def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files():
@@ -242,28 +306,50 @@ def test_every_fixture_read_twice_reports_what_it_reports_once(logs, tmp_path):
 CRI_PARTIAL = re.compile(rb"^\S+ (stdout|stderr) P ")
 
 
-def _records_written_twice(path: Path) -> None:
-    """Each record of the file written twice, as a logger with two handlers writes it: a record's
-    lines together (a container runtime's partial lines and the line that ends them)."""
+def _records(path: Path) -> list[bytes]:
+    """The file's records: a record's lines together (a container runtime's partial lines and the
+    line that ends them)."""
     out, record = [], []
     for line in path.read_bytes().splitlines(keepends=True):
-        line = line if line.endswith(b"\n") else line + b"\n"
-        record.append(line)
+        record.append(line if line.endswith(b"\n") else line + b"\n")
         if not CRI_PARTIAL.match(line):
-            out += record * 2
+            out.append(b"".join(record))
             record = []
-    path.write_bytes(b"".join(out + record * 2))
+    return out + ([b"".join(record)] if record else [])
+
+
+def _records_written_twice(path: Path) -> bool:
+    """Each record of the file written twice, as a logger with two handlers writes it."""
+    path.write_bytes(b"".join(record * 2 for record in _records(path)))
+    return True
+
+
+def _middle_exported_again(path: Path) -> bool:
+    """The file's middle third again after it, as two overlapping exports joined into one file,
+    when it holds twice the records a stretch needs (shorter ones are not told from a service's
+    own repeats: README, Inputs)."""
+    records = _records(path)
+    middle = records[len(records) // 3: 2 * len(records) // 3]
+    if len(middle) < 2 * STRETCH_MIN:
+        return False
+    path.write_bytes(b"".join(records + middle))
+    return True
 
 
 @pytest.mark.parametrize("logs", EXPORTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-def test_every_fixture_whose_loggers_write_each_record_twice_reports_what_it_reports_once(logs, tmp_path):
-    """Each fixture export with every record of its plain files written twice: the same verdict and
-    findings, and the files named."""
-    twice = tmp_path / "logs"
-    shutil.copytree(logs, twice)
-    for path in sorted(p for p in twice.rglob("*") if p.is_file() and p.suffix not in (".gz", ".bz2", ".xz", ".zst")):
-        _records_written_twice(path)
+@pytest.mark.parametrize("change, said", [
+    (_records_written_twice, "(a logging handler attached"),
+    (_middle_exported_again, "twice, one after the other"),
+], ids=["written-twice", "exported-again"])
+def test_every_fixture_with_records_its_files_hold_again_reports_what_it_reports_once(logs, change, said, tmp_path):
+    """Each fixture export with every record of its files of lines written twice (a logger with two
+    handlers), or with the middle third of each file again after it (overlapping exports joined):
+    the same verdict and findings, and the files named."""
+    again = tmp_path / "logs"
+    shutil.copytree(logs, again)
+    changed = [change(path) for path in sorted(again.rglob("*"))  # files of lines: not JSON documents, archives
+               if path.is_file() and path.suffix not in (".json", ".gz", ".bz2", ".xz", ".zst")]
     once, found_once = _findings(logs)
-    written_twice, found_twice = _findings(twice)
-    assert (written_twice.verdict, found_twice) == (once.verdict, found_once)
-    assert any("(a logging handler attached" in w for w in written_twice.warnings)
+    report, found = _findings(again)
+    assert (report.verdict, found) == (once.verdict, found_once)
+    assert any(said in w for w in report.warnings) == any(changed)

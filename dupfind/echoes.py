@@ -1,0 +1,140 @@
+"""Records a file holds more than once because its logger or its export wrote them again, not the service."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+# A logger's repeats in a file are its own (every record written k times: a logging handler
+# attached twice) when at least ECHO_SHARE of its lifecycle records (kinds other than "other")
+# come k times over, k the same for most of them, and it has ECHO_MIN_RECORDS of them: a retry in
+# the same instant repeats one or two, a handler attached twice repeats every line, and an idle
+# poll loop's "other" lines decide nothing.
+ECHO_SHARE = 0.9
+ECHO_MIN_RECORDS = 10
+# A stretch of records each written twice, one after the other (a log shipper's retry re-sending a
+# batch, two overlapping exports joined into one file): at least STRETCH_MIN records in a row of
+# one or several loggers, STRETCH_LIFECYCLE of them lifecycle records. A service repeats one
+# action's few lines, and a poll loop to the second repeats one line.
+STRETCH_MIN = 8
+STRETCH_LIFECYCLE = 3
+# Runs of several loggers of one file this close in time are one batch.
+STRETCH_GAP = timedelta(seconds=2)
+# Whose repeats are judged together: one worker's process's records in one file (a pool's
+# children may log twice where their parent, on the same file, logs once; an export of a
+# platform's logs holds many workers).
+LOGGER = ("source", "worker_id", "process_id")
+# The fourth item of a file's entry whose repeated stretches were counted once (else: k).
+STRETCHES = "stretches"
+
+
+def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, list[list]]:
+    """The rows to drop of the records a file holds again because its logger or its export wrote
+    them again (`own`: the repeated records of each file that is the first to hold them: row,
+    logger, kind, hash `__h`), and for each file [path, path, rows dropped, k] (every record of
+    some of its loggers written k times, k the largest) or [path, path, rows dropped, STRETCHES]."""
+    groups = (own.group_by(*LOGGER, "__h").agg(pl.len().alias("c"), pl.col("kind").first() != "other", pl.col("__row"))
+              .filter(pl.col("c") >= 2))
+    if groups.height == 0:
+        return pl.Series("__row", [], pl.UInt32), []
+    loggers = _written_over(table, groups)
+    # each record written c = m * k times is m records: its first m lines are kept (a group's rows
+    # are in the table's order: by line)
+    over = (groups.join(loggers, on=LOGGER, nulls_equal=True).filter(pl.col("c") % pl.col("k") == 0)
+            .select("source", "k", pl.col("__row").list.slice(pl.col("c") // pl.col("k"))).explode("__row"))
+    stretched = _in_stretches(table, groups.join(loggers, on=LOGGER, how="anti", nulls_equal=True))
+    again = stretched.select("source", pl.col("__row").list.slice(1)).explode("__row")
+    entries = [
+        *([path, path, n, k] for path, n, k in _per_file(over.group_by("source").agg(pl.len().alias("n"), pl.col("k").max()))),
+        *([path, path, n, STRETCHES] for path, n in _per_file(again.group_by("source").agg(pl.len().alias("n")))),
+    ]
+    return pl.concat([over.get_column("__row"), again.get_column("__row")]), entries
+
+
+def _per_file(counted: pl.DataFrame) -> list[tuple]:
+    return counted.with_columns(pl.col("source").cast(pl.String)).sort("source").rows()
+
+
+def _written_over(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """The loggers (LOGGER) whose every record was written k times over, and k. A logger with too
+    few lifecycle records to judge (a worker's lines that name no process, an API's access log
+    beside its publishes) follows its file as a whole."""
+    lifecycle = groups.filter(pl.col("kind")).select(*LOGGER, "c")
+    if lifecycle.height == 0:
+        return pl.DataFrame(schema={**table.select(LOGGER).schema, "k": pl.UInt32})
+    records = (table.filter(pl.col("source").is_in(lifecycle.get_column("source").implode()) & (pl.col("kind") != "other"))
+               .group_by(LOGGER).agg(pl.len().alias("records")))
+    by_logger = _k_times(lifecycle, records, LOGGER)
+    by_file = _k_times(lifecycle, records.group_by("source").agg(pl.col("records").sum()), ("source",))
+    loggers = groups.select(LOGGER).unique().join(records, on=LOGGER, how="left", nulls_equal=True)
+    return (loggers.with_columns(pl.col("records").fill_null(0)).join(by_logger, on=LOGGER, how="left", nulls_equal=True)
+            .join(by_file.rename({"k": "file_k"}), on="source", how="left")
+            .select(*LOGGER, k=pl.when(pl.col("records") >= ECHO_MIN_RECORDS).then("k").otherwise("file_k"))
+            .drop_nulls("k"))
+
+
+def _k_times(lifecycle: pl.DataFrame, records: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
+    """`by` and k for each logger (`by`: a file's logger, or a file) whose lifecycle records
+    (`records` of them; `lifecycle`: the count `c` of each repeated one) come k times over."""
+    # k: the count most of a logger's repeated records come in (the smallest of equals)
+    k = (lifecycle.group_by(*by, "c").agg(pl.len().alias("groups"))
+         .sort([*by, "groups", "c"], descending=[*(False for _ in by), True, False], nulls_last=True)
+         .unique(by, keep="first").select(*by, k="c"))
+    stats = lifecycle.join(k, on=by, nulls_equal=True).group_by(by).agg(
+        k=pl.col("k").first(),
+        fitting=((pl.col("c") % pl.col("k")) == 0).sum(),
+        repeated_groups=pl.len(),
+        repeated_rows=pl.col("c").sum(),
+    )
+    # a logger's distinct records: those written once, and one of each repeated
+    stats = stats.join(records, on=by, nulls_equal=True).with_columns(
+        distinct=pl.col("records") - pl.col("repeated_rows") + pl.col("repeated_groups"))
+    stats = stats.filter((pl.col("records") >= ECHO_MIN_RECORDS) & (pl.col("fitting") >= ECHO_SHARE * pl.col("distinct")))
+    return stats.select(*by, "k")
+
+
+def _in_stretches(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """The repeated records (`groups`) that lie in a stretch of records each written twice, none
+    written once between them (in the file's order): the file's records in a row, or a
+    logger's, alone or with the other loggers' such runs of the file that reach within
+    STRETCH_GAP of it (a shipper's batch holds what all the pods of its node logged meanwhile);
+    STRETCH_MIN records in all, STRETCH_LIFECYCLE of them lifecycle records."""
+    groups = groups.filter(pl.col("c") == 2)
+    if groups.height == 0:
+        return groups
+    groups = groups.with_row_index("__g")
+    firsts = groups.select("__g", "kind", __row=pl.col("__row").list.first())
+    seconds = groups.select(pl.col("__row").list.last())
+    # each of the files' records once, in the order they were written (by line: a log a little out
+    # of time order at a stretch's end would cut it short): those written once, and the first of
+    # each pair
+    records = (table.with_row_index("__row").filter(pl.col("source").is_in(groups.get_column("source").unique().implode()))
+               .select("__row", "ts", "line", *LOGGER).filter(~pl.col("__row").is_in(seconds.get_column("__row").implode()))
+               .join(firsts, on="__row", how="left").sort("source", "line"))
+    paired = (records.with_columns(run=pl.col("__g").is_null().cum_sum().over(LOGGER),
+                                   file_run=pl.col("__g").is_null().cum_sum().over("source"))
+              .filter(pl.col("__g").is_not_null()))
+    # a stretch of the file: its records in a row, whoever logged them (two exports overlapping)
+    in_file = (paired.with_columns(length=pl.len().over("source", "file_run"),
+                                   lifecycle=pl.col("kind").sum().over("source", "file_run"))
+               .filter(_enough()).get_column("__g"))
+    runs = (paired.group_by(*LOGGER, "run").agg(
+                start=pl.col("ts").min(), end=pl.col("ts").max(), length=pl.len(), lifecycle=pl.col("kind").sum())
+            .sort("source", "start"))
+    # the runs of several loggers of a file that reach one another in time, as one batch (an
+    # export of many nodes: the others' records, written once, come between them); one logger's
+    # runs are not joined (a record it wrote once between them says it logged no batch)
+    reach = pl.col("end").cum_max().shift(1).over("source") + STRETCH_GAP
+    runs = runs.with_columns(batch=(pl.col("start") > reach).fill_null(True).cum_sum())
+    batches = (runs.group_by("batch")
+               .agg(length=pl.col("length").sum(), lifecycle=pl.col("lifecycle").sum(),
+                    loggers=pl.struct(LOGGER[1:]).n_unique())
+               .filter((pl.col("loggers") > 1) & _enough()))
+    runs = runs.filter(pl.col("batch").is_in(batches.get_column("batch").implode()) | _enough())
+    in_runs = paired.join(runs.select(*LOGGER, "run"), on=[*LOGGER, "run"], nulls_equal=True).get_column("__g")
+    return groups.filter(pl.col("__g").is_in(in_file.implode()) | pl.col("__g").is_in(in_runs.implode()))
+
+
+def _enough() -> pl.Expr:
+    return (pl.col("length") >= STRETCH_MIN) & (pl.col("lifecycle") >= STRETCH_LIFECYCLE)
