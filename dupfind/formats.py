@@ -141,7 +141,10 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     lines = _sample_lines(head)
     if not lines:
-        return FormatSniff("empty")
+        if not stripped:
+            return FormatSniff("empty")
+        # one line longer than the sample (a search response on one line): judged by its start
+        lines = [head[:SAMPLE_BYTES].decode("utf-8", errors="replace").strip()]
     if allow_document and stripped.startswith(b"["):
         return FormatSniff("json-document", document=True)
     if allow_document and stripped.startswith(b"{"):

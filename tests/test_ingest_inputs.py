@@ -330,3 +330,17 @@ def test_an_export_named_twice_finds_no_duplicate(tmp_path, cli):
     assert report["verdict"] == once["verdict"] == "no_harmful_duplicates"
     assert report["summary"] == once["summary"]
     assert "inputs name files already named, read once" in twice.stderr.decode()
+
+
+def test_a_first_line_longer_than_the_format_sample_is_judged_by_its_start(tmp_path, config):
+    """A format is judged from the file's first 64 KB: a first line longer than that was an empty
+    file with its line rejected. An NDJSON record with a long message is a record; a plain line is
+    parsed as text."""
+    long_json = orjson.dumps({"ts": "2026-07-21T10:00:00.000Z", "event": "job_failed", "job_id": "j-1",
+                              "worker_id": "w-1", "error": "x" * 100_000}).decode()
+    short = orjson.dumps({"ts": "2026-07-21T10:00:01.000Z", "event": "job_started", "job_id": "j-2", "worker_id": "w-1"}).decode()
+    (tmp_path / "w.ndjson").write_text(f"{long_json}\n{short}\n")
+    (tmp_path / "w.log").write_text(f"2026-07-21T10:00:02.000Z INFO job_started job_id=j-3 {'y' * 100_000}\n")
+    files = {Path(f.path).name: f for f in ingest([str(tmp_path)], config).files}
+    assert (files["w.ndjson"].records, files["w.ndjson"].rejected_total) == (2, 0)
+    assert (files["w.log"].records, files["w.log"].rejected_total) == (1, 0) and files["w.log"].format != "empty"
