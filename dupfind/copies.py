@@ -80,45 +80,47 @@ def copies_warning(copies: list[list]) -> str | None:
 
 
 def _read_twice_warning(copies: list[list]) -> str | None:
-    if not copies:
-        return None
-    if len(copies) == 1:
-        [[path, of, n]] = copies
-        return f"{n} records of {path} are exactly records of {of} (time, event, ids, worker): counted once, as one log read twice."
-    named = ", ".join(f"{n} of {path} (as in {of})" for path, of, n in copies[:NAMED])
-    more = f", and records of {len(copies) - NAMED} more files" if len(copies) > NAMED else ""
-    return (
-        f"{sum(n for _, _, n in copies)} records of {len(copies)} files are exactly records of earlier files (time, event, "
-        f"ids, worker): counted once, as logs read twice: {named}{more}."
+    return _said(
+        copies,
+        lambda path, of, n: f"{n} records of {path} are exactly records of {of} (time, event, ids, worker): counted once, as one log read twice.",
+        lambda path, of, n: f"{n} of {path} (as in {of})",
+        lambda files, n, named: f"{n} records of {files} files are exactly records of earlier files (time, event, ids, worker): "
+                                f"counted once, as logs read twice: {named}.",
     )
 
 
 def _written_over_warning(echoes: list[list]) -> str | None:
-    if not echoes:
-        return None
-    if len(echoes) == 1:
-        [[path, _, n, k]] = echoes
-        return (f"The logger of {path} wrote each record {_times(k)} (a logging handler attached {_times(k)}?): "
-                f"{n} repeated records counted once.")
-    named = ", ".join(f"{path} ({_times(k)})" for path, _, _, k in echoes[:NAMED])
-    more = f", and {len(echoes) - NAMED} more files" if len(echoes) > NAMED else ""
-    return (
-        f"The loggers of {len(echoes)} files wrote each record several times (a logging handler attached more than "
-        f"once?): {sum(n for _, _, n, _ in echoes)} repeated records counted once: {named}{more}."
+    return _said(
+        echoes,
+        lambda path, _, n, k: f"The logger of {path} wrote each record {_times(k)} (a logging handler attached {_times(k)}?): "
+                              f"{n} repeated records counted once.",
+        lambda path, _, n, k: f"{path} ({_times(k)})",
+        lambda files, n, named: f"The loggers of {files} files wrote each record several times (a logging handler attached "
+                                f"more than once?): {n} repeated records counted once: {named}.",
     )
 
 
 def _stretches_warning(stretches: list[list]) -> str | None:
-    if not stretches:
-        return None
     why = "(a log shipper re-sending a batch, or overlapping exports joined into one file?)"
-    if len(stretches) == 1:
-        [[path, _, n, _]] = stretches
-        return f"{path} holds stretches of its records twice, one after the other {why}: {n} repeated records counted once."
-    named = ", ".join(f"{n} of {path}" for path, _, n, _ in stretches[:NAMED])
-    more = f", and {len(stretches) - NAMED} more files" if len(stretches) > NAMED else ""
-    return (f"{len(stretches)} files hold stretches of their records twice, one after the other {why}: "
-            f"{sum(n for _, _, n, _ in stretches)} repeated records counted once: {named}{more}.")
+    return _said(
+        stretches,
+        lambda path, _, n, __: f"{path} holds stretches of its records twice, one after the other {why}: {n} repeated records counted once.",
+        lambda path, _, n, __: f"{n} of {path}",
+        lambda files, n, named: f"{files} files hold stretches of their records twice, one after the other {why}: "
+                                f"{n} repeated records counted once: {named}.",
+    )
+
+
+def _said(entries: list[list], one, each, several) -> str | None:
+    """A warning of `entries` (files): `one(*entry)` alone, else `several(files, records, named)`
+    naming NAMED of them by `each(*entry)`."""
+    if not entries:
+        return None
+    if len(entries) == 1:
+        return one(*entries[0])
+    named = ", ".join(each(*entry) for entry in entries[:NAMED])
+    more = f", and {len(entries) - NAMED} more files" if len(entries) > NAMED else ""
+    return several(len(entries), sum(entry[2] for entry in entries), named + more)
 
 
 def _times(k: int) -> str:

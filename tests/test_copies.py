@@ -272,7 +272,7 @@ def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files()
     assert copies_warning([["b.log", "a.log", 5]]) == (
         "5 records of b.log are exactly records of a.log (time, event, ids, worker): counted once, as one log read twice.")
     many = copies_warning([[f"{k}.log", "a.log", 2] for k in range(7)])
-    assert many.startswith("14 records of 7 files are exactly records of earlier files") and "and records of 2 more files" in many
+    assert many.startswith("14 records of 7 files are exactly records of earlier files") and "and 2 more files." in many
 
 
 EXPORTS = sorted(
