@@ -48,8 +48,10 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     if copied.height == 0 and echoed.len() == 0:
         return table, []
     found = copied.group_by(pl.col("source").cast(pl.String), pl.col("of").cast(pl.String)).agg(pl.len().alias("n"))
-    # A file copied from several: named with the file it shares most with (the first by path of equals).
-    found = found.sort(["source", "n", "of"], descending=[False, True, False]).unique("source", keep="first", maintain_order=True)
+    # A file copied from several: named with the file it shares most with (the first by path of
+    # equals), counted with all it shares.
+    found = (found.with_columns(total=pl.col("n").sum().over("source")).sort(["source", "n", "of"], descending=[False, True, False])
+             .unique("source", keep="first", maintain_order=True).select("source", "of", n="total"))
     dropped = pl.concat([copied.get_column("__row"), echoed])
     kept = table.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(dropped.implode()))
     listed = [[path, of, n] for path, of, n in found.iter_rows()] + echoes

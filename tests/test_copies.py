@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dupfind.analyze import analyze
 from dupfind.config import load_config
@@ -53,10 +55,12 @@ def test_the_same_records_without_their_envelope_are_the_same_records(tmp_path):
 
 
 def test_a_file_copied_from_two_as_much_is_named_with_the_first(tmp_path):
-    """Which earlier file a warning names does not depend on the order polars happens to give."""
+    """Which earlier file a warning names does not depend on the order polars happens to give; it
+    counts every record of the file counted once, the other file's too."""
     a, b = [_line(1, "job_started"), _line(2, "email_sent")], [_line(3, "job_started", job="job-2"), _line(4, "email_sent", job="job-2")]
     result = _read(tmp_path, {"a.log": a, "b.log": b, "c.log": a + b})
-    assert result.copies == [[str(tmp_path / "c.log"), str(tmp_path / "a.log"), 2]]
+    assert result.table.height == 4
+    assert result.copies == [[str(tmp_path / "c.log"), str(tmp_path / "a.log"), 4]]
 
 
 @pytest.mark.parametrize("other", [
@@ -353,3 +357,39 @@ def test_every_fixture_with_records_its_files_hold_again_reports_what_it_reports
     report, found = _findings(again)
     assert (report.verdict, found) == (once.verdict, found_once)
     assert any(said in w for w in report.warnings) == any(changed)
+
+
+_EVENTS = (*LIFECYCLE, "polling_queue", "heartbeat")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(_EVENTS), st.sampled_from(["w-1", "w-2", None]),
+                          st.sampled_from([None, 7, 8]), st.sampled_from([1, 1, 1, 1, 1, 1, 2, 4]),
+                          st.one_of(st.just({0}), st.just({1}), st.sets(st.integers(0, 2), min_size=1))),
+                min_size=1, max_size=80),
+       st.booleans(), st.sampled_from([1, 1, 2, 3]), st.booleans())
+def test_counting_records_once_never_loses_a_record_and_says_what_it_dropped(tmp_path, records, in_order, every, again):
+    """Whatever the mix of files, loggers and repeats (each line of a file written `every` times
+    over, its middle third `again` after it): every record is still there at least once, no more
+    often than it was written, and the warnings' counts are what was dropped."""
+    files: dict[str, list[str]] = {}
+    written: dict[tuple, int] = {}
+    for ms, event, worker, pid, times, where in records:
+        line = json.dumps({"ts": f"2026-07-21T10:00:00.{ms * 7:03d}Z", "event": event, "job_id": f"job-{ms % 5}",
+                           "worker_id": worker, "pid": pid, "msg": event})
+        for name in where:
+            files.setdefault(f"f{name}.log", []).extend([line] * times)
+    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    for name, lines in files.items():
+        lines = [line for line in (lines if in_order else sorted(lines)) for _ in range(every)]
+        lines += lines[len(lines) // 3: 2 * len(lines) // 3] if again else []
+        for line in lines:
+            written[line] = written.get(line, 0) + 1
+        (folder / name).write_text("".join(line + "\n" for line in lines))
+    result = ingest([str(folder)], load_config(cwd=Path("/")))
+    assert sum(f.records for f in result.files) - result.table.height == sum(entry[2] for entry in result.copies)
+    content = [c for c in result.table.columns if c not in ("source", "line", "format", "stream")]
+    kept = result.table.group_by(content).len()
+    assert kept.height == len(written)  # each record at least once
+    assert sorted(kept["len"].to_list(), reverse=True)[0] <= max(written.values())
