@@ -123,8 +123,8 @@ def _in_stretches(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
                 start=pl.col("ts").min(), end=pl.col("ts").max(), length=pl.len(), lifecycle=pl.col("kind").sum())
             .sort("source", "start"))
     # the runs of several loggers of a file that reach one another in time, as one batch (an
-    # export of many nodes: the others' records, written once, come between them); one logger's
-    # runs are not joined (a record it wrote once between them says it logged no batch)
+    # export of many nodes: the others' records, written once, come between them); a batch needs
+    # several loggers: one logger's runs, a record it wrote once between them, are not joined
     reach = pl.col("end").cum_max().shift(1).over("source") + STRETCH_GAP
     runs = runs.with_columns(batch=(pl.col("start") > reach).fill_null(True).cum_sum())
     batches = (runs.group_by("batch")
