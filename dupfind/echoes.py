@@ -25,6 +25,7 @@ STRETCH_GAP = timedelta(seconds=2)
 # children may log twice where their parent, on the same file, logs once; an export of a
 # platform's logs holds many workers).
 LOGGER = ("source", "worker_id", "process_id")
+PROCESS = LOGGER[1:]
 # The fourth item of a file's entry whose repeated stretches were counted once (else: k).
 STRETCHES = "stretches"
 
@@ -58,19 +59,30 @@ def _per_file(counted: pl.DataFrame) -> list[tuple]:
 
 def _written_over(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     """The loggers (LOGGER) whose every record was written k times over, and k. A logger with too
-    few lifecycle records to judge (a worker's lines that name no process, an API's access log
-    beside its publishes) follows its file as a whole."""
+    few lifecycle records in its file to judge follows the same worker's process over every file
+    (an export cut into many small files), or, naming no worker (an API's access log beside its
+    publishes) or too few there too, its file as a whole."""
     lifecycle = groups.filter(pl.col("kind")).select(*LOGGER, "c")
     if lifecycle.height == 0:
         return pl.DataFrame(schema={**table.select(LOGGER).schema, "k": pl.UInt32})
-    records = (table.filter(pl.col("source").is_in(lifecycle.get_column("source").implode()) & (pl.col("kind") != "other"))
+    lifecycle_records = table.select(*LOGGER, "kind").filter(pl.col("kind") != "other")
+    records = (lifecycle_records.filter(pl.col("source").is_in(lifecycle.get_column("source").implode()))
                .group_by(LOGGER).agg(pl.len().alias("records")))
+    named = lifecycle.filter(pl.col("worker_id").is_not_null())
+    worker_records = (lifecycle_records.filter(pl.col("worker_id").is_in(named.get_column("worker_id").unique().implode()))
+                      .group_by(PROCESS).agg(pl.len().alias("worker_records")))
     by_logger = _k_times(lifecycle, records, LOGGER)
+    by_process = _k_times(named, worker_records.rename({"worker_records": "records"}), PROCESS)
     by_file = _k_times(lifecycle, records.group_by("source").agg(pl.col("records").sum()), ("source",))
     loggers = groups.select(LOGGER).unique().join(records, on=LOGGER, how="left", nulls_equal=True)
-    return (loggers.with_columns(pl.col("records").fill_null(0)).join(by_logger, on=LOGGER, how="left", nulls_equal=True)
+    return (loggers.with_columns(pl.col("records").fill_null(0))
+            .join(by_logger, on=LOGGER, how="left", nulls_equal=True)
+            .join(worker_records, on=PROCESS, how="left", nulls_equal=True)
+            .join(by_process.rename({"k": "process_k"}), on=PROCESS, how="left", nulls_equal=True)
             .join(by_file.rename({"k": "file_k"}), on="source", how="left")
-            .select(*LOGGER, k=pl.when(pl.col("records") >= ECHO_MIN_RECORDS).then("k").otherwise("file_k"))
+            .select(*LOGGER, k=pl.when(pl.col("records") >= ECHO_MIN_RECORDS).then("k")
+                    .when(pl.col("worker_id").is_not_null() & (pl.col("worker_records") >= ECHO_MIN_RECORDS)).then("process_k")
+                    .otherwise("file_k"))
             .drop_nulls("k"))
 
 
@@ -129,7 +141,7 @@ def _in_stretches(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     runs = runs.with_columns(batch=(pl.col("start") > reach).fill_null(True).cum_sum())
     batches = (runs.group_by("batch")
                .agg(length=pl.col("length").sum(), lifecycle=pl.col("lifecycle").sum(),
-                    loggers=pl.struct(LOGGER[1:]).n_unique())
+                    loggers=pl.struct(PROCESS).n_unique())
                .filter((pl.col("loggers") > 1) & _enough()))
     runs = runs.filter(pl.col("batch").is_in(batches.get_column("batch").implode()) | _enough())
     in_runs = paired.join(runs.select(*LOGGER, "run"), on=[*LOGGER, "run"], nulls_equal=True).get_column("__g")

@@ -147,6 +147,19 @@ def test_a_workers_lines_that_name_no_process_follow_their_file(tmp_path):
     assert result.table["kind"].cast(str).to_list()[::21] == ["worker_start", "stop_signal"]
 
 
+def test_a_worker_whose_logger_writes_twice_is_judged_over_the_small_files_its_log_was_cut_into(tmp_path):
+    """An export of many small files (a shipper's objects of a few lines each): too few records in
+    any one file to judge, the worker's process over all of them writes every record twice. Another
+    worker's records, written once, and its one record written twice in the same millisecond, stay."""
+    doubled = _each(_jobs(4, "w-1"), 2)
+    other = _jobs(2, "w-2")
+    files = {f"w-1/part-{at // 4:03d}.log": doubled[at:at + 4] for at in range(0, len(doubled), 4)}
+    files["w-2/part-000.log"] = other[:3] + [other[2]] + other[3:]
+    result = _read(tmp_path, files)
+    assert result.table.height == 20 + 11
+    assert sum(entry[2] for entry in result.copies) == 20 and all(entry[3] == 2 for entry in result.copies)
+
+
 def test_a_record_written_twice_as_often_as_the_files_others_is_two_records(tmp_path):
     """In a file that writes everything twice, a side effect requested twice in one millisecond (an
     HTTP client's retry) is four lines: two records, still a duplicate to report."""
