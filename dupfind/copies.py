@@ -12,6 +12,10 @@ from dupfind.echoes import LOGGER, STRETCHES, within_files
 WHERE_READ = ("source", "line", "format", "stream")
 # Files a warning names; the others are counted.
 NAMED = 5
+# How a copies entry's records came twice, in the order entries and warnings are listed: an earlier
+# file holds them ([path, of, n]), the file's logger wrote each k times ([path, path, n, k]), or
+# the file holds stretches of them again ([path, path, n, STRETCHES]).
+READ_TWICE, WRITTEN_OVER, STRETCHED = range(3)
 
 
 def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
@@ -55,7 +59,7 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     dropped = pl.concat([copied.get_column("__row"), echoed])
     kept = table.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(dropped.implode()))
     listed = [[path, of, n] for path, of, n in found.iter_rows()] + echoes
-    return kept, sorted(listed, key=lambda entry: (entry[0], entry[1] == entry[0], entry[3:] == [STRETCHES]))
+    return kept, sorted(listed, key=lambda entry: (entry[0], _way(entry)))
 
 
 def merged_copies(parts: list[list[list]]) -> list[list]:
@@ -65,20 +69,24 @@ def merged_copies(parts: list[list[list]]) -> list[list]:
     best: dict[tuple, list] = {}
     for copies in parts:
         for entry in copies:
-            key = (entry[0], entry[1], entry[3] == STRETCHES if len(entry) > 3 else None)
+            key = (entry[0], _way(entry), entry[1])
             if key not in best or entry[2] > best[key][2]:
                 best[key] = list(entry)
-    return [best[key] for key in sorted(best, key=lambda key: (key[0], key[1] == key[0], key[1], bool(key[2])))]
+    return [best[key] for key in sorted(best)]
 
 
 def copies_warning(copies: list[list]) -> str | None:
     """The report's warning of records counted once: because an earlier file holds them too, or
     because a file's logger or export wrote them again."""
-    read_twice = [entry for entry in copies if entry[0] != entry[1]]
-    written_over = [entry for entry in copies if entry[0] == entry[1] and entry[3] != STRETCHES]
-    stretches = [entry for entry in copies if entry[0] == entry[1] and entry[3] == STRETCHES]
-    said = [_read_twice_warning(read_twice), _written_over_warning(written_over), _stretches_warning(stretches)]
+    said = [warning([entry for entry in copies if _way(entry) == way]) for way, warning in enumerate(WARNINGS)]
     return " ".join(text for text in said if text) or None
+
+
+def _way(entry: list) -> int:
+    """How a copies entry's records came twice: READ_TWICE, WRITTEN_OVER or STRETCHED."""
+    if entry[0] != entry[1]:
+        return READ_TWICE
+    return STRETCHED if entry[3] == STRETCHES else WRITTEN_OVER
 
 
 def _read_twice_warning(copies: list[list]) -> str | None:
@@ -123,6 +131,10 @@ def _said(entries: list[list], one, each, several) -> str | None:
     named = ", ".join(each(*entry) for entry in entries[:NAMED])
     more = f", and {len(entries) - NAMED} more files" if len(entries) > NAMED else ""
     return several(len(entries), sum(entry[2] for entry in entries), named + more)
+
+
+# The warning of each way, by READ_TWICE, WRITTEN_OVER, STRETCHED.
+WARNINGS = (_read_twice_warning, _written_over_warning, _stretches_warning)
 
 
 def _times(k: int) -> str:

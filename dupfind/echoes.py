@@ -39,12 +39,12 @@ def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, lis
               .filter(pl.col("c") >= 2))
     if groups.height == 0:
         return pl.Series("__row", [], pl.UInt32), []
-    loggers = _written_over(table, groups)
+    groups = groups.join(_written_over(table, groups), on=LOGGER, how="left", nulls_equal=True)
     # each record written c = m * k times is m records: its first m lines are kept (a group's rows
     # are in the table's order: by line)
-    over = (groups.join(loggers, on=LOGGER, nulls_equal=True).filter(pl.col("c") % pl.col("k") == 0)
+    over = (groups.filter(pl.col("c") % pl.col("k") == 0)
             .select("source", "k", pl.col("__row").list.slice(pl.col("c") // pl.col("k"))).explode("__row"))
-    stretched = _in_stretches(table, groups.join(loggers, on=LOGGER, how="anti", nulls_equal=True))
+    stretched = _in_stretches(table, groups.filter(pl.col("k").is_null()))
     again = stretched.select("source", pl.col("__row").list.slice(1)).explode("__row")
     entries = [
         *([path, path, n, k] for path, n, k in _per_file(over.group_by("source").agg(pl.len().alias("n"), pl.col("k").max()))),

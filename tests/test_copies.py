@@ -27,6 +27,11 @@ def _line(ms: int, event: str, worker: str = "w-1", job: str = "job-1") -> str:
                        "worker_id": worker, "msg": f"{event} {job}"})
 
 
+def _at(second: float, event: str, worker: str = "w-1", job: str | None = "job-1", **fields) -> str:
+    return json.dumps({"ts": f"2026-07-21T10:{int(second) // 60:02d}:{second % 60:06.3f}Z", "level": "info",
+                       "event": event, "job_id": job, "worker_id": worker, "msg": event, **fields})
+
+
 def _read(tmp_path: Path, files: dict[str, list[str]]):
     for name, lines in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -118,16 +123,13 @@ def test_a_pools_children_that_log_twice_beside_a_parent_that_logs_once_are_told
     """A handler attached again in each pool child (Celery's worker_process_init): on the node's one
     file, the children's records come twice and the parent's (received, acknowledged) once; a
     redelivery the parent receives twice stays two records."""
-    def at(ms: int, event: str, pid: int, job: str) -> str:
-        return json.dumps({"ts": f"2026-07-21T10:00:{ms // 1000:02d}.{ms % 1000:03d}Z", "level": "info", "event": event,
-                           "job_id": job, "worker_id": "w-1", "pid": pid, "msg": event})
     lines = []
     for j in range(6):
-        child, base = 11 + j % 2, 1000 * j
-        lines.append(at(base, "job_received", 1, f"job-{j}"))
-        lines += _each([at(base + 10 + k, event, child, f"job-{j}") for k, event in enumerate(LIFECYCLE[1:])], 2)
-        lines.append(at(base + 20, "job_acked", 1, f"job-{j}"))
-    lines += [at(9000, "job_received", 1, "job-5")] * 2  # redelivered twice to the parent at once
+        child, base = 11 + j % 2, j
+        lines.append(_at(base, "job_received", job=f"job-{j}", pid=1))
+        lines += _each([_at(base + (10 + k) / 1000, event, job=f"job-{j}", pid=child) for k, event in enumerate(LIFECYCLE[1:])], 2)
+        lines.append(_at(base + 0.02, "job_acked", job=f"job-{j}", pid=1))
+    lines += [_at(9, "job_received", job="job-5", pid=1)] * 2  # redelivered twice to the parent at once
     result = _read(tmp_path, {"w-1.log": lines})
     assert result.table.height == 6 * 6 + 2 and result.copies[0][2:] == [24, 2]
     received = result.texts.decoded(result.table.filter(result.table["name"].cast(str) == "job_received"))
@@ -137,11 +139,8 @@ def test_a_pools_children_that_log_twice_beside_a_parent_that_logs_once_are_told
 def test_a_workers_lines_that_name_no_process_follow_their_file(tmp_path):
     """Too few to judge alone (started, stopping: no pid), they are written twice as the file's
     other records are."""
-    def at(ms: int, event: str, **fields) -> str:
-        return json.dumps({"ts": f"2026-07-21T10:00:{ms // 1000:02d}.{ms % 1000:03d}Z", "level": "info", "event": event,
-                           "worker_id": "w-1", "msg": event, **fields})
-    jobs = [at(100 * j + k, event, job_id=f"job-{j}", pid=7) for j in range(1, 5) for k, event in enumerate(LIFECYCLE)]
-    lines = _each([at(0, "worker_started"), *jobs, at(9000, "sigterm_received")], 2)
+    jobs = [_at((100 * j + k) / 1000, event, job=f"job-{j}", pid=7) for j in range(1, 5) for k, event in enumerate(LIFECYCLE)]
+    lines = _each([_at(0, "worker_started", job=None), *jobs, _at(9, "sigterm_received", job=None)], 2)
     result = _read(tmp_path, {"w-1.log": lines})
     assert result.table.height == 22 and result.copies[0][2:] == [22, 2]
     assert result.table["kind"].cast(str).to_list()[::21] == ["worker_start", "stop_signal"]
@@ -198,11 +197,6 @@ def test_a_short_file_written_twice_is_not_judged(tmp_path):
     assert 2 * len(lines) < ECHO_MIN_RECORDS
     result = _read(tmp_path, {"w-1.log": _each(lines, 2)})
     assert result.table.height == 6 and result.copies == []
-
-
-def _at(second: float, event: str, worker: str = "w-1", job: str | None = "job-1") -> str:
-    return json.dumps({"ts": f"2026-07-21T10:{int(second) // 60:02d}:{second % 60:06.3f}Z", "level": "info",
-                       "event": event, "job_id": job, "worker_id": worker, "msg": event})
 
 
 def _second(line: str) -> float:
