@@ -315,6 +315,7 @@ def analyze_correlated(
         analysed = report
         report = cached_report_class()(**{f.name: getattr(analysed, f.name) for f in fields(analysed)})
         report.__dict__[CACHE_REF] = (loaded.cache, loaded.set_key, key)
+        report.__dict__[ANALYSED_NOW] = True
         if background.deferring() and not isinstance(loaded.correlation, CachedCorrelation):
             background.defer(_rest_on_stored_set, loaded, (analysed, report), front=True)
         background.defer(_store_analysis, loaded, key, analysed, {name: getattr(analysed, name) for name in stored_fields})
@@ -383,6 +384,15 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[Any
     data, note = render()
     cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", *(data if isinstance(data, list) else [data]))
     return data, note
+
+
+def prepare_output(source, kind: str, params: Any, render: Callable[[], bytes]) -> None:
+    """Store what cached_output(source, kind, params, ...) would give, with no notes for stderr,
+    unless an earlier run stored it: for a command that will likely follow."""
+    entry = _output_entry(source, kind, params)
+    if entry is not None and entry[3] is None:
+        cache, set_key, key, _ = entry
+        cache.store_blob_soon(set_key, key, orjson.dumps(None) + b"\n", render())
 
 
 def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], None],
@@ -507,6 +517,10 @@ def store_context_facts(ctx) -> None:
     if facts is not None:
         background.defer(facts.store_new, ctx)
 
+
+# Set on a report whose analysis this command made (and will store), not read from the cache: what
+# a command prepares for the next from a new analysis, an earlier one prepared from a stored one.
+ANALYSED_NOW = "_analysed_now"
 
 # Set on a report whose analysis is in the result cache: (cache, set key, analysis key), so that
 # what is derived from it can be cached beside it. A report rebuilt from other findings

@@ -57,6 +57,14 @@ def cache_dir(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture
+def no_prepared_views(monkeypatch):
+    """`analyze` draws no timeline view for the next command: the only output it stores is its own."""
+    import dupfind.commands.analyze
+
+    monkeypatch.setattr(dupfind.commands.analyze, "PREPARED_VIEWS_MAX_RECORDS", 0)
+
+
 def run(*args: str) -> bytes:
     """One in-process CLI run: its stdout, after checking it succeeded."""
     result = CliRunner().invoke(app, list(args), catch_exceptions=False)
@@ -268,6 +276,54 @@ def test_a_ticket_after_analyze_loads_no_polars(tmp_path):
     assert trace.returncode == 0 and orjson.loads(trace.stdout)["finding"] == worst
     imported = {line.rsplit(b"|", 1)[-1].strip() for line in trace.stderr.splitlines() if line.startswith(b"import time:")}
     assert b"dupfind.trace" in imported and b"polars.dataframe.frame" not in imported
+
+
+def test_analyze_prepares_the_timelines_default_views(logs, cache_dir, monkeypatch):
+    """A cached `analyze` of a small export also draws the timeline's default views (JSON, and the
+    terminal view as this output would show it): the timeline after it builds no document and
+    writes what a --no-cache run writes. An analysis the timeline does not read (other rules, an
+    id fan-out of its own), one not made now, or an export above PREPARED_VIEWS_MAX_RECORDS is not
+    drawn for."""
+    import dupfind.commands.analyze
+    import dupfind.timeline
+
+    def timeline(*options: str) -> bytes:
+        return run("timeline", str(logs), *options)
+
+    views = [("--format", "json"), ()]
+    uncached = [timeline(*v, "--no-cache") for v in views]
+    built = []
+    for name in ("timeline_document", "timeline_parts"):
+        real = getattr(dupfind.timeline, name)
+        monkeypatch.setattr(dupfind.timeline, name, lambda *a, _real=real, **k: built.append(1) or _real(*a, **k))
+
+    for options in (("--disable", "DF105"), ("--max-jobs-per-value", "30")):
+        run("analyze", str(logs), "--format", "json", *options)
+        assert built == []
+    run("analyze", str(logs), "--format", "json")
+    assert built  # drawn once the report was out
+    built.clear()
+    assert [timeline(*v) for v in views] == uncached and built == []
+    assert timeline("--width", "120") and built  # another view is drawn
+    shutil.rmtree(cache_dir)
+    monkeypatch.setattr(dupfind.commands.analyze, "PREPARED_VIEWS_MAX_RECORDS", 10)
+    built.clear()
+    run("analyze", str(logs), "--format", "json")
+    assert built == []
+    monkeypatch.undo()
+
+
+def test_a_timeline_after_analyze_loads_no_polars(logs, tmp_path):
+    """The command line: the timeline after `analyze` writes the views analyze drew, without
+    loading polars (over 20,000 small files, 0.33 s a first timeline took, 0.20 s now)."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_cli("analyze", str(logs), "--format", "json", env=env).returncode == 0
+    for options in (("--format", "json"), ()):
+        shown = run_cli("timeline", str(logs), *options, env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+        assert shown.returncode == 0 and b"deploy" in shown.stdout
+        imported = {line.rsplit(b"|", 1)[-1].strip() for line in shown.stderr.splitlines()
+                    if line.startswith(b"import time:")}
+        assert b"dupfind.result_cache" in imported and b"polars.dataframe.frame" not in imported
 
 
 def test_a_timeline_after_analyze_reads_its_marks_not_the_side_effects(logs, cache_dir):
@@ -1018,7 +1074,8 @@ def test_analyses_and_outputs_of_a_set_are_bounded(logs, cache_dir, monkeypatch)
     assert run("analyze", str(logs), "--format", "json", "--skew", "0.4") == out
 
 
-def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs, cache_dir, monkeypatch):
+def test_a_large_output_is_stored_while_it_is_written_and_main_waits_for_it(logs, cache_dir, monkeypatch,
+                                                                            no_prepared_views):
     """An output rendered whole (the Markdown ticket: what redaction masked is said after it) of
     BACKGROUND_BLOB_BYTES or more is stored on a thread of its own; the entry point returns only
     once it is stored, and the next run reads it back."""
@@ -1064,7 +1121,7 @@ def _without_command_line(ticket: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("fmt", ["json", "ndjson", "table"])
-def test_an_output_without_notes_is_stored_as_it_is_written(logs, cache_dir, monkeypatch, fmt):
+def test_an_output_without_notes_is_stored_as_it_is_written(logs, cache_dir, monkeypatch, fmt, no_prepared_views):
     """A report with nothing to say on stderr (no redaction) goes to the output a chunk at a time
     and into the cache as it goes (never held whole): the stored copy is the output, byte for
     byte, and the next run writes it without analysing anything."""
@@ -1153,7 +1210,8 @@ def test_an_output_cut_short_is_not_stored(logs, cache_dir, monkeypatch):
     assert run("analyze", str(logs), "--format", "json") == run("analyze", str(logs), "--format", "json", "--no-cache")
 
 
-def test_a_stored_output_whose_write_fails_is_dropped_and_the_output_stays_whole(logs, cache_dir, monkeypatch):
+def test_a_stored_output_whose_write_fails_is_dropped_and_the_output_stays_whole(logs, cache_dir, monkeypatch,
+                                                                                 no_prepared_views):
     """A failed write of the stored copy (a full disk) costs the entry, not the report."""
     cold = run("analyze", str(logs), "--format", "json", "--no-cache")
     real_write = dupfind.result_cache.BlobStream.write
@@ -1233,7 +1291,9 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
-    assert events == ["output", "set", "files", "analysis", "part stored", "output stored", "facts"]
+    # Then the timeline's two default views, drawn for the next command once the report is out.
+    assert events == ["output", "set", "files", "analysis", "part stored", "output stored", "facts", "output stored",
+                      "output stored"]
     assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]  # the staged report was moved
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)

@@ -38,6 +38,9 @@ from dupfind.mapped_file import write_end
 # size drawing 355 views each peaked at 1.29 GB under a limit of 1 GB).
 TIMELINE_PLANNED_SHARE = 0.6
 
+DEFAULT_WINDOW = "10m"
+DEFAULT_MAX_ROWS = 40
+
 
 def deploy_reads(rows: list[dict], chosen: list[str], bounds: list[list[str | None]], overlap_s: float,
                  since: datetime | None, until: datetime | None,
@@ -303,6 +306,109 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     return read_from, read_to, files_for_read(paths, files, read_from, read_to), kept
 
 
+class TimelineViews:
+    """The views one timeline run draws of `report`: the window(s) chosen by `deploy`, `around`
+    (a time, `width_s` wide) or neither, one document built for them all (never stored: each view
+    caches its bytes instead; storing the document of a large export cost as much as building it),
+    and each view's bytes as an earlier run over the same cached analysis rendered them."""
+
+    def __init__(self, report, deploy: str | None, around: datetime | None, width_s: float, redactor) -> None:
+        self.report, self.deploy, self.around, self.width_s, self.redactor = report, deploy, around, width_s, redactor
+        self.shape = {"deploy": deploy, "around": around.isoformat() if around else None, "window_s": width_s}
+        self.masked: list[str | None] = []  # what redaction masked, said once on stderr
+        self._document: dict | None = None
+
+    def windows(self) -> list:
+        from dupfind.timeline import select_windows
+
+        return select_windows(self.report, self.deploy, self.around, self.width_s)
+
+    def data(self) -> dict:
+        """The document of every value any of the views shows (masked when redacting)."""
+        if self._document is None:
+            from dupfind.timeline import timeline_document
+
+            built = timeline_document(self.report, self.windows())
+            self._document = self.redactor.tree(built) if self.redactor is not None else built
+        return self._document
+
+    def view(self, kind: str, params: dict, render: Callable[[], bytes]) -> bytes:
+        """A view's bytes as an earlier run over the same cached analysis rendered them, or now."""
+        from dupfind.pipeline import cached_output
+
+        redactor = self.redactor
+        data, summary = cached_output(
+            self.report, f"timeline:{kind}", {**self.shape, **params, "redacted": redactor is not None},
+            lambda: (render(), redactor.summary() if redactor is not None else None),
+        )
+        self.masked.append(summary)
+        return data
+
+    # --format json is indented, but each execution's entry on one line: half the bytes of a
+    # document indented throughout (a 5M-line export's timeline: 534 -> 277 MB), and one line to
+    # grep per execution.
+    def as_json(self) -> bytes:
+        """--format json of the (masked) document."""
+        import orjson
+
+        from dupfind.timeline import entries_on_one_line
+
+        return orjson.dumps(entries_on_one_line(self.data()), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+    def json_written(self, out) -> None:
+        """--format json unmasked, written to `out`: the executions' entries as JSON text from
+        polars, not as dicts; each window written as it is made, not held as one document."""
+        from dupfind.timeline import timeline_parts, write_document_json
+
+        head, views = timeline_parts(self.report, self.windows(), as_json=True)
+        write_document_json(head, views, out.write)
+
+    def as_table(self, console, max_rows: int, drawn_alone: bool = True) -> bytes:
+        """The terminal view drawn on `console`; `drawn_alone`: no other view of this run needs the
+        whole document, so only what this one draws is built."""
+        from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width, render_timeline
+        from dupfind.timeline import timeline_document, timeline_reads
+
+        if drawn_alone and self.redactor is None:
+            if self.report.context is not None:
+                self.report.context.read_ahead(*timeline_reads(DRAWN_ENTRY_FIELDS))  # before windows() reads ahead more
+            data = timeline_document(self.report, self.windows(), entry_fields=DRAWN_ENTRY_FIELDS,
+                                     bar_width=bar_width(console.width))
+        else:
+            data = self.data()
+        render_timeline(data, console, max_rows)
+        return console.file.getvalue().encode()
+
+
+def prepare_default_views(report) -> None:
+    """Store, beside `report`'s cached analysis, what `timeline` over the same inputs writes with
+    no option but --format: its JSON, and its terminal view as this process's standard output
+    would show it (a terminal's width and colours, else 100 columns). `analyze` calls it once its
+    report is out, for an export small enough (PREPARED_VIEWS_MAX_RECORDS): the timeline after it
+    then loads no frame, nor polars (over 20,000 small files, 0.33 s without it, against 2.9 s
+    for the analysis)."""
+    import io
+
+    from dupfind.pipeline import prepare_output
+    from dupfind.read_plan import parse_duration
+
+    views = TimelineViews(report, None, None, parse_duration(DEFAULT_WINDOW, "--window"), None)
+
+    def json_bytes() -> bytes:
+        out = io.BytesIO()
+        views.json_written(out)
+        return out.getvalue()
+
+    console = _console(None, None)
+    params = {"width": console.width, "max_rows": DEFAULT_MAX_ROWS, "color": console.color_system}
+    try:
+        prepare_output(report, "timeline:json", {**views.shape, "redacted": False}, json_bytes)
+        prepare_output(report, "timeline:table", {**views.shape, **params, "redacted": False},
+                       lambda: views.as_table(console, DEFAULT_MAX_ROWS))
+    except DupfindError:  # nothing to draw (no record): the timeline says so itself
+        return
+
+
 @app.command()
 def timeline(
     paths: PathsArg,
@@ -318,7 +424,7 @@ def timeline(
         typer.Option(
             "--window", help="Width of --around's window, and of the busiest-duplicates window (e.g. 10m, 90s)."
         ),
-    ] = "10m",
+    ] = DEFAULT_WINDOW,
     html: Annotated[
         Optional[Path],
         typer.Option("--html", help="Also write one self-contained, offline HTML file with a zoomable timeline."),
@@ -331,7 +437,7 @@ def timeline(
         typer.Option(
             "--max-rows", help="Worker rows before quieter workers of a generation are aggregated into one row."
         ),
-    ] = 40,
+    ] = DEFAULT_MAX_ROWS,
     width: Annotated[
         Optional[int], typer.Option("--width", help="Terminal width to draw for (default: the terminal's, or 100).")
     ] = None,
@@ -352,20 +458,10 @@ def timeline(
     """Deploy-window report: generations and their workers' lifetimes, stop signals and kills,
     executions as bars with duplicated actions marked, and duplicates inside vs outside deploys.
     By default one view per deploy found (or the busiest duplicate period when no deploy is logged)."""
-    import orjson
-
-    from dupfind.commands.analyze import run_analysis
+    from dupfind.commands.analyze import DEFAULT_MAX_JOBS_PER_VALUE, run_analysis
     from dupfind.config import load_config
-    from dupfind.pipeline import cached_output, store_context_facts, write_cached_output
+    from dupfind.pipeline import store_context_facts, write_cached_output
     from dupfind.read_plan import parse_duration
-    from dupfind.timeline import (
-        entries_on_one_line,
-        select_windows,
-        timeline_document,
-        timeline_parts,
-        timeline_reads,
-        write_document_json,
-    )
     from dupfind.timeparse import parse_time_bound
 
     if deploy is not None and around is not None:
@@ -389,67 +485,18 @@ def timeline(
                                                   rules, assume_tz, since, until, not no_cache)
         if rejects is None and not strict:  # those are of every line: every file is read then
             paths = held
-    report, cfg = run_analysis(paths, None, skew, None, 25, config, rules, assume_tz, since, until, rejects, strict,
-                               use_cache=not no_cache, cfg=cfg, kept=kept)
-    shape = {"deploy": deploy, "around": around_ts.isoformat() if around_ts else None, "window_s": width_s}
+    report, cfg = run_analysis(paths, None, skew, None, DEFAULT_MAX_JOBS_PER_VALUE, config, rules, assume_tz, since,
+                               until, rejects, strict, use_cache=not no_cache, cfg=cfg, kept=kept)
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)
-
-    def windows() -> list:
-        return select_windows(report, deploy, around_ts, width_s)
-
-    document: list[dict] = []
-
-    def timeline_data() -> dict:
-        # Built once for the views of this run, never stored: a view caches its bytes instead
-        # (storing the document of a large export cost as much as building it).
-        if not document:
-            built = timeline_document(report, windows())
-            # The document holds every value that any of the views shows.
-            document.append(redactor.tree(built) if redactor is not None else built)
-        return document[0]
-
-    masked: list[str] = []  # what redaction masked, said once on stderr
-
-    def view(kind: str, params: dict, render) -> bytes:
-        """A view's bytes as an earlier run over the same cached analysis rendered them, or now."""
-        data, summary = cached_output(
-            report, f"timeline:{kind}", {**shape, **params, "redacted": redactor is not None},
-            lambda: (render(), redactor.summary() if redactor is not None else None),
-        )
-        masked.append(summary)
-        return data
+    views = TimelineViews(report, deploy, around_ts, width_s, redactor)
+    shape, view, timeline_data = views.shape, views.view, views.data
 
     def done() -> None:
-        said = next((m for m in reversed(masked) if m), None)
+        said = next((m for m in reversed(views.masked) if m), None)
         if said:
             sys.stderr.write(f"dupfind: {said}\n")
         store_context_facts(report.context)
-
-    # --format json is indented, but each execution's entry on one line: half the bytes of a
-    # document indented throughout (a 5M-line export's timeline: 534 -> 277 MB), and one line to
-    # grep per execution.
-    def as_json() -> bytes:  # redacted: the document's values masked as the other views mask them
-        return orjson.dumps(entries_on_one_line(timeline_data()), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-
-    def json_written(out) -> None:
-        # The executions' entries as JSON text from polars, not as dicts; each window written as
-        # it is made, not held as one document.
-        head, views = timeline_parts(report, windows(), as_json=True)
-        write_document_json(head, views, out.write)
-
-    def as_table(console) -> bytes:
-        from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width, render_timeline
-
-        if html is None and redactor is None:  # the document of this view alone: what it draws
-            if report.context is not None:
-                report.context.read_ahead(*timeline_reads(DRAWN_ENTRY_FIELDS))  # before windows() reads ahead more
-            data = timeline_document(report, windows(), entry_fields=DRAWN_ENTRY_FIELDS,
-                                     bar_width=bar_width(console.width))
-        else:
-            data = timeline_data()
-        render_timeline(data, console, max_rows)
-        return console.file.getvalue().encode()
 
     if html is not None:
         from dupfind.render.timeline_html import render_html
@@ -458,15 +505,15 @@ def timeline(
         write_output(lambda out: write_end(out, page), html)
     if output_format == TableOrJson.json:
         if redactor is None:  # stored as it is written (the same entry as view("json") keeps)
-            write_cached_output(report, "timeline:json", {**shape, "redacted": False}, json_written,
+            write_cached_output(report, "timeline:json", {**shape, "redacted": False}, views.json_written,
                                 lambda writer: write_output(writer, output))
             return done()
-        data = view("json", {}, as_json)
+        data = view("json", {}, views.as_json)
         write_output(lambda out: write_end(out, data), output)
         return done()
     console = _console(output, width)  # the terminal view alone imports rich
     params = {"width": console.width, "max_rows": max_rows, "color": console.color_system}
-    data = view("table", params, lambda: as_table(console))
+    data = view("table", params, lambda: views.as_table(console, max_rows, drawn_alone=html is None))
     write_output(lambda out: write_end(out, data), output)
     done()
 
