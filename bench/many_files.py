@@ -81,6 +81,28 @@ WARM_IMPORTS = "import dupfind.cli, dupfind.pipeline, dupfind.windows, dupfind.r
 POLARS_LOADED = "import polars; polars.DataFrame"
 
 
+def duckdb_checks(logs: Path, work: Path, repeat: int, cold: float) -> None:
+    """compare.py's hand-written DuckDB statement (its three checks) over the same files, `repeat`
+    times, each in a fresh process: its wall time and the statement's, against analyze without the
+    cache."""
+    from compare import HERE as COMPARE
+
+    files_list = work / "duckdb-files.json"
+    files_list.write_bytes(orjson.dumps([str(p) for p in sorted(logs.iterdir())]))
+    runs = []
+    for _ in range(repeat):
+        res = run([sys.executable, COMPARE, "--child", "duckdb", "--files", str(files_list)], cwd=work,
+                  env={**os.environ, "NO_COLOR": "1"})
+        if "error" in res:
+            raise SystemExit(f"duckdb failed: {res['error']}")
+        runs.append(res)
+    wall = statistics.median(r["proc_seconds"] for r in runs)
+    statement = statistics.median(r["seconds"] for r in runs)
+    print(f"\nDuckDB, compare.py's three checks over the same files: {wall:.2f} s ({statement:.2f} s the statement), "
+          f"{max(r.get('rss_peak_mb', 0) for r in runs):.0f} MB; dupfind analyze --no-cache / DuckDB: "
+          f"{cold / wall:.2f}x by wall time, {cold / statement:.2f}x against the statement")
+
+
 def next_commands(logs: Path, work: Path, root: Path, repeat: int, cold: float) -> None:
     """The first run of each NEXT_COMMANDS entry over a fresh copy of the cache the first run of
     `analyze --format json` left (cache-0), `repeat` times each; against analyze without the cache."""
@@ -130,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--next", action="store_true",
                         help="also time the first run of each other command (compare.py's NEXT_COMMANDS) over a copy "
                              "of the cache one analyze left")
+    parser.add_argument("--duckdb", action="store_true",
+                        help="also time compare.py's DuckDB statement (three checks) over the same files")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the checkout whose dupfind/ is measured (a git worktree of another commit)")
     args = parser.parse_args(argv)
@@ -165,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     bare, polars, every = (import_floor(args.root, code) for code in ("pass", POLARS_LOADED, WARM_IMPORTS))
     print(f"a warm run's floor: the interpreter {bare:.2f} s; the modules a warm command imports {every:.2f} s "
           f"({every / cold:.2f}x of cold); polars loaded, which a warm command does not need, {polars:.2f} s")
+    if args.duckdb:
+        duckdb_checks(logs, args.work, args.repeat, cold)
     if args.next:
         next_commands(logs, args.work, args.root, args.repeat, cold)
     digests = {r["digest"] for rs in results.values() for r in rs}
