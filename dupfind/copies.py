@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from dupfind.echoes import LOGGER, STRETCHES, within_files
+from dupfind.echoes import LOGGER, ORIGIN, SENT_AGAIN_MARK, STRETCHES, within_files
 
 # What may differ between two files that hold one record: where it was read, and how it was
 # wrapped (a container runtime's file of a worker's stdout beside the worker's own log file).
-# `stream` also tells apart a record a logger wrote to stdout and again to stderr.
-WHERE_READ = ("source", "line", "format", "stream")
+# `stream` also tells apart a record a logger wrote to stdout and again to stderr; `origin_id`
+# (where a log pipeline collected it) a line a logger wrote twice, which two collections of one
+# file, or two pipelines, name alike.
+WHERE_READ = ("source", "line", "format", "stream", ORIGIN)
 # Files a warning names; the others are counted.
 NAMED = 5
 # How a copies entry's records came twice, in the order entries and warnings are listed: an earlier
-# file holds them ([path, of, n]), the file's logger wrote each k times ([path, path, n, k]), or
-# the file holds stretches of them again ([path, path, n, STRETCHES]).
-READ_TWICE, WRITTEN_OVER, STRETCHED = range(3)
+# file holds them ([path, of, n]), the file's logger wrote each k times ([path, path, n, k]), the
+# file holds stretches of them again ([path, path, n, STRETCHES]), or its log pipeline delivered
+# them again, their origin the same ([path, path, n, SENT_AGAIN_MARK]).
+READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN = range(4)
 
 
 def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
@@ -41,7 +44,8 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
         return table, []
     compared = [c for c in table.columns if c not in WHERE_READ]
     candidates = table.with_row_index("__row").filter(tied)
-    same = candidates.select("__row", *LOGGER, "kind", __h=candidates.select(compared).hash_rows())
+    origin = [ORIGIN] if ORIGIN in table.columns else []
+    same = candidates.select("__row", *LOGGER, "kind", *origin, __h=candidates.select(compared).hash_rows())
     same = same.filter(pl.col("__h").is_duplicated())
     if same.height == 0:
         return table, []
@@ -83,10 +87,10 @@ def copies_warning(copies: list[list]) -> str | None:
 
 
 def _way(entry: list) -> int:
-    """How a copies entry's records came twice: READ_TWICE, WRITTEN_OVER or STRETCHED."""
+    """How a copies entry's records came twice: READ_TWICE, WRITTEN_OVER, STRETCHED or SENT_AGAIN."""
     if entry[0] != entry[1]:
         return READ_TWICE
-    return STRETCHED if entry[3] == STRETCHES else WRITTEN_OVER
+    return STRETCHED if entry[3] == STRETCHES else SENT_AGAIN if entry[3] == SENT_AGAIN_MARK else WRITTEN_OVER
 
 
 def _read_twice_warning(copies: list[list]) -> str | None:
@@ -121,6 +125,17 @@ def _stretches_warning(stretches: list[list]) -> str | None:
     )
 
 
+def _sent_again_warning(resent: list[list]) -> str | None:
+    why = ("the same origin (the offset, cursor or event id its log pipeline gave it): delivered again by the "
+           "pipeline, not written again")
+    return _said(
+        resent,
+        lambda path, _, n, __: f"{path} holds {n} records again with {why}: counted once.",
+        lambda path, _, n, __: f"{n} of {path}",
+        lambda files, n, named: f"{files} files hold records again with {why}: {n} repeated records counted once: {named}.",
+    )
+
+
 def _said(entries: list[list], one, each, several) -> str | None:
     """A warning of `entries` (files): `one(*entry)` alone, else `several(files, records, named)`
     naming NAMED of them by `each(*entry)`."""
@@ -133,8 +148,8 @@ def _said(entries: list[list], one, each, several) -> str | None:
     return several(len(entries), sum(entry[2] for entry in entries), named + more)
 
 
-# The warning of each way, by READ_TWICE, WRITTEN_OVER, STRETCHED.
-WARNINGS = (_read_twice_warning, _written_over_warning, _stretches_warning)
+# The warning of each way, by READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN.
+WARNINGS = (_read_twice_warning, _written_over_warning, _stretches_warning, _sent_again_warning)
 
 
 def _times(k: int) -> str:

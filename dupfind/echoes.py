@@ -28,44 +28,61 @@ LOGGER = ("source", "worker_id", "process_id")
 PROCESS = LOGGER[1:]
 # The fourth item of a file's entry whose repeated stretches were counted once (else: k).
 STRETCHES = "stretches"
+# Where a log pipeline collected a record (schema: `origin_id`): a record held again with the
+# same origin was delivered again, whatever its neighbours (a quiet worker's two lines in a
+# re-sent batch); the fourth item of a file's entry of such records.
+ORIGIN = "origin_id"
+SENT_AGAIN_MARK = "sent again"
 
 
 def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, list[list]]:
     """The rows to drop of the records a file holds again because its logger or its export wrote
     them again (`own`: the repeated records of each file that is the first to hold them: row,
     logger, kind, hash `__h`), and for each file [path, path, rows dropped, k] (every record of
-    some of its loggers written k times, k the largest) or [path, path, rows dropped, STRETCHES]."""
+    some of its loggers written k times, k the largest), [path, path, rows dropped, STRETCHES] or
+    [path, path, rows dropped, SENT_AGAIN_MARK] (delivered again: `own`'s ORIGIN the same)."""
+    resent = (own.filter(pl.col(ORIGIN).is_not_null() & (pl.int_range(pl.len()).over("source", "__h", ORIGIN) > 0))
+              if ORIGIN in own.columns else own.clear())
+    if resent.height:
+        own = own.filter(~pl.col("__row").is_in(resent.get_column("__row").implode()))
+    sent_again = [[path, path, n, SENT_AGAIN_MARK] for path, n in _per_file(resent.group_by("source").agg(pl.len().alias("n")))]
     groups = (own.group_by(*LOGGER, "__h").agg(pl.len().alias("c"), pl.col("kind").first() != "other", pl.col("__row"))
               .filter(pl.col("c") >= 2))
     if groups.height == 0:
-        return pl.Series("__row", [], pl.UInt32), []
-    groups = groups.join(_written_over(table, groups), on=LOGGER, how="left", nulls_equal=True)
+        return resent.get_column("__row"), sent_again
+    resent_rows = resent.get_column("__row")
+    groups = groups.join(_written_over(table, groups, resent_rows), on=LOGGER, how="left", nulls_equal=True)
     # each record written c = m * k times is m records: its first m lines are kept (a group's rows
     # are in the table's order: by line)
     over = (groups.filter(pl.col("c") % pl.col("k") == 0)
             .select("source", "k", pl.col("__row").list.slice(pl.col("c") // pl.col("k"))).explode("__row"))
-    stretched = _in_stretches(table, groups.filter(pl.col("k").is_null()))
+    stretched = _in_stretches(table, groups.filter(pl.col("k").is_null()), resent_rows)
     again = stretched.select("source", pl.col("__row").list.slice(1)).explode("__row")
     entries = [
         *([path, path, n, k] for path, n, k in _per_file(over.group_by("source").agg(pl.len().alias("n"), pl.col("k").max()))),
         *([path, path, n, STRETCHES] for path, n in _per_file(again.group_by("source").agg(pl.len().alias("n")))),
+        *sent_again,
     ]
-    return pl.concat([over.get_column("__row"), again.get_column("__row")]), entries
+    return pl.concat([resent_rows, over.get_column("__row"), again.get_column("__row")]), entries
 
 
 def _per_file(counted: pl.DataFrame) -> list[tuple]:
     return counted.with_columns(pl.col("source").cast(pl.String)).sort("source").rows()
 
 
-def _written_over(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+def _written_over(table: pl.DataFrame, groups: pl.DataFrame, resent: pl.Series) -> pl.DataFrame:
     """The loggers (LOGGER) whose every record was written k times over, and k. A logger with too
     few lifecycle records in its file to judge follows the same worker's process over every file
     (an export cut into many small files), or, naming no worker (an API's access log beside its
-    publishes) or too few there too, its file as a whole."""
+    publishes) or too few there too, its file as a whole. `resent`: rows delivered again, not
+    counted."""
     lifecycle = groups.filter(pl.col("kind")).select(*LOGGER, "c")
     if lifecycle.height == 0:
         return pl.DataFrame(schema={**table.select(LOGGER).schema, "k": pl.UInt32})
-    lifecycle_records = table.select(*LOGGER, "kind").filter(pl.col("kind") != "other")
+    lifecycle_records = table.select(*LOGGER, "kind")
+    if resent.len():
+        lifecycle_records = lifecycle_records.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(resent.implode()))
+    lifecycle_records = lifecycle_records.filter(pl.col("kind") != "other")
     records = (lifecycle_records.filter(pl.col("source").is_in(lifecycle.get_column("source").implode()))
                .group_by(LOGGER).agg(pl.len().alias("records")))
     named = lifecycle.filter(pl.col("worker_id").is_not_null())
@@ -106,23 +123,24 @@ def _k_times(lifecycle: pl.DataFrame, records: pl.DataFrame, by: tuple[str, ...]
     return stats.select(*by, "k")
 
 
-def _in_stretches(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+def _in_stretches(table: pl.DataFrame, groups: pl.DataFrame, resent: pl.Series) -> pl.DataFrame:
     """The repeated records (`groups`) that lie in a stretch of records each written twice, none
     written once between them (in the file's order): the file's records in a row, or a
     logger's, alone or with the other loggers' such runs of the file that reach within
     STRETCH_GAP of it (a shipper's batch holds what all the pods of its node logged meanwhile);
-    STRETCH_MIN records in all, STRETCH_LIFECYCLE of them lifecycle records."""
+    STRETCH_MIN records in all, STRETCH_LIFECYCLE of them lifecycle records. `resent`: rows
+    delivered again, not in the file's order."""
     groups = groups.filter(pl.col("c") == 2)
     if groups.height == 0:
         return groups
     groups = groups.with_row_index("__g")
     firsts = groups.select("__g", "kind", __row=pl.col("__row").list.first())
-    seconds = groups.select(pl.col("__row").list.last())
+    seconds = pl.concat([groups.get_column("__row").list.last(), resent])
     # each of the files' records once, in the order they were written (by line: a log a little out
     # of time order at a stretch's end would cut it short): those written once, and the first of
     # each pair
     records = (table.with_row_index("__row").filter(pl.col("source").is_in(groups.get_column("source").unique().implode()))
-               .select("__row", "ts", "line", *LOGGER).filter(~pl.col("__row").is_in(seconds.get_column("__row").implode()))
+               .select("__row", "ts", "line", *LOGGER).filter(~pl.col("__row").is_in(seconds.implode()))
                .join(firsts, on="__row", how="left").sort("source", "line"))
     paired = (records.with_columns(run=pl.col("__g").is_null().cum_sum().over(LOGGER),
                                    file_run=pl.col("__g").is_null().cum_sum().over("source"))

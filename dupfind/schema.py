@@ -25,8 +25,13 @@ FLOAT_COLUMNS = ("duration_ms", "ttl_s", "visibility_timeout_s", "grace_period_s
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
     "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
-    "error", "stream", "object_kind", "object_name",
+    "error", "stream", "object_kind", "object_name", "origin_id",
 )
+
+# `origin_id`: where the log pipeline collected the record, as its export names it (Filebeat's
+# `log.offset`, Cloud Logging's `insertId`, the journal's `__CURSOR`, CloudWatch's `eventId`):
+# one record delivered twice by the pipeline holds it twice, two records a service wrote alike
+# two of them (dupfind.echoes). Provenance: never an id that links records.
 
 # Alias targets that are not columns themselves but feed one.
 DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}

@@ -252,6 +252,72 @@ def test_a_record_written_once_breaks_a_stretch(tmp_path):
     assert result.table.height == len(lines) + len(again) and result.copies == []
 
 
+def _shipped(lines: list[tuple[str, int]]) -> list[str]:
+    """Each app line with its offset in its pod's container log, as Filebeat ships it and an
+    Elasticsearch export of hits one a line gives it."""
+    return [json.dumps({"_index": "filebeat-8.15.3", "_id": f"id-{n}", "_source": {
+        "@timestamp": json.loads(line)["ts"], "stream": "stdout", "kubernetes": {"pod": {"name": json.loads(line)["worker_id"]}},
+        "log": {"offset": offset, "file": {"path": f"/var/log/containers/{json.loads(line)['worker_id']}.log"}},
+        "message": line}}) for n, (line, offset) in enumerate(lines)]
+
+
+def _offsets(lines: list[str]) -> list[tuple[str, int]]:
+    """Each line and its offset in its pod's log, the pods' lines one after the other."""
+    ends: dict[str, int] = {}
+    placed = []
+    for line in lines:
+        pod = json.loads(line)["worker_id"]
+        placed.append((line, ends.get(pod, 0)))
+        ends[pod] = ends.get(pod, 0) + len(line) + 1
+    return placed
+
+
+def _harmful(result) -> int:
+    cfg = load_config(cwd=Path("/"))
+    return sum(f.harmful for f in analyze(result, cfg, load_rules(cfg)).findings)
+
+
+def test_a_quiet_workers_few_records_delivered_again_are_counted_once_by_their_origin(tmp_path):
+    """Filebeat re-sent a batch that held only a quiet worker's three records, its provider request
+    among them: too few for a stretch. Each came again with its offset in the pod's log: one record
+    each, no duplicate. Shipped without their offsets, the same records stay two each (a service
+    writes one action's few lines again too) and make a duplicate side effect."""
+    quiet = [_at(4.0 + 0.2 * k, event, "w-3", "w-3-job-0") for k, event in enumerate(LIFECYCLE)]
+    lines = sorted(_busy(["w-1", "w-2"], 6) + quiet, key=_second)
+    placed = _offsets(lines)
+    again = [entry for entry in placed if entry[0] in quiet[1:4]]
+    shipped = _shipped(sorted(placed + again, key=lambda entry: _second(entry[0])))
+    result = _read(tmp_path / "with", {"export.ndjson": shipped})
+    path = str(tmp_path / "with" / "export.ndjson")
+    assert result.table.height == len(lines) and result.copies == [[path, path, 3, "sent again"]]
+    assert _harmful(result) == 0
+    bare = [re.sub(r',"log":\{"offset":\d+,', ',"log":{', line.replace(" ", "")) for line in shipped]
+    assert all('"offset"' not in line for line in bare)
+    without = _read(tmp_path / "without", {"export.ndjson": bare})
+    assert without.table.height == len(lines) + 3 and without.copies == []
+    assert _harmful(without) == 1
+
+
+def test_records_a_service_wrote_alike_at_two_offsets_are_two(tmp_path):
+    """One action's records written again by the service itself: each at an offset of its own in
+    the pod's log, two records each."""
+    quiet = [_at(4.0 + 0.2 * k, event, "w-3", "w-3-job-0") for k, event in enumerate(LIFECYCLE)]
+    lines = sorted(_busy(["w-1", "w-2"], 6) + quiet + quiet[1:4], key=_second)
+    result = _read(tmp_path, {"export.ndjson": _shipped(_offsets(lines))})
+    assert result.table.height == len(lines) and result.copies == []
+
+
+def test_a_logger_writing_twice_whose_batch_was_sent_again_is_counted_once(tmp_path):
+    """A logging handler attached twice under Filebeat: each record at two offsets (one record, by
+    its logger's k), and a batch of them delivered again with theirs (one record, by its origin)."""
+    placed = _offsets(_each(_jobs(3), 2))
+    shipped = _shipped(placed + placed[4:8])
+    result = _read(tmp_path, {"export.ndjson": sorted(shipped, key=lambda hit: json.loads(hit)["_source"]["@timestamp"])})
+    path = str(tmp_path / "export.ndjson")
+    assert result.table.height == 15
+    assert result.copies == [[path, path, 15, 2], [path, path, 4, "sent again"]]
+
+
 def test_a_file_read_twice_whose_logger_writes_twice_is_counted_once_for_both(tmp_path):
     lines = _each(_jobs(3), 2)
     result = _read(tmp_path, {"a.log": lines, "a (1).log": lines})
@@ -274,6 +340,11 @@ def test_the_warnings_of_records_counted_once():
     assert copies_warning([["x.log", "x.log", 9, "stretches"]]) == (
         "x.log holds stretches of its records twice, one after the other (a log shipper re-sending a batch, or "
         "overlapping exports joined into one file?): 9 repeated records counted once.")
+    assert copies_warning([["x.log", "x.log", 3, "sent again"]]) == (
+        "x.log holds 3 records again with the same origin (the offset, cursor or event id its log pipeline gave it): "
+        "delivered again by the pipeline, not written again: counted once.")
+    assert merged_copies([[["w.log", "w.log", 3, "sent again"], ["w.log", "w.log", 9, "stretches"]]]) == [
+        ["w.log", "w.log", 9, "stretches"], ["w.log", "w.log", 3, "sent again"]]
 
 
 def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files():
@@ -400,3 +471,22 @@ def test_counting_records_once_never_loses_a_record_and_says_what_it_dropped(tmp
     kept = result.table.group_by(content).len()
     assert kept.height == len(written)  # each record at least once
     assert sorted(kept["len"].to_list(), reverse=True)[0] <= max(written.values())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_EVENTS), st.sampled_from(["w-1", "w-2"])), min_size=1, max_size=40),
+       st.lists(st.tuples(st.integers(0, 39), st.integers(0, 80)), max_size=30))
+def test_records_delivered_again_with_their_origin_are_each_counted_once(tmp_path, records, deliveries):
+    """Whatever records a pipeline delivered again, how often and where in the file: each record
+    with its offset once, and the warning counts every delivery again."""
+    lines = [json.dumps({"ts": f"2026-07-21T10:00:{k // 10:02d}.{(k % 10) * 100:03d}Z", "event": event,
+                         "job_id": f"job-{k % 5}", "worker_id": worker, "msg": event, "log": {"offset": 100 * k}})
+             for k, (event, worker) in enumerate(records)]
+    shipped = list(lines)
+    for index, at in deliveries:
+        shipped.insert(min(at, len(shipped)), lines[index % len(lines)])
+    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    result = _read(folder, {"export.ndjson": shipped})
+    assert result.table.height == len(lines)
+    path = str(folder / "export.ndjson")
+    assert result.copies == ([[path, path, len(deliveries), "sent again"]] if deliveries else [])
