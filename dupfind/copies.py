@@ -8,9 +8,9 @@ from dupfind.echoes import LOGGER, ORIGIN, SENT_AGAIN_MARK, STRETCHES, within_fi
 
 # What may differ between two files that hold one record: where it was read, and how it was
 # wrapped (a container runtime's file of a worker's stdout beside the worker's own log file).
-# `stream` also tells apart a record a logger wrote to stdout and again to stderr; `origin_id`
-# (where a log pipeline collected it) a line a logger wrote twice, which two collections of one
-# file, or two pipelines, name alike.
+# `stream` also tells apart a record a logger wrote to stdout and again to stderr. `origin_id`
+# (where a log pipeline collected it) differs between the two lines of a logger writing each
+# record twice, and between two pipelines collecting one file (dupfind.echoes uses it within a file).
 WHERE_READ = ("source", "line", "format", "stream", ORIGIN)
 # Files a warning names; the others are counted.
 NAMED = 5
