@@ -25,8 +25,10 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     """`table` (sorted by time, then file and line, as assembly sorts it) without each record an
     earlier file holds exactly (every column but WHERE_READ: time, event, ids, worker, ...), nor the
     records a file holds again because its logger or its export wrote them again (dupfind.echoes),
-    and for each file that held such records [its path, the earlier file's, how many] or
-    [its path, its path, how many, k or STRETCHES], by path.
+    and for each file that held such records [its path, the earlier file's, how many] (and ORIGIN
+    when each of them names where its pipeline collected it: a delivery again that an export's
+    pages split may be one) or [its path, its path, how many, k, STRETCHES or SENT_AGAIN_MARK], by
+    path.
 
     Read twice (a log downloaded twice, `worker.log` and `worker (1).log`; two overlapping exports
     of one pod), each of those records was a duplicate of itself: the quiet baseline with one log
@@ -55,14 +57,16 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     echoed, echoes = within_files(table, same.filter(pl.col("source") == pl.col("of")))
     if copied.height == 0 and echoed.len() == 0:
         return table, []
-    found = copied.group_by(pl.col("source").cast(pl.String), pl.col("of").cast(pl.String)).agg(pl.len().alias("n"))
+    found = copied.group_by(pl.col("source").cast(pl.String), pl.col("of").cast(pl.String)).agg(
+        pl.len().alias("n"), origin=pl.col(ORIGIN).is_not_null().all() if origin else pl.lit(False))
     # A file copied from several: named with the file it shares most with (the first by path of
     # equals), counted with all it shares.
-    found = (found.with_columns(total=pl.col("n").sum().over("source")).sort(["source", "n", "of"], descending=[False, True, False])
-             .unique("source", keep="first", maintain_order=True).select("source", "of", n="total"))
+    found = (found.with_columns(total=pl.col("n").sum().over("source"), origin=pl.col("origin").all().over("source"))
+             .sort(["source", "n", "of"], descending=[False, True, False])
+             .unique("source", keep="first", maintain_order=True).select("source", "of", "origin", n="total"))
     dropped = pl.concat([copied.get_column("__row"), echoed])
     kept = table.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(dropped.implode()))
-    listed = [[path, of, n] for path, of, n in found.iter_rows()] + echoes
+    listed = [[path, of, n, *([ORIGIN] if named else [])] for path, of, named, n in found.iter_rows()] + echoes
     return kept, sorted(listed, key=lambda entry: (entry[0], _way(entry)))
 
 
@@ -94,10 +98,14 @@ def _way(entry: list) -> int:
 
 
 def _read_twice_warning(copies: list[list]) -> str | None:
+    def why(origin: tuple) -> str:  # pages of one export may split a record and its delivery again
+        return " read twice, or delivered again by its pipeline (the same origin)" if origin else " read twice"
+
     return _said(
         copies,
-        lambda path, of, n: f"{n} records of {path} are exactly records of {of} (time, event, ids, worker): counted once, as one log read twice.",
-        lambda path, of, n: f"{n} of {path} (as in {of})",
+        lambda path, of, n, *origin: f"{n} records of {path} are exactly records of {of} (time, event, ids, worker): "
+                                     f"counted once, as one log{why(origin)}.",
+        lambda path, of, n, *_: f"{n} of {path} (as in {of})",
         lambda files, n, named: f"{n} records of {files} files are exactly records of earlier files (time, event, ids, worker): "
                                 f"counted once, as logs read twice: {named}.",
     )

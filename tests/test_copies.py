@@ -298,6 +298,20 @@ def test_a_quiet_workers_few_records_delivered_again_are_counted_once_by_their_o
     assert _harmful(without) == 1
 
 
+def test_a_delivery_again_split_across_two_pages_is_named_with_its_origin(tmp_path):
+    """An export's pages split a re-sent batch: its records are on one page, their deliveries again
+    on the next. Counted once as a file's records another holds, and said to name their origin."""
+    placed = _offsets(_busy(["w-1"], 4))
+    pages = {"page-001.json": _shipped(placed[:10]), "page-002.json": _shipped(placed[8:10] + placed[10:])}
+    result = _read(tmp_path, pages)
+    first, second = str(tmp_path / "page-001.json"), str(tmp_path / "page-002.json")
+    assert result.table.height == len(placed) and result.copies == [[second, first, 2, "origin_id"]]
+    assert copies_warning(result.copies).endswith("counted once, as one log read twice, or delivered again by its "
+                                                  "pipeline (the same origin).")
+    bare = _read(tmp_path / "bare", {"a.log": [line for line, _ in placed[:10]], "b.log": [line for line, _ in placed[8:]]})
+    assert [entry[2:] for entry in bare.copies] == [[2]]
+
+
 def test_records_a_service_wrote_alike_at_two_offsets_are_two(tmp_path):
     """One action's records written again by the service itself: each at an offset of its own in
     the pod's log, two records each."""
