@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import polars as pl
 
+from dupfind.schema import ORIGIN_COLUMN
+
 # A logger's repeats in a file are its own (every record written k times: a logging handler
 # attached twice) when at least ECHO_SHARE of its lifecycle records (kinds other than "other")
 # come k times over, k the same for most of them, and it has ECHO_MIN_RECORDS of them: a retry in
@@ -28,10 +30,10 @@ LOGGER = ("source", "worker_id", "process_id")
 PROCESS = LOGGER[1:]
 # The fourth item of a file's entry whose repeated stretches were counted once (else: k).
 STRETCHES = "stretches"
-# Where a log pipeline collected a record (schema: `origin_id`): a record held again with the
-# same origin was delivered again, whatever its neighbours (a quiet worker's two lines in a
-# re-sent batch); the fourth item of a file's entry of such records.
-ORIGIN = "origin_id"
+# Where a log pipeline collected a record: a record held again with the same origin was delivered
+# again, whatever its neighbours (a quiet worker's two lines in a re-sent batch).
+ORIGIN = ORIGIN_COLUMN
+# The fourth item of a file's entry of records delivered again.
 SENT_AGAIN_MARK = "sent again"
 
 
@@ -43,14 +45,14 @@ def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, lis
     [path, path, rows dropped, SENT_AGAIN_MARK] (delivered again: `own`'s ORIGIN the same)."""
     resent = (own.filter(pl.col(ORIGIN).is_not_null() & (pl.int_range(pl.len()).over("source", "__h", ORIGIN) > 0))
               if ORIGIN in own.columns else own.clear())
+    resent_rows = resent.get_column("__row")
     if resent.height:
-        own = own.filter(~pl.col("__row").is_in(resent.get_column("__row").implode()))
+        own = own.filter(~pl.col("__row").is_in(resent_rows.implode()))
     sent_again = [[path, path, n, SENT_AGAIN_MARK] for path, n in _per_file(resent.group_by("source").agg(pl.len().alias("n")))]
     groups = (own.group_by(*LOGGER, "__h").agg(pl.len().alias("c"), pl.col("kind").first() != "other", pl.col("__row"))
               .filter(pl.col("c") >= 2))
     if groups.height == 0:
-        return resent.get_column("__row"), sent_again
-    resent_rows = resent.get_column("__row")
+        return resent_rows, sent_again
     groups = groups.join(_written_over(table, groups, resent_rows), on=LOGGER, how="left", nulls_equal=True)
     # each record written c = m * k times is m records: its first m lines are kept (a group's rows
     # are in the table's order: by line)

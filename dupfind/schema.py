@@ -21,17 +21,18 @@ ID_COLUMNS = (
 INT_COLUMNS = ("attempt", "exit_code")
 FLOAT_COLUMNS = ("duration_ms", "ttl_s", "visibility_timeout_s", "grace_period_s")
 
+# Where the log pipeline collected the record, as its export names it (Filebeat's `log.offset`,
+# Cloud Logging's `insertId`, the journal's `__CURSOR`, CloudWatch's `eventId`): one record
+# delivered twice by the pipeline holds it twice, two records a service wrote alike two of them
+# (dupfind.echoes). Provenance: never an id that links records.
+ORIGIN_COLUMN = "origin_id"
+
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
     "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
-    "error", "stream", "object_kind", "object_name", "origin_id",
+    "error", "stream", "object_kind", "object_name", ORIGIN_COLUMN,
 )
-
-# `origin_id`: where the log pipeline collected the record, as its export names it (Filebeat's
-# `log.offset`, Cloud Logging's `insertId`, the journal's `__CURSOR`, CloudWatch's `eventId`):
-# one record delivered twice by the pipeline holds it twice, two records a service wrote alike
-# two of them (dupfind.echoes). Provenance: never an id that links records.
 
 # Alias targets that are not columns themselves but feed one.
 DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dupfind.schema import ID_COLUMNS
+from dupfind.schema import ID_COLUMNS, ORIGIN_COLUMN
 
 
 def _code_type() -> type[pl.DataType]:
@@ -31,7 +31,7 @@ def coded_columns(business_keys: tuple[str, ...] = ()) -> tuple[str, ...]:
     lines. Polars' string pool keeps about 120 bytes a distinct text, for as long as any column
     uses it; a sorted dictionary of its own costs the text and a 16-byte view (334 MiB less at
     5M lines)."""
-    return tuple(dict.fromkeys(("message", *ID_COLUMNS, "origin_id", *business_keys)))
+    return tuple(dict.fromkeys(("message", *ID_COLUMNS, ORIGIN_COLUMN, *business_keys)))
 
 
 class Texts:

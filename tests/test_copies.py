@@ -255,10 +255,14 @@ def test_a_record_written_once_breaks_a_stretch(tmp_path):
 def _shipped(lines: list[tuple[str, int]]) -> list[str]:
     """Each app line with its offset in its pod's container log, as Filebeat ships it and an
     Elasticsearch export of hits one a line gives it."""
-    return [json.dumps({"_index": "filebeat-8.15.3", "_id": f"id-{n}", "_source": {
-        "@timestamp": json.loads(line)["ts"], "stream": "stdout", "kubernetes": {"pod": {"name": json.loads(line)["worker_id"]}},
-        "log": {"offset": offset, "file": {"path": f"/var/log/containers/{json.loads(line)['worker_id']}.log"}},
-        "message": line}}) for n, (line, offset) in enumerate(lines)]
+    def hit(n: int, line: str, offset: int) -> str:
+        record = json.loads(line)
+        return json.dumps({"_index": "filebeat-8.15.3", "_id": f"id-{n}", "_source": {
+            "@timestamp": record["ts"], "stream": "stdout", "kubernetes": {"pod": {"name": record["worker_id"]}},
+            "log": {"offset": offset, "file": {"path": f"/var/log/containers/{record['worker_id']}.log"}},
+            "message": line}})
+
+    return [hit(n, line, offset) for n, (line, offset) in enumerate(lines)]
 
 
 def _offsets(lines: list[str]) -> list[tuple[str, int]]:

@@ -316,12 +316,16 @@ class TimelineViews:
         self.report, self.deploy, self.around, self.width_s, self.redactor = report, deploy, around, width_s, redactor
         self.shape = {"deploy": deploy, "around": around.isoformat() if around else None, "window_s": width_s}
         self.masked: list[str | None] = []  # what redaction masked, said once on stderr
+        self._windows: list | None = None
         self._document: dict | None = None
 
     def windows(self) -> list:
-        from dupfind.timeline import select_windows
+        """The windows drawn, chosen once for all the views of this run."""
+        if self._windows is None:
+            from dupfind.timeline import select_windows
 
-        return select_windows(self.report, self.deploy, self.around, self.width_s)
+            self._windows = select_windows(self.report, self.deploy, self.around, self.width_s)
+        return self._windows
 
     def data(self) -> dict:
         """The document of every value any of the views shows (masked when redacting)."""
