@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dupfind.echoes import LOGGER, ORIGIN, SENT_AGAIN_MARK, STRETCHES, within_files
+from dupfind.echoes import INSTANT_MARK, LOGGER, ORIGIN, SENT_AGAIN_MARK, STRETCHES, within_files
 
 # What may differ between two files that hold one record: where it was read, and how it was
 # wrapped (a container runtime's file of a worker's stdout beside the worker's own log file).
@@ -16,9 +16,10 @@ WHERE_READ = ("source", "line", "format", "stream", ORIGIN)
 NAMED = 5
 # How a copies entry's records came twice, in the order entries and warnings are listed: an earlier
 # file holds them ([path, of, n]), the file's logger wrote each k times ([path, path, n, k]), the
-# file holds stretches of them again ([path, path, n, STRETCHES]), or its log pipeline delivered
-# them again, their origin the same ([path, path, n, SENT_AGAIN_MARK]).
-READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN = range(4)
+# file holds stretches of them again ([path, path, n, STRETCHES]), its log pipeline delivered
+# them again, their origin the same ([path, path, n, SENT_AGAIN_MARK]), or it holds them again
+# the same to the microsecond ([path, path, n, INSTANT_MARK]).
+READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN, SAME_INSTANT = range(5)
 
 
 def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
@@ -27,7 +28,7 @@ def without_copies(table: pl.DataFrame) -> tuple[pl.DataFrame, list[list]]:
     records a file holds again because its logger or its export wrote them again (dupfind.echoes),
     and for each file that held such records [its path, the earlier file's, how many] (and ORIGIN
     when each of them names where its pipeline collected it: a delivery again that an export's
-    pages split may be one) or [its path, its path, how many, k, STRETCHES or SENT_AGAIN_MARK], by
+    pages split may be one) or [its path, its path, how many, k, STRETCHES, SENT_AGAIN_MARK or INSTANT_MARK], by
     path.
 
     Read twice (a log downloaded twice, `worker.log` and `worker (1).log`; two overlapping exports
@@ -91,10 +92,10 @@ def copies_warning(copies: list[list]) -> str | None:
 
 
 def _way(entry: list) -> int:
-    """How a copies entry's records came twice: READ_TWICE, WRITTEN_OVER, STRETCHED or SENT_AGAIN."""
+    """How a copies entry's records came twice: READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN or SAME_INSTANT."""
     if entry[0] != entry[1]:
         return READ_TWICE
-    return STRETCHED if entry[3] == STRETCHES else SENT_AGAIN if entry[3] == SENT_AGAIN_MARK else WRITTEN_OVER
+    return {STRETCHES: STRETCHED, SENT_AGAIN_MARK: SENT_AGAIN, INSTANT_MARK: SAME_INSTANT}.get(entry[3], WRITTEN_OVER)
 
 
 def _read_twice_warning(copies: list[list]) -> str | None:
@@ -144,6 +145,17 @@ def _sent_again_warning(resent: list[list]) -> str | None:
     )
 
 
+def _same_instant_warning(repeats: list[list]) -> str | None:
+    why = ("the same to the microsecond (time, event, ids, worker): a log pipeline re-sending a chunk, or a logger "
+           "writing twice; a service doing a thing twice logs it at two instants")
+    return _said(
+        repeats,
+        lambda path, _, n, __: f"{path} holds {n} records again, each {why}: counted once.",
+        lambda path, _, n, __: f"{n} of {path}",
+        lambda files, n, named: f"{files} files hold records again, each {why}: {n} repeated records counted once: {named}.",
+    )
+
+
 def _said(entries: list[list], one, each, several) -> str | None:
     """A warning of `entries` (files): `one(*entry)` alone, else `several(files, records, named)`
     naming NAMED of them by `each(*entry)`."""
@@ -156,8 +168,8 @@ def _said(entries: list[list], one, each, several) -> str | None:
     return several(len(entries), sum(entry[2] for entry in entries), named + more)
 
 
-# The warning of each way, by READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN.
-WARNINGS = (_read_twice_warning, _written_over_warning, _stretches_warning, _sent_again_warning)
+# The warning of each way, by READ_TWICE, WRITTEN_OVER, STRETCHED, SENT_AGAIN, SAME_INSTANT.
+WARNINGS = (_read_twice_warning, _written_over_warning, _stretches_warning, _sent_again_warning, _same_instant_warning)
 
 
 def _times(k: int) -> str:

@@ -35,14 +35,23 @@ STRETCHES = "stretches"
 ORIGIN = ORIGIN_COLUMN
 # The fourth item of a file's entry of records delivered again.
 SENT_AGAIN_MARK = "sent again"
+# A record a file's logger holds again the same to the microsecond, its time written below the
+# millisecond (a digit of it not 0): written or delivered again, whatever its neighbours. A
+# service that does one thing twice logs it twice at two instants: no call, retry or redelivery
+# comes back within the microsecond. A log pipeline re-sending a chunk does repeat it exactly
+# (Fluent Bit's chunks hold one file's records: a quiet pod's two lines), as a logger writing each
+# record twice does. To the millisecond or coarser, a retry in the same instant repeats a record.
+INSTANT_MARK = "same microsecond"
 
 
 def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, list[list]]:
     """The rows to drop of the records a file holds again because its logger or its export wrote
     them again (`own`: the repeated records of each file that is the first to hold them: row,
     logger, kind, hash `__h`), and for each file [path, path, rows dropped, k] (every record of
-    some of its loggers written k times, k the largest), [path, path, rows dropped, STRETCHES] or
-    [path, path, rows dropped, SENT_AGAIN_MARK] (delivered again: `own`'s ORIGIN the same)."""
+    some of its loggers written k times, k the largest), [path, path, rows dropped, STRETCHES],
+    [path, path, rows dropped, SENT_AGAIN_MARK] (delivered again: `own`'s ORIGIN the same) or
+    [path, path, rows dropped, INSTANT_MARK] (the rest of a logger's repeats that are the same to
+    the microsecond)."""
     resent = (own.filter(pl.col(ORIGIN).is_not_null() & (pl.int_range(pl.len()).over("source", "__h", ORIGIN) > 0))
               if ORIGIN in own.columns else own.clear())
     resent_rows = resent.get_column("__row")
@@ -56,16 +65,33 @@ def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, lis
     groups = groups.join(_written_over(table, groups, resent_rows), on=LOGGER, how="left", nulls_equal=True)
     # each record written c = m * k times is m records: its first m lines are kept (a group's rows
     # are in the table's order: by line)
-    over = (groups.filter(pl.col("c") % pl.col("k") == 0)
+    written_over = pl.col("c") % pl.col("k") == 0
+    over = (groups.filter(written_over)
             .select("source", "k", pl.col("__row").list.slice(pl.col("c") // pl.col("k"))).explode("__row"))
     stretched = _in_stretches(table, groups.filter(pl.col("k").is_null()), resent_rows)
     again = stretched.select("source", pl.col("__row").list.slice(1)).explode("__row")
+    # what the logger's k and the stretches left of each record: more than once, the same to the
+    # microsecond, it is one record
+    left = (groups.join(stretched, on=[*LOGGER, "__h"], how="anti", nulls_equal=True)
+            .with_columns(pl.when(written_over).then(pl.col("__row").list.slice(0, pl.col("c") // pl.col("k")))
+                          .otherwise("__row").alias("__row")))
+    instant = _same_microsecond(table, left.filter(pl.col("__row").list.len() > 1))
     entries = [
         *([path, path, n, k] for path, n, k in _per_file(over.group_by("source").agg(pl.len().alias("n"), pl.col("k").max()))),
         *([path, path, n, STRETCHES] for path, n in _per_file(again.group_by("source").agg(pl.len().alias("n")))),
         *sent_again,
+        *([path, path, n, INSTANT_MARK] for path, n in _per_file(instant.group_by("source").agg(pl.len().alias("n")))),
     ]
-    return pl.concat([resent_rows, over.get_column("__row"), again.get_column("__row")]), entries
+    rows = [resent_rows, over.get_column("__row"), again.get_column("__row"), instant.get_column("__row")]
+    return pl.concat(rows), entries
+
+
+def _same_microsecond(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """The rows after the first of each repeated record (`groups`) whose time has a digit below
+    the millisecond (INSTANT_MARK): source and row."""
+    firsts = groups.get_column("__row").list.first()
+    below_ms = table.get_column("ts").gather(firsts).dt.microsecond() % 1000 != 0
+    return groups.filter(below_ms.fill_null(False)).select("source", pl.col("__row").list.slice(1)).explode("__row")
 
 
 def _per_file(counted: pl.DataFrame) -> list[tuple]:

@@ -127,6 +127,20 @@ def elasticsearch(files: Lines) -> dict[str, bytes]:
     return {"search.json": json.dumps({"took": 9, "timed_out": False, "hits": {"hits": hits}}, indent=2).encode()}
 
 
+def elasticsearch_fluent_bit(files: Lines) -> dict[str, bytes]:
+    """Search hits of Fluent Bit documents (tail input with the `cri` multiline parser, the
+    kubernetes filter's defaults, es output with Logstash_Format): the line in `log`, the runtime's
+    time in `time`, pod fields flat under `kubernetes`; elasticdump's one hit a line."""
+    def hit(index: int, stream: str, line: str, ts: datetime) -> str:
+        return json.dumps({"_index": f"logstash-{ts:%Y.%m.%d}", "_id": f"{index:020x}", "_source": {
+            "@timestamp": _iso(ts, 3), "time": _iso(ts)[:-1] + "123Z", "stream": "stdout", "_p": "F", "log": line,
+            "kubernetes": {"pod_name": stream, "namespace_name": "notifications", "container_name": "worker",
+                           "host": "gke-node-1", "labels": {"app": "notifier"}}}})
+
+    return {"fluent-bit-hits.ndjson": "".join(
+        hit(index, stream, line, ts) + "\n" for index, (stream, line, _, ts) in enumerate(_chronological(files))).encode()}
+
+
 def loki_jsonl(files: Lines) -> dict[str, bytes]:
     lines = [
         json.dumps({"labels": {"pod": stream, "stream": "stdout"}, "line": line, "timestamp": _iso(ts)[:-1] + "000Z"})
@@ -192,6 +206,7 @@ def cri(files: Lines) -> dict[str, bytes]:
 PLATFORMS: dict[str, Callable[[Lines], dict[str, bytes]]] = {
     "gcp-gcloud": gcp_gcloud, "cloudwatch-filter-log-events": cloudwatch_filter, "insights-json": insights_json,
     "insights-csv": insights_csv, "insights-get-query-results": insights_query_results, "elasticsearch": elasticsearch,
+    "elasticsearch-fluent-bit": elasticsearch_fluent_bit,
     "loki-jsonl": loki_jsonl, "loki-text": loki_text, "datadog": datadog, "journald": journald, "otlp": otlp,
     "docker": docker, "cri": cri,
 }

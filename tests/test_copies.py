@@ -336,6 +336,57 @@ def test_a_logger_writing_twice_whose_batch_was_sent_again_is_counted_once(tmp_p
     assert result.copies == [[path, path, 15, 2], [path, path, 4, "sent again"]]
 
 
+def _at_us(second: float, event: str, worker: str = "w-1", job: str | None = "job-1") -> str:
+    """A record whose time is written to the microsecond (structlog, zap, a container runtime)."""
+    return json.dumps({"ts": f"2026-07-21T10:{int(second) // 60:02d}:{second % 60:09.6f}Z", "level": "info",
+                       "event": event, "job_id": job, "worker_id": worker, "msg": event})
+
+
+def _busy_us(workers: list[str], jobs: int) -> list[str]:
+    """As _busy, each record's time 0-999 microseconds past its millisecond."""
+    return [_at_us(1.5 * j + 0.3 * k + 0.01 * w + ((37 * j + 11 * k + 5 * w) % 997 + 1) * 1e-6, event, worker,
+                   f"{worker}-job-{j}")
+            for j in range(jobs) for k, event in enumerate(LIFECYCLE) for w, worker in enumerate(workers)]
+
+
+def test_a_quiet_workers_few_records_delivered_again_are_counted_once_when_the_same_to_the_microsecond(tmp_path):
+    """A pipeline re-sent a chunk that held a quiet worker's three records, its provider request
+    among them, and the export names no origin (Fluent Bit, Loki, plain files): too few for a
+    stretch, but each record is the same to the microsecond, which no service writes twice. One
+    record each, no duplicate. Logged to the millisecond, the same repeats stay two records (a
+    retry in the same millisecond repeats a record) and make a duplicate side effect."""
+    quiet = [_at_us(4.0 + 0.2 * k + 0.000123, event, "w-3", "w-3-job-0") for k, event in enumerate(LIFECYCLE)]
+    lines = sorted(_busy_us(["w-1", "w-2"], 6) + quiet, key=_second)
+    result = _read(tmp_path / "us", {"export.ndjson": sorted(lines + quiet[1:4], key=_second)})
+    path = str(tmp_path / "us" / "export.ndjson")
+    assert result.table.height == len(lines) and result.copies == [[path, path, 3, "same microsecond"]]
+    assert _harmful(result) == 0
+    to_ms = [re.sub(r'(\.\d{3})\d{3}Z', r"\1Z", line) for line in lines + quiet[1:4]]
+    assert len({json.loads(line)["ts"] for line in to_ms}) < len(lines)  # only the repeats share a time
+    ms = _read(tmp_path / "ms", {"export.ndjson": sorted(to_ms, key=_second)})
+    assert ms.table.height == len(lines) + 3 and ms.copies == []
+    assert _harmful(ms) == 1
+
+
+def test_a_side_effect_done_twice_a_microsecond_apart_is_two_records(tmp_path):
+    effect = _at_us(4.000123, "provider_request", "w-3", "w-3-job-0")
+    again = _at_us(4.000124, "provider_request", "w-3", "w-3-job-0")
+    result = _read(tmp_path, {"w-3.log": [effect, again]})
+    assert result.table.height == 2 and result.copies == []
+
+
+@pytest.mark.parametrize("extra, by_k, by_instant", [(1, 19, 2), (2, 21, 1)])
+def test_a_logger_writing_each_record_twice_to_the_microsecond_is_named_by_its_k(tmp_path, extra, by_k, by_instant):
+    """Each record the same to the microsecond twice, as a handler attached twice writes it: said
+    as the logger's doing (k). A record there three or four times (another copy or two: a chunk
+    re-sent) is one record too, not two: what k leaves of it is the same to the microsecond."""
+    lines = _each(_busy_us(["w-1"], 4), 2)
+    result = _read(tmp_path, {"w-1.log": lines + lines[6:6 + extra]})
+    path = str(tmp_path / "w-1.log")
+    assert result.table.height == 20
+    assert result.copies == [[path, path, by_k, 2], [path, path, by_instant, "same microsecond"]]
+
+
 def test_a_file_read_twice_whose_logger_writes_twice_is_counted_once_for_both(tmp_path):
     lines = _each(_jobs(3), 2)
     result = _read(tmp_path, {"a.log": lines, "a (1).log": lines})
@@ -363,6 +414,13 @@ def test_the_warnings_of_records_counted_once():
         "delivered again by the pipeline, not written again: counted once.")
     assert merged_copies([[["w.log", "w.log", 3, "sent again"], ["w.log", "w.log", 9, "stretches"]]]) == [
         ["w.log", "w.log", 9, "stretches"], ["w.log", "w.log", 3, "sent again"]]
+    assert copies_warning([["x.log", "x.log", 4, "same microsecond"]]) == (
+        "x.log holds 4 records again, each the same to the microsecond (time, event, ids, worker): a log pipeline "
+        "re-sending a chunk, or a logger writing twice; a service doing a thing twice logs it at two instants: "
+        "counted once.")
+    assert merged_copies([[["w.log", "w.log", 2, "same microsecond"]], [["w.log", "w.log", 5, "same microsecond"],
+                                                                         ["w.log", "w.log", 1, "sent again"]]]) == [
+        ["w.log", "w.log", 1, "sent again"], ["w.log", "w.log", 5, "same microsecond"]]
 
 
 def test_windows_keep_each_files_largest_count_and_the_warning_names_the_files():
@@ -489,6 +547,26 @@ def test_counting_records_once_never_loses_a_record_and_says_what_it_dropped(tmp
     kept = result.table.group_by(content).len()
     assert kept.height == len(written)  # each record at least once
     assert sorted(kept["len"].to_list(), reverse=True)[0] <= max(written.values())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_EVENTS), st.sampled_from(["w-1", "w-2", None])), min_size=1, max_size=40),
+       st.lists(st.tuples(st.integers(0, 39), st.integers(0, 80)), max_size=30))
+def test_records_delivered_again_to_the_microsecond_are_each_counted_once(tmp_path, records, deliveries):
+    """Whatever records a pipeline that names no origin delivered again, how often and where in
+    the file: each record written to the microsecond is there once, and the warnings count every
+    delivery again (however each was told: a stretch of them, or the same to the microsecond)."""
+    lines = [json.dumps({"ts": f"2026-07-21T10:00:{k // 10:02d}.{(k % 10) * 100_000 + 1 + 7 * k:06d}Z", "event": event,
+                         "job_id": f"job-{k % 5}", "worker_id": worker, "msg": event})
+             for k, (event, worker) in enumerate(records)]
+    shipped = list(lines)
+    for index, at in deliveries:
+        shipped.insert(min(at, len(shipped)), lines[index % len(lines)])
+    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    result = _read(folder, {"export.ndjson": shipped})
+    assert result.table.height == len(lines)
+    assert sum(entry[2] for entry in result.copies) == len(deliveries)
+    assert all(entry[3] in ("same microsecond", "stretches") or isinstance(entry[3], int) for entry in result.copies)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
