@@ -141,6 +141,19 @@ def elasticsearch_fluent_bit(files: Lines) -> dict[str, bytes]:
         hit(index, stream, line, ts) + "\n" for index, (stream, line, _, ts) in enumerate(_chronological(files))).encode()}
 
 
+def fluent_bit_s3(files: Lines) -> dict[str, bytes]:
+    """Fluent Bit's s3 output (one object a tag: a pod's file; `json_date_key` date as epoch
+    seconds), records of the tail input with the `cri` multiline parser and the kubernetes filter."""
+    def record(stream: str, line: str, ts: datetime) -> str:
+        return json.dumps({"date": round(ts.timestamp(), 6), "time": _iso(ts)[:-1] + "123Z", "stream": "stdout",
+                           "_p": "F", "log": line, "kubernetes": {"pod_name": stream, "namespace_name": "notifications",
+                                                                   "container_name": "worker", "host": "gke-node-1"}})
+
+    return {f"kube.var.log.containers.{stream}.log-{ts.isoformat()[:10]}.json": "".join(
+        record(stream, line, _time(rec)) + "\n" for line, rec in lines).encode()
+        for stream, lines in files.items() if lines for ts in [_time(lines[0][1])]}
+
+
 def loki_jsonl(files: Lines) -> dict[str, bytes]:
     lines = [
         json.dumps({"labels": {"pod": stream, "stream": "stdout"}, "line": line, "timestamp": _iso(ts)[:-1] + "000Z"})
@@ -206,7 +219,7 @@ def cri(files: Lines) -> dict[str, bytes]:
 PLATFORMS: dict[str, Callable[[Lines], dict[str, bytes]]] = {
     "gcp-gcloud": gcp_gcloud, "cloudwatch-filter-log-events": cloudwatch_filter, "insights-json": insights_json,
     "insights-csv": insights_csv, "insights-get-query-results": insights_query_results, "elasticsearch": elasticsearch,
-    "elasticsearch-fluent-bit": elasticsearch_fluent_bit,
+    "elasticsearch-fluent-bit": elasticsearch_fluent_bit, "fluent-bit-s3": fluent_bit_s3,
     "loki-jsonl": loki_jsonl, "loki-text": loki_text, "datadog": datadog, "journald": journald, "otlp": otlp,
     "docker": docker, "cri": cri,
 }
