@@ -218,6 +218,33 @@ def _hits(document: dict) -> list | None:
     return None
 
 
+_BETWEEN_VALUES = re.compile(r"\s*")
+
+
+def concatenated_values(data: bytes) -> list | None:
+    """JSON values written one after the other with nothing or only whitespace between them (the
+    objects Kinesis Data Firehose writes to S3: CloudWatch Logs subscription messages back to
+    back), as a list; None unless there are several and each is valid JSON. The standard
+    library's decoder finds where each ends; orjson parses each, as strictly as any document."""
+    import json
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    values: list = []
+    at = _BETWEEN_VALUES.match(text).end()
+    while at < len(text):
+        try:
+            _, end = decoder.raw_decode(text, at)
+            values.append(orjson.loads(text[at:end]))
+        except (ValueError, RecursionError):  # orjson.JSONDecodeError is a ValueError
+            return None
+        at = _BETWEEN_VALUES.match(text, end).end()
+    return values if len(values) > 1 else None
+
+
 def unwrap_document(document: Any, presets: tuple[Preset, ...] = ()) -> tuple[list, str, Preset | None]:
     """The records of a JSON document, the wrapper they sat in ('' for a bare array), and the
     export preset that recognised them (None: a generic wrapper)."""

@@ -31,7 +31,7 @@ from dupfind.config import Config
 from dupfind.copies import without_copies
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
-from dupfind.formats import FormatSniff, sniff_format, unwrap_document
+from dupfind.formats import FormatSniff, concatenated_values, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.line_bytes import LineBytes
@@ -816,12 +816,10 @@ class Ingestor:
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
-            sniff = sniff_format(data[: 1 << 20], allow_document=False, presets=self.config.presets)
-            report.format = sniff.label
-            if sniff.label in ("ndjson", "json-document") or sniff.label.startswith("mixed"):
-                report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
-            self._read_lines(data, iter(()), sniff, report, source, read)
-            return
+            document = concatenated_values(data)
+            if document is None:
+                return self._read_not_a_document(data, report, source, read)
+            report.notes.append(f"{len(document):,} JSON documents one after the other, read as one list")
         records, wrapper, preset = unwrap_document(document, self.config.presets)
         label = preset.label if preset else "json-document"
         report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
@@ -830,6 +828,14 @@ class Ingestor:
         block = _Block()
         self._parse_records(list(enumerate(records, start=1)), preset, block)
         self._finish_block(block, report, source, read)
+
+    def _read_not_a_document(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
+        """What looked like a JSON document and is not one: read line by line."""
+        sniff = sniff_format(data[: 1 << 20], allow_document=False, presets=self.config.presets)
+        report.format = sniff.label
+        if sniff.label in ("ndjson", "json-document") or sniff.label.startswith("mixed"):
+            report.notes.append("looked like a JSON document but is not valid JSON; read line by line")
+        self._read_lines(data, iter(()), sniff, report, source, read)
 
     def _parse_records(self, records: list[tuple[int, Any]], preset: Preset | None, block: _Block) -> None:
         """Records of JSON documents (position, value); an export preset unwraps each one."""

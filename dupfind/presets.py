@@ -453,7 +453,9 @@ def _segments(path: str) -> tuple[str, ...]:
 def document_records(preset: Preset, document: Any) -> tuple[list, str] | None:
     """The records of a document in this preset's shape, and the path they were found at."""
     for path in preset.records:
-        found = _walk(document, _segments(path), {})
+        # one document of a list of them (`[].logEvents[]`): a file or a line holding only one
+        within = [document] if isinstance(document, dict) and path.startswith("[].") else document
+        found = _walk(within, _segments(path), {})
         if not found:
             continue
         records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in found]

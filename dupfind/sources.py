@@ -352,6 +352,9 @@ def _new_decompressor(compression: str):
     return lzma.LZMADecompressor()
 
 
+MEMBER_FEED = 32 << 10  # compressed bytes given to a decompressor at once
+
+
 class _Decompressing(io.RawIOBase):
     """Streams decompressed bytes; concatenated members are followed, and a truncated or
     corrupt tail ends the stream with `truncated` set instead of losing what was read."""
@@ -360,6 +363,7 @@ class _Decompressing(io.RawIOBase):
         self.raw = raw
         self.compression = compression
         self.decompressor = _new_decompressor(compression)
+        self.unfed = memoryview(b"")  # what was read of the raw stream and not yet decompressed
         self.pending = b""
         self.truncated = False
         self.error = ""
@@ -370,27 +374,35 @@ class _Decompressing(io.RawIOBase):
 
     def _fill(self) -> None:
         while not self.pending and not self.done:
-            block = self.raw.read(1 << 20)
-            try:
+            if not self.unfed:
+                block = self.raw.read(1 << 20)
                 if not block:
                     if not self.decompressor.eof:
                         self.truncated = True
                         self.error = "the compressed stream ends before its end marker"
                     self.done = True
                     return
-                out = self.decompressor.decompress(block)
-                while self.decompressor.eof and self.decompressor.unused_data:
-                    rest = self.decompressor.unused_data
-                    if not rest.strip(b"\x00"):
-                        break  # zero padding after the last member
-                    self.decompressor = _new_decompressor(self.compression)
-                    out += self.decompressor.decompress(rest)
+                self.unfed = memoryview(block)
+            # Fed a piece at a time: at each member's end the decompressor copies what it was
+            # given after it, so a feed of the whole block made many small members (Kinesis
+            # Data Firehose's objects: one a message) cost the block again each.
+            data, self.unfed = self.unfed[:MEMBER_FEED], self.unfed[MEMBER_FEED:]
+            out = []
+            try:
+                while data:
+                    if self.decompressor.eof:
+                        if not bytes(data).strip(b"\x00"):
+                            break  # zero padding after the last member
+                        self.decompressor = _new_decompressor(self.compression)
+                    out.append(self.decompressor.decompress(data))
+                    data = self.decompressor.unused_data if self.decompressor.eof else b""
             except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
                 self.truncated = True
                 self.error = str(exc) or type(exc).__name__
                 self.done = True
                 return
-            self.pending = out
+            finally:
+                self.pending = b"".join(out)
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
         self._fill()

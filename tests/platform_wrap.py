@@ -89,6 +89,44 @@ def cloudwatch_filter(files: Lines) -> dict[str, bytes]:
     return {"filter-log-events.json": json.dumps({"events": events, "searchedLogStreams": []}, indent=4).encode()}
 
 
+def _subscription_messages(files: Lines) -> list[tuple[datetime, str]]:
+    """CloudWatch Logs' subscription messages of the streams: each stream's events in batches
+    of up to 8 within 2 s (as the service delivers them), with the time the batch was sent."""
+    messages = []
+    index = 0
+    for stream, lines in files.items():
+        batch: list[dict] = []
+        for line, record in lines + [("", None)]:
+            ts = _time(record) if record is not None else None
+            if batch and (ts is None or len(batch) == 8 or _ms(ts) - batch[0]["timestamp"] > 2000):
+                messages.append((datetime.fromtimestamp(batch[-1]["timestamp"] / 1000, timezone.utc), json.dumps({
+                    "messageType": "DATA_MESSAGE", "owner": "481516234200", "logGroup": "/ecs/notifier",
+                    "logStream": f"ecs/worker/{stream}", "subscriptionFilters": ["to-firehose"], "logEvents": batch,
+                }, separators=(",", ":"))))
+                batch = []
+            if ts is not None:
+                batch.append({"id": f"{index:056d}", "timestamp": _ms(ts), "message": line})
+                index += 1
+    return sorted(messages, key=lambda m: m[0])
+
+
+def firehose_s3(files: Lines) -> dict[str, bytes]:
+    """Kinesis Data Firehose's S3 objects of a subscription, no compression of its own: each
+    message a gzip member as CloudWatch Logs sent it, back to back, an object a minute."""
+    import gzip
+
+    objects: dict[str, bytes] = {}
+    for sent, message in _subscription_messages(files):
+        name = f"notifier-logs-1-{sent:%Y-%m-%d-%H-%M}-00-5f2b7a1c"
+        objects[name] = objects.get(name, b"") + gzip.compress(message.encode(), mtime=0)
+    return objects
+
+
+def firehose_s3_lines(files: Lines) -> dict[str, bytes]:
+    """The same, decompressed by Firehose and written one message a line."""
+    return {"notifier-logs.ndjson": "".join(message + "\n" for _, message in _subscription_messages(files)).encode()}
+
+
 def _insights_rows(files: Lines) -> list[dict]:
     return [
         {"@timestamp": _iso(ts, 3).replace("T", " ").rstrip("Z"), "@message": line, "@logStream": stream,
@@ -220,6 +258,7 @@ PLATFORMS: dict[str, Callable[[Lines], dict[str, bytes]]] = {
     "gcp-gcloud": gcp_gcloud, "cloudwatch-filter-log-events": cloudwatch_filter, "insights-json": insights_json,
     "insights-csv": insights_csv, "insights-get-query-results": insights_query_results, "elasticsearch": elasticsearch,
     "elasticsearch-fluent-bit": elasticsearch_fluent_bit, "fluent-bit-s3": fluent_bit_s3,
+    "firehose-s3": firehose_s3, "firehose-s3-lines": firehose_s3_lines,
     "loki-jsonl": loki_jsonl, "loki-text": loki_text, "datadog": datadog, "journald": journald, "otlp": otlp,
     "docker": docker, "cri": cri,
 }

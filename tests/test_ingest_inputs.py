@@ -344,3 +344,58 @@ def test_a_first_line_longer_than_the_format_sample_is_judged_by_its_start(tmp_p
     files = {Path(f.path).name: f for f in ingest([str(tmp_path)], config).files}
     assert (files["w.ndjson"].records, files["w.ndjson"].rejected_total) == (2, 0)
     assert (files["w.log"].records, files["w.log"].rejected_total) == (1, 0) and files["w.log"].format != "empty"
+
+
+def _subscription(stream: str, events: list[tuple[str, int, str]]) -> bytes:
+    return orjson.dumps({"messageType": "DATA_MESSAGE", "owner": "481516234200", "logGroup": "/ecs/notifier",
+                         "logStream": stream, "subscriptionFilters": ["to-firehose"],
+                         "logEvents": [{"id": i, "timestamp": ts, "message": m} for i, ts, m in events]})
+
+
+def _event(k: int) -> tuple[str, int, str]:
+    line = orjson.dumps({"ts": f"2026-07-21T10:00:0{k}.{k:06d}Z", "event": "job_started", "job_id": f"j{k}"}).decode()
+    return f"{k:056d}", 1784628000000 + 1000 * k, line
+
+
+def test_json_documents_back_to_back_are_one_list(tmp_path, config):
+    """Kinesis Data Firehose writes a subscription's messages back to back in one object, each a
+    gzip member of its own (no extension): every event is a record, its stream the worker, its id
+    the origin; a message Firehose delivered again is counted once by its ids."""
+    first, second = _subscription("ecs/worker/a1", [_event(1), _event(2)]), _subscription("ecs/worker/b2", [_event(3)])
+    (tmp_path / "notifier-logs-1-2026-07-21-10-00-00-5f2b").write_bytes(
+        b"".join(gzip.compress(m) for m in (first, second, first)))
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "objects").write_bytes(first + b"\n " + second)
+    gz, plain = ingest([str(tmp_path / "notifier-logs-1-2026-07-21-10-00-00-5f2b")], config), ingest([str(tmp_path / "plain")], config)
+    assert [f.records for f in gz.files] == [5] and not gz.files[0].rejected and gz.table.height == 3
+    assert gz.copies[0][2:] == [2, "sent again"]
+    assert plain.files[0].format == "cloudwatch-subscription (json-document [].logEvents[])" and plain.table.height == 3
+    table = plain.texts.decoded(plain.table)
+    assert table["worker_id"].cast(str).to_list() == ["ecs/worker/a1", "ecs/worker/a1", "ecs/worker/b2"]
+    assert table["job_id"].cast(str).to_list() == ["j1", "j2", "j3"]
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a": 1}{"a": ',  # cut in the middle of the second
+    b'{"a": 1}{"a": NaN}',  # not JSON, whatever Python's decoder accepts
+    b'{"a": "\\ud800"}{"a": 2}',  # a lone surrogate
+    b'{"a": 1}\xff{"a": 2}',  # not UTF-8
+    b"[" * 100_000 + b"]" * 100_000 + b"{}",  # nested too deep for the decoder
+])
+def test_what_is_not_json_documents_back_to_back_is_read_line_by_line(tmp_path, config, data):
+    (tmp_path / "objects").write_bytes(data)
+    result = ingest([str(tmp_path / "objects")], config)
+    assert result.table.height == 0 and sum(result.files[0].rejected.values()) == result.files[0].lines >= 1
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lambda data: lzma.compress(data, preset=0)],
+                         ids=["gzip", "bz2", "xz"])
+def test_many_small_members_are_read_whole_across_every_feed(tmp_path, config, compress):
+    """A file of thousands of compressed members, one a record (Kinesis Data Firehose writes one a
+    message), ending in zero padding: every record read, members ending anywhere in a feed of the
+    decompressor or a block of the file, and nothing said to be truncated."""
+    lines = WORKER_LOG.read_bytes().splitlines(keepends=True)
+    records = [lines[k % len(lines)] for k in range(2000)]
+    (tmp_path / "objects").write_bytes(b"".join(compress(record) for record in records) + b"\x00" * 700)
+    result = ingest([str(tmp_path / "objects")], config)
+    assert result.files[0].records == 2000 and not result.files[0].truncated and not result.files[0].rejected
