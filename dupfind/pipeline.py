@@ -386,13 +386,15 @@ def cached_output(source, kind: str, params: Any, render: Callable[[], tuple[Any
     return data, note
 
 
-def prepare_output(source, kind: str, params: Any, render: Callable[[], bytes]) -> None:
-    """Store what cached_output(source, kind, params, ...) would give, with no notes for stderr,
-    unless an earlier run stored it: for a command that will likely follow."""
+def prepare_output(source, kind: str, params: Any, render: Callable[[], Any], noted: bool = False) -> None:
+    """Store what cached_output(source, kind, params, ...) would give, unless an earlier run stored
+    it: for a command that will likely follow. `render()` gives the bytes (no notes for stderr),
+    or with `noted` the bytes and the notes, as cached_output's `render`."""
     entry = _output_entry(source, kind, params)
     if entry is not None and entry[3] is None:
         cache, set_key, key, _ = entry
-        cache.store_blob_soon(set_key, key, orjson.dumps(None) + b"\n", render())
+        data, note = render() if noted else (render(), None)
+        cache.store_blob_soon(set_key, key, orjson.dumps(note) + b"\n", data)
 
 
 def write_cached_output(source, kind: str, params: Any, render: Callable[[Any], None],

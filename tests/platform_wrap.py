@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -99,7 +99,7 @@ def _subscription_messages(files: Lines) -> list[tuple[datetime, str]]:
         for line, record in lines + [("", None)]:
             ts = _time(record) if record is not None else None
             if batch and (ts is None or len(batch) == 8 or _ms(ts) - batch[0]["timestamp"] > 2000):
-                messages.append((datetime.fromtimestamp(batch[-1]["timestamp"] / 1000, timezone.utc), json.dumps({
+                messages.append((datetime.fromtimestamp(batch[-1]["timestamp"] / 1000, UTC), json.dumps({
                     "messageType": "DATA_MESSAGE", "owner": "481516234200", "logGroup": "/ecs/notifier",
                     "logStream": f"ecs/worker/{stream}", "subscriptionFilters": ["to-firehose"], "logEvents": batch,
                 }, separators=(",", ":"))))

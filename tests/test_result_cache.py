@@ -326,6 +326,51 @@ def test_a_timeline_after_analyze_loads_no_polars(logs, tmp_path):
         assert b"dupfind.result_cache" in imported and b"polars.dataframe.frame" not in imported
 
 
+def _job_ids(logs) -> list[str]:
+    """The first job id of each finding that names one, the worst finding's first."""
+    report = orjson.loads(run("analyze", str(logs), "--format", "json", "--no-cache"))
+    return list(dict.fromkeys(f["ids"]["job_id"][0] for f in report["findings"] if f["ids"].get("job_id")))
+
+
+def test_analyze_prepares_the_trace_of_its_worst_findings_job_id(logs, cache_dir, monkeypatch):
+    """A cached `analyze` of a small export also draws what `trace ID` writes for its worst
+    finding's job id (the terminal view, as this output would show it): that trace after it builds
+    nothing and writes what a --no-cache run writes; another id's trace is built. An analysis the
+    trace does not read (other rules) is not drawn for."""
+    import dupfind.trace
+
+    job, other = _job_ids(logs)[:2]
+    uncached = run("trace", job, str(logs), "--no-cache")
+    built = []
+    real = dupfind.trace.trace_ids
+    monkeypatch.setattr(dupfind.trace, "trace_ids", lambda *a, **k: built.append(a[1]) or real(*a, **k))
+    run("analyze", str(logs), "--format", "json", "--disable", "DF105")
+    assert built == []
+    run("analyze", str(logs), "--format", "json")
+    assert built == [[job]]  # drawn once the report was out
+    built.clear()
+    assert run("trace", job, str(logs)) == uncached and built == []
+    assert job.encode() in uncached
+    run("trace", "--id", other, str(logs))
+    assert built == [[other]]
+
+
+def test_a_trace_of_the_worst_findings_job_id_after_analyze_loads_no_polars(logs, tmp_path):
+    """The command line: `trace ID` of the id an engineer copies first from the report writes what
+    analyze drew, without loading polars (over 20,000 small files, 0.38 s a first trace took, 0.19
+    s now); the trace of another id loads it."""
+    env = {"DUPFIND_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_cli("analyze", str(logs), "--format", "json", env=env).returncode == 0
+    job, other = _job_ids(logs)[:2]
+    for query, loaded in ((job, False), (other, True)):
+        shown = run_cli("trace", query, str(logs), env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+        assert shown.returncode == 0
+        imported = {line.rsplit(b"|", 1)[-1].strip() for line in shown.stderr.splitlines()
+                    if line.startswith(b"import time:")}
+        assert b"dupfind.result_cache" in imported and (b"polars.dataframe.frame" in imported) == loaded
+        assert query.encode() in shown.stdout
+
+
 def test_a_timeline_after_analyze_reads_its_marks_not_the_side_effects(logs, cache_dir):
     """A cached analysis stores each execution's side-effect marks and when each duplicate was
     requested (PREPARED_FACTS): a timeline over it reads those, not every side-effect request, and
@@ -1291,9 +1336,10 @@ def test_a_first_run_writes_its_report_before_it_stores_the_analysis(logs, cache
     with pytest.raises(SystemExit) as exit_info:
         dupfind.cli.main()
     assert exit_info.value.code == 0
-    # Then the timeline's two default views, drawn for the next command once the report is out.
+    # Then the timeline's two default views and the trace of the worst finding's job id, drawn for
+    # the next command once the report is out.
     assert events == ["output", "set", "files", "analysis", "part stored", "output stored", "facts", "output stored",
-                      "output stored"]
+                      "output stored", "output stored"]
     assert not [p for p in (cache_dir / "sets").iterdir() if p.name.startswith(".tmp-")]  # the staged report was moved
     cold = capsysbinary.readouterr().out
     calls = Calls(monkeypatch)

@@ -287,14 +287,17 @@ def analyze(
         from dupfind import background
         from dupfind.pipeline import ANALYSED_NOW, MARKDOWN_VALUE, STATS_VALUE, drawn_ticket_parts, prepare_value
 
-        # The timeline's default views of a small export, after the two below (first: before
-        # the cache writes): `timeline` after it then loads nothing either. It analyses with the
-        # default rules, timeouts and id fan-out, so it reads this analysis only when they are.
+        # The timeline's default views of a small export, and the traces of its worst findings' job
+        # ids, after the two below (first: before the cache writes): `timeline`, or `trace` of
+        # such an id, after it then loads nothing either. They analyse with the default rules,
+        # timeouts and id fan-out, so they read this analysis only when they are.
         if (report.__dict__.get(ANALYSED_NOW) and report.summary.get("records", 0) <= PREPARED_VIEWS_MAX_RECORDS
                 and not disable and not timeout and max_jobs_per_value == DEFAULT_MAX_JOBS_PER_VALUE):
             from dupfind.commands.timeline import prepare_default_views
+            from dupfind.commands.trace import prepare_worst_traces
 
             background.defer(prepare_default_views, report, first=True)
+            background.defer(prepare_worst_traces, report, cfg, first=True)
         # And the Markdown ticket but its command line, masked as a ticket is by default: the
         # ticket after it then reads no finding and builds no trace (nor loads polars).
         if output_format.value != "markdown":
