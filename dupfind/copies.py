@@ -135,24 +135,23 @@ def _stretches_warning(stretches: list[list]) -> str | None:
 
 
 def _sent_again_warning(resent: list[list]) -> str | None:
-    why = ("the same origin (the offset, cursor or event id its log pipeline gave it): delivered again by the "
-           "pipeline, not written again")
-    return _said(
-        resent,
-        lambda path, _, n, __: f"{path} holds {n} records again with {why}: counted once.",
-        lambda path, _, n, __: f"{n} of {path}",
-        lambda files, n, named: f"{files} files hold records again with {why}: {n} repeated records counted once: {named}.",
-    )
+    return _held_again(resent, " with the same origin (the offset, cursor or event id its log pipeline gave it): "
+                               "delivered again by the pipeline, not written again")
 
 
 def _same_instant_warning(repeats: list[list]) -> str | None:
-    why = ("the same to the microsecond (time, event, ids, worker): a log pipeline re-sending a chunk, or a logger "
-           "writing twice; a service doing a thing twice logs it at two instants")
+    return _held_again(repeats, ", each the same to the microsecond (time, event, ids, worker): a log pipeline "
+                                "re-sending a chunk, or a logger writing twice; a service doing a thing twice logs it "
+                                "at two instants")
+
+
+def _held_again(entries: list[list], how: str) -> str | None:
+    """The warning of records files hold again, `how` said after "records again"."""
     return _said(
-        repeats,
-        lambda path, _, n, __: f"{path} holds {n} records again, each {why}: counted once.",
+        entries,
+        lambda path, _, n, __: f"{path} holds {n} records again{how}: counted once.",
         lambda path, _, n, __: f"{n} of {path}",
-        lambda files, n, named: f"{files} files hold records again, each {why}: {n} repeated records counted once: {named}.",
+        lambda files, n, named: f"{files} files hold records again{how}: {n} repeated records counted once: {named}.",
     )
 
 

@@ -549,6 +549,16 @@ def test_counting_records_once_never_loses_a_record_and_says_what_it_dropped(tmp
     assert sorted(kept["len"].to_list(), reverse=True)[0] <= max(written.values())
 
 
+def _delivered_again(tmp_path: Path, lines: list[str], deliveries: list[tuple[int, int]]):
+    """One file of `lines`, each (index, at) of `deliveries` a line delivered again at that place;
+    what a read of it gives, and its path."""
+    shipped = list(lines)
+    for index, at in deliveries:
+        shipped.insert(min(at, len(shipped)), lines[index % len(lines)])
+    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    return _read(folder, {"export.ndjson": shipped}), str(folder / "export.ndjson")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(_EVENTS), st.sampled_from(["w-1", "w-2", None])), min_size=1, max_size=40),
        st.lists(st.tuples(st.integers(0, 39), st.integers(0, 80)), max_size=30))
@@ -559,11 +569,7 @@ def test_records_delivered_again_to_the_microsecond_are_each_counted_once(tmp_pa
     lines = [json.dumps({"ts": f"2026-07-21T10:00:{k // 10:02d}.{(k % 10) * 100_000 + 1 + 7 * k:06d}Z", "event": event,
                          "job_id": f"job-{k % 5}", "worker_id": worker, "msg": event})
              for k, (event, worker) in enumerate(records)]
-    shipped = list(lines)
-    for index, at in deliveries:
-        shipped.insert(min(at, len(shipped)), lines[index % len(lines)])
-    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
-    result = _read(folder, {"export.ndjson": shipped})
+    result, _ = _delivered_again(tmp_path, lines, deliveries)
     assert result.table.height == len(lines)
     assert sum(entry[2] for entry in result.copies) == len(deliveries)
     assert all(entry[3] in ("same microsecond", "stretches") or isinstance(entry[3], int) for entry in result.copies)
@@ -578,11 +584,6 @@ def test_records_delivered_again_with_their_origin_are_each_counted_once(tmp_pat
     lines = [json.dumps({"ts": f"2026-07-21T10:00:{k // 10:02d}.{(k % 10) * 100:03d}Z", "event": event,
                          "job_id": f"job-{k % 5}", "worker_id": worker, "msg": event, "log": {"offset": 100 * k}})
              for k, (event, worker) in enumerate(records)]
-    shipped = list(lines)
-    for index, at in deliveries:
-        shipped.insert(min(at, len(shipped)), lines[index % len(lines)])
-    folder = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
-    result = _read(folder, {"export.ndjson": shipped})
+    result, path = _delivered_again(tmp_path, lines, deliveries)
     assert result.table.height == len(lines)
-    path = str(folder / "export.ndjson")
     assert result.copies == ([[path, path, len(deliveries), "sent again"]] if deliveries else [])
