@@ -440,7 +440,9 @@ def _walk(node: Any, segments: tuple[str, ...], context: dict) -> list[tuple[Any
             found = _walk(element, rest, inherited)
         else:
             found = _walk(element, rest, context) if rest[0] else [(element, context)]
-        out.extend(found or [])
+        # an element without the rest of the path (a message whose logEvents is not a list, a hit
+        # without _source) holds no record: None in its place, counted as not a record
+        out.extend(found if found is not None else [(None, context)])
     return out
 
 

@@ -399,3 +399,19 @@ def test_many_small_members_are_read_whole_across_every_feed(tmp_path, config, c
     (tmp_path / "objects").write_bytes(b"".join(compress(record) for record in records) + b"\x00" * 700)
     result = ingest([str(tmp_path / "objects")], config)
     assert result.files[0].records == 2000 and not result.files[0].truncated and not result.files[0].rejected
+
+
+def test_a_document_without_the_records_path_is_a_position_rejected_not_lost(tmp_path, config):
+    """Back to back, a message whose logEvents is not a list (and a search hit without _source)
+    holds no record: each is a rejected position of its file, not nothing."""
+    broken = orjson.dumps({"messageType": "DATA_MESSAGE", "logStream": "ecs/worker/b2", "logEvents": "x"})
+    (tmp_path / "objects").write_bytes(_subscription("ecs/worker/a1", [_event(1), _event(2)]) + broken)
+    hits = {"hits": {"hits": [{"_id": "a", "_source": {"@timestamp": "2026-07-21T10:00:01.000Z", "message": "ok"}},
+                              {"_id": "b"}]}}
+    (tmp_path / "search.json").write_bytes(orjson.dumps(hits))
+    result = ingest([str(tmp_path)], config)
+    by_name = {Path(f.path).name: f for f in result.files}
+    assert (by_name["objects"].lines, by_name["objects"].records, dict(by_name["objects"].rejected)) == (
+        3, 2, {"not_a_record": 1})
+    assert (by_name["search.json"].lines, by_name["search.json"].records, dict(by_name["search.json"].rejected)) == (
+        2, 1, {"not_a_record": 1})
