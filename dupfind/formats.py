@@ -218,14 +218,44 @@ def _hits(document: dict) -> list | None:
     return None
 
 
-_BETWEEN_VALUES = re.compile(r"\s*")
+_BETWEEN_VALUES = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+# Where one object may end and the next begin; inside a string too, so each cut is tried.
+_OBJECT_CUT = re.compile(rb"\}[ \t\n\r]*\{")
+# Cuts tried in a row inside one value (`}{` in its strings) before its end is found by decoding.
+_MAX_MISSED_CUTS = 64
 
 
 def concatenated_values(data: bytes) -> list | None:
     """JSON values written one after the other with nothing or only whitespace between them (the
     objects Kinesis Data Firehose writes to S3: CloudWatch Logs subscription messages back to
-    back), as a list; None unless there are several and each is valid JSON. The standard
-    library's decoder finds where each ends; orjson parses each, as strictly as any document."""
+    back), as a list; None unless there are several and each is valid JSON. Objects are cut where
+    `}` meets `{` and each piece parsed by orjson: a piece that parses is a whole value (an object
+    ends where its closing brace is), one that does not was cut inside a string and goes on to the
+    next cut; many such, or values that are not objects, are found by the standard library's
+    decoder instead."""
+    values: list = []
+    view = memoryview(data)
+    begin = re.match(rb"[ \t\n\r]*", data).end()
+    missed = 0
+    for cut in _OBJECT_CUT.finditer(data):
+        try:
+            values.append(orjson.loads(view[begin:cut.start() + 1]))
+        except orjson.JSONDecodeError:
+            missed += 1
+            if missed > _MAX_MISSED_CUTS:
+                return _decoded_one_by_one(data)
+            continue
+        begin, missed = cut.end() - 1, 0
+    try:
+        values.append(orjson.loads(view[begin:]))
+    except orjson.JSONDecodeError:
+        return _decoded_one_by_one(data)
+    return values if len(values) > 1 else None
+
+
+def _decoded_one_by_one(data: bytes) -> list | None:
+    """concatenated_values, each value's end found by the standard library's decoder (any JSON
+    value, any string), each value parsed by orjson, as strictly as any document."""
     import json
 
     try:

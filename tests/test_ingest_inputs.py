@@ -1,9 +1,10 @@
-"""Inputs: compression by magic bytes, truncation, binary, stdin, directories, encodings."""
+"""Inputs: compression by magic bytes, truncation, binary, stdin, directories, encodings, JSON documents back to back."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import os
 import shutil
@@ -11,8 +12,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dupfind.config import load_config
+from dupfind.formats import concatenated_values
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
@@ -415,3 +419,25 @@ def test_a_document_without_the_records_path_is_a_position_rejected_not_lost(tmp
         3, 2, {"not_a_record": 1})
     assert (by_name["search.json"].lines, by_name["search.json"].records, dict(by_name["search.json"].rejected)) == (
         2, 1, {"not_a_record": 1})
+
+
+_TEXTS = st.lists(st.sampled_from(["}{", "}", "{", '"', "\\", "x", " ", "\n", "é", "}\n{"]), max_size=8).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.dictionaries(st.sampled_from(["m", "id", "n"]), st.one_of(_TEXTS, st.integers(-2**53, 2**53)), min_size=1),
+                          st.lists(_TEXTS, max_size=3)), min_size=2, max_size=6),
+       st.lists(st.sampled_from(["", " ", "\n", "\r\n", "\t"]), min_size=6, max_size=6), st.booleans())
+def test_json_values_back_to_back_are_each_what_was_written(values, gaps, ascii_only):
+    """Whatever the values' strings hold (`}{` among them, where an object may seem to end) and
+    whatever whitespace is between them: each value as it was written, in order."""
+    data = "".join((json.dumps(v) if ascii_only else orjson.dumps(v).decode()) + gap
+                   for v, gap in zip(values, gaps)).encode()
+    assert concatenated_values(data) == values
+    assert concatenated_values(data.rstrip()[:-1]) is None  # cut short: not JSON values
+
+
+def test_many_cuts_inside_strings_are_found_by_decoding():
+    """More `}{` inside one value's strings than cuts are tried: its end is found by decoding."""
+    values = [{"m": "}{" * 200}, {"m": "ok"}, ["}{"]]
+    assert concatenated_values(b"".join(orjson.dumps(v) for v in values)) == values
