@@ -57,7 +57,7 @@ def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, lis
     resent_rows = resent.get_column("__row")
     if resent.height:
         own = own.filter(~pl.col("__row").is_in(resent_rows.implode()))
-    sent_again = [[path, path, n, SENT_AGAIN_MARK] for path, n in _per_file(resent.group_by("source").agg(pl.len().alias("n")))]
+    sent_again = _entries(resent, SENT_AGAIN_MARK)
     groups = (own.group_by(*LOGGER, "__h").agg(pl.len().alias("c"), pl.col("kind").first() != "other", pl.col("__row"))
               .filter(pl.col("c") >= 2))
     if groups.height == 0:
@@ -78,9 +78,9 @@ def within_files(table: pl.DataFrame, own: pl.DataFrame) -> tuple[pl.Series, lis
     instant = _same_microsecond(table, left.filter(pl.col("__row").list.len() > 1))
     entries = [
         *([path, path, n, k] for path, n, k in _per_file(over.group_by("source").agg(pl.len().alias("n"), pl.col("k").max()))),
-        *([path, path, n, STRETCHES] for path, n in _per_file(again.group_by("source").agg(pl.len().alias("n")))),
+        *_entries(again, STRETCHES),
         *sent_again,
-        *([path, path, n, INSTANT_MARK] for path, n in _per_file(instant.group_by("source").agg(pl.len().alias("n")))),
+        *_entries(instant, INSTANT_MARK),
     ]
     rows = [resent_rows, over.get_column("__row"), again.get_column("__row"), instant.get_column("__row")]
     return pl.concat(rows), entries
@@ -92,6 +92,11 @@ def _same_microsecond(table: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
     firsts = groups.get_column("__row").list.first()
     below_ms = table.get_column("ts").gather(firsts).dt.microsecond() % 1000 != 0
     return groups.filter(below_ms.fill_null(False)).select("source", pl.col("__row").list.slice(1)).explode("__row")
+
+
+def _entries(dropped: pl.DataFrame, mark: str) -> list[list]:
+    """[path, path, rows dropped, mark] for each file of the `dropped` rows, by path."""
+    return [[path, path, n, mark] for path, n in _per_file(dropped.group_by("source").agg(pl.len().alias("n")))]
 
 
 def _per_file(counted: pl.DataFrame) -> list[tuple]:

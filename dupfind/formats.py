@@ -218,9 +218,10 @@ def _hits(document: dict) -> list | None:
     return None
 
 
-_BETWEEN_VALUES = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+_JSON_SPACE = r"[ \t\n\r]*"  # JSON's whitespace (not every \s)
+_BETWEEN_VALUES, _LEADING_SPACE = re.compile(_JSON_SPACE), re.compile(_JSON_SPACE.encode())
 # Where one object may end and the next begin; inside a string too, so each cut is tried.
-_OBJECT_CUT = re.compile(rb"\}[ \t\n\r]*\{")
+_OBJECT_CUT = re.compile(rb"\}" + _JSON_SPACE.encode() + rb"\{")
 # Cuts tried in a row inside one value (`}{` in its strings) before its end is found by decoding.
 _MAX_MISSED_CUTS = 64
 
@@ -235,7 +236,7 @@ def concatenated_values(data: bytes) -> list | None:
     decoder instead."""
     values: list = []
     view = memoryview(data)
-    begin = re.match(rb"[ \t\n\r]*", data).end()
+    begin = _LEADING_SPACE.match(data).end()
     missed = 0
     for cut in _OBJECT_CUT.finditer(data):
         try:

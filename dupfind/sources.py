@@ -391,8 +391,10 @@ class _Decompressing(io.RawIOBase):
             try:
                 while data:
                     if self.decompressor.eof:
-                        if not bytes(data).strip(b"\x00"):
-                            break  # zero padding after the last member
+                        # zero padding after the last member (a member begins with its magic
+                        # bytes: only data that begins with a zero is copied to be looked at)
+                        if not data[0] and not bytes(data).strip(b"\x00"):
+                            break
                         self.decompressor = _new_decompressor(self.compression)
                     out.append(self.decompressor.decompress(data))
                     data = self.decompressor.unused_data if self.decompressor.eof else b""
