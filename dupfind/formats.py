@@ -218,64 +218,6 @@ def _hits(document: dict) -> list | None:
     return None
 
 
-_JSON_SPACE = r"[ \t\n\r]*"  # JSON's whitespace (not every \s)
-_BETWEEN_VALUES, _LEADING_SPACE = re.compile(_JSON_SPACE), re.compile(_JSON_SPACE.encode())
-# Where one object may end and the next begin; inside a string too, so each cut is tried.
-_OBJECT_CUT = re.compile(rb"\}" + _JSON_SPACE.encode() + rb"\{")
-# Cuts tried in a row inside one value (`}{` in its strings) before its end is found by decoding.
-_MAX_MISSED_CUTS = 64
-
-
-def concatenated_values(data: bytes) -> list | None:
-    """JSON values written one after the other with nothing or only whitespace between them (the
-    objects Kinesis Data Firehose writes to S3: CloudWatch Logs subscription messages back to
-    back), as a list; None unless there are several and each is valid JSON. Objects are cut where
-    `}` meets `{` and each piece parsed by orjson: a piece that parses is a whole value (an object
-    ends where its closing brace is), one that does not was cut inside a string and goes on to the
-    next cut; many such, or values that are not objects, are found by the standard library's
-    decoder instead."""
-    values: list = []
-    view = memoryview(data)
-    begin = _LEADING_SPACE.match(data).end()
-    missed = 0
-    for cut in _OBJECT_CUT.finditer(data):
-        try:
-            values.append(orjson.loads(view[begin:cut.start() + 1]))
-        except orjson.JSONDecodeError:
-            missed += 1
-            if missed > _MAX_MISSED_CUTS:
-                return _decoded_one_by_one(data)
-            continue
-        begin, missed = cut.end() - 1, 0
-    try:
-        values.append(orjson.loads(view[begin:]))
-    except orjson.JSONDecodeError:
-        return _decoded_one_by_one(data)
-    return values if len(values) > 1 else None
-
-
-def _decoded_one_by_one(data: bytes) -> list | None:
-    """concatenated_values, each value's end found by the standard library's decoder (any JSON
-    value, any string), each value parsed by orjson, as strictly as any document."""
-    import json
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    decoder = json.JSONDecoder()
-    values: list = []
-    at = _BETWEEN_VALUES.match(text).end()
-    while at < len(text):
-        try:
-            _, end = decoder.raw_decode(text, at)
-            values.append(orjson.loads(text[at:end]))
-        except (ValueError, RecursionError):  # orjson.JSONDecodeError is a ValueError
-            return None
-        at = _BETWEEN_VALUES.match(text, end).end()
-    return values if len(values) > 1 else None
-
-
 def unwrap_document(document: Any, presets: tuple[Preset, ...] = ()) -> tuple[list, str, Preset | None]:
     """The records of a JSON document, the wrapper they sat in ('' for a bare array), and the
     export preset that recognised them (None: a generic wrapper)."""

@@ -31,17 +31,18 @@ from dupfind.config import Config
 from dupfind.copies import without_copies
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
-from dupfind.formats import FormatSniff, concatenated_values, sniff_format, unwrap_document
+from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
+from dupfind.json_values import ValueCutter, concatenated_values
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
-from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, unwrap_record
+from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
 from dupfind.schema import as_strings, canonical_schema
-from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_chunks, open_source
+from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, open_source
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
@@ -684,9 +685,14 @@ class Ingestor:
                 rejects.append(_reject_frame([1], "unsupported_compression", [f"<{opened.compression} data>"]).with_columns(source=pl.lit(src.path)))
                 report.notes.append(f"{opened.compression} compression is not supported; decompress the file first")
                 return read
-            chunks = iter_chunks(opened.stream, self.block_bytes or CHUNK_BYTES)
+            block_bytes = self.block_bytes or CHUNK_BYTES
+            head = opened.stream.read(block_bytes)
+            # judged by its whole lines (one line cut off, or a file's last without its newline, is not sampled)
+            sniff = sniff_format(head[: head.rfind(b"\n") + 1] or head, presets=self.config.presets)
+            document = sniff.document and not sniff.line_documents
+            # a document's blocks are cut anywhere, a file of lines' at a line's end
+            chunks = iter_blocks(opened.stream, block_bytes, head) if document else iter_chunks(opened.stream, block_bytes, head)
             first = next(chunks, b"")
-            sniff = sniff_format(first, presets=self.config.presets)
             report.format = sniff.label
             lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
             if lines_only and sniff.envelope is None and first and src.rereadable:
@@ -706,8 +712,8 @@ class Ingestor:
                 self._read_csv(first + b"".join(chunks), self.parser.presets[sniff.csv_preset], report, src.path, read)
             elif sniff.line_documents:
                 self._read_line_documents(first, chunks, report, src.path, read)
-            elif sniff.document:
-                self._read_document(first + b"".join(chunks), sniff, report, src.path, read)
+            elif document:
+                self._read_document(first, chunks, report, src.path, read)
             else:
                 self._read_lines(first, chunks, sniff, report, src.path, read, in_file=src.rereadable)
         finally:
@@ -812,22 +818,61 @@ class Ingestor:
             if self.progress:
                 self.progress(len(chunk))
 
-    def _read_document(self, data: bytes, sniff: FormatSniff, report: FileReport, source: str, read: _FileRead) -> None:
+    def _read_document(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:
+        cutter = ValueCutter(in_array=first.lstrip(b" \t\r\n").startswith(b"["))
+        values = cutter.feed(first)
+        if values:  # an array's elements or JSON values back to back: read a block at a time
+            return self._read_values(values, cutter, chunks, report, source, read)
+        data = first + b"".join(chunks)
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError:
-            document = concatenated_values(data)
+            document = concatenated_values(data)  # the first value is longer than a chunk
             if document is None:
                 return self._read_not_a_document(data, report, source, read)
-            report.notes.append(f"{len(document):,} JSON documents one after the other, read as one list")
+            report.notes.append(f"{len(document):,} JSON documents one after the other")
         records, wrapper, preset = unwrap_document(document, self.config.presets)
-        label = preset.label if preset else "json-document"
-        report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
-        report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
+        del document
+        self._document_format(report, wrapper, preset)
         report.lines = len(records)
         block = _Block()
         self._parse_records(list(enumerate(records, start=1)), preset, block)
         self._finish_block(block, report, source, read)
+
+    def _document_format(self, report: FileReport, wrapper: str, preset: Preset | None) -> None:
+        label = preset.label if preset else "json-document"
+        report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
+        report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
+
+    def _read_values(self, values: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:
+        """An array's elements or JSON values back to back, each block's as they are cut: the
+        preset that recognises the first records reads the rest; positions count across the file;
+        what follows the values that is not JSON (a value cut short) is one rejected position."""
+        position, count, preset, wrapper = 0, 0, None, ""
+        for chunk in itertools.chain(chunks, [None]):
+            if chunk is None:
+                last, rest = cutter.finish()
+                values.extend(last)
+            block = _Block()
+            found = document_records(preset, values, known=True) if preset is not None else None
+            if found is None:
+                records, wrapper, preset = unwrap_document(values, self.config.presets)
+            else:
+                records = found[0]
+            self._parse_records(list(enumerate(records, start=position + 1)), preset, block)
+            position, count = position + len(records), count + len(values)
+            if chunk is None and rest:
+                position += 1
+                block.rejects.append(_reject_frame([position], "invalid_json", [rest[:REJECT_TEXT_LIMIT].decode("utf-8", "replace")]))
+            self._finish_block(block, report, source, read)
+            if chunk is not None:
+                values = cutter.feed(chunk)
+                if self.progress:
+                    self.progress(len(chunk))
+        if not cutter.in_array and count > 1:
+            report.notes.append(f"{count:,} JSON documents one after the other")
+        self._document_format(report, wrapper, preset)
+        report.lines = position
 
     def _read_not_a_document(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
         """What looked like a JSON document and is not one: read line by line."""

@@ -452,22 +452,26 @@ def _segments(path: str) -> tuple[str, ...]:
     return tuple(s.lstrip(".") for s in path.split("[]"))
 
 
-def document_records(preset: Preset, document: Any) -> tuple[list, str] | None:
-    """The records of a document in this preset's shape, and the path they were found at."""
+def document_records(preset: Preset, document: Any, known: bool = False) -> tuple[list, str] | None:
+    """The records of a document in this preset's shape, and the path they were found at.
+    `known`: the preset recognised earlier documents of the file, so a path that leads to no
+    record (CloudWatch Logs' control messages) is this document's records, none."""
+    empty = None
     for path in preset.records:
         # one document of a list of them (`[].logEvents[]`): a file or a line holding only one
         within = [document] if isinstance(document, dict) and path.startswith("[].") else document
         found = _walk(within, _segments(path), {})
         if not found:
+            empty = ([], path) if known and found is not None and empty is None else empty
             continue
         records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in found]
         sample = next((r for r in records if isinstance(r, (dict, list))), None)
         if preset.record_pairs and isinstance(sample, list):
             key, value = preset.record_pairs
             sample = {p.get(key): p.get(value) for p in sample if isinstance(p, dict) and isinstance(p.get(key), str)}
-        if sample is not None and preset.matches(sample):
+        if known or (sample is not None and preset.matches(sample)):
             return records, path
-    return None
+    return empty
 
 
 def find_document_preset(presets: tuple[Preset, ...], document: Any) -> tuple[Preset, list, str] | None:

@@ -448,11 +448,20 @@ def open_source(source: Source) -> OpenedSource:
     return OpenedSource(source, compression, io.BufferedReader(tolerant, 1 << 20), tolerant)
 
 
-def iter_chunks(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
-    """Yield blocks of whole lines (split at the last newline); the last may lack one."""
+def iter_blocks(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES, head: bytes = b"") -> Iterator[bytes]:
+    """Yield blocks as read, cut anywhere (`head`: the first, read already)."""
+    if head:
+        yield head
+    while block := stream.read(chunk_bytes):
+        yield block
+
+
+def iter_chunks(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES, head: bytes = b"") -> Iterator[bytes]:
+    """Yield blocks of whole lines (split at the last newline); the last may lack one (`head`:
+    the start of the first, read already)."""
     carry = b""
     while True:
-        block = stream.read(chunk_bytes)
+        block, head = head or stream.read(chunk_bytes), b""
         if not block:
             break
         block = carry + block

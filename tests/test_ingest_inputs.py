@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dupfind.ingest as ingest_module
 from dupfind.config import load_config
-from dupfind.formats import concatenated_values
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
+from dupfind.json_values import ValueCutter, concatenated_values
 from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
 from dupfind.schema import as_strings
 
@@ -441,3 +442,160 @@ def test_many_cuts_inside_strings_are_found_by_decoding():
     """More `}{` inside one value's strings than cuts are tried: its end is found by decoding."""
     values = [{"m": "}{" * 200}, {"m": "ok"}, ["}{"]]
     assert concatenated_values(b"".join(orjson.dumps(v) for v in values)) == values
+
+
+def _firehose_object(messages: int) -> list[bytes]:
+    """Subscription messages as Firehose writes them: control messages, events whose lines hold
+    `}{` and characters of several bytes, a message delivered again."""
+    control = orjson.dumps({"messageType": "CONTROL_MESSAGE", "owner": "CloudwatchLogs", "logGroup": "",
+                            "logStream": "", "subscriptionFilters": [], "logEvents": []})
+    out = [control]
+    for m in range(messages):
+        events = []
+        for e in range(3):
+            k = m * 3 + e
+            line = orjson.dumps({"ts": f"2026-07-21T10:{k // 600 % 60:02d}:{k // 10 % 60:02d}.{k % 10}00123Z", "event": "job_started",
+                                 "job_id": f"j{k}", "note": "café }{ \u00e9" * (k % 3)}).decode()
+            events.append((f"{k:056d}", 1784628000000 + 100 * k, line))
+        out.append(_subscription(f"ecs/worker/w{m % 4}", events))
+    return out[:50] + [control] * 40 + out[50:] + [out[5]]  # 40 control messages fill a block of 4 KB
+
+
+def test_json_documents_back_to_back_are_read_a_block_at_a_time(tmp_path, config, monkeypatch):
+    """An object of many messages is read a block at a time, each block's messages parsed as they
+    are cut (a Firehose object of 55 MB held 580 MiB read whole): read in blocks of 4 KB, cut
+    anywhere (in a message, inside a character of several bytes), a block holding only a control
+    message, it gives what it gives read whole."""
+    (tmp_path / "objects").write_bytes(b"".join(gzip.compress(m) for m in _firehose_object(120)))
+    whole = ingest([str(tmp_path)], config)
+    batches: list[int] = []
+    parse_records = ingest_module.Ingestor._parse_records
+
+    def counted(self, records, preset, block):
+        batches.append(len(records))
+        return parse_records(self, records, preset, block)
+
+    monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
+    small = ingest([str(tmp_path)], config, block_bytes=4096)
+    assert len(batches) > 20 and max(batches) < 40 and sum(batches) == 363
+    assert as_strings(small.table).equals(as_strings(whole.table)) and whole.table.height == 360
+    assert [(r.lines, r.records, r.format, r.notes) for r in small.files] == [(r.lines, r.records, r.format, r.notes) for r in whole.files]
+    assert whole.files[0].format == "cloudwatch-subscription (json-document [].logEvents[])" and not whole.files[0].rejected
+    assert whole.copies[0][2:] == [3, "sent again"]
+
+
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+def test_an_object_cut_short_keeps_its_whole_messages(tmp_path, config, block_bytes):
+    """A Firehose object whose last gzip member is cut off (a download that stopped): every whole
+    message's events are read, the message cut short is one rejected position, and the file is
+    said to be truncated (it was all rejected, read line by line, before)."""
+    data = b"".join(gzip.compress(m) for m in _firehose_object(60))
+    (tmp_path / "objects").write_bytes(data[:-25])
+    result = ingest([str(tmp_path)], config, block_bytes=block_bytes)
+    report = result.files[0]
+    assert report.truncated and (report.records, report.lines, dict(report.rejected)) == (180, 181, {"invalid_json": 1})
+    assert result.rejects["line"].to_list() == [181] and result.rejects["text"][0].startswith('{"messageType":"DATA_MESSAGE"')
+
+
+_CUTS = st.lists(st.integers(1, 60), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["m", "id", "n"]), st.one_of(_TEXTS, st.integers(-2**53, 2**53)), min_size=1),
+                min_size=1, max_size=6),
+       st.lists(st.sampled_from(["", " ", "\n", "\r\n", "\t"]), min_size=6, max_size=6), _CUTS, st.booleans())
+def test_json_values_fed_in_pieces_are_each_what_was_written(values, gaps, cuts, cut_short):
+    """Objects back to back, fed in pieces cut anywhere (inside a string, between the bytes of one
+    character): each value as it was written, in order, and nothing left; cut short, the values
+    before the last and what is left of the last, which is not JSON."""
+    data = "".join(orjson.dumps(v).decode() + gap for v, gap in zip(values, gaps)).encode()
+    if cut_short:
+        data = data.rstrip()[:-1]
+    cutter, got, at = ValueCutter(), [], 0
+    for size in cuts:
+        got.extend(cutter.feed(data[at:at + size]))
+        at += size
+    got.extend(cutter.feed(data[at:]))
+    last, rest = cutter.finish()
+    if cut_short:
+        assert got + last == values[:-1] and rest and not rest.isspace()
+    else:
+        assert (got + last, rest) == (values, b"")
+
+
+def test_many_cuts_inside_strings_are_found_by_decoding_fed_in_pieces():
+    """A value whose strings hold more `}{` than cuts are tried, fed a few bytes at a time: its
+    end is found by decoding once it is whole, and the values after it are cut again."""
+    values = [{"m": "}{" * 200}, {"m": "ok"}, {"m": "é}{"}, {"n": 1}]
+    data = b"".join(orjson.dumps(v) for v in values)
+    cutter, got = ValueCutter(), []
+    for at in range(0, len(data), 7):
+        got.extend(cutter.feed(data[at:at + 7]))
+    last, rest = cutter.finish()
+    assert (got + last, rest) == (values, b"")
+
+
+def _gcloud_entries(count: int) -> list[dict]:
+    """`gcloud logging read --format=json` entries: records holding arrays of objects (`},{`
+    inside an element) and strings holding `},{`."""
+    return [{"insertId": f"{k:014x}", "jsonPayload": {"ts": f"2026-11-29T07:{k // 60 % 60:02d}:{k % 60:02d}.{k:06d}Z",
+                                                        "event": "job_started", "job_id": f"j{k}", "note": "a },{ b" * (k % 2),
+                                                        "spans": [{"n": k}, {"n": k + 1}]},
+             "logName": "projects/acme-prod/logs/stdout",
+             "resource": {"type": "k8s_container", "labels": {"pod_name": f"notifier-worker-{k % 3}"}},
+             "timestamp": f"2026-11-29T07:{k // 60 % 60:02d}:{k % 60:02d}.{k:06d}Z"} for k in range(count)]
+
+
+def test_an_array_document_is_read_a_block_at_a_time(tmp_path, config, monkeypatch):
+    """A top-level array (gcloud's export, pretty-printed) is read a block at a time, as its
+    elements are cut (a 323 MB export held 2.4 GB read whole): in blocks of 4 KB it gives what it
+    gives read whole."""
+    (tmp_path / "gcloud-read.json").write_bytes(json.dumps(_gcloud_entries(300), indent=2).encode())
+    whole = ingest([str(tmp_path)], config)
+    batches: list[int] = []
+    parse_records = ingest_module.Ingestor._parse_records
+
+    def counted(self, records, preset, block):
+        batches.append(len(records))
+        return parse_records(self, records, preset, block)
+
+    monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
+    small = ingest([str(tmp_path)], config, block_bytes=4096)
+    assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300
+    assert as_strings(small.table).equals(as_strings(whole.table)) and whole.table.height == 300
+    assert [(r.lines, r.records, r.format, r.notes) for r in small.files] == [(r.lines, r.records, r.format, r.notes) for r in whole.files]
+    assert whole.files[0].format == "gcp-logging (json-document [])" and not whole.files[0].rejected
+
+
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+def test_an_array_cut_short_keeps_its_whole_elements(tmp_path, config, block_bytes):
+    """An export cut off in its last elements (a download that stopped): the elements before are
+    read, what is left one rejected position (it was read line by line, every line rejected)."""
+    data = json.dumps(_gcloud_entries(100), indent=2).encode()
+    (tmp_path / "gcloud-read.json").write_bytes(data[:data.rfind(b'"insertId"')])
+    report = ingest([str(tmp_path)], config, block_bytes=block_bytes).files[0]
+    assert (report.records, report.lines, dict(report.rejected)) == (99, 100, {"invalid_json": 1})
+
+
+_VALUES = st.one_of(st.dictionaries(st.sampled_from(["m", "id", "n"]), st.one_of(_TEXTS, st.integers(-2**53, 2**53)), min_size=1),
+                    st.lists(_TEXTS, max_size=3), st.integers(), st.just({}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_VALUES, max_size=6), st.sampled_from([None, 1, 2]), _CUTS, st.booleans())
+def test_an_array_fed_in_pieces_is_each_element_as_written(values, indent, cuts, cut_short):
+    """An array of objects (and of anything else), compact or pretty-printed, fed in pieces cut
+    anywhere: each element as written; cut short (no `]`), the elements before the last."""
+    data = json.dumps(values, indent=indent, ensure_ascii=False).encode()
+    if cut_short:
+        data = data.rstrip()[:-1]
+    cutter, got, at = ValueCutter(in_array=True), [], 0
+    for size in cuts:
+        got.extend(cutter.feed(data[at:at + size]))
+        at += size
+    got.extend(cutter.feed(data[at:]))
+    last, rest = cutter.finish()
+    if cut_short and values:
+        assert got + last == values[:-1] and rest.strip()
+    else:
+        assert (got + last, rest.strip()) == ([] if cut_short else values, b"")
