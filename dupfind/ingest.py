@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import itertools
@@ -34,7 +35,7 @@ from dupfind.errors import DupfindError
 from dupfind.formats import FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
-from dupfind.json_values import ValueCutter, concatenated_values
+from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
@@ -48,6 +49,7 @@ from dupfind.textcodes import Texts, coded_columns
 JSON_SUB_BLOCK = 8192
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
+_NOT_JSON = object()
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
@@ -823,9 +825,20 @@ class Ingestor:
         values = cutter.feed(first)
         if values:  # an array's elements or JSON values back to back: read a block at a time
             return self._read_values(values, cutter, chunks, report, source, read)
+        second = next(chunks, None)
+        document: Any = _NOT_JSON
+        if second is None:  # the whole document is in the first block
+            with contextlib.suppress(orjson.JSONDecodeError):
+                document = orjson.loads(first)
+        else:
+            chunks = itertools.chain([second], chunks)
+        if document is _NOT_JSON:  # longer than a block, or not JSON: its array of records read as cut
+            cut = self._records_array_cut(first)
+            if cut is not None:
+                return self._read_values(cut[1], cut[0], chunks, report, source, read)
         data = first + b"".join(chunks)
         try:
-            document = orjson.loads(data)
+            document = orjson.loads(data) if document is _NOT_JSON else document
         except orjson.JSONDecodeError:
             document = concatenated_values(data)  # the first value is longer than a chunk
             if document is None:
@@ -839,6 +852,20 @@ class Ingestor:
         self._parse_records(list(enumerate(records, start=1)), preset, block)
         self._finish_block(block, report, source, read)
 
+    def _records_array_cut(self, first: bytes) -> tuple[ValueCutter, list] | None:
+        """A cutter of the array of records a document's first block is cut off in (`{"events":
+        [...]}`, search hits) and the block's elements, if they are what the document's records
+        are (an array of other things before them is not cut: the document is read whole)."""
+        within = array_within(first)
+        if within is None:
+            return None
+        cutter = ValueCutter(within=within)
+        values = cutter.feed(first[len(within.prefix):])
+        if not values:
+            return None
+        _, wrapper, _ = unwrap_document(cutter.document(values), self.config.presets)
+        return (cutter, values) if wrapper.startswith(".".join(within.path) + "[]") else None
+
     def _document_format(self, report: FileReport, wrapper: str, preset: Preset | None) -> None:
         label = preset.label if preset else "json-document"
         report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
@@ -847,23 +874,37 @@ class Ingestor:
     def _read_values(self, values: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """An array's elements or JSON values back to back, each block's as they are cut: the
         preset that recognises the first records reads the rest; positions count across the file;
-        what follows the values that is not JSON (a value cut short) is one rejected position."""
+        a value that is not JSON is one rejected position, and so is what follows the last value
+        that is not JSON (a value cut short)."""
         position, count, preset, wrapper = 0, 0, None, ""
         for chunk in itertools.chain(chunks, [None]):
+            rest = b""
             if chunk is None:
                 last, rest = cutter.finish()
                 values.extend(last)
             block = _Block()
-            found = document_records(preset, values, known=True) if preset is not None else None
-            if found is None:
-                records, wrapper, preset = unwrap_document(values, self.config.presets)
-            else:
-                records = found[0]
-            self._parse_records(list(enumerate(records, start=position + 1)), preset, block)
-            position, count = position + len(records), count + len(values)
-            if chunk is None and rest:
+            bad: list[tuple[int, bytes]] = []
+            for not_json, run in itertools.groupby(values, key=lambda value: isinstance(value, NotJson)):
+                if not_json:
+                    for value in run:
+                        position += 1
+                        bad.append((position, value.data))
+                    continue
+                document = cutter.document(list(run))
+                found = document_records(preset, document, known=True) if preset is not None else None
+                if found is None:
+                    records, wrapper, preset = unwrap_document(document, self.config.presets)
+                else:
+                    records = found[0]
+                self._parse_records(list(enumerate(records, start=position + 1)), preset, block)
+                position += len(records)
+            count += len(values)
+            if rest:
                 position += 1
-                block.rejects.append(_reject_frame([position], "invalid_json", [rest[:REJECT_TEXT_LIMIT].decode("utf-8", "replace")]))
+                bad.append((position, rest))
+            if bad:
+                texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
+                block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
             self._finish_block(block, report, source, read)
             if chunk is not None:
                 values = cutter.feed(chunk)

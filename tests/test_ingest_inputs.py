@@ -19,7 +19,7 @@ import dupfind.ingest as ingest_module
 from dupfind.config import load_config
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
-from dupfind.json_values import ValueCutter, concatenated_values
+from dupfind.json_values import ValueCutter, array_within, concatenated_values
 from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
 from dupfind.schema import as_strings
 
@@ -578,7 +578,7 @@ def test_an_array_cut_short_keeps_its_whole_elements(tmp_path, config, block_byt
 
 
 _VALUES = st.one_of(st.dictionaries(st.sampled_from(["m", "id", "n"]), st.one_of(_TEXTS, st.integers(-2**53, 2**53)), min_size=1),
-                    st.lists(_TEXTS, max_size=3), st.integers(), st.just({}))
+                    st.lists(_TEXTS, max_size=3), st.integers(-2**53, 2**53), st.just({}))
 
 
 @settings(max_examples=200, deadline=None)
@@ -599,3 +599,137 @@ def test_an_array_fed_in_pieces_is_each_element_as_written(values, indent, cuts,
         assert got + last == values[:-1] and rest.strip()
     else:
         assert (got + last, rest.strip()) == ([] if cut_short else values, b"")
+
+
+def _filter_log_events(count: int, streams: int = 40) -> dict:
+    """`aws logs filter-log-events` as the CLI writes it once it has paged through: the events,
+    then the streams it searched."""
+    events = [{"logStreamName": f"ecs/notifier/{k % 3}", "timestamp": 1784628000000 + 100 * k,
+               "message": orjson.dumps({"ts": f"2026-07-21T10:{k // 600 % 60:02d}:{k // 10 % 60:02d}.{k % 10}00Z",
+                                        "event": "job_started", "job_id": f"j{k}", "note": "a },{ b" * (k % 2)}).decode(),
+               "ingestionTime": 1784628000420 + 100 * k, "eventId": f"{k:056d}"} for k in range(count)]
+    return {"events": events, "searchedLogStreams": [{"logStreamName": f"ecs/notifier/{s}", "searchedCompletely": True}
+                                                     for s in range(streams)]}
+
+
+def _search_response(count: int) -> dict:
+    hits = [{"_index": "logs-notifier", "_id": f"{k:020x}", "_score": None, "sort": [k],
+             "_source": {"@timestamp": f"2026-07-21T10:{k // 600 % 60:02d}:{k // 10 % 60:02d}.{k % 10}00Z",
+                         "message": orjson.dumps({"event": "job_started", "job_id": f"j{k}"}).decode(),
+                         "kubernetes": {"pod": {"name": f"notifier-{k % 3}"}}, "tags": [{"k": "a"}, {"k": "b"}]}}
+            for k in range(count)]
+    return {"took": 9, "timed_out": False, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "hits": {"total": {"value": count, "relation": "eq"}, "max_score": None, "hits": hits}}
+
+
+def _read_in_blocks(tmp_path, config, monkeypatch, block_bytes: int = 4096):
+    """What ingest reads whole and in blocks, and how many records each block's batch held."""
+    whole = ingest([str(tmp_path)], config)
+    batches: list[int] = []
+    parse_records = ingest_module.Ingestor._parse_records
+
+    def counted(self, records, preset, block):
+        batches.append(len(records))
+        return parse_records(self, records, preset, block)
+
+    monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
+    small = ingest([str(tmp_path)], config, block_bytes=block_bytes)
+    monkeypatch.undo()
+    assert as_strings(small.table).equals(as_strings(whole.table))
+    assert [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in small.files] == \
+        [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in whole.files]
+    return whole, batches
+
+
+@pytest.mark.parametrize("document, label", [
+    (_filter_log_events(300), "cloudwatch-logs (json-document events[])"),
+    (_search_response(300), "elasticsearch (json-document hits.hits[]._source)"),
+], ids=["filter-log-events", "search-hits"])
+def test_a_document_s_array_of_records_is_read_a_block_at_a_time(tmp_path, config, monkeypatch, document, label):
+    """A document whose records are one array inside it (`aws logs filter-log-events`' `events`,
+    search hits in `hits.hits`), longer than a block, is read a block at a time from that array (a
+    238 MB filter-log-events output held 1.5 GiB read whole): what is before the array and after
+    it is read too, and it gives what it gives read whole."""
+    (tmp_path / "export.json").write_bytes(json.dumps(document, indent=4).encode())
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300 == whole.table.height
+    assert whole.files[0].format == label and not whole.files[0].rejected
+
+
+def test_a_document_whose_first_array_is_not_its_records_is_read_whole(tmp_path, config, monkeypatch):
+    """An array of something else cut off in the first block (notes before the events): the
+    document is read whole, not taken for its records."""
+    document = {"notes": [{"n": k, "text": "x" * 40} for k in range(200)], **_filter_log_events(50)}
+    (tmp_path / "export.json").write_bytes(json.dumps(document, indent=2).encode())
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    assert batches == [50] and whole.table.height == 50
+
+
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+@pytest.mark.parametrize("ending", ["cut short", "broken after"])
+def test_a_document_cut_short_keeps_its_whole_records(tmp_path, config, block_bytes, ending):
+    """An export cut off in its events, or whose end after them is not JSON: the whole events are
+    read, what is left is one rejected position."""
+    data = json.dumps(_filter_log_events(300), indent=4).encode()
+    if ending == "cut short":
+        data = data[:data.rfind(b'"eventId"')]
+    else:
+        data = data[:data.rfind(b"}")] + b"}, ]"
+    (tmp_path / "export.json").write_bytes(data)
+    result = ingest([str(tmp_path)], config, block_bytes=block_bytes)
+    report = result.files[0]
+    kept = 299 if ending == "cut short" else 300
+    assert (report.records, report.lines, dict(report.rejected)) == (kept, kept + 1, {"invalid_json": 1})
+
+
+_KEYS = st.sampled_from(["events", "hits", "data", "meta", "k"])
+_SCALARS = st.one_of(st.integers(-2**53, 2**53), _TEXTS, st.none(), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(_KEYS, st.one_of(_SCALARS, st.lists(_SCALARS, max_size=2), st.dictionaries(_KEYS, _SCALARS, max_size=2)), max_size=3),
+       st.booleans(),
+       st.lists(st.dictionaries(st.sampled_from(["m", "id", "n"]), st.one_of(_TEXTS, st.integers(-2**53, 2**53)), min_size=1), min_size=2, max_size=6),
+       st.dictionaries(_KEYS, _SCALARS, max_size=2), st.sampled_from([None, 2]), st.integers(0, 10_000), _CUTS)
+def test_an_array_within_a_document_fed_in_pieces_is_each_element(before, nested, elements, after, indent, where, cuts):
+    """A document `{...before, "records": [elements], ...after}` (or one level deeper) whose first
+    block ends anywhere in its array: the array is found with the keys down to it, its elements
+    fed in pieces are each as written, what follows them closes the document, and the document
+    each batch is put back in holds what was before the array."""
+    inner = {**before, "records": elements, **after}
+    document = {"took": 1, "outer": inner} if nested else inner
+    data = json.dumps(document, indent=indent, ensure_ascii=False).encode()
+    opening = data.index(b"[", data.index(b'"records"'))
+    first_end = opening + 1 + where % (data.rindex(b"]") - opening - 1)  # inside the array, before its `]`
+    within = array_within(data[:first_end])
+    if within is None:  # no element begun yet: nothing to cut
+        assert not data[opening + 1:first_end].strip(b" \n{")
+        return
+    assert within.path == (["outer", "records"] if nested else ["records"]) and within.prefix == data[:opening]
+    cutter, got, at = ValueCutter(within=within), [], opening
+    for size in [first_end - opening, *cuts]:
+        got.extend(cutter.feed(data[at:at + size]))
+        at += size
+    got.extend(cutter.feed(data[at:]))
+    last, rest = cutter.finish()
+    assert (got + last, rest) == (elements, b"")
+    keys = list(inner)
+    held = {**{k: inner[k] for k in keys[:keys.index("records")]}, "records": elements}  # what was before the array
+    assert cutter.document(elements) == ({"took": 1, "outer": held} if nested else held)
+
+
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+@pytest.mark.parametrize("bad", [b'{"message": "\xff\xfe"}', b'{"timestamp": NaN}', b'{"message": "\\ud800"}'],
+                         ids=["not-utf8", "nan", "lone-surrogate"])
+def test_an_element_that_is_not_json_is_one_position(tmp_path, config, block_bytes, bad):
+    """One element of an export that is not JSON (bytes that are not UTF-8, NaN, a lone
+    surrogate) is one rejected position in its place; the elements after it are read (the whole
+    file was rejected before)."""
+    events = [orjson.dumps(event) for event in _filter_log_events(300)["events"]]
+    events[150] = bad
+    (tmp_path / "export.json").write_bytes(b'{"events": [\n' + b",\n".join(events) + b'\n], "searchedLogStreams": []}')
+    result = ingest([str(tmp_path)], config, block_bytes=block_bytes)
+    report = result.files[0]
+    assert (report.records, report.lines, dict(report.rejected)) == (299, 300, {"invalid_json": 1})
+    assert result.rejects["line"].to_list() == [151]
+    assert sorted(int(j[1:]) for j in result.texts.decoded(result.table)["job_id"].cast(str)) == [k for k in range(300) if k != 150]
