@@ -32,7 +32,7 @@ from dupfind.config import Config
 from dupfind.copies import without_copies
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
-from dupfind.formats import FormatSniff, sniff_format, unwrap_document
+from dupfind.formats import SAMPLE_BYTES, FormatSniff, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
@@ -636,6 +636,14 @@ def _batch_lines_one_by_one(items: list[_Pending], block: _Block, joined: bytes)
     return rows, (LineBytes.split_from(joined, rows["text"]) if every_file_utf8 else None), counts
 
 
+def _sniffed_part(head: bytes) -> bytes:
+    """What of a file's first block its format is judged by: its whole lines (a line cut off, or a
+    file's last without its newline, is not sampled), of which the sniff reads its sample only."""
+    if len(head) > SAMPLE_BYTES:  # the sniff leaves out the sample's last line
+        return head[:SAMPLE_BYTES + 1]
+    return head[: head.rfind(b"\n") + 1] or head
+
+
 def _line_count(chunk: bytes) -> int:
     return chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1)
 
@@ -689,8 +697,7 @@ class Ingestor:
                 return read
             block_bytes = self.block_bytes or CHUNK_BYTES
             head = opened.stream.read(block_bytes)
-            # judged by its whole lines (one line cut off, or a file's last without its newline, is not sampled)
-            sniff = sniff_format(head[: head.rfind(b"\n") + 1] or head, presets=self.config.presets)
+            sniff = sniff_format(_sniffed_part(head), presets=self.config.presets)
             document = sniff.document and not sniff.line_documents
             # a document's blocks are cut anywhere, a file of lines' at a line's end
             chunks = iter_blocks(opened.stream, block_bytes, head) if document else iter_chunks(opened.stream, block_bytes, head)
