@@ -461,12 +461,8 @@ def _firehose_object(messages: int) -> list[bytes]:
     return out[:50] + [control] * 40 + out[50:] + [out[5]]  # 40 control messages fill a block of 4 KB
 
 
-def test_json_documents_back_to_back_are_read_a_block_at_a_time(tmp_path, config, monkeypatch):
-    """An object of many messages is read a block at a time, each block's messages parsed as they
-    are cut (a Firehose object of 55 MB held 580 MiB read whole): read in blocks of 4 KB, cut
-    anywhere (in a message, inside a character of several bytes), a block holding only a control
-    message, it gives what it gives read whole."""
-    (tmp_path / "objects").write_bytes(b"".join(gzip.compress(m) for m in _firehose_object(120)))
+def _read_in_blocks(tmp_path, config, monkeypatch, block_bytes: int = 4096):
+    """What ingest reads whole and in blocks, and how many records each block's batch held."""
     whole = ingest([str(tmp_path)], config)
     batches: list[int] = []
     parse_records = ingest_module.Ingestor._parse_records
@@ -476,10 +472,22 @@ def test_json_documents_back_to_back_are_read_a_block_at_a_time(tmp_path, config
         return parse_records(self, records, preset, block)
 
     monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
-    small = ingest([str(tmp_path)], config, block_bytes=4096)
-    assert len(batches) > 20 and max(batches) < 40 and sum(batches) == 363
-    assert as_strings(small.table).equals(as_strings(whole.table)) and whole.table.height == 360
-    assert [(r.lines, r.records, r.format, r.notes) for r in small.files] == [(r.lines, r.records, r.format, r.notes) for r in whole.files]
+    small = ingest([str(tmp_path)], config, block_bytes=block_bytes)
+    monkeypatch.undo()
+    assert as_strings(small.table).equals(as_strings(whole.table))
+    assert [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in small.files] == \
+        [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in whole.files]
+    return whole, batches
+
+
+def test_json_documents_back_to_back_are_read_a_block_at_a_time(tmp_path, config, monkeypatch):
+    """An object of many messages is read a block at a time, each block's messages parsed as they
+    are cut (a Firehose object of 55 MB held 580 MiB read whole): read in blocks of 4 KB, cut
+    anywhere (in a message, inside a character of several bytes), a block holding only a control
+    message, it gives what it gives read whole."""
+    (tmp_path / "objects").write_bytes(b"".join(gzip.compress(m) for m in _firehose_object(120)))
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    assert len(batches) > 20 and max(batches) < 40 and sum(batches) == 363 and whole.table.height == 360
     assert whole.files[0].format == "cloudwatch-subscription (json-document [].logEvents[])" and not whole.files[0].rejected
     assert whole.copies[0][2:] == [3, "sent again"]
 
@@ -551,19 +559,8 @@ def test_an_array_document_is_read_a_block_at_a_time(tmp_path, config, monkeypat
     elements are cut (a 323 MB export held 2.4 GB read whole): in blocks of 4 KB it gives what it
     gives read whole."""
     (tmp_path / "gcloud-read.json").write_bytes(json.dumps(_gcloud_entries(300), indent=2).encode())
-    whole = ingest([str(tmp_path)], config)
-    batches: list[int] = []
-    parse_records = ingest_module.Ingestor._parse_records
-
-    def counted(self, records, preset, block):
-        batches.append(len(records))
-        return parse_records(self, records, preset, block)
-
-    monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
-    small = ingest([str(tmp_path)], config, block_bytes=4096)
-    assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300
-    assert as_strings(small.table).equals(as_strings(whole.table)) and whole.table.height == 300
-    assert [(r.lines, r.records, r.format, r.notes) for r in small.files] == [(r.lines, r.records, r.format, r.notes) for r in whole.files]
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300 == whole.table.height
     assert whole.files[0].format == "gcp-logging (json-document [])" and not whole.files[0].rejected
 
 
@@ -620,25 +617,6 @@ def _search_response(count: int) -> dict:
             for k in range(count)]
     return {"took": 9, "timed_out": False, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": {"total": {"value": count, "relation": "eq"}, "max_score": None, "hits": hits}}
-
-
-def _read_in_blocks(tmp_path, config, monkeypatch, block_bytes: int = 4096):
-    """What ingest reads whole and in blocks, and how many records each block's batch held."""
-    whole = ingest([str(tmp_path)], config)
-    batches: list[int] = []
-    parse_records = ingest_module.Ingestor._parse_records
-
-    def counted(self, records, preset, block):
-        batches.append(len(records))
-        return parse_records(self, records, preset, block)
-
-    monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
-    small = ingest([str(tmp_path)], config, block_bytes=block_bytes)
-    monkeypatch.undo()
-    assert as_strings(small.table).equals(as_strings(whole.table))
-    assert [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in small.files] == \
-        [(r.lines, r.records, r.format, r.notes, dict(r.rejected)) for r in whole.files]
-    return whole, batches
 
 
 @pytest.mark.parametrize("document, label", [
