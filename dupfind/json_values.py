@@ -1,4 +1,4 @@
-"""A top-level array's elements, or JSON values written back to back, cut out a block at a time."""
+"""JSON values back to back, an array's elements, or a document's array of records, cut out a block at a time."""
 
 from __future__ import annotations
 
