@@ -19,6 +19,7 @@ _ARRAY_CLOSE = re.compile(_JSON_SPACE + rb"\]")
 # holding JSON (a log line in `message`) escapes its quotes, so its `},{\"` is not a cut.
 _OBJECT_CUT = re.compile(rb"\}" + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
 _ELEMENT_CUT = re.compile(rb"\}" + _JSON_SPACE + rb"," + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
+_ANY_CUT = re.compile(rb"\}" + _JSON_SPACE + rb",?" + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
 # Cuts tried in a row inside one value (`}{` in its strings) before its end is found by decoding.
 _MAX_MISSED_CUTS = 64
 _DECODER = json.JSONDecoder()
@@ -158,6 +159,12 @@ def _array_at(text: str, at: int, path: list[str]) -> ArrayWithin | None:
         return ArrayWithin(text[:at].encode("utf-8", errors="surrogateescape"), path)
     except orjson.JSONDecodeError:
         return None
+
+
+def objects_cut(data: bytes) -> int:
+    """How many places in data an object may end and the next begin (back to back or in an array):
+    about how many records a sample of a JSON document holds."""
+    return len(_ANY_CUT.findall(data))
 
 
 def concatenated_values(data: bytes) -> list | None:

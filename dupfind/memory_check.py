@@ -14,6 +14,7 @@ from typing import NamedTuple
 import orjson
 
 from dupfind.atomic_files import write_atomic
+from dupfind.json_values import objects_cut
 from dupfind.sources import Source, detect_compression, identities
 
 # Peak RSS of a first `analyze` that reads its inputs whole (the cache on, the default, which
@@ -29,6 +30,11 @@ from dupfind.sources import Source, detect_compression, identities
 # now, and blind to short lines, which hold more rows a byte.)
 PEAK_PER_LOG_BYTE = 0.3
 PEAK_PER_LINE = 140
+# A JSON document's records are counted, not its lines (a pretty-printed record is 20-30 lines):
+# each is unwrapped in Python before it is a row. Fitted above bench/documents.py's exports of
+# 323k records at 3abec72 (peaks of 353-408 MiB): 1.0x a Firehose object, 1.08x an indented
+# filter-log-events output, 1.23x a gcloud array and 1.25x search hits.
+PEAK_PER_DOCUMENT_RECORD = 450
 PEAK_FIXED_BYTES = 220 * 10**6
 # A read of part of the inputs (a window of time, the records a view needs) is planned with more
 # room: what earlier reads left stays (findings, pages the allocators return later). Windows
@@ -37,7 +43,7 @@ PEAK_FIXED_BYTES = 220 * 10**6
 PART_PEAK_PER_LOG_BYTE = 1.2
 PART_PEAK_FIXED_BYTES = 250 * 10**6
 # The estimate of some files kept in the cache directory (see log_size): `<key[:2]>/<key>.logbytes`.
-MEMO_FORMAT = "log-bytes/2"
+MEMO_FORMAT = "log-bytes/3"
 MEMO_SUFFIX = ".logbytes"
 # Estimates made by this process, by _memo_key.
 _totals: dict[str, LogSize] = {}
@@ -65,10 +71,12 @@ NO_LIMIT = 1 << 60
 
 
 class LogSize(NamedTuple):
-    """About how much log text some files hold once decompressed: bytes and lines."""
+    """About how much log text some files hold once decompressed: bytes, lines, and the records of
+    JSON documents (whose lines are not counted)."""
 
     bytes: int
     lines: int
+    records: int = 0
 
 
 def log_bytes(sources: list[Source], memo: Path | None = None) -> int:
@@ -104,7 +112,7 @@ def log_size(sources: list[Source], memo: Path | None = None) -> LogSize:
 
 
 def _log_size(sources: list[Source]) -> LogSize:
-    total = lines = 0
+    total = lines = records = 0
     for src in sources:
         if not src.rereadable:  # stdin, a pipe: unknown, and what is read of it here is gone
             continue
@@ -129,8 +137,13 @@ def _log_size(sources: list[Source]) -> LogSize:
         finally:
             os.close(fd)
         total += text
-        lines += _lines_in(text, sample.text if sample else None, whole=compression == "none" and len(head) == size)
-    return LogSize(total, lines)
+        whole = compression == "none" and len(head) == size
+        in_document = _document_records(text, sample.text if sample else None, whole)
+        if in_document:
+            records += in_document
+        else:
+            lines += _lines_in(text, sample.text if sample else None, whole)
+    return LogSize(total, lines, records)
 
 
 class _Sample(NamedTuple):
@@ -172,15 +185,38 @@ def _lines_in(text: int, sample: bytes | None, whole: bool) -> int:
     return -(-text * newlines // (sample.rfind(b"\n") + 1))  # the sample's whole lines
 
 
+def _document_records(text: int, sample: bytes | None, whole: bool) -> int:
+    """About how many records `text` bytes of a JSON document hold (not NDJSON: its first line is
+    not a whole value), from its objects in the sample; 0 if it is not such a document."""
+    start = (sample or b"").lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not start.startswith((b"[", b"{")):
+        return 0
+    if start.startswith(b"{"):
+        try:
+            orjson.loads(start.split(b"\n", 1)[0])
+            return 0  # a record a line
+        except orjson.JSONDecodeError:
+            pass
+    cuts = objects_cut(start)
+    if not cuts:
+        return 0
+    return cuts + 1 if whole else -(-text * cuts // len(sample))
+
+
 def _decompressed(head: bytes, compression: str) -> _Sample | None:
     """The text at the start of a file from its first bytes; None or nothing when they do not give it."""
     try:
         if compression == "none":
             return _Sample(head, len(head))
-        if compression == "gzip":
-            inflate = zlib.decompressobj(wbits=31)
-            text = inflate.decompress(head, SAMPLE_BYTES)
-            return _Sample(text, len(head) - len(inflate.unconsumed_tail) - len(inflate.unused_data))
+        if compression == "gzip":  # through the members that follow (Firehose: one a message)
+            text, packed = b"", 0
+            while len(text) < SAMPLE_BYTES and packed < len(head) and head[packed:packed + 2] == b"\x1f\x8b":
+                inflate = zlib.decompressobj(wbits=31)
+                text += inflate.decompress(head[packed:], SAMPLE_BYTES - len(text))
+                packed = len(head) - len(inflate.unconsumed_tail) - len(inflate.unused_data)
+                if not inflate.eof:
+                    break
+            return _Sample(text, packed)
         if compression == "xz":
             return _Sample(lzma.LZMADecompressor().decompress(head, max_length=SAMPLE_BYTES), len(head))
     except (zlib.error, lzma.LZMAError, EOFError):
@@ -200,7 +236,7 @@ def _memo_key(sources: list[Source]) -> str | None:
 
 def _memo_check(key: str, total: LogSize) -> int:
     """A damaged entry, or one moved from another key, is not trusted."""
-    return zlib.crc32(f"{key}|{total.bytes}|{total.lines}".encode())
+    return zlib.crc32(f"{key}|{total.bytes}|{total.lines}|{total.records}".encode())
 
 
 def _memo_path(root: Path, key: str) -> str:
@@ -213,7 +249,7 @@ def _memo_read(root: Path, key: str) -> LogSize | None:
     try:
         with open(path, "rb") as fh:
             kept = orjson.loads(fh.read())
-        numbers = kept.get("log_bytes"), kept.get("lines")
+        numbers = kept.get("log_bytes"), kept.get("lines"), kept.get("records")
         if not all(type(n) is int and n >= 0 for n in numbers):
             raise ValueError("not an estimate")
         found = LogSize(*numbers)
@@ -234,7 +270,8 @@ def _memo_write(root: Path, key: str, total: LogSize) -> None:
     path = _memo_path(root, key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomic(path, orjson.dumps({"log_bytes": total.bytes, "lines": total.lines, "check": _memo_check(key, total)}))
+        kept = {"log_bytes": total.bytes, "lines": total.lines, "records": total.records, "check": _memo_check(key, total)}
+        write_atomic(path, orjson.dumps(kept))
     except OSError:
         pass  # a read-only or full cache directory only means no memo
 
@@ -291,7 +328,7 @@ def available_bytes(
 
 def needed_bytes(size: LogSize) -> float:
     """About the peak memory of a cold analysis of `size` (log text), read whole."""
-    return PEAK_PER_LOG_BYTE * size.bytes + PEAK_PER_LINE * size.lines + PEAK_FIXED_BYTES
+    return PEAK_PER_LOG_BYTE * size.bytes + PEAK_PER_LINE * size.lines + PEAK_PER_DOCUMENT_RECORD * size.records + PEAK_FIXED_BYTES
 
 
 def part_needed_bytes(size: float) -> float:
@@ -318,7 +355,7 @@ def memory_warning(sources: list[Source], available: int | None = None) -> str |
     if available is None or needed <= available:
         return None
     return (
-        f"these inputs hold about {_gb(size.bytes)} of log text ({_lines(size.lines)}); analysing them needs about {_gb(needed)} "
+        f"these inputs hold about {_gb(size.bytes)} of log text ({_lines(size.lines + size.records)}); analysing them needs about {_gb(needed)} "
         f"of memory and about {_gb(available)} is available, so the run may be killed: narrow it with "
         "--since/--until (records outside the window are dropped as they are read) or fewer files."
     )

@@ -67,6 +67,32 @@ def test_lines_are_counted_in_each_files_first_bytes(tmp_path: Path) -> None:
     assert sizes["empty.log"] == LogSize(0, 0)
 
 
+def test_a_json_document_s_records_are_counted_not_its_lines(tmp_path: Path) -> None:
+    """A pretty-printed document holds 10-20 lines a record and is read a block at a time: its
+    records are counted from its first bytes (objects that follow objects), in an array, under a
+    key, or as gzip members back to back (Firehose: the sample reads on through the members), and
+    each costs what a record read from a document costs; NDJSON is counted by its lines, as before."""
+    import json
+
+    records = [{"insertId": f"{k:012x}", "jsonPayload": {"event": "job_started", "job_id": f"j{k}", "note": "x},{y"},
+                "resource": {"labels": {"pod_name": f"w-{k % 3}"}}, "timestamp": f"2026-07-21T10:00:{k % 60:02d}Z"}
+               for k in range(5000)]
+    (tmp_path / "array.json").write_bytes(json.dumps(records, indent=2).encode())
+    (tmp_path / "events.json").write_bytes(json.dumps({"events": records, "searchedLogStreams": []}, indent=4).encode())
+    (tmp_path / "objects").write_bytes(b"".join(gzip.compress(json.dumps({"logEvents": records[k:k + 5]}).encode())
+                                                for k in range(0, 5000, 5)))
+    (tmp_path / "records.ndjson").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    sizes = {Path(s.path).name: log_size([s]) for s in expand_inputs([str(tmp_path)])}
+    for name in ("array.json", "events.json"):
+        assert sizes[name].lines == 0 and 4500 <= sizes[name].records <= 6000, (name, sizes[name])
+    # gzip's text is estimated high from its first bytes (see START_RATIO_BIAS), its records with it
+    assert sizes["objects"].lines == 0 and 4500 <= sizes["objects"].records <= 5000 * memory_check.START_RATIO_BIAS * 1.1
+    assert sizes["records.ndjson"].records == 0 and 4900 <= sizes["records.ndjson"].lines <= 5100
+    lines = sum(1 for _ in (tmp_path / "array.json").open())
+    assert memory_check.needed_bytes(sizes["array.json"]) < memory_check.needed_bytes(
+        LogSize(sizes["array.json"].bytes, lines))  # as lines, it was estimated far higher
+
+
 def _varied_lines(n: int) -> bytes:
     """Log lines that compress as real ones do (ids and times change from line to line)."""
     return b"".join(
