@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import itertools
@@ -10,7 +9,7 @@ import os
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -636,6 +635,14 @@ def _batch_lines_one_by_one(items: list[_Pending], block: _Block, joined: bytes)
     return rows, (LineBytes.split_from(joined, rows["text"]) if every_file_utf8 else None), counts
 
 
+def _loaded(data: bytes) -> Any:
+    """data parsed as one JSON document, or _NOT_JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+
+
 def _sniffed_part(head: bytes) -> bytes:
     """What of a file's first block its format is judged by: its whole lines (a line cut off, or a
     file's last without its newline, is not sampled), of which the sniff reads its sample only."""
@@ -833,20 +840,17 @@ class Ingestor:
         if values:  # an array's elements or JSON values back to back: read a block at a time
             return self._read_values(values, cutter, chunks, report, source, read)
         second = next(chunks, None)
-        document: Any = _NOT_JSON
-        if second is None:  # the whole document is in the first block
-            with contextlib.suppress(orjson.JSONDecodeError):
-                document = orjson.loads(first)
-        else:
+        if second is not None:
             chunks = itertools.chain([second], chunks)
+        document = _loaded(first) if second is None else _NOT_JSON  # the whole document in the first block
         if document is _NOT_JSON:  # longer than a block, or not JSON: its array of records read as cut
             cut = self._records_array_cut(first)
             if cut is not None:
                 return self._read_values(cut[1], cut[0], chunks, report, source, read)
         data = first + b"".join(chunks)
-        try:
-            document = orjson.loads(data) if document is _NOT_JSON else document
-        except orjson.JSONDecodeError:
+        if document is _NOT_JSON and second is not None:
+            document = _loaded(data)
+        if document is _NOT_JSON:
             document = concatenated_values(data)  # the first value is longer than a chunk
             if document is None:
                 return self._read_not_a_document(data, report, source, read)
@@ -878,17 +882,13 @@ class Ingestor:
         report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
         report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
 
-    def _read_values(self, values: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:
+    def _read_values(self, first: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """An array's elements or JSON values back to back, each block's as they are cut: the
         preset that recognises the first records reads the rest; positions count across the file;
         a value that is not JSON is one rejected position, and so is what follows the last value
         that is not JSON (a value cut short)."""
         position, count, preset, wrapper = 0, 0, None, ""
-        for chunk in itertools.chain(chunks, [None]):
-            rest = b""
-            if chunk is None:
-                last, rest = cutter.finish()
-                values.extend(last)
+        for values, rest in self._value_batches(first, cutter, chunks):
             block = _Block()
             bad: list[tuple[int, bytes]] = []
             for not_json, run in itertools.groupby(values, key=lambda value: isinstance(value, NotJson)):
@@ -913,14 +913,22 @@ class Ingestor:
                 texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
                 block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
             self._finish_block(block, report, source, read)
-            if chunk is not None:
-                values = cutter.feed(chunk)
-                if self.progress:
-                    self.progress(len(chunk))
         if not cutter.in_array and count > 1:
             report.notes.append(f"{count:,} JSON documents one after the other")
         self._document_format(report, wrapper, preset)
         report.lines = position
+
+    def _value_batches(self, first: list, cutter: ValueCutter, chunks) -> Iterator[tuple[list, bytes]]:
+        """Each block's values as they are cut (`first`: the first block's), the last with what
+        follows them that is not JSON."""
+        values = first
+        for chunk in chunks:
+            yield values, b""
+            values = cutter.feed(chunk)
+            if self.progress:
+                self.progress(len(chunk))
+        last, rest = cutter.finish()
+        yield values + last, rest
 
     def _read_not_a_document(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
         """What looked like a JSON document and is not one: read line by line."""

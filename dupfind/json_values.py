@@ -17,9 +17,9 @@ _ARRAY_CLOSE = re.compile(_JSON_SPACE + rb"\]")
 # Where one object may end and the next begin (back to back; in an array, a comma between): the
 # next begins with a key or ends at once. Inside a string too, so each cut is tried; a string
 # holding JSON (a log line in `message`) escapes its quotes, so its `},{\"` is not a cut.
-_OBJECT_CUT = re.compile(rb"\}" + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
-_ELEMENT_CUT = re.compile(rb"\}" + _JSON_SPACE + rb"," + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
-_ANY_CUT = re.compile(rb"\}" + _JSON_SPACE + rb",?" + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])')
+_OBJECT_CUT, _ELEMENT_CUT, _ANY_CUT = (
+    re.compile(rb"\}" + _JSON_SPACE + between + _JSON_SPACE + rb"\{(?=" + _JSON_SPACE + rb'["}])') for between in (b"", b",", b",?")
+)
 # Cuts tried in a row inside one value (`}{` in its strings) before its end is found by decoding.
 _MAX_MISSED_CUTS = 64
 _DECODER = json.JSONDecoder()

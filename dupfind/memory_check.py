@@ -137,12 +137,12 @@ def _log_size(sources: list[Source]) -> LogSize:
         finally:
             os.close(fd)
         total += text
-        whole = compression == "none" and len(head) == size
-        in_document = _document_records(text, sample.text if sample else None, whole)
+        whole, start = compression == "none" and len(head) == size, sample.text if sample else None
+        in_document = _document_records(text, start, whole)
         if in_document:
             records += in_document
         else:
-            lines += _lines_in(text, sample.text if sample else None, whole)
+            lines += _lines_in(text, start, whole)
     return LogSize(total, lines, records)
 
 
