@@ -38,6 +38,7 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
+from dupfind.nested_text import repaired
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
@@ -186,12 +187,12 @@ class LineParser:
             if payload is not None:
                 frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
                 if frame.height == len(texts):
-                    return frame
+                    return repaired(frame, texts)
             payload = texts.str.join("\n").cast(pl.Binary).item()
             frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
-        return frame if frame.height == len(texts) else None
+        return repaired(frame, texts) if frame.height == len(texts) else None
 
     def _schema(self, texts: pl.Series) -> dict[str, pl.DataType] | None:
         """The reader's schema for these lines (every column as text); None when they are not JSON."""
