@@ -38,8 +38,8 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
-from dupfind.nested_text import repaired
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
+from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
 from dupfind.schema import as_strings, canonical_schema
