@@ -29,6 +29,7 @@ from dupfind.assembly import (
 )
 from dupfind.config import Config
 from dupfind.copies import without_copies
+from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
 from dupfind.formats import SAMPLE_BYTES, FormatSniff, sniff_format, unwrap_document
@@ -187,12 +188,12 @@ class LineParser:
             if payload is not None:
                 frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
                 if frame.height == len(texts):
-                    return repaired(frame, texts)
+                    return repaired(frame, texts, payload)
             payload = texts.str.join("\n").cast(pl.Binary).item()
             frame = pl.read_ndjson(io.BytesIO(payload), schema=schema, ignore_errors=True)
         except Exception:  # polars raises several error types on malformed input
             return None
-        return repaired(frame, texts) if frame.height == len(texts) else None
+        return repaired(frame, texts, payload) if frame.height == len(texts) else None
 
     def _schema(self, texts: pl.Series) -> dict[str, pl.DataType] | None:
         """The reader's schema for these lines (every column as text); None when they are not JSON."""
@@ -887,49 +888,84 @@ class Ingestor:
         """An array's elements or JSON values back to back, each block's as they are cut: the
         preset that recognises the first records reads the rest; positions count across the file;
         a value that is not JSON is one rejected position, and so is what follows the last value
-        that is not JSON (a value cut short)."""
-        position, count, preset, wrapper = 0, 0, None, ""
-        for values, rest in self._value_batches(first, cutter, chunks):
-            block = _Block()
-            bad: list[tuple[int, bytes]] = []
-            for not_json, run in itertools.groupby(values, key=lambda value: isinstance(value, NotJson)):
-                if not_json:
-                    for value in run:
-                        position += 1
-                        bad.append((position, value.data))
-                    continue
-                document = cutter.document(list(run))
-                found = document_records(preset, document, known=True) if preset is not None else None
-                if found is None:
-                    records, wrapper, preset = unwrap_document(document, self.config.presets)
-                else:
-                    records = found[0]
-                self._parse_records(list(enumerate(records, start=position + 1)), preset, block)
-                position += len(records)
-            count += len(values)
-            if rest:
-                position += 1
-                bad.append((position, rest))
-            if bad:
-                texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
-                block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
-            self._finish_block(block, report, source, read)
-        if not cutter.in_array and count > 1:
-            report.notes.append(f"{count:,} JSON documents one after the other")
-        self._document_format(report, wrapper, preset)
-        report.lines = position
-
-    def _value_batches(self, first: list, cutter: ValueCutter, chunks) -> Iterator[tuple[list, bytes]]:
-        """Each block's values as they are cut (`first`: the first block's), the last with what
-        follows them that is not JSON."""
-        values = first
+        that is not JSON (a value cut short). Once the first records show a preset that polars
+        can unwrap (RecordReader), each block's elements are read by polars as NDJSON lines; a
+        block it refuses is cut and parsed here."""
+        state = _ValuesRead()
+        self._read_value_batch(first, b"", cutter, state, report, source, read)
         for chunk in chunks:
-            yield values, b""
-            values = cutter.feed(chunk)
+            if state.fast is None:
+                values = cutter.feed(chunk)
+            elif self._read_elements(chunk, cutter, state, report, source, read):
+                values = None
+            else:
+                values = cutter.feed(b"")  # what elements() holds, chunk with it
+            if values is not None:
+                self._read_value_batch(values, b"", cutter, state, report, source, read)
             if self.progress:
                 self.progress(len(chunk))
         last, rest = cutter.finish()
-        yield values + last, rest
+        self._read_value_batch(last, rest, cutter, state, report, source, read)
+        if not cutter.in_array and state.count > 1:
+            report.notes.append(f"{state.count:,} JSON documents one after the other")
+        self._document_format(report, state.wrapper, state.preset)
+        report.lines = state.position
+
+    def _read_elements(self, chunk: bytes, cutter: ValueCutter, state: _ValuesRead, report: FileReport, source: str,
+                       read: _FileRead) -> bool:
+        """A block's elements read by polars (state.fast); False if it refused them."""
+        elements = cutter.elements(chunk)
+        got = state.fast.read(elements, state.position + 1, cutter.separator) if elements else None
+        if got is None:
+            return False
+        cutter.take()
+        rows, not_records, count = got
+        block = _Block()
+        self._unwrapped_rows((rows, not_records), state.preset, block)
+        state.position += count
+        state.count += count
+        self._finish_block(block, report, source, read)
+        return True
+
+    def _read_value_batch(self, values: list, rest: bytes, cutter: ValueCutter, state: _ValuesRead, report: FileReport,
+                          source: str, read: _FileRead) -> None:
+        block = _Block()
+        bad: list[tuple[int, bytes]] = []
+        for not_json, run in itertools.groupby(values, key=lambda value: isinstance(value, NotJson)):
+            if not_json:
+                for value in run:
+                    state.position += 1
+                    bad.append((state.position, value.data))
+                continue
+            document = cutter.document(list(run))
+            found = document_records(state.preset, document, known=True) if state.preset is not None else None
+            if found is None:
+                records, state.wrapper, state.preset = unwrap_document(document, self.config.presets)
+                state.fast = self._fast_reader(cutter, state.preset, state.wrapper)
+            else:
+                records = found[0]
+            self._parse_records(list(enumerate(records, start=state.position + 1)), state.preset, block)
+            state.position += len(records)
+        state.count += len(values)
+        if rest:
+            state.position += 1
+            bad.append((state.position, rest))
+        if bad:
+            texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
+            block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
+        self._finish_block(block, report, source, read)
+
+    @staticmethod
+    def _fast_reader(cutter: ValueCutter, preset: Preset | None, wrapper: str) -> RecordReader | None:
+        """A reader of the array's elements as NDJSON lines, when each element is a record (or
+        holds one at a key: a search hit's `_source`) that polars can unwrap."""
+        if not cutter.in_array or not RecordReader.handles(preset):
+            return None
+        array = ".".join(cutter.within.path) + "[]" if cutter.within else "[]"
+        tail = wrapper.removeprefix(array)
+        if tail == wrapper or (tail and not tail.startswith(".")) or "[]" in tail or "." in tail[1:]:
+            return None
+        return RecordReader(preset, tail[1:])
 
     def _read_not_a_document(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
         """What looked like a JSON document and is not one: read line by line."""
@@ -941,6 +977,11 @@ class Ingestor:
 
     def _parse_records(self, records: list[tuple[int, Any]], preset: Preset | None, block: _Block) -> None:
         """Records of JSON documents (position, value); an export preset unwraps each one."""
+        if records and RecordReader.handles(preset):
+            got = RecordReader(preset).records([r for _, r in records], records[0][0])
+            if got is not None:
+                self._unwrapped_rows(got, preset, block)
+                return
         good: list[tuple[int, Any]] = []
         bad = []
         for position, record in records:
@@ -960,6 +1001,13 @@ class Ingestor:
             "line": pl.Series([p for p, _ in good], dtype=pl.Int64), "text": pl.Series([t for _, t in good], dtype=pl.String),
         })
         self.parser.parse_block(rows, block, envelope=None)
+
+    def _unwrapped_rows(self, got: tuple[pl.DataFrame, pl.Series], preset: Preset, block: _Block) -> None:
+        """A RecordReader's rows parsed as the preset's inner lines, its positions that hold no record rejected."""
+        rows, not_records = got
+        if not_records.len():
+            block.rejects.append(_reject_frame(not_records.to_list(), "not_a_record"))
+        self.parser.parse_block(rows, block, envelope=preset.name)
 
     def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: _FileRead) -> None:
         """A CSV export (Logs Insights' download): the header is line 1, each row a record of an
@@ -1071,6 +1119,18 @@ def _local_lines(frame: pl.DataFrame, column: str, paths: pl.Series) -> pl.DataF
     return frame.with_columns(
         (frame[column] & ((1 << FILE_SHIFT) - 1)).alias(column), paths.gather(index).alias(SOURCE),
     )
+
+
+@dataclass
+class _ValuesRead:
+    """Where the read of a document's values is: positions and values so far, the preset that
+    recognised its records, the path they sat at, and polars' reader of its elements."""
+
+    position: int = 0
+    count: int = 0
+    preset: Preset | None = None
+    wrapper: str = ""
+    fast: RecordReader | None = None
 
 
 @dataclass

@@ -52,12 +52,48 @@ class ValueCutter:
         self.within = within
         self.opened = not self.in_array  # the array's `[` is behind
         self.carry = b""  # the start of a value not whole yet
+        self._taken = 0  # how much of carry the elements given by `elements` hold
+        self.separator: bytes | None = None  # from one element's `}` to the next one's `{`
 
     def feed(self, block: bytes) -> list:
         data = self.carry + block if self.carry else block
         values, end = self._cut(data, final=False)
         self.carry = data[end:]
         return values
+
+    def elements(self, block: bytes) -> bytes:
+        """Adds block; the elements whole so far as written, to the last cut, unchecked (the cut
+        may lie inside a string or a nested array: element_lines makes lines of them, which polars
+        then refuses). `take` consumes them; else `feed(b"")` cuts and parses what is held, as
+        always. Once two elements were cut apart, the bytes between them are the cut (an indented
+        array's nested arrays are indented deeper)."""
+        self.carry = data = self.carry + block if self.carry else block
+        self._taken = 0
+        if not self.in_array or not self.opened:
+            return b""
+        begin = _SPACE.match(data).end()
+        if self.separator is not None:
+            end = data.rfind(self.separator, begin)
+            if end < 0:
+                return b""
+            self._taken = end + len(self.separator) - 1
+            return data[begin:end + 1]
+        window = 1 << 16  # the last cut is looked for near the end first
+        while True:
+            start, last = max(begin, len(data) - window), None
+            for last in _ELEMENT_CUT.finditer(data, start):
+                pass
+            if last is not None:
+                self._taken = last.end() - 1
+                return data[begin:last.start() + 1]
+            if start == begin:
+                return b""
+            window *= 4
+
+    def take(self) -> None:
+        """Consumes the elements `elements` gave."""
+        self.carry = self.carry[self._taken:]
+        self._taken = 0
 
     def finish(self) -> tuple[list, bytes]:
         """The values left, and what follows them that is not JSON (b"" if nothing): in an array,
@@ -81,7 +117,31 @@ class ValueCutter:
             if opening is None:
                 return [], 0
             begin, self.opened = opening.end(), True
-        return _cut(data, begin, self.in_array, final)
+        if self.separator is not None or not self.in_array:
+            return _cut(data, begin, self.in_array, final)
+        separators: list[bytes] = []
+        cut = _cut(data, begin, self.in_array, final, separators)
+        self.separator = separators[0] if separators else None
+        return cut
+
+
+# A line break in JSON text is whitespace, or a character no string may hold: as a tab it is
+# whitespace still, and still refused inside a string (an NDJSON line holds no line break).
+_BREAKS_AS_TABS = bytes.maketrans(b"\n\r", b"\t\t")
+
+
+def element_lines(data: bytes, separator: bytes | None = None) -> tuple[bytes, int | None]:
+    """Array elements written one after the other with a comma between (compact or indented):
+    one element a line (NDJSON), and how many lines (None: not counted, one more than the
+    separators); cut at `separator`, the bytes between two of them if it holds whitespace, or
+    where `},{` begins an object with a key, as ValueCutter cuts them (inside a string or a
+    nested array too: that line is then not JSON)."""
+    data = data.translate(_BREAKS_AS_TABS)
+    if separator is not None and len(separator) > 3:  # the same length: replaced in place
+        between = separator.translate(_BREAKS_AS_TABS)
+        return data.replace(between, b"}\n" + b" " * (len(between) - 3) + b"{"), None
+    lines, cuts = _ELEMENT_CUT.subn(b"}\n{", data)
+    return lines, cuts + 1
 
 
 class ArrayWithin:
@@ -175,9 +235,10 @@ def concatenated_values(data: bytes) -> list | None:
     return values if whole and len(values) > 1 else None
 
 
-def _cut(data: bytes, begin: int, in_array: bool, final: bool) -> tuple[list, int]:
+def _cut(data: bytes, begin: int, in_array: bool, final: bool, separators: list | None = None) -> tuple[list, int]:
     """The values whole in data from `begin` and where what is left begins (`final`: data ends
-    there, and what is left is not JSON values)."""
+    there, and what is left is not JSON values); `separators` gets the bytes of the first cut
+    found between two whole values."""
     values: list = []
     view = memoryview(data)
     begin = _SPACE.match(data, begin).end()
@@ -200,6 +261,8 @@ def _cut(data: bytes, begin: int, in_array: bool, final: bool) -> tuple[list, in
             begin = at = found[1]  # the cuts after it are tried again from the next value
             missed = 0
             continue
+        if separators is not None and not separators:
+            separators.append(cut.group(0))
         begin, missed = cut.end() - 1, 0
     if not final:
         return values, begin

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import dupfind.ingest as ingest_module
 from dupfind.config import load_config
+from dupfind.document_frames import RecordReader
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.json_values import ValueCutter, array_within, concatenated_values
@@ -461,17 +462,27 @@ def _firehose_object(messages: int) -> list[bytes]:
     return out[:50] + [control] * 40 + out[50:] + [out[5]]  # 40 control messages fill a block of 4 KB
 
 
-def _read_in_blocks(tmp_path, config, monkeypatch, block_bytes: int = 4096):
-    """What ingest reads whole and in blocks, and how many records each block's batch held."""
+def _read_in_blocks(tmp_path, config, monkeypatch, block_bytes: int = 4096, polars_batches: list | None = None):
+    """What ingest reads whole and in blocks, and how many records each block's batch held (those
+    polars read as NDJSON lines, RecordReader, also in `polars_batches`)."""
     whole = ingest([str(tmp_path)], config)
     batches: list[int] = []
-    parse_records = ingest_module.Ingestor._parse_records
+    polars_batches = [] if polars_batches is None else polars_batches
+    parse_records, read_elements = ingest_module.Ingestor._parse_records, RecordReader.read
 
     def counted(self, records, preset, block):
         batches.append(len(records))
         return parse_records(self, records, preset, block)
 
+    def counted_elements(self, *args):
+        got = read_elements(self, *args)
+        if got is not None:
+            batches.append(got[2])
+            polars_batches.append(got[2])
+        return got
+
     monkeypatch.setattr(ingest_module.Ingestor, "_parse_records", counted)
+    monkeypatch.setattr(RecordReader, "read", counted_elements)
     small = ingest([str(tmp_path)], config, block_bytes=block_bytes)
     monkeypatch.undo()
     assert as_strings(small.table).equals(as_strings(whole.table))
@@ -559,8 +570,11 @@ def test_an_array_document_is_read_a_block_at_a_time(tmp_path, config, monkeypat
     elements are cut (a 323 MB export held 2.4 GB read whole): in blocks of 4 KB it gives what it
     gives read whole."""
     (tmp_path / "gcloud-read.json").write_bytes(json.dumps(_gcloud_entries(300), indent=2).encode())
-    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    by_polars: list[int] = []
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch, polars_batches=by_polars)
     assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300 == whole.table.height
+    # after the first block, polars reads the elements (nested arrays of objects indented deeper)
+    assert len(by_polars) > 20 and sum(by_polars) > 280
     assert whole.files[0].format == "gcp-logging (json-document [])" and not whole.files[0].rejected
 
 
@@ -629,9 +643,11 @@ def test_a_document_s_array_of_records_is_read_a_block_at_a_time(tmp_path, confi
     238 MB filter-log-events output held 1.5 GiB read whole): what is before the array and after
     it is read too, and it gives what it gives read whole."""
     (tmp_path / "export.json").write_bytes(json.dumps(document, indent=4).encode())
-    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    by_polars: list[int] = []
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch, polars_batches=by_polars)
     assert len(batches) > 20 and max(batches) < 20 and sum(batches) == 300 == whole.table.height
     assert whole.files[0].format == label and not whole.files[0].rejected
+    assert len(by_polars) > 20 and sum(by_polars) > 280
 
 
 def test_a_document_whose_first_array_is_not_its_records_is_read_whole(tmp_path, config, monkeypatch):
