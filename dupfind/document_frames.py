@@ -15,7 +15,6 @@ from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
 from dupfind.presets import ENVELOPE_PREFIX, Preset
 
-
 # polars takes a high surrogate that no low one follows (as U+FFFD) where orjson, and any strict
 # JSON reader, refuses it: such a block is read by orjson (an escaped backslash before `ud800`
 # sends a block there too, which is only slower).
@@ -36,7 +35,7 @@ def _strict_read(payload: bytes, schema: dict[str, pl.DataType], count: int | No
     is not an object, NaN, bytes that are not UTF-8, a hit whose `_source` is not an object)."""
     try:
         frame = pl.read_ndjson(io.BytesIO(payload), schema=schema)
-    except Exception:  # noqa: BLE001 - polars raises several error types on malformed input
+    except Exception:
         return None
     return frame if count in (None, frame.height) else None
 
@@ -82,7 +81,7 @@ class RecordReader:
             return self.unwrapped(frame, lines, lambda: _lines(payload)), lines.clear()
         held = frame[self.tail].is_not_null()
         frame = repaired(frame.filter(held).unnest(self.tail), lambda: _lines(payload).filter(held), payload, self.tail)
-        records = lambda: _lines(payload).filter(held).str.json_path_match(f"$['{self.tail}']")  # noqa: E731
+        records = lambda: _lines(payload).filter(held).str.json_path_match(f"$['{self.tail}']")
         return self.unwrapped(frame, lines.filter(held), records), lines.filter(~held)
 
     def records(self, records: list, first: int) -> tuple[pl.DataFrame, pl.Series] | None:

@@ -9,7 +9,7 @@ import os
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -1237,7 +1237,7 @@ class _NormalisingThread:
             if self.error is None:
                 try:
                     self.normaliser.add(raws)
-                except BaseException as exc:  # noqa: BLE001 (raised again in the reading thread)
+                except BaseException as exc:
                     self.error = exc
 
     def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:

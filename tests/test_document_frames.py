@@ -112,7 +112,7 @@ def test_a_search_hit_s_source_is_its_record():
     """Hits whose `_source` is the record (elasticsearch): one without a `_source`, or with a null
     one, is not a record."""
     preset = PRESETS["elasticsearch"]
-    sources = [{"@timestamp": "2026-11-29T07:00:0%dZ" % k, "message": json.dumps({"job_id": f"j{k}", "note": "C:\\x"}),
+    sources = [{"@timestamp": f"2026-11-29T07:00:0{k}Z", "message": json.dumps({"job_id": f"j{k}", "note": "C:\\x"}),
                 "kubernetes": {"pod": {"name": f"w-{k}\\a"}}} for k in range(3)]
     hits = [{"_id": "a", "_source": sources[0]}, {"_id": "b"}, {"_id": "c", "_source": None},
             {"_id": "d", "_source": sources[1]}, {"_id": "e", "_source": sources[2]}]
