@@ -35,7 +35,7 @@ def _strict_read(payload: bytes, schema: dict[str, pl.DataType], count: int | No
     is not an object, NaN, bytes that are not UTF-8, a hit whose `_source` is not an object)."""
     try:
         frame = pl.read_ndjson(io.BytesIO(payload), schema=schema)
-    except Exception:
+    except Exception:  # noqa: BLE001 - polars raises several error types on malformed input
         return None
     return frame if count in (None, frame.height) else None
 

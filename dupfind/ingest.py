@@ -1237,7 +1237,7 @@ class _NormalisingThread:
             if self.error is None:
                 try:
                     self.normaliser.add(raws)
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001 (raised again in the reading thread)
                     self.error = exc
 
     def add(self, raws: list[tuple[pl.DataFrame, str]]) -> None:
