@@ -84,23 +84,6 @@ class RecordReader:
         records = lambda: _lines(payload).filter(held).str.json_path_match(f"$['{self.tail}']")
         return self.unwrapped(frame, lines.filter(held), records), lines.filter(~held)
 
-    def records(self, records: list, first: int) -> tuple[pl.DataFrame, pl.Series] | None:
-        """The same of records parsed in Python (a small document, a block polars refused); None
-        if polars refuses what orjson writes of them (nested deeper than it reads)."""
-        objects = [(first + k, r) for k, r in enumerate(records) if isinstance(r, dict)]
-        lines = pl.Series([p for p, _ in objects], dtype=pl.Int64)
-        not_records = pl.Series([first + k for k, r in enumerate(records) if not isinstance(r, dict)], dtype=pl.Int64)
-        texts = pl.Series([orjson.dumps(r).decode() for _, r in objects], dtype=pl.String)
-        if not objects:
-            frame = pl.DataFrame(schema=_strings(self.keys))
-        else:
-            payload = texts.str.join("\n").cast(pl.Binary).item()
-            frame = _strict_read(payload, _strings(self.keys), len(objects))
-            if frame is None:
-                return None
-            frame = repaired(frame, texts, payload)
-        return self.unwrapped(frame, lines, texts), not_records
-
     def unwrapped(self, frame: pl.DataFrame, lines: pl.Series, texts: pl.Series | Callable[[], pl.Series]) -> pl.DataFrame:
         """Rows line, text, fallback time and envelope columns, as `envelopes.unwrapped_frame`
         builds them from `unwrap_record`: the first inner path's value is the text (an object

@@ -19,14 +19,17 @@ from dupfind.presets import unwrap_record
 PRESETS = {p.name: p for p in load_config(cwd=Path("/")).presets}
 HANDLED = sorted(name for name, p in PRESETS.items() if RecordReader.handles(p) and p.kind == "json")
 TEXT = st.text(alphabet=st.sampled_from(["a", "0", " ", "\\", '"', "\t", "\n", "\x1b", "é", "{", "}", ",", "Z", "T", ":"]), max_size=8)
+# Keys hold no quote: polars writes a key as it is, and a quote next to a space in one is not
+# recognised (tests/test_nested_text.py: test_a_quote_inside_a_key).
+KEY = st.text(alphabet=st.sampled_from(["a", "0", " ", "\\", "\t", "\n", "\x1b", "é", "{", "}", ",", ":"]), max_size=6)
 SCALAR = st.none() | st.booleans() | st.integers(-2**62, 2**62) | TEXT
-VALUE = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(TEXT, inner, max_size=2), max_leaves=5)
+VALUE = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(KEY, inner, max_size=2), max_leaves=5)
 
 
 @st.composite
 def records(draw, preset):
     """Records of a preset's shape: its paths (nested or as dotted keys) holding anything, or not there."""
-    record = draw(st.dictionaries(TEXT, VALUE, max_size=2))
+    record = draw(st.dictionaries(KEY, VALUE, max_size=2))
     for path in (*preset.inner, *(p for ps in preset.fields.values() for p in ps)):
         if draw(st.booleans()):
             continue
@@ -73,39 +76,41 @@ def _decoded(text):
         return text
 
 
-@pytest.mark.parametrize("name", HANDLED)
-@settings(max_examples=60, deadline=None)
-@given(data=st.data())
-def test_records_unwrapped_by_polars_are_those_unwrapped_one_at_a_time(name, data):
-    preset = PRESETS[name]
-    values = data.draw(st.lists(records(preset) | st.sampled_from([5, "text", [1]]), min_size=1, max_size=6))
-    got = RecordReader(preset).records(values, 1)
-    assert got is not None
-    want, not_records = _python_rows(preset, values)
-    _same(got[0], want)
-    assert got[1].to_list() == not_records
-
-
-@pytest.mark.parametrize("name", HANDLED)
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), indent=st.sampled_from([None, 2, 4]), ascii_only=st.booleans())
-def test_an_array_s_elements_read_as_lines_are_the_records(name, data, indent, ascii_only):
-    """The elements of an array as written (compact or indented, escaped or not), read by polars:
-    the rows of the same records parsed in Python."""
-    preset = PRESETS[name]
-    values = data.draw(st.lists(records(preset), min_size=2, max_size=6))
+def _elements(values: list, indent, ascii_only: bool) -> tuple[bytes, bytes]:
+    """An array's elements as written, after its `[`, as ValueCutter gives them (all but the
+    last, which no cut follows), and the bytes json.dumps writes between two of them."""
     text = json.dumps(values, indent=indent, ensure_ascii=ascii_only).encode()
     cutter = ValueCutter(in_array=True)
-    first = cutter.feed(text[:text.index(b"{") + 1])  # the `[` behind, nothing cut yet
-    assert first == []
-    elements = cutter.elements(text[text.index(b"{") + 1:].rstrip()[:-1])
-    got = RecordReader(preset).read(elements, 1) if elements else None
-    if got is None:  # refused: a `},{` in a string or a nested array was taken for a cut
+    assert cutter.feed(text[:1]) == []
+    return cutter.elements(text[1:-1]), b"}, {" if indent is None else b"},\n" + b" " * indent + b"{"
+
+
+@pytest.mark.parametrize("name", HANDLED)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), indent=st.sampled_from([None, 2, 4]), ascii_only=st.booleans())
+def test_an_array_s_elements_read_by_polars_are_its_records_unwrapped_one_at_a_time(name, data, indent, ascii_only):
+    """The elements of an array as written (compact or indented, escaped or not) read by polars
+    give the rows the preset gives the same records one at a time (`unwrap_record`), elements
+    that are not objects refused."""
+    preset = PRESETS[name]
+    values = data.draw(st.lists(records(preset), min_size=3, max_size=7))
+    if data.draw(st.booleans()):
+        values[1] = data.draw(st.sampled_from([5, "text", [1], None]))
+    elements, separator = _elements(values, indent, ascii_only)
+    if not elements:  # no cut: an element that is not an object before the last
+        assert not all(isinstance(v, dict) for v in values[:-1])
+        return
+    separator = data.draw(st.sampled_from([None, separator]))
+    got = RecordReader(preset).read(elements, 1, separator)
+    if got is None:  # refused: not an object, or a cut taken in a string or a nested array
+        # (indented, the bytes between two elements are nowhere else: no string holds a line break)
+        assert not all(isinstance(v, dict) for v in values) or separator is None or indent is None
         return
     rows, not_records, count = got
-    want = RecordReader(preset).records(values[:count], 1)
-    _same(rows, want[0])
-    assert not_records.to_list() == want[1].to_list() == []
+    assert count == len(values) - 1 and all(isinstance(v, dict) for v in values[:count])
+    want, python_not_records = _python_rows(preset, values[:count])
+    _same(rows, want)
+    assert not_records.to_list() == python_not_records == []
 
 
 def test_a_search_hit_s_source_is_its_record():
@@ -119,6 +124,6 @@ def test_a_search_hit_s_source_is_its_record():
     elements = json.dumps(hits, indent=2).encode().strip()[1:-1].strip()
     rows, not_records, count = RecordReader(preset, "_source").read(elements, 10)
     assert count == 5 and not_records.to_list() == [11, 12]
-    want = RecordReader(preset).records(sources, 1)[0].with_columns(line=pl.Series([10, 13, 14]))
-    _same(rows, want)
+    want, _ = _python_rows(preset, sources)
+    _same(rows, want.with_columns(line=pl.Series([10, 13, 14])))
     assert rows["envelope.kubernetes.pod.name"].to_list() == ["w-0\\a", "w-1\\a", "w-2\\a"]
