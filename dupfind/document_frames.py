@@ -6,7 +6,6 @@ import io
 import re
 from collections.abc import Callable
 
-import orjson
 import polars as pl
 
 from dupfind.envelopes import _prefixes, _time_expr

@@ -56,6 +56,7 @@ KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
 FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
+REFUSED_BLOCKS = 3  # a document's blocks polars refuses in a row before its elements are no longer given to it
 
 
 def _key_escapes(keys: Iterable[str]) -> list[str]:
@@ -897,9 +898,12 @@ class Ingestor:
             if state.fast is None:
                 values = cutter.feed(chunk)
             elif self._read_elements(chunk, cutter, state, report, source, read):
-                values = None
+                values, state.refused = None, 0
             else:
                 values = cutter.feed(b"")  # what elements() holds, chunk with it
+                state.refused += 1
+                if state.refused == REFUSED_BLOCKS:  # a compact array of nested arrays of objects
+                    state.fast = None
             if values is not None:
                 self._read_value_batch(values, b"", cutter, state, report, source, read)
             if self.progress:
@@ -1128,6 +1132,7 @@ class _ValuesRead:
     preset: Preset | None = None
     wrapper: str = ""
     fast: RecordReader | None = None
+    refused: int = 0  # blocks polars refused in a row
 
 
 @dataclass

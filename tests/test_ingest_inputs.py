@@ -578,6 +578,23 @@ def test_an_array_document_is_read_a_block_at_a_time(tmp_path, config, monkeypat
     assert whole.files[0].format == "gcp-logging (json-document [])" and not whole.files[0].rejected
 
 
+def test_a_compact_array_polars_keeps_refusing_is_cut_in_python(tmp_path, config, monkeypatch):
+    """A compact array whose elements hold arrays of objects (`},{` inside each one): polars is
+    given a few blocks, refuses each, and the rest is cut and parsed as before; the same table."""
+    (tmp_path / "gcloud-read.json").write_bytes(json.dumps(_gcloud_entries(300)).encode())
+    calls: list[bool] = []
+    read_elements = RecordReader.read
+
+    def counted(self, *args):
+        got = read_elements(self, *args)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(RecordReader, "read", counted)
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch)
+    assert calls == [False] * ingest_module.REFUSED_BLOCKS and sum(batches) == 300 == whole.table.height
+
+
 @pytest.mark.parametrize("block_bytes", [None, 4096])
 def test_an_array_cut_short_keeps_its_whole_elements(tmp_path, config, block_bytes):
     """An export cut off in its last elements (a download that stopped): the elements before are
