@@ -10,7 +10,7 @@ import polars as pl
 
 from dupfind.envelopes import _prefixes, _time_expr
 from dupfind.json_values import element_lines
-from dupfind.nested_text import may_have_lost_escapes, repaired
+from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
 from dupfind.presets import ENVELOPE_PREFIX, Preset
 
@@ -44,13 +44,10 @@ class RecordReader:
     (`envelopes.unwrapped_frame`) as `presets.unwrap_record` gives one record at a time, for the
     presets whose records need no rewriting (no field/value pairs, key-value or tag lists, lifted
     objects). `tail`: the records are at this key of each line's object (a search hit's
-    `_source`); a line without an object there is not a record. `events`: the records are the
-    elements of this key's array in each line's object, each with the object's other keys (a
-    CloudWatch Logs subscription message's `logEvents`); a line without such an array is not a
-    record, one with an empty array holds none."""
+    `_source`); a line without an object there is not a record."""
 
-    def __init__(self, preset: Preset, tail: str = "", events: str = "") -> None:
-        self.preset, self.tail, self.events = preset, tail, events
+    def __init__(self, preset: Preset, tail: str = "") -> None:
+        self.preset, self.tail = preset, tail
         paths = (*preset.inner, *(p for ps in preset.fields.values() for p in ps))
         self.keys = sorted({k for p in paths for k in _prefixes(p)})
 
@@ -60,48 +57,21 @@ class RecordReader:
             preset.record_pairs or preset.kv_lists or preset.tag_lists or preset.lift
         )
 
-    def read(self, elements: bytes, first: int, separator: bytes | None = None,
-             in_array: bool = True) -> tuple[pl.DataFrame, pl.Series, int, int] | None:
-        """The unwrapped rows of array elements (or objects back to back) written one after the
-        other (ValueCutter.elements, `separator` between them if known), numbered from `first`
-        on, the numbers that are not records, how many positions and how many values; None if
-        polars refuses one (a cut inside a string or a nested array, an element that is not an
-        object)."""
+    def read(self, elements: bytes, first: int, separator: bytes | None = None) -> tuple[pl.DataFrame, pl.Series, int] | None:
+        """The unwrapped rows of array elements written one after the other (ValueCutter.elements,
+        `separator` between them if known), numbered from `first` on, the numbers that are not
+        records, and how many elements; None if polars refuses one (a cut inside a string or a
+        nested array, an element that is not an object)."""
         if _LONE_SURROGATE.search(elements):
             return None
-        payload, count = element_lines(elements, separator, in_array)
+        payload, count = element_lines(elements, separator)
         # A hit's record is read as a struct of the keys (not as its whole text, which polars
         # would write again); a hit without one is not a record.
-        records = pl.Struct(_strings(self.keys))
-        if self.tail:
-            schema = {self.tail: records}
-        elif self.events:
-            schema = {**{k: pl.String for k in self.keys if k != self.events}, self.events: pl.List(records)}
-        else:
-            schema = _strings(self.keys)
+        schema = {self.tail: pl.Struct(_strings(self.keys))} if self.tail else _strings(self.keys)
         frame = _strict_read(payload, schema, count)
         if frame is None:
             return None
-        if self.events:
-            got = self._events_read(frame, payload, first)
-            return None if got is None else (*got, frame.height)
-        return (*self._unwrap_read(frame, payload, first), frame.height, frame.height)
-
-    def _events_read(self, frame: pl.DataFrame, payload: bytes, first: int) -> tuple[pl.DataFrame, pl.Series, int] | None:
-        """Each line's events, one position each (a line without its array: one position that
-        is not a record), with the line's other keys where the event lacks them."""
-        flat = frame.explode(self.events, empty_as_null=False, keep_nulls=True)
-        lines = pl.int_range(first, first + flat.height, dtype=pl.Int64, eager=True)
-        held = flat[self.events].is_not_null()
-        flat = flat.filter(held)
-        event = flat[self.events].struct.unnest()
-        records = flat.drop(self.events).select(
-            pl.coalesce(event[k], pl.col(k)).alias(k) if k in flat.columns else event[k] for k in self.keys
-        ) if flat.height else pl.DataFrame(schema=_strings(self.keys))
-        if may_have_lost_escapes(records, payload):
-            return None  # where its line is, no path says: read as before
-        rows = self.unwrapped(records, lines.filter(held), lambda: None)
-        return None if rows is None else (rows, lines.filter(~held), lines.len())
+        return (*self._unwrap_read(frame, payload, first), frame.height)
 
     def _unwrap_read(self, frame: pl.DataFrame, payload: bytes, first: int) -> tuple[pl.DataFrame, pl.Series]:
         lines = pl.int_range(first, first + frame.height, dtype=pl.Int64, eager=True)
@@ -113,13 +83,11 @@ class RecordReader:
         records = lambda: _lines(payload).filter(held).str.json_path_match(f"$['{self.tail}']")
         return self.unwrapped(frame, lines.filter(held), records), lines.filter(~held)
 
-    def unwrapped(self, frame: pl.DataFrame, lines: pl.Series,
-                  texts: pl.Series | Callable[[], pl.Series | None]) -> pl.DataFrame | None:
+    def unwrapped(self, frame: pl.DataFrame, lines: pl.Series, texts: pl.Series | Callable[[], pl.Series]) -> pl.DataFrame:
         """Rows line, text, fallback time and envelope columns, as `envelopes.unwrapped_frame`
         builds them from `unwrap_record`: the first inner path's value is the text (an object
         as JSON text; none: the whole record), every field path's non-empty value an envelope
-        column (one that holds no value is left out), the first time path's the fallback time;
-        None if a record without its inner value has no text at hand (`texts` gives None)."""
+        column (one that holds no value is left out), the first time path's the fallback time."""
         preset, available = self.preset, set(frame.columns)
         inners = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
         inner = pl.coalesce(inners) if len(inners) > 1 else inners[0] if inners else pl.lit(None, dtype=pl.String)
@@ -127,10 +95,7 @@ class RecordReader:
             inner = pl.when(inner.str.strip_chars_start().str.starts_with("{")).then(inner)
         inner = frame.select(inner.cast(pl.String).alias("text")).to_series()
         if inner.null_count():  # a record without its inner value is its own text
-            whole = texts() if callable(texts) else texts
-            if whole is None:  # not at hand (an event with its message's keys)
-                return None
-            inner = inner.fill_null(whole)
+            inner = inner.fill_null(texts() if callable(texts) else texts)
         exprs, times, named = [inner], [], set()
         for column, paths in preset.fields.items():
             for path in paths:

@@ -919,15 +919,15 @@ class Ingestor:
                        read: _FileRead) -> bool:
         """A block's elements read by polars (state.fast); False if it refused them."""
         elements = cutter.elements(chunk)
-        got = state.fast.read(elements, state.position + 1, cutter.separator, cutter.in_array) if elements else None
+        got = state.fast.read(elements, state.position + 1, cutter.separator) if elements else None
         if got is None:
             return False
         cutter.take()
-        rows, not_records, positions, values = got
+        rows, not_records, count = got
         block = _Block()
         self._unwrapped_rows((rows, not_records), state.preset, block)
-        state.position += positions
-        state.count += values
+        state.position += count
+        state.count += count
         self._finish_block(block, report, source, read)
         return True
 
@@ -961,19 +961,15 @@ class Ingestor:
 
     @staticmethod
     def _fast_reader(cutter: ValueCutter, preset: Preset | None, wrapper: str) -> RecordReader | None:
-        """A reader of the array's elements (or the objects back to back) as NDJSON lines, when
-        each one is a record, holds one at a key (a search hit's `_source`) or holds an array of
-        them (a subscription message's `logEvents`), and polars can unwrap them."""
-        if not RecordReader.handles(preset):
+        """A reader of the array's elements as NDJSON lines, when each element is a record (or
+        holds one at a key: a search hit's `_source`) that polars can unwrap."""
+        if not cutter.in_array or not RecordReader.handles(preset):
             return None
         array = ".".join(cutter.within.path) + "[]" if cutter.within else "[]"
         tail = wrapper.removeprefix(array)
-        if tail == "":
-            return RecordReader(preset)
-        found = re.fullmatch(r"\.([^.\[\]]+)(\[\])?", tail) if tail != wrapper else None
-        if found is None:
+        if tail == wrapper or (tail and not tail.startswith(".")) or "[]" in tail or "." in tail[1:]:
             return None
-        return RecordReader(preset, events=found[1]) if found[2] else RecordReader(preset, tail=found[1])
+        return RecordReader(preset, tail[1:])
 
     def _read_not_a_document(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
         """What looked like a JSON document and is not one: read line by line."""

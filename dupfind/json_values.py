@@ -62,28 +62,26 @@ class ValueCutter:
         return values
 
     def elements(self, block: bytes) -> bytes:
-        """Adds block; the values whole so far as written (an array's elements, or objects back
-        to back), to the last cut, unchecked (the cut may lie inside a string or a nested array:
-        element_lines makes lines of them, which polars then refuses). `take` consumes them; else
-        `feed(b"")` cuts and parses what is held, as always. Once two values were cut apart, the
-        bytes between them are the cut if they hold a line break (no string holds one, and an
-        indented array's nested arrays are indented deeper)."""
+        """Adds block; the elements whole so far as written, to the last cut, unchecked (the cut
+        may lie inside a string or a nested array: element_lines makes lines of them, which polars
+        then refuses). `take` consumes them; else `feed(b"")` cuts and parses what is held, as
+        always. Once two elements were cut apart, the bytes between them are the cut (an indented
+        array's nested arrays are indented deeper)."""
         self.carry = data = self.carry + block if self.carry else block
         self._taken = 0
-        if not self.opened:
+        if not self.in_array or not self.opened:
             return b""
         begin = _SPACE.match(data).end()
-        if self.lines_apart:
+        if self.separator is not None:
             end = data.rfind(self.separator, begin)
             if end < 0:
                 return b""
             self._taken = end + len(self.separator) - 1
             return data[begin:end + 1]
         window = 1 << 16  # the last cut is looked for near the end first
-        cuts = _ELEMENT_CUT if self.in_array else _OBJECT_CUT
         while True:
             start, last = max(begin, len(data) - window), None
-            for last in cuts.finditer(data, start):
+            for last in _ELEMENT_CUT.finditer(data, start):
                 pass
             if last is not None:
                 self._taken = last.end() - 1
@@ -91,11 +89,6 @@ class ValueCutter:
             if start == begin:
                 return b""
             window *= 4
-
-    @property
-    def lines_apart(self) -> bool:
-        """Whether the bytes between two values are known and hold a line break."""
-        return self.separator is not None and (b"\n" in self.separator or b"\r" in self.separator)
 
     def take(self) -> None:
         """Consumes the elements `elements` gave."""
@@ -124,7 +117,7 @@ class ValueCutter:
             if opening is None:
                 return [], 0
             begin, self.opened = opening.end(), True
-        if self.separator is not None:
+        if self.separator is not None or not self.in_array:
             return _cut(data, begin, self.in_array, final)
         separators: list[bytes] = []
         cut = _cut(data, begin, self.in_array, final, separators)
@@ -137,17 +130,17 @@ class ValueCutter:
 _BREAKS_AS_TABS = bytes.maketrans(b"\n\r", b"\t\t")
 
 
-def element_lines(data: bytes, separator: bytes | None = None, in_array: bool = True) -> tuple[bytes, int | None]:
-    """An array's elements (a comma between them) or objects back to back, compact or indented:
-    one a line (NDJSON), and how many lines (None: not counted, one more than the separators);
-    cut at `separator`, the bytes between two of them if it holds a line break (ValueCutter's
-    `lines_apart`), else where `}` meets a `{` that begins an object with a key, as ValueCutter
-    cuts them (inside a string or a nested array too: that line is then not JSON)."""
+def element_lines(data: bytes, separator: bytes | None = None) -> tuple[bytes, int | None]:
+    """Array elements written one after the other with a comma between (compact or indented):
+    one element a line (NDJSON), and how many lines (None: not counted, one more than the
+    separators); cut at `separator`, the bytes between two of them if it holds whitespace, or
+    where `},{` begins an object with a key, as ValueCutter cuts them (inside a string or a
+    nested array too: that line is then not JSON)."""
     data = data.translate(_BREAKS_AS_TABS)
-    if separator is not None and (b"\n" in separator or b"\r" in separator):  # replaced in place
+    if separator is not None and len(separator) > 3:  # the same length: replaced in place
         between = separator.translate(_BREAKS_AS_TABS)
         return data.replace(between, b"}\n" + b" " * (len(between) - 3) + b"{"), None
-    lines, cuts = (_ELEMENT_CUT if in_array else _OBJECT_CUT).subn(b"}\n{", data)
+    lines, cuts = _ELEMENT_CUT.subn(b"}\n{", data)
     return lines, cuts + 1
 
 

@@ -29,26 +29,6 @@ def _object_at(key: str) -> str:
     return '"' + re.escape(key) + r'"[ \t\n\r]*:[ \t\n\r]*[\[{]'
 
 
-def _suspects(frame: pl.DataFrame, payload: bytes | None) -> list[tuple[str, pl.Series]]:
-    """The text columns of `frame` with an object or array value that may have lost its escapes,
-    and their rows (none: `payload`, the lines read, holds no backslash, or no object at that key)."""
-    columns = [c for c, dtype in frame.schema.items() if dtype == pl.String and "'" not in c and "\\" not in c]
-    if not columns or not frame.height or (payload is not None and b"\\" not in payload):
-        return []
-    holding = frame.select(_structured(c).any().alias(c) for c in columns).row(0)
-    found = []
-    for column in (c for c, hit in zip(columns, holding) if hit):
-        rows = frame.select((_structured(column) & pl.col(column).str.contains(_MAY_BE_UNESCAPED)).arg_true()).to_series()
-        if rows.len() and (payload is None or re.search(_object_at(column).encode(), payload) is not None):
-            found.append((column, rows))
-    return found
-
-
-def may_have_lost_escapes(frame: pl.DataFrame, payload: bytes) -> bool:
-    """Whether a value of `frame`, read by `read_ndjson` from `payload`, may have lost its escapes."""
-    return bool(_suspects(frame, payload))
-
-
 def repaired(frame: pl.DataFrame, texts: pl.Series | Callable[[], pl.Series], payload: bytes | None = None,
              within: str = "") -> pl.DataFrame:
     """`frame`, read by `read_ndjson` from `texts` (one row a line, every column text; or what
@@ -56,9 +36,16 @@ def repaired(frame: pl.DataFrame, texts: pl.Series | Callable[[], pl.Series], pa
     have lost its escapes read again from its line. `payload`: the lines as read (text without
     a backslash has no escape to lose); `within`: the columns are the keys of the lines' object
     at this key (a search hit's `_source`, read as a struct)."""
+    columns = [c for c, dtype in frame.schema.items() if dtype == pl.String and "'" not in c and "\\" not in c]
+    if not columns or not frame.height or (payload is not None and b"\\" not in payload):
+        return frame
     path = f"$['{within}']" if within else "$"
+    holding = frame.select(_structured(c).any().alias(c) for c in columns).row(0)
     fixed = []
-    for column, rows in _suspects(frame, payload):
+    for column in (c for c, hit in zip(columns, holding) if hit):
+        rows = frame.select((_structured(column) & pl.col(column).str.contains(_MAY_BE_UNESCAPED)).arg_true()).to_series()
+        if not rows.len() or (payload is not None and re.search(_object_at(column).encode(), payload) is None):
+            continue
         if callable(texts):
             texts = texts()
         lines = texts.gather(rows)

@@ -14,7 +14,7 @@ from dupfind.config import load_config
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import unwrapped_frame
 from dupfind.json_values import ValueCutter
-from dupfind.presets import document_records, unwrap_record
+from dupfind.presets import unwrap_record
 
 PRESETS = {p.name: p for p in load_config(cwd=Path("/")).presets}
 HANDLED = sorted(name for name, p in PRESETS.items() if RecordReader.handles(p) and p.kind == "json")
@@ -108,8 +108,8 @@ def test_an_array_s_elements_read_by_polars_are_its_records_unwrapped_one_at_a_t
         # (indented, the bytes between two elements are nowhere else: no string holds a line break)
         assert not all(isinstance(v, dict) for v in values) or separator is None or indent is None
         return
-    rows, not_records, count, read = got
-    assert count == read == len(values) - 1 and all(isinstance(v, dict) for v in values[:count])
+    rows, not_records, count = got
+    assert count == len(values) - 1 and all(isinstance(v, dict) for v in values[:count])
     want, python_not_records = _python_rows(preset, values[:count])
     _same(rows, want)
     assert not_records.to_list() == python_not_records == []
@@ -124,41 +124,8 @@ def test_a_search_hit_s_source_is_its_record():
     hits = [{"_id": "a", "_source": sources[0]}, {"_id": "b"}, {"_id": "c", "_source": None},
             {"_id": "d", "_source": sources[1]}, {"_id": "e", "_source": sources[2]}]
     elements = json.dumps(hits, indent=2).encode().strip()[1:-1].strip()
-    rows, not_records, count, read = RecordReader(preset, "_source").read(elements, 10)
-    assert count == read == 5 and not_records.to_list() == [11, 12]
+    rows, not_records, count = RecordReader(preset, "_source").read(elements, 10)
+    assert count == 5 and not_records.to_list() == [11, 12]
     want, _ = _python_rows(preset, sources)
     _same(rows, want.with_columns(line=pl.Series([10, 13, 14])))
     assert rows["envelope.kubernetes.pod.name"].to_list() == ["w-0\\a", "w-1\\a", "w-2\\a"]
-
-
-EVENT = st.fixed_dictionaries({"id": st.text(alphabet="0123456789", min_size=1, max_size=4), "timestamp": st.integers(0, 2**45),
-                               "message": TEXT}, optional={"logStream": TEXT})
-MESSAGE = st.fixed_dictionaries({"messageType": st.sampled_from(["DATA_MESSAGE", "CONTROL_MESSAGE"]), "logGroup": TEXT,
-                                 "logStream": TEXT, "subscriptionFilters": st.lists(TEXT, max_size=2)},
-                                optional={"logEvents": st.lists(EVENT, max_size=3)})
-
-
-@settings(max_examples=150, deadline=None)
-@given(messages=st.lists(MESSAGE, min_size=2, max_size=6), lines=st.booleans())
-def test_subscription_messages_back_to_back_are_their_events(messages, lines):
-    """CloudWatch Logs subscription messages written back to back (as Firehose leaves them, or one
-    a line): each event a record with its message's keys, a message without `logEvents` one
-    position that is not a record, a control message's empty list none; as in Python."""
-    preset = PRESETS["cloudwatch-subscription"]
-    text = (b"\n" if lines else b"").join(json.dumps(m, ensure_ascii=False).encode() for m in messages)
-    cutter = ValueCutter()
-    if lines:
-        cutter.separator = b"}\n{"
-    elements = cutter.elements(text)
-    got = RecordReader(preset, events="logEvents").read(elements, 1, cutter.separator, in_array=False)
-    if got is None:  # a `}{` in a string taken for a cut (one a line, the line breaks are the cuts)
-        assert not lines and b"}{" in elements
-        return
-    rows, not_records, count, read = got
-    assert read == len(messages) - 1
-    values = messages[:-1]  # the last follows no cut
-    records = document_records(preset, values, known=True)[0]
-    want, python_not_records = _python_rows(preset, records)
-    assert count == len(records)
-    _same(rows, want)
-    assert not_records.to_list() == python_not_records
