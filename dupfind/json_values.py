@@ -65,14 +65,14 @@ class ValueCutter:
         """Adds block; the elements whole so far as written, to the last cut, unchecked (the cut
         may lie inside a string or a nested array: element_lines makes lines of them, which polars
         then refuses). `take` consumes them; else `feed(b"")` cuts and parses what is held, as
-        always. Once two elements were cut apart, the bytes between them are the cut (an indented
-        array's nested arrays are indented deeper)."""
+        always. Once two elements were cut apart, the bytes between them are the cut if they hold
+        a line break (lines_apart)."""
         self.carry = data = self.carry + block if self.carry else block
         self._taken = 0
         if not self.in_array or not self.opened:
             return b""
         begin = _SPACE.match(data).end()
-        if self.separator is not None:
+        if self.lines_apart:
             end = data.rfind(self.separator, begin)
             if end < 0:
                 return b""
@@ -89,6 +89,13 @@ class ValueCutter:
             if start == begin:
                 return b""
             window *= 4
+
+    @property
+    def lines_apart(self) -> bool:
+        """Whether the bytes between two elements are known and hold a line break (no string
+        holds one: they are nowhere else in an indented array, whose nested arrays are indented
+        deeper; `}, {` may be in a string)."""
+        return self.separator is not None and (b"\n" in self.separator or b"\r" in self.separator)
 
     def take(self) -> None:
         """Consumes the elements `elements` gave."""
@@ -133,11 +140,11 @@ _BREAKS_AS_TABS = bytes.maketrans(b"\n\r", b"\t\t")
 def element_lines(data: bytes, separator: bytes | None = None) -> tuple[bytes, int | None]:
     """Array elements written one after the other with a comma between (compact or indented):
     one element a line (NDJSON), and how many lines (None: not counted, one more than the
-    separators); cut at `separator`, the bytes between two of them if it holds whitespace, or
-    where `},{` begins an object with a key, as ValueCutter cuts them (inside a string or a
-    nested array too: that line is then not JSON)."""
+    separators); cut at `separator`, the bytes between two of them if it holds a line break
+    (ValueCutter.lines_apart), else where `},{` begins an object with a key, as ValueCutter cuts
+    them (inside a string or a nested array too: that line is then not JSON)."""
     data = data.translate(_BREAKS_AS_TABS)
-    if separator is not None and len(separator) > 3:  # the same length: replaced in place
+    if separator is not None and (b"\n" in separator or b"\r" in separator):  # replaced in place
         between = separator.translate(_BREAKS_AS_TABS)
         return data.replace(between, b"}\n" + b" " * (len(between) - 3) + b"{"), None
     lines, cuts = _ELEMENT_CUT.subn(b"}\n{", data)

@@ -578,6 +578,19 @@ def test_an_array_document_is_read_a_block_at_a_time(tmp_path, config, monkeypat
     assert whole.files[0].format == "gcp-logging (json-document [])" and not whole.files[0].rejected
 
 
+def test_an_array_on_one_line_is_read_by_polars(tmp_path, config, monkeypatch):
+    """An array on one line whose strings hold what lies between two elements (`}, {`): the
+    elements are cut where an object with a key begins, and polars reads nearly every block."""
+    entries = _gcloud_entries(300)
+    for entry in entries:
+        entry["jsonPayload"]["note"] = "a }, { b"
+        del entry["jsonPayload"]["spans"]
+    (tmp_path / "gcloud-read.json").write_bytes(json.dumps(entries).encode())
+    by_polars: list[int] = []
+    whole, batches = _read_in_blocks(tmp_path, config, monkeypatch, polars_batches=by_polars)
+    assert sum(batches) == 300 == whole.table.height and sum(by_polars) > 280
+
+
 def test_a_compact_array_polars_keeps_refusing_is_cut_in_python(tmp_path, config, monkeypatch):
     """A compact array whose elements hold arrays of objects (`},{` inside each one): polars is
     given a few blocks, refuses each, and the rest is cut and parsed as before; the same table."""
