@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable
 
 import polars as pl
 
-from dupfind.envelopes import _prefixes, _time_expr
+from dupfind.envelopes import envelope_keys, inner_expr, time_expr
 from dupfind.json_values import element_lines
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
@@ -48,8 +49,7 @@ class RecordReader:
 
     def __init__(self, preset: Preset, tail: str = "") -> None:
         self.preset, self.tail = preset, tail
-        paths = (*preset.inner, *(p for ps in preset.fields.values() for p in ps))
-        self.keys = sorted({k for p in paths for k in _prefixes(p)})
+        self.keys = envelope_keys(preset)
 
     @staticmethod
     def handles(preset: Preset | None) -> bool:
@@ -75,12 +75,14 @@ class RecordReader:
 
     def _unwrap_read(self, frame: pl.DataFrame, payload: bytes, first: int) -> tuple[pl.DataFrame, pl.Series]:
         lines = pl.int_range(first, first + frame.height, dtype=pl.Int64, eager=True)
-        if not self.tail:
-            frame = repaired(frame, lambda: _lines(payload), payload)
-            return self.unwrapped(frame, lines, lambda: _lines(payload)), lines.clear()
-        held = frame[self.tail].is_not_null()
-        frame = repaired(frame.filter(held).unnest(self.tail), lambda: _lines(payload).filter(held), payload, self.tail)
-        records = lambda: _lines(payload).filter(held).str.json_path_match(f"$['{self.tail}']")
+        held = frame[self.tail].is_not_null() if self.tail else None
+        # the lines' texts, split once if the repair or a record without its inner value needs them
+        texts = functools.cache(lambda: _lines(payload) if held is None else _lines(payload).filter(held))
+        if held is None:
+            frame = repaired(frame, texts, payload)
+            return self.unwrapped(frame, lines, texts), lines.clear()
+        frame = repaired(frame.filter(held).unnest(self.tail), texts, payload, self.tail)
+        records = lambda: texts().str.json_path_match(f"$['{self.tail}']")
         return self.unwrapped(frame, lines.filter(held), records), lines.filter(~held)
 
     def unwrapped(self, frame: pl.DataFrame, lines: pl.Series, texts: pl.Series | Callable[[], pl.Series]) -> pl.DataFrame:
@@ -89,8 +91,7 @@ class RecordReader:
         as JSON text; none: the whole record), every field path's non-empty value an envelope
         column (one that holds no value is left out), the first time path's the fallback time."""
         preset, available = self.preset, set(frame.columns)
-        inners = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
-        inner = pl.coalesce(inners) if len(inners) > 1 else inners[0] if inners else pl.lit(None, dtype=pl.String)
+        inner = inner_expr(preset, available)
         if preset.inner_json_only:
             inner = pl.when(inner.str.strip_chars_start().str.starts_with("{")).then(inner)
         inner = frame.select(inner.cast(pl.String).alias("text")).to_series()
@@ -108,7 +109,7 @@ class RecordReader:
                 elif ENVELOPE_PREFIX + path not in named:
                     named.add(ENVELOPE_PREFIX + path)
                     exprs.append(pl.when(value != "").then(value).alias(ENVELOPE_PREFIX + path))
-        fallback = _time_expr(preset, pl.coalesce(times)) if times else pl.lit(None, dtype=pl.String)
+        fallback = time_expr(preset, pl.coalesce(times)) if times else pl.lit(None, dtype=pl.String)
         exprs.append(fallback.alias(FALLBACK_TS))
         out = frame.select(exprs)
         paths = [c for c in out.columns if c.startswith(ENVELOPE_PREFIX)]

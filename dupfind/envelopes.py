@@ -20,7 +20,19 @@ def _prefixes(path: str) -> list[str]:
     return [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
 
 
-def _time_expr(preset: Preset, expr: pl.Expr) -> pl.Expr:
+def envelope_keys(preset: Preset) -> list[str]:
+    """The keys to read of a preset's envelope (records or lines): every prefix of its inner and
+    field paths (a nested path is looked up inside its parent's text, normalize.path_expr)."""
+    return sorted({k for p in (*preset.inner, *(q for ps in preset.fields.values() for q in ps)) for k in _prefixes(p)})
+
+
+def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:
+    """The first of a preset's inner paths that holds a value (null: none does)."""
+    inners = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
+    return pl.coalesce(inners) if inners else pl.lit(None, dtype=pl.String)
+
+
+def time_expr(preset: Preset, expr: pl.Expr) -> pl.Expr:
     if preset.timezone != "UTC":
         return expr
     stripped = expr.str.strip_chars()
@@ -33,7 +45,7 @@ def _envelope_columns(preset: Preset, frame: pl.DataFrame) -> list[pl.Expr]:
     exprs: list[pl.Expr] = []
     times = [e for e in (path_expr(p, available) for p in preset.fields.get("ts", ())) if e is not None]
     if times:
-        exprs.append(_time_expr(preset, pl.coalesce(times) if len(times) > 1 else times[0]).alias(FALLBACK_TS))
+        exprs.append(time_expr(preset, pl.coalesce(times) if len(times) > 1 else times[0]).alias(FALLBACK_TS))
     for column, paths in preset.fields.items():
         if column == "ts":
             continue
@@ -67,13 +79,11 @@ def unwrap_json_lines(
     preset: Preset, rows: pl.DataFrame, read_json: Callable[[pl.Series, dict], Any],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """NDJSON lines that are envelopes: (inner rows with envelope columns, lines that are not envelopes)."""
-    keys = sorted({k for p in (*preset.inner, *(q for ps in preset.fields.values() for q in ps)) for k in _prefixes(p)})
+    keys = envelope_keys(preset)
     env = read_json(rows["text"], {k: pl.String for k in keys})
     if env is None:
         env = _decode_each(rows["text"].to_list(), keys)
-    available = set(env.columns)
-    inner_exprs = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
-    inner = pl.coalesce(inner_exprs) if inner_exprs else pl.lit(None, dtype=pl.String)
+    inner = inner_expr(preset, set(env.columns))
     values = env.select(inner.cast(pl.String).alias("__inner"), *_envelope_columns(preset, env))
     wrapped = values["__inner"].is_not_null()
     if preset.inner_json_only:

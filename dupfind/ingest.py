@@ -925,7 +925,7 @@ class Ingestor:
         cutter.take()
         rows, not_records, count = got
         block = _Block()
-        self._unwrapped_rows((rows, not_records), state.preset, block)
+        self._parse_unwrapped(rows, not_records.to_list(), state.preset.name, block)
         state.position += count
         state.count += count
         self._finish_block(block, report, source, read)
@@ -933,6 +933,7 @@ class Ingestor:
 
     def _read_value_batch(self, values: list, rest: bytes, cutter: ValueCutter, state: _ValuesRead, report: FileReport,
                           source: str, read: _FileRead) -> None:
+        """A block's values cut and parsed here (`rest`: what follows the last that is not JSON)."""
         block = _Block()
         bad: list[tuple[int, bytes]] = []
         for not_json, run in itertools.groupby(values, key=lambda value: isinstance(value, NotJson)):
@@ -966,8 +967,8 @@ class Ingestor:
         if not cutter.in_array or not RecordReader.handles(preset):
             return None
         array = ".".join(cutter.within.path) + "[]" if cutter.within else "[]"
-        tail = wrapper.removeprefix(array)
-        if tail == wrapper or (tail and not tail.startswith(".")) or "[]" in tail or "." in tail[1:]:
+        tail = wrapper[len(array):]  # nothing, or one key below each element
+        if not wrapper.startswith(array) or (tail and not re.fullmatch(r"\.[^.\[\]]+", tail)):
             return None
         return RecordReader(preset, tail[1:])
 
@@ -993,22 +994,20 @@ class Ingestor:
                 bad.append(position)
             else:
                 good.append((position, unwrapped))
-        if bad:
-            block.rejects.append(_reject_frame(bad, "not_a_record"))
         if preset is not None:
-            self.parser.parse_block(unwrapped_frame(good), block, envelope=preset.name)
+            self._parse_unwrapped(unwrapped_frame(good), bad, preset.name, block)
             return
         rows = pl.DataFrame({
             "line": pl.Series([p for p, _ in good], dtype=pl.Int64), "text": pl.Series([t for _, t in good], dtype=pl.String),
         })
-        self.parser.parse_block(rows, block, envelope=None)
+        self._parse_unwrapped(rows, bad, None, block)
 
-    def _unwrapped_rows(self, got: tuple[pl.DataFrame, pl.Series], preset: Preset, block: _Block) -> None:
-        """A RecordReader's rows parsed as the preset's inner lines, its positions that hold no record rejected."""
-        rows, not_records = got
-        if not_records.len():
-            block.rejects.append(_reject_frame(not_records.to_list(), "not_a_record"))
-        self.parser.parse_block(rows, block, envelope=preset.name)
+    def _parse_unwrapped(self, rows: pl.DataFrame, not_records: list[int], envelope: str | None, block: _Block) -> None:
+        """Records taken out of a document parsed as lines (an export preset's inner lines), the
+        positions that hold no record rejected."""
+        if not_records:
+            block.rejects.append(_reject_frame(not_records, "not_a_record"))
+        self.parser.parse_block(rows, block, envelope=envelope)
 
     def _read_csv(self, data: bytes, preset: Preset, report: FileReport, source: str, read: _FileRead) -> None:
         """A CSV export (Logs Insights' download): the header is line 1, each row a record of an

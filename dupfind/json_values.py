@@ -95,7 +95,7 @@ class ValueCutter:
         """Whether the bytes between two elements are known and hold a line break (no string
         holds one: they are nowhere else in an indented array, whose nested arrays are indented
         deeper; `}, {` may be in a string)."""
-        return self.separator is not None and (b"\n" in self.separator or b"\r" in self.separator)
+        return holds_break(self.separator)
 
     def take(self) -> None:
         """Consumes the elements `elements` gave."""
@@ -132,6 +132,10 @@ class ValueCutter:
         return cut
 
 
+def holds_break(separator: bytes | None) -> bool:
+    return separator is not None and (b"\n" in separator or b"\r" in separator)
+
+
 # A line break in JSON text is whitespace, or a character no string may hold: as a tab it is
 # whitespace still, and still refused inside a string (an NDJSON line holds no line break).
 _BREAKS_AS_TABS = bytes.maketrans(b"\n\r", b"\t\t")
@@ -144,7 +148,7 @@ def element_lines(data: bytes, separator: bytes | None = None) -> tuple[bytes, i
     (ValueCutter.lines_apart), else where `},{` begins an object with a key, as ValueCutter cuts
     them (inside a string or a nested array too: that line is then not JSON)."""
     data = data.translate(_BREAKS_AS_TABS)
-    if separator is not None and (b"\n" in separator or b"\r" in separator):  # replaced in place
+    if holds_break(separator):  # replaced in place
         between = separator.translate(_BREAKS_AS_TABS)
         return data.replace(between, b"}\n" + b" " * (len(between) - 3) + b"{"), None
     lines, cuts = _ELEMENT_CUT.subn(b"}\n{", data)

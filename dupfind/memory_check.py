@@ -30,10 +30,10 @@ from dupfind.sources import Source, detect_compression, identities
 # now, and blind to short lines, which hold more rows a byte.)
 PEAK_PER_LOG_BYTE = 0.3
 PEAK_PER_LINE = 140
-# A JSON document's records are counted, not its lines (a pretty-printed record is 20-30 lines):
-# each is unwrapped in Python before it is a row. Fitted above bench/documents.py's exports of
-# 323k records at 3abec72 (peaks of 353-408 MiB): 1.0x a Firehose object, 1.08x an indented
-# filter-log-events output, 1.23x a gcloud array and 1.25x search hits.
+# A JSON document's records are counted, not its lines (a pretty-printed record is 20-30 lines).
+# Fitted above bench/documents.py's exports of 323k records at 3abec72 (peaks of 353-408 MiB):
+# 1.0x a Firehose object, 1.08x an indented filter-log-events output, 1.23x a gcloud array and
+# 1.25x search hits; with their elements read by polars (d6b174e: 354-419 MiB) still above them.
 PEAK_PER_DOCUMENT_RECORD = 450
 PEAK_FIXED_BYTES = 220 * 10**6
 # A read of part of the inputs (a window of time, the records a view needs) is planned with more
