@@ -16,6 +16,7 @@ from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_LINES = 50
+MIN_SAMPLE_LINES = 8  # whole lines a sniff reads, however long (see sample_end)
 # Keys under which exports wrap their list of records, tried in order.
 WRAPPER_KEYS = ("Records", "records", "events", "logs", "entries", "data", "items", "results", "rows", "messages")
 
@@ -32,10 +33,26 @@ class FormatSniff:
     csv_preset: str | None = None  # a CSV table whose header names an export preset's fields
 
 
+def sample_end(head: bytes) -> int:
+    """Where a sniff's sample of `head` ends: after SAMPLE_BYTES, or after its first
+    MIN_SAMPLE_LINES lines if they are longer (a traceback or a payload dump as a file's first
+    records: judged by one cut line, a file of envelopes or search hits was read as a document)."""
+    if len(head) <= SAMPLE_BYTES:
+        return len(head)
+    end = whole = -1
+    for _ in range(MIN_SAMPLE_LINES):
+        end = head.find(b"\n", whole + 1)
+        if end < 0:
+            break
+        whole = end
+    return max(SAMPLE_BYTES, whole + 1)
+
+
 def _sample_lines(head: bytes) -> list[str]:
-    text = head[:SAMPLE_BYTES].decode("utf-8", errors="replace")
+    end = sample_end(head)
+    text = head[:end].decode("utf-8", errors="replace").removeprefix("\ufeff")
     lines = [line.strip() for line in text.split("\n")]
-    if len(head) > SAMPLE_BYTES and lines:
+    if len(head) > end and lines:
         lines.pop()  # probably cut in the middle
     return [line for line in lines if line][:SAMPLE_LINES]
 
@@ -144,7 +161,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         if not stripped:
             return FormatSniff("empty")
         # one line longer than the sample (a search response on one line): judged by its start
-        lines = [head[:SAMPLE_BYTES].decode("utf-8", errors="replace").strip()]
+        lines = [head[:SAMPLE_BYTES].decode("utf-8", errors="replace").removeprefix("\ufeff").strip()]
     if allow_document and stripped.startswith(b"["):
         return FormatSniff("json-document", document=True)
     if allow_document and stripped.startswith(b"{"):

@@ -115,11 +115,16 @@ def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset]) -> GrammarRe
 
 def continuation_lines(
     all_lines: pl.Series, records: pl.Series, candidates: pl.Series, continuing: pl.Series,
-) -> pl.Series:
+) -> pl.DataFrame:
     """Candidate lines (unparseable) that directly follow, possibly after other candidates, a record
-    whose format writes multi-line records (a traceback after a Celery error line)."""
+    whose format writes multi-line records (a traceback after a Celery error line): `line`, and
+    `owner`, the line of the record each belongs to."""
     frame = pl.DataFrame({"line": all_lines}).with_columns(
-        owner=pl.when(pl.col("line").is_in(continuing.implode())).then(pl.lit(True))
+        takes=pl.when(pl.col("line").is_in(continuing.implode())).then(pl.lit(True))
         .when(pl.col("line").is_in(records.implode())).then(pl.lit(False))
-    ).sort("line").with_columns(pl.col("owner").forward_fill())
-    return frame.filter(pl.col("line").is_in(candidates.implode()) & pl.col("owner").fill_null(False))["line"]
+    ).sort("line").with_columns(
+        pl.col("takes").forward_fill(),
+        owner=pl.when(pl.col("takes").is_not_null()).then(pl.col("line")).forward_fill(),
+    )
+    joined = pl.col("line").is_in(candidates.implode()) & pl.col("takes").fill_null(False)
+    return frame.filter(joined).select("line", "owner")

@@ -32,17 +32,18 @@ from dupfind.copies import without_copies
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
-from dupfind.formats import SAMPLE_BYTES, FormatSniff, sniff_format, unwrap_document
+from dupfind.formats import FormatSniff, sample_end, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
 from dupfind.line_bytes import LineBytes
-from dupfind.line_split import lines_payload, split_lines
+from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
+from dupfind.record_cuts import whole_records
 from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, open_source
 from dupfind.textcodes import Texts, coded_columns
@@ -151,6 +152,9 @@ class _Block:
     # again: the raw records of its JSON lines then carry no text (a rejected line's is read
     # again), instead of holding every block's text until it is normalised (25-30 MiB at 1M lines).
     lines_in_file: bool = False
+    # With a dict: each line joined to a record begun on an earlier line -> that line (see
+    # record_cuts: which lines of a block continue the record the block before it ended with).
+    owners: dict[int, int] | None = None
 
 
 class LineParser:
@@ -355,9 +359,11 @@ class LineParser:
                 pl.concat([record_lines, rows["line"].filter(~starts)]), record_lines,
                 rows["line"].filter(~starts), grammar.continuing,
             )
-            if joined.len():
-                block.continuation += joined.len()
-                rows = rows.filter(~pl.col("line").is_in(joined.implode()))
+            if joined.height:
+                block.continuation += joined.height
+                if block.owners is not None:
+                    block.owners.update(zip(joined["line"].to_list(), joined["owner"].to_list()))
+                rows = rows.filter(~pl.col("line").is_in(joined["line"].implode()))
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
@@ -429,6 +435,8 @@ class LineParser:
             if pending is not None:
                 pending["text"] += row["text"]
                 block.continuation += 1
+                if block.owners is not None:
+                    block.owners[row["line"]] = pending["line"]
                 if not is_partial:
                     out.append(pending)
                     pending = None
@@ -485,6 +493,31 @@ class LineParser:
             self._parse_json(json_rows, block, prefix + "ndjson", lines, keep_text=envelope is not None or not block.lines_in_file)
         if text_rows.height:
             self._parse_text(text_rows, block, prefix)
+
+    def continued_bytes(self, tail: bytes, head: bytes, envelope: str) -> int:
+        """How many bytes at the start of `head` continue a record that began in `tail` (both whole
+        lines, either side of a cut between two blocks of one file): `tail` and `head` are parsed
+        together and the lines of `head` joined to a record of `tail` are counted (see
+        record_cuts.whole_records)."""
+        preset = self.presets.get(envelope)
+        if preset is None or not preset.is_envelope:
+            first = head[: head.find(b"\n") + 1 or len(head)].lstrip()
+            if first.startswith(b"{") or LEADING_TS.match(first.decode("utf-8", "replace")):
+                return 0  # a JSON line or a line that starts with its time begins a record
+        tail_lines = _line_count(tail)
+        lines, _ = _decode_lines(tail + head, 2)  # not line 1: a BOM there would be dropped
+        block = _Block(owners={})
+        self.parse_envelope(lines, block, envelope)
+        first_head = 2 + tail_lines
+        joined = [line for line, owner in block.owners.items() if line >= first_head > owner]
+        if not joined:
+            return 0
+        end = -1
+        for _ in range(max(joined) - first_head + 1):
+            end = head.find(b"\n", end + 1)
+            if end < 0:
+                return len(head)
+        return end + 1
 
     def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str, lines: LineBytes | None = None) -> None:
         preset = self.presets.get(envelope)
@@ -649,8 +682,9 @@ def _loaded(data: bytes) -> Any:
 def _sniffed_part(head: bytes) -> bytes:
     """What of a file's first block its format is judged by: its whole lines (a line cut off, or a
     file's last without its newline, is not sampled), of which the sniff reads its sample only."""
-    if len(head) > SAMPLE_BYTES:  # the sniff leaves out the sample's last line
-        return head[:SAMPLE_BYTES + 1]
+    end = sample_end(head)
+    if len(head) > end:  # the sniff leaves out the sample's last line
+        return head[:end + 1]
     return head[: head.rfind(b"\n") + 1] or head
 
 
@@ -709,6 +743,8 @@ class Ingestor:
             head = opened.stream.read(block_bytes)
             sniff = sniff_format(_sniffed_part(head), presets=self.config.presets)
             document = sniff.document and not sniff.line_documents
+            if sniff.document:  # a document's reader takes JSON, which a BOM is not
+                head = head.removeprefix(UTF8_BOM)
             # a document's blocks are cut anywhere, a file of lines' at a line's end
             chunks = iter_blocks(opened.stream, block_bytes, head) if document else iter_chunks(opened.stream, block_bytes, head)
             first = next(chunks, b"")
@@ -823,7 +859,11 @@ class Ingestor:
         """The lines of a source (`in_file`: a file, which can be read again; not standard input)."""
         next_line = 1
         pending = [first] if first else []
-        for chunk in itertools.chain(pending, chunks):
+        envelope = sniff.envelope or ""
+        for chunk in whole_records(
+            itertools.chain(pending, chunks), lambda tail, head: self.parser.continued_bytes(tail, head, envelope),
+            self.block_bytes or CHUNK_BYTES,
+        ):
             lines, undecodable = _decode_lines(chunk, next_line)
             line_bytes = None if undecodable.height else LineBytes.split_from(lines_payload(chunk, next_line), lines["text"])
             count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
@@ -942,13 +982,16 @@ class Ingestor:
                     state.position += 1
                     bad.append((state.position, value.data))
                 continue
-            document = cutter.document(list(run))
-            found = document_records(state.preset, document, known=True) if state.preset is not None else None
-            if found is None:
-                records, state.wrapper, state.preset = unwrap_document(document, self.config.presets)
-                state.fast = self._fast_reader(cutter, state.preset, state.wrapper)
-            else:
-                records = found[0]
+            documents = list(run)
+            records = self._records_of_each(documents, cutter, state)
+            if records is None:
+                document = cutter.document(documents)
+                found = document_records(state.preset, document, known=True) if state.preset is not None else None
+                if found is None:
+                    records, state.wrapper, state.preset = unwrap_document(document, self.config.presets)
+                    state.fast = self._fast_reader(cutter, state.preset, state.wrapper)
+                else:
+                    records = found[0]
             self._parse_records(list(enumerate(records, start=state.position + 1)), state.preset, block)
             state.position += len(records)
         state.count += len(values)
@@ -959,6 +1002,27 @@ class Ingestor:
             texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
             block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
         self._finish_block(block, report, source, read)
+
+    def _records_of_each(self, values: list, cutter: ValueCutter, state: _ValuesRead) -> list | None:
+        """The records of JSON documents one after another that each hold records (pages of search
+        hits or `{"items": [...]}` responses appended to one file), each unwrapped on its own; None
+        when the values are the records, or a preset reads them as a list (Firehose's messages),
+        as the file's first values show."""
+        if state.each is None:
+            state.each = False
+            if not cutter.in_array and cutter.within is None and values and isinstance(values[0], dict):
+                _, wrapper, preset = unwrap_document(values, self.config.presets)
+                if not wrapper and preset is None:
+                    _, wrapper, preset = unwrap_document(values[0], self.config.presets)
+                    if wrapper:
+                        state.each, state.wrapper, state.preset = True, wrapper, preset
+        if not state.each:
+            return None
+        records: list = []
+        for value in values:
+            found = document_records(state.preset, value, known=True) if state.preset is not None else None
+            records.extend(found[0] if found is not None else unwrap_document(value, self.config.presets)[0])
+        return records
 
     @staticmethod
     def _fast_reader(cutter: ValueCutter, preset: Preset | None, wrapper: str) -> RecordReader | None:
@@ -1132,6 +1196,7 @@ class _ValuesRead:
     wrapper: str = ""
     fast: RecordReader | None = None
     refused: int = 0  # blocks polars refused in a row
+    each: bool | None = None  # values back to back that are documents holding records (None: not yet known)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 import polars as pl
 
@@ -23,6 +24,11 @@ PLAIN_MESSAGE = "_plain_message"
 # Columns that keep structured (JSON object/array) values as text; all others drop them.
 STRUCTURED_OK = {"message", "error", "result"}
 KILL_EXIT_CODES = (137, -9)
+# The times a log record can have been written at: a value outside is a sentinel (Go's zero time,
+# .NET's DateTimeOffset.MinValue with its offset, 9999-12-31) or garbage, a bad timestamp, and some
+# of them (year 0 once in UTC) are beyond what Python's datetime holds.
+EARLIEST_TIME = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -285,6 +291,10 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         [parse_timestamps(frame[c], config.assume_tz).rename({"ts": f"t{i}", "naive": f"n{i}"})
          for i, c in enumerate(candidates)],
         how="horizontal",
+    )
+    parsed = parsed.with_columns(  # a time no log was written at: the next candidate's, or a bad timestamp
+        pl.when(pl.col(f"t{i}").is_between(EARLIEST_TIME, LATEST_TIME, closed="left")).then(pl.col(f"t{i}"))
+        for i in range(len(candidates))
     )
     first_ts = pl.coalesce([pl.col(f"t{i}") for i in range(len(candidates))])
     first_naive = pl.coalesce(
