@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from dupfind.envelopes import envelope_keys, inner_expr, time_expr
+from dupfind.envelopes import bytes_as_text, envelope_keys, inner_expr, time_expr
 from dupfind.json_values import element_lines
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
@@ -91,10 +91,9 @@ class RecordReader:
         as JSON text; none: the whole record), every field path's non-empty value an envelope
         column (one that holds no value is left out), the first time path's the fallback time."""
         preset, available = self.preset, set(frame.columns)
-        inner = inner_expr(preset, available)
+        inner = bytes_as_text(frame.select(inner_expr(preset, available).cast(pl.String).alias("text")).to_series())
         if preset.inner_json_only:
-            inner = pl.when(inner.str.strip_chars_start().str.starts_with("{")).then(inner)
-        inner = frame.select(inner.cast(pl.String).alias("text")).to_series()
+            inner = inner.set(~inner.str.strip_chars_start().str.starts_with("{").fill_null(False), None)
         if inner.null_count():  # a record without its inner value is its own text
             inner = inner.fill_null(texts() if callable(texts) else texts)
         exprs, times, named = [inner], [], set()

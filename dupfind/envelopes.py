@@ -8,7 +8,7 @@ import orjson
 import polars as pl
 
 from dupfind.normalize import FALLBACK_TS, path_expr
-from dupfind.presets import ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped
+from dupfind.presets import ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped, text_of_bytes
 
 _NAIVE_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$"
 # Prometheus label sets as logcli prints them: {app="notifier", pod="w-1"} -> JSON.
@@ -24,6 +24,23 @@ def envelope_keys(preset: Preset) -> list[str]:
     """The keys to read of a preset's envelope (records or lines): every prefix of its inner and
     field paths (a nested path is looked up inside its parent's text, normalize.path_expr)."""
     return sorted({k for p in (*preset.inner, *(q for ps in preset.fields.values() for q in ps)) for k in _prefixes(p)})
+
+
+def bytes_as_text(inner: pl.Series) -> pl.Series:
+    """Inner values read as text that are the JSON array of their bytes (presets.text_of_bytes) as
+    the text those bytes spell."""
+    arrays = inner.str.starts_with("[").fill_null(False)
+    if not arrays.any():
+        return inner
+    positions = arrays.arg_true()
+    values = inner.gather(positions).to_list()
+    texts = []
+    for value in values:
+        try:
+            texts.append(text_of_bytes(orjson.loads(value)) or value)
+        except orjson.JSONDecodeError:
+            texts.append(value)
+    return inner.scatter(positions, pl.Series(texts, dtype=pl.String))
 
 
 def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:
@@ -85,6 +102,7 @@ def unwrap_json_lines(
         env = _decode_each(rows["text"].to_list(), keys)
     inner = inner_expr(preset, set(env.columns))
     values = env.select(inner.cast(pl.String).alias("__inner"), *_envelope_columns(preset, env))
+    values = values.with_columns(bytes_as_text(values["__inner"]))
     wrapped = values["__inner"].is_not_null()
     if preset.inner_json_only:
         wrapped = wrapped & values["__inner"].str.strip_chars_start().str.starts_with("{")

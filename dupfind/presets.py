@@ -281,6 +281,15 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
 
 
 # -- turning one JSON record of an export into (inner text, envelope values) -------------------
+def text_of_bytes(value: Any) -> str | None:
+    """A field written as the array of its bytes (`journalctl -o json` writes so a field that holds
+    a control character, a terminal colour, or bytes that are not UTF-8) as its text, bytes that
+    are not UTF-8 replaced; None for any other value."""
+    if isinstance(value, list) and value and all(isinstance(b, int) and 0 <= b < 256 for b in value):
+        return bytes(value).decode("utf-8", "replace")
+    return None
+
+
 def _any_value(value: Any) -> Any:
     """An OpenTelemetry AnyValue ({"stringValue": "x"}, {"intValue": "3"}, ...) as a plain value."""
     if isinstance(value, dict) and len(value) == 1:
@@ -384,6 +393,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
         inner = _any_value(get_path(record, path))
         if inner is not None:
             break
+    if isinstance(inner, list):
+        inner = text_of_bytes(inner) or inner
     is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
     if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text):
         inner = None
