@@ -151,9 +151,38 @@ def _groups(presets: tuple[Preset, ...]) -> _PresetGroups:
     return groups
 
 
+def _binary(sample: bytes) -> bool:
+    """Whether the start of a file is binary data, not lines of text: NUL bytes on most of its
+    lines. A run of NULs at its start (logrotate's copytruncate leaves the bytes the writer had
+    written before the truncation as a hole) or a NUL in a record or two is text with NULs: those
+    lines are rejected, not the file."""
+    sample = sample.lstrip(b"\x00")
+    if b"\x00" not in sample:
+        return False
+    lines = sample.split(b"\n")
+    return sum(1 for line in lines if b"\x00" in line) * 2 > len(lines)
+
+
+def _records_after(lines: list[str]) -> bool:
+    """Whether the lines after a first line that is not JSON are mostly JSON records each: a file
+    of JSON lines whose first is bad (two records glued, NaN, a lone surrogate, a stray brace),
+    not a document whose lines are parts of one value."""
+    rest = lines[1:]
+    if len(rest) < 2:
+        return False
+    records = 0
+    for line in rest:
+        if line.startswith("{"):
+            try:
+                records += isinstance(orjson.loads(line), dict)
+            except orjson.JSONDecodeError:
+                pass
+    return records * 2 > len(rest)
+
+
 def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset, ...] = ()) -> FormatSniff:
     """Guess the format from the first block; per-line fallbacks handle mixed files."""
-    if b"\x00" in head[:8192]:
+    if _binary(head[:8192]):
         return FormatSniff("binary", binary=True)
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     lines = _sample_lines(head)
@@ -169,7 +198,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             first = orjson.loads(lines[0])
         except orjson.JSONDecodeError:
             first = None
-        if first is None:
+        if first is None and not _records_after(lines):
             # A pretty-printed JSON document (or a broken first line: the reader falls back).
             return FormatSniff("json-document", document=True)
         found = find_document_preset(presets, first)  # once: unwrap_document would look again
