@@ -49,6 +49,7 @@ from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, ite
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
+SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 _NOT_JSON = object()
@@ -99,6 +100,14 @@ def _contains_unless(texts: pl.Series, pattern: str, decided: pl.Series, value: 
     if rest.len():
         result = result.scatter(rest, texts.gather(rest).str.contains(pattern))
     return result
+
+
+def _may_hold_surrogates(texts: pl.Series, lines: LineBytes | None) -> bool:
+    """Whether a block's lines may hold a surrogate escape (`\\ud83d`): a look at its bytes when
+    they are at hand (a byte search, not a pattern over every line)."""
+    if lines is not None:
+        return b"\\ud" in lines.data or b"\\uD" in lines.data
+    return bool(texts.str.contains_any(["\\ud", "\\uD"]).any())
 
 
 def _is_json(text: str) -> bool:
@@ -275,6 +284,10 @@ class LineParser:
         # is judged first, so that one bad line does not cost a refused read of the whole block.
         texts = rows["text"]
         suspect = ~_contains_unless(texts, r"\}\s*$", texts.str.ends_with("}"), True)
+        if _may_hold_surrogates(texts, lines):
+            # polars reads a lone surrogate escape (a JavaScript logger that cut a string inside an
+            # emoji) as a NUL where orjson refuses the line: such lines are judged by orjson.
+            suspect = suspect | texts.str.contains(SURROGATE_ESCAPE)
         del texts
         positions = suspect.arg_true()
         if positions.len():

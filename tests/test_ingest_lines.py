@@ -66,3 +66,32 @@ def test_decoded_lines_are_every_line_of_the_chunk(chunk):
     lines, undecodable = ingest_module._decode_lines(chunk, 1)
     assert lines.height + undecodable.height == ingest_module._line_count(chunk)
     assert sorted([*lines["line"], *undecodable["line"]]) == list(range(1, ingest_module._line_count(chunk) + 1))
+
+
+@pytest.mark.parametrize("other_bad_line", [None, 70, 9000])
+@pytest.mark.parametrize("escape, kept", [
+    ("\\ud83d", False),  # a lone high surrogate: a JavaScript logger cut a string inside an emoji
+    ("\\ude00", False),  # a lone low one
+    ("\\ud83d\\ude00", True),  # a pair (Python's json.dumps writes an emoji so)
+    ("C:\\\\udev", True),  # a backslash, then text
+])
+def test_a_surrogate_escape_is_judged_alike_wherever_it_sits(tmp_path, escape, kept, other_bad_line):
+    """polars reads a lone surrogate as a NUL where orjson refuses the line: the line is rejected
+    whether or not another bad line shares its sub-block, and a pair is read as its character."""
+    lines = [
+        '{"ts":"2026-07-21T10:00:%02d.%03dZ","event":"job_started","job_id":"q-%d","worker_id":"w-1"}' % (i // 1000 % 60, i % 1000, i)
+        for i in range(1, 10_001)
+    ]
+    lines[49] = lines[49][:-1] + ',"msg":"sent %s"}' % escape
+    if other_bad_line:
+        lines[other_bad_line - 1] = '{"ts":"2026-07-21T10:00:00.070Z","event":"job_started","job_id":"q-x",}'  # ends with }
+    (tmp_path / "w.log").write_text("\n".join(lines) + "\n")
+    result = ingest([str(tmp_path)], CONFIG)
+    table = result.text_table()
+    row = table.filter(pl.col("line") == 50)
+    if kept:
+        assert row["message"].to_list() == ["sent " + json.loads(f'"{escape}"')]
+    else:
+        assert row.height == 0
+        assert result.rejects.filter(pl.col("line") == 50)["reason"].to_list() == ["invalid_json"]
+    assert table.height == 10_000 - (not kept) - bool(other_bad_line)
