@@ -474,10 +474,11 @@ class LineParser:
         if rows["text"].str.ends_with("\r").any():  # stripping copies every line: only when needed
             rows = rows.with_columns(pl.col("text").str.strip_suffix("\r"))
             lines = None
-        if rows["text"].str.starts_with("\x00").any():
+        if rows["text"].str.contains(r"^[\x00\ufeff]").any():
             # The NULs logrotate's copytruncate leaves where the file was before its truncation,
-            # before the next line the writer wrote at its old offset.
-            rows = rows.with_columns(pl.col("text").str.strip_chars_start("\x00"))
+            # before the next line the writer wrote at its old offset; the BOM of a file that
+            # `cat a.log b.log` put after another's lines.
+            rows = rows.with_columns(pl.col("text").str.strip_chars_start("\x00\ufeff"))
             lines = None
         # Patterns rather than stripped copies of every line (`\s` is what strip_chars strips); a
         # line that starts with `{` is JSON and not blank without running them.
