@@ -50,6 +50,7 @@ from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
 SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 NORMALISE_BATCH_ROWS = 32_000  # rows normalised together (bounds the transient memory of normalize)
 REJECT_TEXT_LIMIT = 4096
 _NOT_JSON = object()
@@ -100,14 +101,6 @@ def _contains_unless(texts: pl.Series, pattern: str, decided: pl.Series, value: 
     if rest.len():
         result = result.scatter(rest, texts.gather(rest).str.contains(pattern))
     return result
-
-
-def _may_hold_surrogates(texts: pl.Series, lines: LineBytes | None) -> bool:
-    """Whether a block's lines may hold a surrogate escape (`\\ud83d`): a look at its bytes when
-    they are at hand (a byte search, not a pattern over every line)."""
-    if lines is not None:
-        return b"\\ud" in lines.data or b"\\uD" in lines.data
-    return bool(texts.str.contains_any(["\\ud", "\\uD"]).any())
 
 
 def _is_json(text: str) -> bool:
@@ -284,9 +277,10 @@ class LineParser:
         # is judged first, so that one bad line does not cost a refused read of the whole block.
         texts = rows["text"]
         suspect = ~_contains_unless(texts, r"\}\s*$", texts.str.ends_with("}"), True)
-        if _may_hold_surrogates(texts, lines):
+        if lines is None or (b"\\" in lines.data and _SURROGATE_BYTES.search(lines.data)):
             # polars reads a lone surrogate escape (a JavaScript logger that cut a string inside an
-            # emoji) as a NUL where orjson refuses the line: such lines are judged by orjson.
+            # emoji) as a NUL where orjson refuses the line: such lines are judged by orjson. (A
+            # block's bytes are looked at first: a pattern over every line costs more.)
             suspect = suspect | texts.str.contains(SURROGATE_ESCAPE)
         del texts
         positions = suspect.arg_true()
