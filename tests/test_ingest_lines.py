@@ -79,10 +79,10 @@ def test_a_surrogate_escape_is_judged_alike_wherever_it_sits(tmp_path, escape, k
     """polars reads a lone surrogate as a NUL where orjson refuses the line: the line is rejected
     whether or not another bad line shares its sub-block, and a pair is read as its character."""
     lines = [
-        '{"ts":"2026-07-21T10:00:%02d.%03dZ","event":"job_started","job_id":"q-%d","worker_id":"w-1"}' % (i // 1000 % 60, i % 1000, i)
+        f'{{"ts":"2026-07-21T10:00:{i // 1000 % 60:02d}.{i % 1000:03d}Z","event":"job_started","job_id":"q-{i}","worker_id":"w-1"}}'
         for i in range(1, 10_001)
     ]
-    lines[49] = lines[49][:-1] + ',"msg":"sent %s"}' % escape
+    lines[49] = lines[49][:-1] + f',"msg":"sent {escape}"}}'
     if other_bad_line:
         lines[other_bad_line - 1] = '{"ts":"2026-07-21T10:00:00.070Z","event":"job_started","job_id":"q-x",}'  # ends with }
     (tmp_path / "w.log").write_text("\n".join(lines) + "\n")
