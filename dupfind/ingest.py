@@ -996,12 +996,15 @@ class Ingestor:
                     bad.append((state.position, value.data))
                 continue
             documents = list(run)
-            records = self._records_of_each(documents, cutter, state)
-            if records is None:
+            if state.each:
+                records = self._records_of_each(documents, state)
+            else:
                 document = cutter.document(documents)
                 found = document_records(state.preset, document, known=True) if state.preset is not None else None
                 if found is None:
                     records, state.wrapper, state.preset = unwrap_document(document, self.config.presets)
+                    if state.each is None and self._each_a_document(documents, cutter, state):
+                        records = self._records_of_each(documents, state)
                     state.fast = self._fast_reader(cutter, state.preset, state.wrapper)
                 else:
                     records = found[0]
@@ -1016,21 +1019,22 @@ class Ingestor:
             block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
         self._finish_block(block, report, source, read)
 
-    def _records_of_each(self, values: list, cutter: ValueCutter, state: _ValuesRead) -> list | None:
-        """The records of JSON documents one after another that each hold records (pages of search
-        hits or `{"items": [...]}` responses appended to one file), each unwrapped on its own; None
-        when the values are the records, or a preset reads them as a list (Firehose's messages),
-        as the file's first values show."""
-        if state.each is None:
-            state.each = False
-            if not cutter.in_array and cutter.within is None and values and isinstance(values[0], dict):
-                _, wrapper, preset = unwrap_document(values, self.config.presets)
-                if not wrapper and preset is None:
-                    _, wrapper, preset = unwrap_document(values[0], self.config.presets)
-                    if wrapper:
-                        state.each, state.wrapper, state.preset = True, wrapper, preset
-        if not state.each:
-            return None
+    def _each_a_document(self, values: list, cutter: ValueCutter, state: _ValuesRead) -> bool:
+        """Whether JSON values back to back are documents that each hold records (pages of search
+        hits or `{"items": [...]}` responses appended to one file), as the file's first values
+        show: no preset reads them as a list (Firehose's messages) and the first is a wrapper of
+        records (state.wrapper and state.preset then say what it is)."""
+        state.each = False
+        if cutter.in_array or cutter.within is not None or state.wrapper or state.preset is not None:
+            return False
+        if values and isinstance(values[0], dict):
+            _, wrapper, preset = unwrap_document(values[0], self.config.presets)
+            if wrapper:
+                state.each, state.wrapper, state.preset = True, wrapper, preset
+        return state.each
+
+    def _records_of_each(self, values: list, state: _ValuesRead) -> list:
+        """The records of documents that each hold records, each unwrapped on its own."""
         records: list = []
         for value in values:
             found = document_records(state.preset, value, known=True) if state.preset is not None else None
