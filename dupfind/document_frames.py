@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from dupfind.envelopes import bytes_as_text, envelope_keys, inner_expr, time_expr
+from dupfind.envelopes import bytes_as_text, decoded_record, envelope_keys, inner_expr, time_expr
 from dupfind.json_values import element_lines
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
@@ -94,6 +94,9 @@ class RecordReader:
         inner = bytes_as_text(frame.select(inner_expr(preset, available).cast(pl.String).alias("text")).to_series())
         if preset.inner_json_only:
             inner = inner.set(~inner.str.strip_chars_start().str.starts_with("{").fill_null(False), None)
+        decoded = decoded_record(preset, available)
+        if decoded is not None:
+            inner = inner.set(frame.select(decoded.fill_null(False)).to_series(), None)
         if inner.null_count():  # a record without its inner value is its own text
             inner = inner.fill_null(texts() if callable(texts) else texts)
         exprs, times, named = [inner], [], set()

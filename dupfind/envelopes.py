@@ -23,7 +23,22 @@ def _prefixes(path: str) -> list[str]:
 def envelope_keys(preset: Preset) -> list[str]:
     """The keys to read of a preset's envelope (records or lines): every prefix of its inner and
     field paths (a nested path is looked up inside its parent's text, normalize.path_expr)."""
-    return sorted({k for p in (*preset.inner, *(q for ps in preset.fields.values() for q in ps)) for k in _prefixes(p)})
+    paths = (*preset.inner, *preset.inner_unless, *(q for ps in preset.fields.values() for q in ps))
+    return sorted({k for p in paths for k in _prefixes(p)})
+
+
+def decoded_record(preset: Preset, available: set[str]) -> pl.Expr | None:
+    """Which records name their event or job themselves (a text at one of the preset's
+    `inner_unless` paths, not an object: ECS's `event` object is a shipper's): decoded already, an
+    ECS logger's or a shipper's JSON parser's, whose `message` is a message even when it holds JSON
+    (a provider's response), not the application's line to unwrap. None: the preset has no such paths."""
+    found = [e for e in (path_expr(p, available) for p in preset.inner_unless) if e is not None]
+    if not found:
+        return None
+    return pl.any_horizontal([
+        e.cast(pl.String).is_not_null() & ~e.cast(pl.String).str.starts_with("{") & ~e.cast(pl.String).str.starts_with("[")
+        for e in found
+    ])
 
 
 def bytes_as_text(inner: pl.Series) -> pl.Series:
@@ -106,6 +121,9 @@ def unwrap_json_lines(
     wrapped = values["__inner"].is_not_null()
     if preset.inner_json_only:
         wrapped = wrapped & values["__inner"].str.strip_chars_start().str.starts_with("{")
+    decoded = decoded_record(preset, set(env.columns))
+    if decoded is not None:
+        wrapped = wrapped & ~env.select(decoded.fill_null(False)).to_series()
     loose = rows.filter(~wrapped).select("line", "text")
     inner_rows = pl.concat([rows.select("line"), values], how="horizontal").filter(wrapped).rename({"__inner": "text"})
     return inner_rows, loose

@@ -55,6 +55,9 @@ class Preset:
     record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
     inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
     inner_json_only: bool = False  # only unwrap inner text that is a JSON object
+    # Paths whose text value says the record was decoded already (it names its event or job): its
+    # inner field is then its message, not a line to unwrap (see decoded_record).
+    inner_unless: tuple[str, ...] = ()
     join_partial: str | None = None  # "missing_newline" or "GROUP=VALUE"
     one_source: bool = False  # an envelope file holds one process's lines (a container log), so
     # multi-line records (tracebacks) can be joined; an export interleaves many sources
@@ -197,7 +200,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
-        "inner_json_only", "join_partial", "one_source",
+        "inner_json_only", "inner_unless", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread",
     }
@@ -239,6 +242,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
+        inner_unless=_strings(data.get("inner_unless", []), f"{origin}: inner_unless"),
         join_partial=data.get("join_partial"),
         one_source=bool(data.get("one_source", False)),
         kv_lists=_strings(lists.get("kv", []), f"{origin}: lists.kv"),
@@ -398,6 +402,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
     if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text):
         inner = None
+    if inner is not None and any(isinstance(get_path(record, path), str) for path in preset.inner_unless):
+        inner = None  # a decoded record: its message is its message (decoded_record)
     lifted: dict = {}
     for path in preset.lift:
         found = get_path(record, path)

@@ -757,3 +757,45 @@ def test_an_element_that_is_not_json_is_one_position(tmp_path, config, block_byt
     assert (report.records, report.lines, dict(report.rejected)) == (299, 300, {"invalid_json": 1})
     assert result.rejects["line"].to_list() == [151]
     assert sorted(int(j[1:]) for j in result.texts.decoded(result.table)["job_id"].cast(str)) == [k for k in range(300) if k != 150]
+
+
+def _decoded_hits(count: int) -> list[dict]:
+    """Search hits of an ECS logger writing to Elasticsearch (the record's own fields in `_source`,
+    some messages a provider's JSON response) and of Filebeat without a JSON parser (the
+    application's line in `message`, ECS's `event` object beside it)."""
+    hits = []
+    for k in range(count):
+        ts = f"2026-07-21T10:{k // 60 % 60:02d}:{k % 60:02d}.{k % 1000:03d}Z"
+        if k % 3 == 2:
+            line = {"ts": ts, "event": "job_acked", "job_id": f"q-{k}", "worker_id": "w-2"}
+            source = {"@timestamp": ts, "message": json.dumps(line), "event": {"dataset": "kubernetes.container_logs"},
+                      "kubernetes": {"pod": {"name": "worker-notifier-2"}}, "stream": "stdout"}
+        else:
+            message = json.dumps({"status": "queued", "id": k}) if k % 3 == 1 else f"{{user}} acked job {k}"
+            source = {"@timestamp": ts, "log.level": "info", "event": "email_sent" if k % 3 == 1 else "job_acked",
+                      "job_id": f"q-{k}", "worker_id": "w-1", "message": message}
+        hits.append({"_index": ".ds-logs-notifier-default", "_id": f"h{k:05d}", "_score": None, "_source": source})
+    return hits
+
+
+def test_a_decoded_hit_keeps_its_fields_when_its_message_is_json(tmp_path, config, monkeypatch):
+    """A hit whose `_source` names its event or job was decoded already: its message is a message,
+    even one that holds JSON (it replaced the record's fields, or rejected the record when it began
+    with a brace and was not JSON); Filebeat's undecoded hits are still unwrapped, ECS's `event`
+    object notwithstanding. Read whole (in Python) and in blocks (polars), alike."""
+    hits = _decoded_hits(300)
+    (tmp_path / "search.json").write_text(json.dumps({"took": 5, "hits": {"hits": hits}}, indent=2))
+    polars_batches: list[int] = []
+    whole, _ = _read_in_blocks(tmp_path, config, monkeypatch, polars_batches=polars_batches)
+    assert sum(polars_batches) > 200  # most hits were read by polars
+    table = as_strings(whole.text_table())
+    assert table.height == 300 and not whole.files[0].rejected
+    rows = {r["job_id"]: r for r in table.select("job_id", "name", "worker_id", "message").to_dicts()}
+    assert rows["q-1"] == {"job_id": "q-1", "name": "email_sent", "worker_id": "w-1", "message": '{"status": "queued", "id": 1}'}
+    assert rows["q-3"]["message"] == "{user} acked job 3" and rows["q-3"]["name"] == "job_acked"
+    assert rows["q-2"]["name"] == "job_acked" and rows["q-2"]["worker_id"] == "w-2"  # Filebeat's line unwrapped
+    lines = tmp_path / "hits"
+    lines.mkdir()
+    (lines / "hits.ndjson").write_text("".join(json.dumps(h) + "\n" for h in hits))
+    one_a_line = as_strings(ingest([str(lines)], config).text_table())
+    assert one_a_line.drop("source", "line", "format").sort("job_id").equals(table.drop("source", "line", "format").sort("job_id"))
