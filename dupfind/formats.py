@@ -164,9 +164,9 @@ def _binary(sample: bytes) -> bool:
 
 
 def _records_after(lines: list[str]) -> bool:
-    """Whether the lines after a first line that is not JSON are mostly JSON records each: a file
-    of JSON lines whose first is bad (two records glued, NaN, a lone surrogate, a stray brace),
-    not a document whose lines are parts of one value."""
+    """Whether the lines after the first are mostly JSON records each: a file of JSON lines whose
+    first is bad (two records glued, NaN, a lone surrogate, a stray brace) or an array on a line
+    of its own, not a document whose lines are parts of one value."""
     rest = lines[1:]
     if len(rest) < 2:
         return False
@@ -191,7 +191,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             return FormatSniff("empty")
         # one line longer than the sample (a search response on one line): judged by its start
         lines = [head[:SAMPLE_BYTES].decode("utf-8", errors="replace").removeprefix("\ufeff").strip()]
-    if allow_document and stripped.startswith(b"["):
+    if allow_document and stripped.startswith(b"[") and not _records_after(lines):
         return FormatSniff("json-document", document=True)
     if allow_document and stripped.startswith(b"{"):
         try:
