@@ -31,14 +31,12 @@ def decoded_record(preset: Preset, available: set[str]) -> pl.Expr | None:
     """Which records name their event or job themselves (a text at one of the preset's
     `inner_unless` paths, not an object: ECS's `event` object is a shipper's): decoded already, an
     ECS logger's or a shipper's JSON parser's, whose `message` is a message even when it holds JSON
-    (a provider's response), not the application's line to unwrap. None: the preset has no such paths."""
-    found = [e for e in (path_expr(p, available) for p in preset.inner_unless) if e is not None]
-    if not found:
+    (a provider's response), not the application's line to unwrap (presets._names_itself, record by
+    record). None: the preset has no such paths."""
+    texts = [e.cast(pl.String) for e in (path_expr(p, available) for p in preset.inner_unless) if e is not None]
+    if not texts:
         return None
-    return pl.any_horizontal([
-        e.cast(pl.String).is_not_null() & ~e.cast(pl.String).str.starts_with("{") & ~e.cast(pl.String).str.starts_with("[")
-        for e in found
-    ])
+    return pl.any_horizontal([t.is_not_null() & ~t.str.starts_with("{") & ~t.str.starts_with("[") for t in texts])
 
 
 def bytes_as_text(inner: pl.Series) -> pl.Series:

@@ -285,6 +285,15 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
 
 
 # -- turning one JSON record of an export into (inner text, envelope values) -------------------
+def _names_itself(value: Any) -> bool:
+    """Whether a value at an `inner_unless` path names the record's event or job: a string or a
+    number, not an object or array (ECS's `event` object) nor text that reads as one (as polars
+    reads these paths as text: envelopes.decoded_record)."""
+    if value is None or isinstance(value, (dict, list)):
+        return False
+    return not (isinstance(value, str) and value.startswith(("{", "[")))
+
+
 def text_of_bytes(value: Any) -> str | None:
     """A field written as the array of its bytes (`journalctl -o json` writes so a field that holds
     a control character, a terminal colour, or bytes that are not UTF-8) as its text, bytes that
@@ -402,8 +411,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
     if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text):
         inner = None
-    if inner is not None and any(isinstance(get_path(record, path), str) for path in preset.inner_unless):
-        inner = None  # a decoded record: its message is its message (decoded_record)
+    if inner is not None and any(_names_itself(get_path(record, path)) for path in preset.inner_unless):
+        inner = None  # a decoded record: its message is its message (envelopes.decoded_record)
     lifted: dict = {}
     for path in preset.lift:
         found = get_path(record, path)

@@ -774,6 +774,9 @@ def _decoded_hits(count: int) -> list[dict]:
             message = json.dumps({"status": "queued", "id": k}) if k % 3 == 1 else f"{{user}} acked job {k}"
             source = {"@timestamp": ts, "log.level": "info", "event": "email_sent" if k % 3 == 1 else "job_acked",
                       "job_id": f"q-{k}", "worker_id": "w-1", "message": message}
+            if k % 6 == 4:  # a job id written as a number names the job as well, and no event
+                del source["event"]
+                source["job_id"] = 10_000 + k
         hits.append({"_index": ".ds-logs-notifier-default", "_id": f"h{k:05d}", "_score": None, "_source": source})
     return hits
 
@@ -794,6 +797,7 @@ def test_a_decoded_hit_keeps_its_fields_when_its_message_is_json(tmp_path, confi
     assert rows["q-1"] == {"job_id": "q-1", "name": "email_sent", "worker_id": "w-1", "message": '{"status": "queued", "id": 1}'}
     assert rows["q-3"]["message"] == "{user} acked job 3" and rows["q-3"]["name"] == "job_acked"
     assert rows["q-2"]["name"] == "job_acked" and rows["q-2"]["worker_id"] == "w-2"  # Filebeat's line unwrapped
+    assert rows["10004"]["message"] == '{"status": "queued", "id": 4}' and rows["10004"]["worker_id"] == "w-1"
     lines = tmp_path / "hits"
     lines.mkdir()
     (lines / "hits.ndjson").write_text("".join(json.dumps(h) + "\n" for h in hits))
