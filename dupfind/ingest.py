@@ -947,6 +947,8 @@ class Ingestor:
         block it refuses is cut and parsed here."""
         state = _ValuesRead()
         self._read_value_batch(first, b"", cutter, state, report, source, read)
+        if cutter.after is not None:
+            cutter = self._documents_after(cutter, state, report, source, read)
         for chunk in chunks:
             if state.fast is None:
                 values = cutter.feed(chunk)
@@ -959,10 +961,15 @@ class Ingestor:
                     state.fast = None
             if values is not None:
                 self._read_value_batch(values, b"", cutter, state, report, source, read)
+            if cutter.after is not None:
+                cutter = self._documents_after(cutter, state, report, source, read)
             if self.progress:
                 self.progress(len(chunk))
         last, rest = cutter.finish()
-        self._read_value_batch(last, rest, cutter, state, report, source, read)
+        cut_short = self._records_array_cut(rest) if rest and state.each else None
+        self._read_value_batch(last, b"" if cut_short else rest, cutter, state, report, source, read)
+        if cut_short:
+            self._read_cut_short(*cut_short, state, report, source, read)
         if not cutter.in_array and state.count > 1:
             report.notes.append(f"{state.count:,} JSON documents one after the other")
         self._document_format(report, state.wrapper, state.preset)
@@ -1018,6 +1025,28 @@ class Ingestor:
             texts = [data[:REJECT_TEXT_LIMIT].decode("utf-8", "replace") for _, data in bad]
             block.rejects.append(_reject_frame([p for p, _ in bad], "invalid_json", texts))
         self._finish_block(block, report, source, read)
+
+    def _documents_after(self, ended: ValueCutter, state: _ValuesRead, report: FileReport, source: str,
+                         read: _FileRead) -> ValueCutter:
+        """The cutter of the JSON values after a document whose array of records was read as cut
+        (search responses appended to one file, the first longer than a block): each a document
+        that holds records, as its first one does; the documents count from that first one."""
+        cutter = ValueCutter()
+        state.fast, state.each, state.count = None, True, 1
+        values = cutter.feed(ended.after)
+        if values:
+            self._read_value_batch(values, b"", cutter, state, report, source, read)
+        return cutter
+
+    def _read_cut_short(self, cutter: ValueCutter, values: list, state: _ValuesRead, report: FileReport, source: str,
+                        read: _FileRead) -> None:
+        """The last of documents that each hold records, cut short (a `curl` killed during a
+        page): its whole records are read, as those of a single document cut short are, and what
+        follows them is one rejected position. It is not counted among the whole documents."""
+        more, rest = cutter.finish()
+        count, state.each = state.count, False
+        self._read_value_batch(values + more, rest, cutter, state, report, source, read)
+        state.count = count
 
     def _each_a_document(self, values: list, cutter: ValueCutter, state: _ValuesRead) -> bool:
         """Whether JSON values back to back are documents that each hold records (pages of search

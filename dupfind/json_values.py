@@ -54,12 +54,42 @@ class ValueCutter:
         self.carry = b""  # the start of a value not whole yet
         self._taken = 0  # how much of carry the elements given by `elements` hold
         self.separator: bytes | None = None  # from one element's `}` to the next one's `{`
+        # What follows the document around `within` once its end was cut (more JSON values: the
+        # pages of a search appended to one file); nothing more is cut here then.
+        self.after: bytes | None = None
 
     def feed(self, block: bytes) -> list:
         data = self.carry + block if self.carry else block
         values, end = self._cut(data, final=False)
+        if self.within is not None:
+            ended = self._document_end(data, end)
+            if ended is not None:
+                values += ended[0]
+                self.after, self.carry = data[ended[1]:], b""
+                return values
         self.carry = data[end:]
         return values
+
+    def _document_end(self, data: bytes, begin: int) -> tuple[list, int] | None:
+        """The array's last elements from `begin` and where the document around it ends, when
+        data holds that end and something other than whitespace after it; else None."""
+        if data.find(b"]", begin) < 0:
+            return None
+        decoding, last, at = _Decoding(data, True, True), [], begin
+        while (found := decoding.value_at(at)) is not None:
+            last.append(found[0])
+            at = found[1]
+        at = _SPACE.match(data, at).end()
+        if not data.startswith(b"]", at):
+            return None
+        prefix = self.within.prefix.decode("utf-8", errors="surrogateescape") + "[]"
+        tail = data[at + 1:].decode("utf-8", errors="surrogateescape")
+        try:
+            _, stop = _DECODER.raw_decode(prefix + tail)
+        except (ValueError, RecursionError):  # not whole yet, or not JSON (finish says which)
+            return None
+        end = at + 1 + len(tail[:stop - len(prefix)].encode("utf-8", errors="surrogateescape"))
+        return (last, end) if _SPACE.match(data, end).end() < len(data) else None
 
     def elements(self, block: bytes) -> bytes:
         """Adds block; the elements whole so far as written, to the last cut, unchecked (the cut

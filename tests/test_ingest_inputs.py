@@ -803,3 +803,37 @@ def test_a_decoded_hit_keeps_its_fields_when_its_message_is_json(tmp_path, confi
     (lines / "hits.ndjson").write_text("".join(json.dumps(h) + "\n" for h in hits))
     one_a_line = as_strings(ingest([str(lines)], config).text_table())
     assert one_a_line.drop("source", "line", "format").sort("job_id").equals(table.drop("source", "line", "format").sort("job_id"))
+
+
+@pytest.mark.parametrize("layout", ["compact", "pretty", "cut-short"])
+def test_search_pages_appended_each_longer_than_a_block_are_read_whole(tmp_path, config, monkeypatch, layout):
+    """A scroll's pages appended to one file (`curl .../_search/scroll >> pages.json`, each page
+    longer than a block): the first page's hits are read as its array is cut, and the pages after
+    it too (before, the rest of the file was held to its end and rejected as one position). Read
+    in blocks of 4 KB as read whole; a last page cut short keeps its hits before the cut."""
+    hits = _decoded_hits(300)
+    pages = [
+        {"_scroll_id": "FGluY2x1ZGVfY29udGV4dF91dWlkDXF1ZXJ5QW5kRmV0Y2gBFkR", "took": 4, "timed_out": False,
+         "hits": {"total": {"value": 300, "relation": "eq"}, "max_score": None, "hits": hits[p:p + 60]}}
+        for p in range(0, 300, 60)
+    ]
+    pages.insert(3, {**pages[0], "hits": {"total": {"value": 300, "relation": "eq"}, "max_score": None, "hits": []}})
+    if layout == "compact":  # Elasticsearch's responses end without a line break
+        data = b"".join(orjson.dumps(page) for page in pages)
+    else:
+        data = b"".join(json.dumps(page, indent=2).encode() + b"\n" for page in pages)
+    if layout == "cut-short":
+        data = data[: data.rfind(b'"_id": "h00290"')]
+    assert len(data) // len(pages) > 3 * 4096
+    (tmp_path / "pages.json").write_bytes(data)
+    whole, _ = _read_in_blocks(tmp_path, config, monkeypatch)
+    report = whole.files[0]
+    assert report.format == "elasticsearch (json-document hits.hits[]._source)"
+    whole_pages = len(pages) - (layout == "cut-short")
+    assert f"{whole_pages:,} JSON documents one after the other" in report.notes
+    read = as_strings(whole.text_table())["job_id"].to_list()
+    if layout == "cut-short":
+        assert read == [str(10_000 + k) if k % 6 == 4 else f"q-{k}" for k in range(290)]
+        assert dict(report.rejected) == {"invalid_json": 1}
+    else:
+        assert len(read) == 300 and not report.rejected
