@@ -12,6 +12,7 @@ import polars as pl
 
 from dupfind import schema as canonical
 from dupfind.schema import as_strings
+from dupfind.sources import log_stem
 
 LIFECYCLE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
 END_KINDS = ("worker_exit", "worker_killed")
@@ -94,12 +95,6 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
             last_start_ts=pl.col("ts").max(),
         )
     )
-    own_sources = (
-        table.lazy().filter(pl.col("exec_id").is_not_null() & pl.col("worker_id").is_not_null())
-        .select("worker_id", "source")
-        .unique()
-        .with_columns(own=pl.lit(True))
-    )
     stop = kind == "stop_signal"
     end = kind.is_in(END_KINDS)
     # The generation a worker's records name most often (the first by name of those tied), from
@@ -119,15 +114,12 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
     current = pl.col("last_start_ts").is_null() | (pl.col("ts") >= pl.col("last_start_ts"))
     ends = (
         records.filter(has_worker & (stop | end))
-        .join(own_sources, on=["worker_id", "source"], how="left")
-        .with_columns(pl.col("own").fill_null(False))
         .join(starts, on="worker_id", how="left")
         .sort("ts", "source", "line")
         .group_by("worker_id")
         .agg(
             stop_ts=pl.col("ts").filter(stop & current).min(),
             stop_rid=pl.col("rid").filter(stop & current).first(),
-            own_stop_ts=pl.col("ts").filter(stop & current & pl.col("own")).min(),
             end_ts=pl.col("ts").filter(end & current).min(),
             end_rid=pl.col("rid").filter(end & current).first(),
             end_record_kind=pl.col("kind").filter(end & current).first(),
@@ -139,7 +131,7 @@ def _worker_table(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame
         whole.join(starts.select("worker_id", "start_ts"), on="worker_id", how="left")
         .join(ends, on="worker_id", how="left")
         .select(
-            "worker_id", "first_ts", "last_ts", "start_ts", "stop_ts", "stop_rid", "own_stop_ts", "end_ts", "end_rid",
+            "worker_id", "first_ts", "last_ts", "start_ts", "stop_ts", "stop_rid", "end_ts", "end_rid",
             "end_record_kind", "exit_code", "grace_logged_s", "logged", "records",
         )
         .collect()
@@ -282,8 +274,16 @@ def _generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     ).sort("began", "generation")
 
 
+def _stems(sources: pl.Series) -> pl.Series:
+    """Each source as the log it is a part of (sources.log_stem): a worker's log rotated is one log."""
+    names = sources.unique().drop_nulls().to_list()
+    return sources.replace_strict({name: log_stem(name) for name in names}, default=None, return_dtype=pl.String)
+
+
 def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) -> pl.DataFrame:
-    """Executions whose entry came after their worker's stop signal (and no restart since)."""
+    """Executions whose entry came after their worker's stop signal (and no restart since): one
+    from the log its first record is in (any of that log's rotated parts: one clock) or, beyond
+    the clock-skew tolerance, from any log."""
     life = (
         table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null())
         .select(
@@ -296,6 +296,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         .pipe(as_strings)
         .sort("life_ts")
     )
+    life = life.with_columns(_stems(life["source"]).alias("source"))
     entries = executions.select(
         "exec_id",
         "action_id",
@@ -305,6 +306,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         pl.coalesce("receive_ts", "entry_ts", "start").alias("entry"),
         pl.col("first_source").cast(pl.String).alias("source"),
     ).sort("entry")
+    entries = entries.with_columns(_stems(entries["source"]).alias("source"))
     schema = {
         "exec_id": canonical.ID_TYPE,
         "worker_id": pl.String,

@@ -44,8 +44,9 @@ from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
 from dupfind.record_cuts import whole_records
+from dupfind.rotated_parts import part_workers, with_part_workers
 from dupfind.schema import as_strings, canonical_schema
-from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, open_source
+from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_stem, open_source
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
@@ -860,6 +861,8 @@ class Ingestor:
         workers = {path: worker for path, worker in named.items() if worker}
         if not workers:
             return raws
+        for item in items:
+            item.read.report.named_worker = workers.get(item.path)
         column = FILE_PREFIX + "worker_id"
         return [
             (raw.with_columns(pl.col(SOURCE).replace_strict(workers, default=None, return_dtype=pl.String).alias(column)), fmt)
@@ -1183,6 +1186,7 @@ class Ingestor:
     def _worker_named_by(self, path: str, formats: set[str]) -> str | None:
         """The worker a framework's own log file is named after (the `file_worker` pattern of a
         preset whose records it holds), or None: an export is not named after its worker."""
+        path = log_stem(path)  # its rotated parts are one worker's
         for preset in self.config.presets:
             match = re.search(preset.file_worker, path) if preset.file_worker and preset.name in formats else None
             if match and match.groupdict().get("worker_id"):
@@ -1205,7 +1209,9 @@ class Ingestor:
         if "worker_id" not in values:
             worker = self._worker_named_by(path, {fmt for _, fmt in block.raws})
             if worker:
-                values["worker_id"] = worker
+                values["worker_id"] = read.report.named_worker = worker
+        elif read.report.context_worker is None:
+            read.report.context_worker = values["worker_id"]
         if not values:
             return block.raws
         extra = [pl.lit(v, dtype=pl.String).alias(FILE_PREFIX + k) for k, v in values.items()]
@@ -1494,12 +1500,15 @@ def ingest(
             _store_in_cache(cache, to_store, reports, PackRows(table), texts, rejects, schema)
     copies: list[list] = []
     time_counts = None
-    if not survey:  # after the pack took its rows: a file's entry holds all of them
+    # After the pack took its rows: a file's entry holds what the file says alone.
+    renames = part_workers(ordered)
+    if not survey:
         table, copies = without_copies(table)
+        table = with_part_workers(table, renames)
     else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
-        table = as_strings(texts.decoded(table))
+        table = with_part_workers(as_strings(texts.decoded(table)), renames)
         texts = Texts.empty(coded)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")

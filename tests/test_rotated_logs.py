@@ -1,0 +1,119 @@
+"""A log rotated into parts (`worker.log`, `worker.log.1`, `worker.log.2.gz`) is read as the one log it was."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+from dupfind.sources import log_stem
+from dupfind.windows import Window, run_windows
+
+from conftest import FIXTURES
+
+
+@pytest.mark.parametrize("path, stem", [
+    ("logs/worker.log.1", "logs/worker.log"),
+    ("worker.log.12.gz", "worker.log"),
+    ("worker.log-20261205", "worker.log"),  # logrotate's dateext
+    ("worker.log-20261205.gz", "worker.log"),
+    ("worker.log-20261205-1733400000", "worker.log"),  # dateformat -%Y%m%d-%s
+    ("pods/ns_notifier-7d9f_uid/worker/0.log.20261205-101500.gz", "pods/ns_notifier-7d9f_uid/worker/0.log"),  # kubelet
+    ("app.log.2026-12-05", "app.log"),  # Python's TimedRotatingFileHandler
+    ("app.log.2026-12-05_10-00-00", "app.log"),
+    ("c0ffee-json.log.3", "c0ffee-json.log"),  # Docker's json-file driver
+    ("events.ndjson.2.gz", "events.ndjson"),
+    ("worker.log", "worker.log"),
+    ("worker.1", "worker.1"),  # a Heroku dyno's name, not a rotated part
+    ("sidekiq-1", "sidekiq-1"),
+    ("export-2026.json", "export-2026.json"),
+])
+def test_log_stem_names_the_log_a_rotated_part_belongs_to(path, stem):
+    assert log_stem(path) == stem
+
+
+def _is_document(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _rotated(logs: Path, out: Path) -> None:
+    """Each log file of `logs` as logrotate with `delaycompress` leaves it after two rotations:
+    its oldest lines in `<name>.2.gz`, the next in `<name>.1`, the newest in `<name>`; each cut
+    where a line starts as the file's first does (not inside a multi-line record)."""
+    for path in sorted(p for p in logs.rglob("*") if p.is_file()):
+        target = out / path.relative_to(logs)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        if len(lines) < 6 or _is_document(data):
+            shutil.copy(path, target)
+            continue
+        starts = [i for i, line in enumerate(lines) if line[:1] == lines[0][:1]]
+        cuts = sorted({next((i for i in starts if i >= len(lines) * k // 3), len(lines)) for k in (1, 2)})
+        parts = [b"".join(lines[a:b]) for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+        target.with_name(target.name + ".2.gz").write_bytes(gzip.compress(parts[0]))
+        target.with_name(target.name + ".1").write_bytes(b"".join(parts[1:-1]))
+        target.write_bytes(parts[-1])
+
+
+def _findings(logs: Path) -> list[tuple]:
+    config = load_config(cwd=Path("/"))
+    report = analyze(ingest([str(logs)], config), config, load_rules(config))
+    return sorted(
+        (f.rule, f.fingerprint, f.severity, f.confidence, f.summary, json.dumps(f.figures, sort_keys=True, default=str),
+         json.dumps(f.ids, sort_keys=True), tuple(f.workers))
+        for f in report.findings
+    )
+
+
+# Every fixture whose findings rest on a worker's own log (a stop signal it logged, work taken
+# after it) or that a framework's log names after its file.
+CASES = [
+    "synth/deploy-overlap", "scenarios/k8s-sigterm-keep-polling", "scenarios/k8s-graceful-drain",
+    "scenarios/deploy-grace-too-short", "scenarios/kill-logged-before-last-line", "scenarios/deploy-consumer-group-overlap",
+    "formats/sidekiq", "formats/celery-worker", "formats/rq-worker", "formats/dramatiq-worker", "formats/laravel-queue",
+    # Celery names its node once, in the `ready.` line only the oldest part holds: the newer parts
+    # named after their file made the app's records and Celery's of one worker two workers' (DF103s).
+    "real/celery_redis_visibility_timeout", "real/celery_redis_guarded_control",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_log_rotated_into_parts_gives_the_findings_of_the_whole_log(tmp_path, case):
+    logs = FIXTURES / case / "logs"
+    _rotated(logs, tmp_path)
+    assert list(tmp_path.rglob("*.2.gz"))
+    assert _findings(tmp_path) == _findings(logs)
+
+
+def test_a_window_that_reads_no_part_with_the_banner_names_the_banner_worker(tmp_path):
+    """Analysed in windows of time (inputs larger than memory), a window whose read reaches only
+    the newer parts still names their worker as the banner in the oldest part does, as one read of
+    every file names it."""
+    logs = FIXTURES / "real" / "celery_redis_visibility_timeout" / "logs"
+    _rotated(logs, tmp_path)
+    config = load_config(cwd=Path("/"))
+    rules = load_rules(config)
+    survey = ingest([str(tmp_path)], config, survey=True)
+    oldest = next(r for r in survey.files if r.path.endswith("celery-worker1.log.2.gz"))
+    assert oldest.context_worker == "worker1@rec"
+    cut = oldest.last_ts + timedelta(seconds=1)
+    plan = [Window(None, cut, None, cut, 0), Window(cut, None, cut, None, 0)]
+    seen: list[set] = []
+    run_windows([str(tmp_path)], config, rules, 0.5, {}, 25, survey, plan, 10**9, timedelta(seconds=1),
+                collect=lambda report, *_: seen.append(set(report.context.table["worker_id"].cast(str).to_list())))
+    assert len(seen) == 2 and "worker1@rec" in seen[1]
+    assert not {"celery-worker1", "celery-worker2"} & seen[1]
