@@ -18,6 +18,8 @@ SOURCE = "_source"
 TEXT = "_text"
 LEADING_TS = "_leading_ts"
 FALLBACK_TS = "_fallback_ts"
+QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC (India +05:30, Nepal +05:45)
+ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from its zone's offset
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
 
@@ -302,12 +304,22 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     )
     chosen = parsed.select(__ts=first_ts, __naive=first_naive.fill_null(False))
     if FALLBACK_TS in raw.columns:
-        # A record's own time without a zone (Celery's local time) yields to its envelope's zoned time.
+        # A record's own time without a zone (Celery's local time) yields to its envelope's zoned
+        # time, unless that is whole seconds (Loki's text output) and the record's is not: then
+        # the record's time is read in the zone the envelope's shows (their difference to the
+        # nearest quarter hour, when within ZONE_SLACK of one), and keeps its fraction and the
+        # order of a second's records.
         env = len(candidates) - 1
-        envelope_wins = pl.col("__naive") & pl.col(f"t{env}").is_not_null() & ~pl.col(f"n{env}")
+        envelope_zone = pl.col("__naive") & pl.col(f"t{env}").is_not_null() & ~pl.col(f"n{env}")
+        apart = (pl.col(f"t{env}") - pl.col("__ts")).dt.total_microseconds()
+        zone = (apart / QUARTER_HOUR_US).round() * QUARTER_HOUR_US
+        to_the_second = (pl.col(f"t{env}").dt.microsecond() == 0) & (pl.col("__ts").dt.microsecond() != 0)
+        in_zone = envelope_zone & to_the_second & ((apart - zone).abs() <= ZONE_SLACK_US)
+        envelope_wins = envelope_zone & ~in_zone
         chosen = pl.concat([chosen, parsed.select(f"t{env}", f"n{env}")], how="horizontal").select(
-            __ts=pl.when(envelope_wins).then(pl.col(f"t{env}")).otherwise(pl.col("__ts")),
-            __naive=pl.when(envelope_wins).then(False).otherwise(pl.col("__naive")),
+            __ts=pl.when(in_zone).then(pl.col("__ts") + pl.duration(microseconds=zone.cast(pl.Int64)))
+            .when(envelope_wins).then(pl.col(f"t{env}")).otherwise(pl.col("__ts")),
+            __naive=pl.when(envelope_zone).then(False).otherwise(pl.col("__naive")),
             __env_time=pl.col(f"t{env}").is_not_null() & (envelope_wins | pl.col("__ts").eq(pl.col(f"t{env}"))),
         )
         used = pl.concat([frame.select("__source"), chosen.select("__env_time")], how="horizontal")

@@ -95,3 +95,25 @@ def test_a_surrogate_escape_is_judged_alike_wherever_it_sits(tmp_path, escape, k
         assert row.height == 0
         assert result.rejects.filter(pl.col("line") == 50)["reason"].to_list() == ["invalid_json"]
     assert table.height == 10_000 - (not kept) - bool(other_bad_line)
+
+
+@pytest.mark.parametrize("envelope, own, expected", [
+    # Loki's text output to the second, a worker in India (+05:30): the record's time in that zone
+    ("2026-11-29T07:16:09Z", "2026-11-29 12:46:09,727", "2026-11-29T07:16:09.727000+00:00"),
+    # logged in one second, shipped in the next
+    ("2026-11-29T07:16:10Z", "2026-11-29 12:46:09,998", "2026-11-29T07:16:09.998000+00:00"),
+    # in Nepal (+05:45), the envelope printed in the engineer's zone
+    ("2026-11-29T08:16:09+01:00", "2026-11-29 13:01:09,402", "2026-11-29T07:16:09.402000+00:00"),
+    # shipped 9 minutes late: no zone is that far from the envelope's time; the envelope's is taken
+    ("2026-11-29T07:25:09Z", "2026-11-29 12:46:09,727", "2026-11-29T07:25:09+00:00"),
+    # an envelope's time with a fraction is taken as before (CloudWatch's, the journal's)
+    ("2026-11-29T07:16:09.731Z", "2026-11-29 12:46:09,727", "2026-11-29T07:16:09.731000+00:00"),
+])
+def test_a_record_time_without_a_zone_is_read_in_the_zone_of_an_envelope_to_the_second(tmp_path, envelope, own, expected):
+    log = tmp_path / "logcli.log"
+    log.write_text(f'{envelope} {{pod="notifier-celery-5f7b9c6d8-m2x4q"}}  [{own}: INFO/MainProcess] '
+                   "Task notify.send_email[3b9f2c1e-7a4d-4e8b-9c6a-5d1f0e2b3a4c] received\n")
+    result = ingest([str(log)], load_config(cwd=Path("/")))
+    assert result.files[0].format == "loki-text" and result.table.height == 1
+    assert result.table["ts"][0].isoformat() == expected
+    assert result.files[0].naive_ts == 0
