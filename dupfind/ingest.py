@@ -29,6 +29,7 @@ from dupfind.assembly import (
 )
 from dupfind.config import Config
 from dupfind.copies import without_copies
+from dupfind.echoed_workers import echoed_workers
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
@@ -1505,6 +1506,7 @@ def ingest(
     if not survey:
         table, copies = without_copies(table)
         table = with_part_workers(table, renames)
+        table = with_part_workers(table, echoed_workers(table, ordered, set(renames)))
     else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.

@@ -19,6 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.copies import copies_warning, merged_copies, without_copies
+from dupfind.echoed_workers import echoed_workers
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -424,6 +425,7 @@ def run_windows(
         if result is None:
             result = ingest_with_progress(files, config, window.read_from, window.read_to, stderr, block_bytes=WINDOW_BLOCK_BYTES)
         result.table = with_part_workers(result.table, renames)  # as a read of every file names them
+        result.table = with_part_workers(result.table, echoed_workers(result.table, survey.files, set(renames)))
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
