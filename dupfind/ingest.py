@@ -1511,6 +1511,7 @@ def ingest(
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
         table = with_part_workers(as_strings(texts.decoded(table)), renames)
+        table = with_part_workers(table, echoed_workers(table, ordered, set(renames)))
         texts = Texts.empty(coded)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")
