@@ -24,7 +24,7 @@ def echoed_workers(table: pl.DataFrame, reports: list[FileReport], renamed: set[
     Celery worker) whose records of its jobs' runs, most of them, another worker's records repeat
     at the same moment: that worker's application log names the process the framework's log does
     not (before, one process under two names ran each job twice, in false DF103s). `renamed`: paths
-    already named after another part of their log (rotated_parts)."""
+    already named after another part of their log (file_workers)."""
     named = {r.path: r.named_worker for r in reports if r.named_worker and not r.context_worker and r.path not in renamed}
     if not named or table.height == 0:
         return {}

@@ -29,10 +29,10 @@ from dupfind.assembly import (
 )
 from dupfind.config import Config
 from dupfind.copies import without_copies
-from dupfind.echoed_workers import echoed_workers
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
+from dupfind.file_workers import with_file_workers
 from dupfind.formats import FormatSniff, sample_end, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
@@ -45,7 +45,6 @@ from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
 from dupfind.record_cuts import whole_records
-from dupfind.rotated_parts import part_workers, with_part_workers
 from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_stem, open_source
 from dupfind.textcodes import Texts, coded_columns
@@ -1502,16 +1501,13 @@ def ingest(
     copies: list[list] = []
     time_counts = None
     # After the pack took its rows: a file's entry holds what the file says alone.
-    renames = part_workers(ordered)
     if not survey:
         table, copies = without_copies(table)
-        table = with_part_workers(table, renames)
-        table = with_part_workers(table, echoed_workers(table, ordered, set(renames)))
+        table = with_file_workers(table, ordered)
     else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.
-        table = with_part_workers(as_strings(texts.decoded(table)), renames)
-        table = with_part_workers(table, echoed_workers(table, ordered, set(renames)))
+        table = with_file_workers(as_strings(texts.decoded(table)), ordered)
         texts = Texts.empty(coded)
         time_counts = (
             pl.concat(normaliser.time_counts, how="vertical").group_by("second").agg(pl.col("records").sum()).sort("second")

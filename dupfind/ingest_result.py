@@ -39,7 +39,7 @@ class FileReport:
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
     # A framework's log (Celery, RQ, Sidekiq): the worker its own lines name (a banner's node
-    # name) and the worker it was named after for want of one (its file name); see rotated_parts.
+    # name) and the worker it was named after for want of one (its file name); see file_workers.
     context_worker: str | None = None
     named_worker: str | None = None
 

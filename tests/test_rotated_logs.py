@@ -117,3 +117,27 @@ def test_a_window_that_reads_no_part_with_the_banner_names_the_banner_worker(tmp
                 collect=lambda report, *_: seen.append(set(report.context.table["worker_id"].cast(str).to_list())))
     assert len(seen) == 2 and "worker1@rec" in seen[1]
     assert not {"celery-worker1", "celery-worker2"} & seen[1]
+
+
+def test_two_hosts_framework_logs_of_one_name_are_two_workers(tmp_path):
+    """Sidekiq's logs collected from two VMs, each `/var/log/sidekiq.log` (one rotated): each its
+    host's worker, `vm-1/sidekiq` and `vm-2/sidekiq`, as when the files are named apart (before,
+    one worker `sidekiq` ran the job twice, on two threads: `sidekiq/4ukm` and `sidekiq/ouxrmy0sr`)."""
+    logs = FIXTURES / "formats" / "sidekiq" / "logs"
+    apart, hosts = tmp_path / "apart", tmp_path / "hosts"
+    for folder in (apart / "vm-1", apart / "vm-2", hosts / "vm-1", hosts / "vm-2"):
+        folder.mkdir(parents=True)
+    shutil.copy(logs / "sidekiq-6.log", apart / "vm-1" / "sidekiq-6.log")
+    shutil.copy(logs / "sidekiq-7.log", apart / "vm-2" / "sidekiq-7.log")
+    shutil.copy(logs / "sidekiq-6.log", hosts / "vm-1" / "sidekiq.log")
+    lines = (logs / "sidekiq-7.log").read_bytes().splitlines(keepends=True)
+    (hosts / "vm-2" / "sidekiq.log.1").write_bytes(b"".join(lines[:3]))
+    (hosts / "vm-2" / "sidekiq.log").write_bytes(b"".join(lines[3:]))
+    named = _findings(hosts)
+    assert {w for finding in named for w in finding[7]} == {"vm-1/sidekiq", "vm-2/sidekiq"}
+    renamed = {"sidekiq-6": "vm-1/sidekiq", "sidekiq-7": "vm-2/sidekiq"}
+
+    def by_host(findings):
+        return [(f[0], f[5], tuple(sorted(renamed.get(w, w) for w in f[7]))) for f in findings]
+
+    assert sorted(by_host(_findings(apart))) == sorted((f[0], f[5], tuple(sorted(f[7]))) for f in named)

@@ -1,0 +1,83 @@
+"""Workers named after their log file: one for a log's rotated parts, one each for two hosts' logs of one name."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+
+import polars as pl
+
+from dupfind.echoed_workers import echoed_workers
+from dupfind.ingest_result import FileReport
+from dupfind.sources import log_stem
+
+
+def part_workers(reports: list[FileReport]) -> dict[str, tuple[str, str]]:
+    """Source path -> (the worker it was named after, the worker to name instead), for each part of
+    a rotated framework log (`celery.log`, `celery.log.1`, `celery.log.2.gz`) that names no worker
+    of its own: Celery names its node once, in the banner and `ready.` line a worker writes when it
+    starts, which only the oldest part holds. Such a part is the worker of the latest part before it
+    (by first record) whose own lines named one; a part before any of them keeps its file's name."""
+    logs: dict[str, list[FileReport]] = defaultdict(list)
+    for report in reports:
+        if report.context_worker or report.named_worker:
+            logs[log_stem(report.path)].append(report)
+    renames: dict[str, tuple[str, str]] = {}
+    for parts in logs.values():
+        if len(parts) < 2 or not any(part.context_worker for part in parts):
+            continue
+        named = None
+        for part in sorted(parts, key=lambda r: (r.first_ts is None, r.first_ts.timestamp() if r.first_ts else 0.0, r.path)):
+            if part.context_worker:
+                named = part.context_worker
+            elif named and part.named_worker and part.named_worker != named:
+                renames[part.path] = (part.named_worker, named)
+    return renames
+
+
+def host_workers(reports: list[FileReport], renamed: set[str] = frozenset()) -> dict[str, tuple[str, str]]:
+    """Source path -> (the worker it was named after, that name with the folders that tell it
+    apart), for framework logs of one file name in several folders (`vm-1/sidekiq.log` and
+    `vm-2/sidekiq.log`, collected from two hosts) that name no worker of their own: each is its
+    host's worker, `vm-1/sidekiq` (before, one worker ran the jobs of both, on two threads).
+    `renamed`: paths named otherwise already (their banner's node, the worker that repeats them)."""
+    logs: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # name -> folder -> paths
+    for report in reports:
+        if report.named_worker and not report.context_worker and report.path not in renamed:
+            logs[report.named_worker][posixpath.dirname(log_stem(report.path))].append(report.path)
+    renames: dict[str, tuple[str, str]] = {}
+    for name, folders in logs.items():
+        if len(folders) < 2:
+            continue
+        split = {folder: folder.split("/") for folder in folders}
+        depth = 1  # the fewest last folders that tell every folder apart
+        while len({tuple(parts[-depth:]) for parts in split.values()}) < len(split) and depth < max(map(len, split.values())):
+            depth += 1
+        for folder, paths in folders.items():
+            qualified = "/".join([*split[folder][-depth:], name]).lstrip("/")
+            renames.update({path: (name, qualified) for path in paths if qualified != name})
+    return renames
+
+
+def with_file_workers(table: pl.DataFrame, reports: list[FileReport],
+                      parts: dict[str, tuple[str, str]] | None = None) -> pl.DataFrame:
+    """`table` with the workers named after their files named as their logs say: a rotated part
+    after its banner (`parts`: part_workers of every file's report, when `reports` are only some of
+    them), then a log without one after the worker whose records it repeats, then two hosts' logs
+    of one name apart."""
+    parts = part_workers(reports) if parts is None else parts
+    table = with_part_workers(table, parts)
+    echoes = echoed_workers(table, reports, set(parts))
+    table = with_part_workers(table, echoes)
+    return with_part_workers(table, host_workers(reports, {*parts, *echoes}))
+
+
+def with_part_workers(table: pl.DataFrame, renames: dict[str, tuple[str, str]]) -> pl.DataFrame:
+    """`table` with the rows of each renamed part that carry its file's worker given the other."""
+    if not renames or table.height == 0:
+        return table
+    dtype = table.schema["worker_id"]
+    worker = pl.col("worker_id")
+    for path, (old, new) in renames.items():
+        worker = pl.when((pl.col("source") == path) & (pl.col("worker_id") == old)).then(pl.lit(new).cast(dtype)).otherwise(worker)
+    return table.with_columns(worker.alias("worker_id"))
