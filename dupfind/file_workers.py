@@ -73,11 +73,14 @@ def with_file_workers(table: pl.DataFrame, reports: list[FileReport],
 
 
 def with_part_workers(table: pl.DataFrame, renames: dict[str, tuple[str, str]]) -> pl.DataFrame:
-    """`table` with the rows of each renamed part that carry its file's worker given the other."""
+    """`table` with the rows of each renamed file that carry its old worker given the new one (one
+    join, however many files: hundreds of hosts' logs of one name are as many renames)."""
     if not renames or table.height == 0:
         return table
-    dtype = table.schema["worker_id"]
-    worker = pl.col("worker_id")
-    for path, (old, new) in renames.items():
-        worker = pl.when((pl.col("source") == path) & (pl.col("worker_id") == old)).then(pl.lit(new).cast(dtype)).otherwise(worker)
-    return table.with_columns(worker.alias("worker_id"))
+    names = pl.DataFrame(
+        [(path, old, new) for path, (old, new) in renames.items()], orient="row",
+        schema={"source": pl.String, "worker_id": pl.String, "renamed": pl.String},
+    )
+    keys = table.select(pl.col("source").cast(pl.String), pl.col("worker_id").cast(pl.String))
+    renamed = keys.join(names, on=["source", "worker_id"], how="left", maintain_order="left")["renamed"]
+    return table.with_columns(pl.coalesce(renamed.cast(table.schema["worker_id"]), pl.col("worker_id")).alias("worker_id"))
