@@ -1,0 +1,49 @@
+"""The same JSON logs as kubectl, stern and journalctl print them give the findings they give as NDJSON."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from test_rotated_logs import _findings
+
+_OWN_TIME = re.compile(r'"(?:ts|timestamp|time|@timestamp)":\s*"([^"]+)"')
+
+
+def _runtime_time(line: str, lag_us: int) -> datetime:
+    """When the container runtime or the journal took the line: the record's own time (or a fixed
+    one for a record timed otherwise), a little later."""
+    found = _OWN_TIME.search(line)
+    own = datetime.fromisoformat(found.group(1).replace("Z", "+00:00")) if found else datetime.fromisoformat("2026-07-21T10:00:00+00:00")
+    return own + timedelta(microseconds=lag_us)
+
+
+def _nano(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "417Z"
+
+
+SHAPES = {
+    "kubectl-timestamps": lambda pod, line, n: f"{_nano(_runtime_time(line, 150 + n % 90))} {line}",
+    "kubectl-prefix": lambda pod, line, n: f"[pod/{pod}/app] {_nano(_runtime_time(line, 150 + n % 90))} {line}",
+    "stern": lambda pod, line, n: f"{pod} app {line}",
+    "journal-short-iso": lambda pod, line, n: (
+        f"{_runtime_time(line, 310).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 vm-3 {pod}[{4000 + len(pod)}]: {line}"
+    ),
+}
+CASES = ["synth/lock-nonatomic", "scenarios/lock-get-then-set-race"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("case", CASES)
+def test_json_logs_in_an_export_shape_give_the_findings_of_the_ndjson(tmp_path, case, shape):
+    """Before, each line was text with a leading time (or no time at all): no finding at all."""
+    logs = FIXTURES / case / "logs"
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text().splitlines()
+        (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+    whole = _findings(logs)
+    assert whole and _findings(tmp_path) == whole
