@@ -33,6 +33,14 @@ SHAPES = {
     "journal-short-iso": lambda pod, line, n: (
         f"{_runtime_time(line, 310).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 vm-3 {pod}[{4000 + len(pod)}]: {line}"
     ),
+    "journal-short": lambda pod, line, n: f"{_runtime_time(line, 310).strftime('%b %e %H:%M:%S')} vm-3 {pod}[{4000 + len(pod)}]: {line}",
+    "compose": lambda pod, line, n: f"{pod + '-1':<40} | {_nano(_runtime_time(line, 150 + n % 90))} {line}",
+    "heroku": lambda pod, line, n: (
+        f"{_runtime_time(line, 900).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod.rsplit('-', 1)[-1]}.1]: {line}"
+    ),
+    "aws-logs-tail": lambda pod, line, n: (
+        f"{_runtime_time(line, 2000).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/7f3c9a1e2b4d {line}"
+    ),
 }
 CASES = ["synth/lock-nonatomic", "scenarios/lock-get-then-set-race"]
 
