@@ -6,6 +6,7 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from conftest import FIXTURES
@@ -41,6 +42,12 @@ SHAPES = {
     "aws-logs-tail": lambda pod, line, n: (
         f"{_runtime_time(line, 2000).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/7f3c9a1e2b4d {line}"
     ),
+    "splunk": lambda pod, line, n: orjson.dumps({"preview": False, "offset": n, "result": {
+        "_bkt": "main~41~7C0E5A9B", "_cd": f"41:{88113 + 2 * n}", "_indextime": "1784628003", "_raw": line,
+        "_serial": str(n), "_si": ["idx-1", "main"], "_sourcetype": "_json",
+        "_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": pod, "index": "main",
+        "linecount": "1", "source": f"/var/log/containers/{pod}_prod_app.log", "sourcetype": "_json", "splunk_server": "idx-1",
+    }}).decode(),
 }
 CASES = ["synth/lock-nonatomic", "scenarios/lock-get-then-set-race"]
 
