@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import re
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import orjson
 import pytest
@@ -19,7 +19,7 @@ def _runtime_time(line: str, lag_us: int) -> datetime:
     """When the container runtime or the journal took the line: the record's own time (or a fixed
     one for a record timed otherwise), a little later."""
     found = _OWN_TIME.search(line)
-    own = datetime.fromisoformat(found.group(1).replace("Z", "+00:00")) if found else datetime.fromisoformat("2026-07-21T10:00:00+00:00")
+    own = datetime.fromisoformat(found.group(1)) if found else datetime.fromisoformat("2026-07-21T10:00:00+00:00")
     return own + timedelta(microseconds=lag_us)
 
 
@@ -60,5 +60,24 @@ def test_json_logs_in_an_export_shape_give_the_findings_of_the_ndjson(tmp_path, 
     for log in sorted(logs.iterdir()):
         lines = log.read_text().splitlines()
         (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+    whole = _findings(logs)
+    assert whole and _findings(tmp_path) == whole
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_json_logs_in_one_splunk_csv_export_give_the_findings_of_the_ndjson(tmp_path, case):
+    """Every file's events in one Splunk Web CSV export (newest first, the host a column), the
+    application's line in `_raw`: the findings of the NDJSON files."""
+    logs = FIXTURES / case / "logs"
+    rows = [
+        {"_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": log.stem, "source": f"/var/log/{log.name}",
+         "sourcetype": "_json", "_raw": line}
+        for log in sorted(logs.iterdir()) for line in log.read_text().splitlines()
+    ]
+    rows.sort(key=lambda row: row["_time"], reverse=True)
+    with open(tmp_path / "splunk-results.csv", "w", newline="") as out:
+        table = csv.DictWriter(out, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL)
+        table.writeheader()
+        table.writerows(rows)
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
