@@ -33,19 +33,25 @@ class FormatSniff:
     csv_preset: str | None = None  # a CSV table whose header names an export preset's fields
 
 
+def after_lines(data: bytes, count: int) -> int | None:
+    """Where the first `count` lines of `data` end (after the newline of the last), or None when
+    `data` holds fewer whole lines."""
+    end = -1
+    for _ in range(count):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            return None
+    return end + 1
+
+
 def sample_end(head: bytes) -> int:
     """Where a sniff's sample of `head` ends: after SAMPLE_BYTES, or after its first
     MIN_SAMPLE_LINES lines if they are longer (a traceback or a payload dump as a file's first
     records: judged by one cut line, a file of envelopes or search hits was read as a document)."""
     if len(head) <= SAMPLE_BYTES:
         return len(head)
-    end = whole = -1
-    for _ in range(MIN_SAMPLE_LINES):
-        end = head.find(b"\n", whole + 1)
-        if end < 0:
-            break
-        whole = end
-    return max(SAMPLE_BYTES, whole + 1)
+    whole = after_lines(head, MIN_SAMPLE_LINES)
+    return max(SAMPLE_BYTES, head.rfind(b"\n") + 1 if whole is None else whole)
 
 
 def _sample_lines(head: bytes) -> list[str]:

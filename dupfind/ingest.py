@@ -33,7 +33,7 @@ from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
 from dupfind.file_workers import with_file_workers
-from dupfind.formats import FormatSniff, sample_end, sniff_format, unwrap_document
+from dupfind.formats import FormatSniff, after_lines, sample_end, sniff_format, unwrap_document
 from dupfind.grammar import continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
@@ -526,12 +526,8 @@ class LineParser:
         joined = [line for line, owner in block.owners.items() if line >= first_head > owner]
         if not joined:
             return 0
-        end = -1
-        for _ in range(max(joined) - first_head + 1):
-            end = head.find(b"\n", end + 1)
-            if end < 0:
-                return len(head)
-        return end + 1
+        end = after_lines(head, max(joined) - first_head + 1)
+        return len(head) if end is None else end
 
     def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str, lines: LineBytes | None = None) -> None:
         preset = self.presets.get(envelope)
