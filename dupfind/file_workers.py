@@ -59,13 +59,12 @@ def host_workers(reports: list[FileReport], renamed: set[str] = frozenset()) -> 
     return renames
 
 
-def with_file_workers(table: pl.DataFrame, reports: list[FileReport],
-                      parts: dict[str, tuple[str, str]] | None = None) -> pl.DataFrame:
-    """`table` with the workers named after their files named as their logs say: a rotated part
-    after its banner (`parts`: part_workers of every file's report, when `reports` are only some of
-    them), then a log without one after the worker whose records it repeats, then two hosts' logs
+def with_file_workers(table: pl.DataFrame, reports: list[FileReport]) -> pl.DataFrame:
+    """`table` with the workers named after their files named as their logs say (`reports`: every
+    input's, also when `table` holds some of their records: a window's): a rotated part after its
+    banner, then a log without one after the worker whose records it repeats, then two hosts' logs
     of one name apart."""
-    parts = part_workers(reports) if parts is None else parts
+    parts = part_workers(reports)
     table = with_part_workers(table, parts)
     echoes = echoed_workers(table, reports, set(parts))
     table = with_part_workers(table, echoes)

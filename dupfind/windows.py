@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.copies import copies_warning, merged_copies, without_copies
-from dupfind.file_workers import part_workers, with_file_workers
+from dupfind.file_workers import with_file_workers
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -409,7 +409,6 @@ def run_windows(
     from dupfind.analyze import analyze
 
     sources = expand_inputs(paths)
-    rotated = part_workers(survey.files)
     parts: list[WindowPart] = []
     collected: list[Any] = []
     offset = exec_offset = 0
@@ -423,7 +422,7 @@ def run_windows(
         result = spill.read(window.read_from, window.read_to, config) if spill is not None else None
         if result is None:
             result = ingest_with_progress(files, config, window.read_from, window.read_to, stderr, block_bytes=WINDOW_BLOCK_BYTES)
-        result.table = with_file_workers(result.table, survey.files, rotated)  # as a read of every file names them
+        result.table = with_file_workers(result.table, survey.files)  # as a read of every file names them
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
