@@ -237,11 +237,14 @@ def window_options(paths, memory_limit: str | None, window_overlap: str, since, 
     return budget, overlap
 
 
-def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jobs_per_value=25, use_cache=True):
-    """Read and correlate the inputs (or take both from the result cache); write --rejects; enforce --strict."""
+def correlate_with_config(cfg, paths, since, until, rejects_file, strict, max_jobs_per_value=25, use_cache=True,
+                          naming=()):
+    """Read and correlate the inputs (or take both from the result cache); write --rejects; enforce
+    --strict. `naming`: the reports of other inputs that name workers of these (pipeline.load_correlated)."""
     from dupfind.pipeline import load_correlated
 
-    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=progress_console(), use_cache=use_cache)
+    loaded = load_correlated(paths, cfg, since, until, max_jobs_per_value, stderr=progress_console(), use_cache=use_cache,
+                             naming=naming)
     rejects_and_strict(loaded.result, rejects_file, strict)
     return loaded
 

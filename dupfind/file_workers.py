@@ -9,19 +9,26 @@ import polars as pl
 
 from dupfind.echoed_workers import echoed_workers
 from dupfind.ingest_result import FileReport
-from dupfind.sources import log_stem
+from dupfind.sources import log_owner
+
+
+def naming_reports(reports: list[FileReport] | None) -> list[FileReport]:
+    """The reports of `reports` (every input's) that may name the workers of a read of some of the
+    inputs (a read of a time): those of framework logs, which a worker's banner or file names."""
+    return [r for r in reports or [] if r.context_worker or r.named_worker]
 
 
 def part_workers(reports: list[FileReport]) -> dict[str, tuple[str, str]]:
     """Source path -> (the worker it was named after, the worker to name instead), for each part of
-    a rotated framework log (`celery.log`, `celery.log.1`, `celery.log.2.gz`) that names no worker
+    a rotated framework log (`celery.log`, `celery.log.1`, `celery.log.2.gz`; a log stream's objects
+    exported to S3, `<stream>/000000.gz`, `000001.gz`: sources.log_owner) that names no worker
     of its own: Celery names its node once, in the banner and `ready.` line a worker writes when it
     starts, which only the oldest part holds. Such a part is the worker of the latest part before it
     (by first record) whose own lines named one; a part before any of them keeps its file's name."""
     logs: dict[str, list[FileReport]] = defaultdict(list)
     for report in reports:
         if report.context_worker or report.named_worker:
-            logs[log_stem(report.path)].append(report)
+            logs[log_owner(report.path)].append(report)
     renames: dict[str, tuple[str, str]] = {}
     for parts in logs.values():
         if len(parts) < 2 or not any(part.context_worker for part in parts):
@@ -44,7 +51,7 @@ def host_workers(reports: list[FileReport], renamed: set[str] = frozenset()) -> 
     logs: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # name -> folder -> paths
     for report in reports:
         if report.named_worker and not report.context_worker and report.path not in renamed:
-            logs[report.named_worker][posixpath.dirname(log_stem(report.path))].append(report.path)
+            logs[report.named_worker][posixpath.dirname(log_owner(report.path))].append(report.path)
     renames: dict[str, tuple[str, str]] = {}
     for name, folders in logs.items():
         if len(folders) < 2:

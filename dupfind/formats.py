@@ -87,6 +87,29 @@ def _grammar_test(preset: Preset):
     return test
 
 
+_JSON_OBJECT_START = re.compile(r'\{\s*(?:"|\})')
+
+
+def _envelope_judge(preset: Preset, presets: tuple[Preset, ...]) -> Callable[[list[str], int], bool]:
+    """Whether sampled lines (of `total`) are a text envelope's: most of them its lines; with
+    `inner_lines`, also a quarter of those a JSON object or a line of those grammar presets inside
+    (a Celery log's traceback and banner lines are not, and any text after a time is not enough)."""
+    search = _line_pattern(preset.line).search  # type: ignore[arg-type]
+    if not preset.inner_lines:
+        return lambda lines, total: _majority_of(search, lines, total)
+    inner_tests = [_grammar_test(p) for p in presets if p.name in preset.inner_lines]
+
+    def known(inner: str) -> bool:
+        return bool(_JSON_OBJECT_START.match(inner)) or any(inner_test(inner) for inner_test in inner_tests)
+
+    def judge(lines: list[str], total: int) -> bool:
+        if not _majority_of(search, lines, total):
+            return False
+        inners = [found.group("inner") or "" for found in map(search, lines) if found is not None]
+        return 4 * sum(map(known, inners)) >= len(inners)
+    return judge
+
+
 def _majority(count: int, total: int) -> bool:
     return total > 0 and count * 2 > total
 
@@ -131,7 +154,7 @@ class _PresetGroups(NamedTuple):
     """The presets each step of sniffing tries, in order, with their line tests built."""
 
     line_envelopes: tuple[Preset, ...]
-    text_envelopes: tuple[tuple[Preset, Callable[[str], Any]], ...]
+    text_envelopes: tuple[tuple[Preset, Callable[[list[str], int], bool]], ...]
     record_shapes: tuple[Preset, ...]
     grammars: tuple[tuple[Preset, Callable[[str], bool]], ...]
 
@@ -147,7 +170,7 @@ def _groups(presets: tuple[Preset, ...]) -> _PresetGroups:
         return found[1]
     groups = _PresetGroups(
         tuple(p for p in presets if p.kind == "json" and p.is_envelope and p.lines),
-        tuple((p, _line_pattern(p.line).search) for p in presets if p.kind == "text" and p.is_envelope),  # type: ignore[arg-type]
+        tuple((p, _envelope_judge(p, presets)) for p in presets if p.kind == "text" and p.is_envelope),
         tuple(p for p in presets if p.is_record_shape),
         tuple((p, _grammar_test(p)) for p in presets if p.is_grammar),
     )
@@ -235,8 +258,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     # A text envelope's line never begins as a JSON record does: with most sampled lines records,
     # none can hold a majority (a file of 10 NDJSON lines spent 6 of its 91 us trying them all).
     if _majority(sum(not line.startswith("{") for line in clean), len(lines)):
-        for preset, search in groups.text_envelopes:
-            if _majority_of(search, clean, len(lines)):
+        for preset, judge in groups.text_envelopes:
+            if judge(clean, len(lines)):
                 return FormatSniff(preset.label, envelope=preset.name)
     for preset in groups.record_shapes:
         if preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):

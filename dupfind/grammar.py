@@ -19,6 +19,8 @@ class GrammarResult:
     raws: list[tuple[pl.DataFrame, Preset]] = field(default_factory=list)  # record rows per grammar
     context_lines: int = 0  # lines that only carried context (a startup banner)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
+    # source -> column -> value, for the lines of an export of several sources (`source`)
+    context_by_source: dict[str, dict[str, str]] = field(default_factory=dict)
     continuing: pl.Series | None = None  # line numbers of records that take continuation lines
     rest: pl.DataFrame | None = None  # rows no grammar claimed: line, text, clean (+ carried)
 
@@ -77,8 +79,10 @@ def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[s
     return values
 
 
-def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset]) -> GrammarResult:
-    """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows."""
+def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None) -> GrammarResult:
+    """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows.
+    `source`: what names each line's source in an export of several (an envelope's log stream or
+    pod), whose banners are each their own source's."""
     result = GrammarResult(rest=rows)
     continuing: list[pl.Series] = []
     rest = rows
@@ -90,8 +94,13 @@ def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset]) -> GrammarRe
             context = rest.filter(is_context)
             if context.height:
                 result.context_lines += context.height
-                for key, value in _context_values(context, preset.context_lines).items():
-                    result.context.setdefault(key, value)
+                parts = {None: context} if source is None else \
+                    context.with_columns(source.alias("__source")).partition_by("__source", as_dict=True)
+                for key, part in parts.items():
+                    found = key[0] if isinstance(key, tuple) else key
+                    target = result.context if found is None else result.context_by_source.setdefault(found, {})
+                    for name, value in _context_values(part, preset.context_lines).items():
+                        target.setdefault(name, value)
                 rest = rest.filter(~is_context)
         is_record = pl.col("clean").str.contains(preset.line)
         claimed = rest.filter(is_record)

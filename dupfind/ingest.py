@@ -43,10 +43,19 @@ from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
-from dupfind.presets import ANSI_ESCAPE, CONTEXT_PREFIX, FILE_PREFIX, Preset, document_records, unwrap_record
+from dupfind.presets import (
+    ANSI_ESCAPE,
+    CONTEXT_PREFIX,
+    ENVELOPE_PREFIX,
+    FILE_NAME_PREFIX,
+    FILE_PREFIX,
+    Preset,
+    document_records,
+    unwrap_record,
+)
 from dupfind.record_cuts import whole_records
 from dupfind.schema import as_strings, canonical_schema
-from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_stem, open_source
+from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_owner, open_source
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
@@ -151,6 +160,7 @@ class _Block:
     continuation: int = 0  # physical lines merged into a record started on an earlier line
     context_lines: int = 0  # lines that only carried context for the file (a startup banner)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
+    context_by_source: dict[str, dict[str, str]] = field(default_factory=dict)  # of an export of several
     # Whether each line as read is the file's line of that number, which `line_texts` can read
     # again: the raw records of its JSON lines then carry no text (a rejected line's is read
     # again), instead of holding every block's text until it is normalised (25-30 MiB at 1M lines).
@@ -345,14 +355,25 @@ class LineParser:
                 return
             self._add_json(subset, frame, block, fmt, keep_text)
 
+    def source_of(self, fmt: str, columns: list[str]) -> pl.Expr | None:
+        """What names each record's source in an envelope that names it (a CloudWatch log stream,
+        stern's pod, a journal's host): a file of such lines may hold several sources' logs."""
+        envelope = self.presets.get(fmt.partition("+")[0]) if "+" in fmt else None
+        present = [pl.col(ENVELOPE_PREFIX + p) for p in (envelope.fields.get("worker_id", ()) if envelope else ())
+                   if ENVELOPE_PREFIX + p in columns]
+        return pl.coalesce(present).cast(pl.String) if present else None
+
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
         """Framework grammars (vectorised) first, then logfmt and plain text line by line."""
         rows = rows.with_columns(clean=pl.col("text").str.replace_all(ANSI_ESCAPE, ""))
-        grammar = parse_grammar_lines(rows, self.grammars)
+        grammar = parse_grammar_lines(rows, self.grammars, self.source_of(fmt_prefix, rows.columns))
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
+        for found, values in grammar.context_by_source.items():
+            for key, value in values.items():
+                block.context_by_source.setdefault(found, {}).setdefault(key, value)
         for frame, preset in grammar.raws:
             block.raws.append((frame, fmt_prefix + preset.name))
         rows = grammar.rest
@@ -846,7 +867,7 @@ class Ingestor:
     def _file_workers(self, raws: list[tuple[pl.DataFrame, str]], items: list[_Pending]) -> list[tuple[pl.DataFrame, str]]:
         """`_with_file_context` for a batch: a file whose records include a framework's own
         layout (Laravel, Sidekiq) is named after its worker, as when it is read by itself."""
-        formats = {fmt for _, fmt in raws}
+        formats = self._own_formats({fmt for _, fmt in raws})
         if not any(p.file_worker and p.name in formats for p in self.config.presets):
             return raws
         present: dict[str, set[str]] = {}
@@ -859,7 +880,7 @@ class Ingestor:
             return raws
         for item in items:
             item.read.report.named_worker = workers.get(item.path)
-        column = FILE_PREFIX + "worker_id"
+        column = FILE_NAME_PREFIX + "worker_id"
         return [
             (raw.with_columns(pl.col(SOURCE).replace_strict(workers, default=None, return_dtype=pl.String).alias(column)), fmt)
             for raw, fmt in raws
@@ -1179,10 +1200,24 @@ class Ingestor:
         report.lines = position
         report.format = f"{' + '.join(sorted(labels)) or 'json-document'} (json documents, one a line)"
 
+    def _own_formats(self, formats: set[str]) -> set[str]:
+        """The formats of a file's records that are one process's own lines: a framework's log, or
+        one inside envelopes of one source (`kubectl-timestamps+celery`, a container's output);
+        not inside an export of many (`cloudwatch-logs+celery`)."""
+        presets = {p.name: p for p in self.config.presets}
+        own = set()
+        for fmt in formats:
+            *envelopes, inner = fmt.split("+")
+            if all(name in presets and presets[name].one_source for name in envelopes):
+                own.add(inner)
+        return own
+
     def _worker_named_by(self, path: str, formats: set[str]) -> str | None:
         """The worker a framework's own log file is named after (the `file_worker` pattern of a
-        preset whose records it holds), or None: an export is not named after its worker."""
-        path = log_stem(path)  # its rotated parts are one worker's
+        preset whose records it holds, also in an envelope: `kubectl logs --timestamps` of a
+        Celery worker), or None: an export is not named after its worker."""
+        path = log_owner(path)  # its rotated parts are one worker's; `0.log` is its pod's
+        formats = self._own_formats(formats)
         for preset in self.config.presets:
             match = re.search(preset.file_worker, path) if preset.file_worker and preset.name in formats else None
             if match and match.groupdict().get("worker_id"):
@@ -1193,25 +1228,54 @@ class Ingestor:
         """Values that hold for the whole file (a Celery node name from its banner or `ready.` line)
         reach the file's records as `file.<column>` fallbacks, from the block where they appear on;
         a framework log without one names its worker after the file."""
-        context = read.context
+        context, by_source = read.context, read.context_by_source
         for key, value in block.context.items():
             context.setdefault(key, value)
-        for raw, _ in block.raws:
+        for found, values in block.context_by_source.items():
+            for key, value in values.items():
+                by_source.setdefault(found, {}).setdefault(key, value)
+        sources = [self.parser.source_of(fmt, raw.columns) for raw, fmt in block.raws]
+        for (raw, _), source in zip(block.raws, sources, strict=True):
             for column in (c for c in raw.columns if c.startswith(CONTEXT_PREFIX)):
-                found = raw[column].drop_nulls()
-                if found.len():
-                    context.setdefault(column.removeprefix(CONTEXT_PREFIX), found[0])
-        values = dict(context)
-        if "worker_id" not in values:
+                key = column.removeprefix(CONTEXT_PREFIX)
+                if source is None:
+                    found = raw[column].drop_nulls()
+                    if found.len():
+                        context.setdefault(key, found[0])
+                    continue
+                firsts = raw.select(source.alias("source"), pl.col(column)).drop_nulls()
+                for found, value in firsts.unique("source", keep="first", maintain_order=True).rows():
+                    by_source.setdefault(found, {}).setdefault(key, value)
+        named = {values["worker_id"] for values in by_source.values() if "worker_id" in values}
+        if "worker_id" in context or len(named) == 1:
+            if read.report.context_worker is None:  # one worker names itself in this file
+                read.report.context_worker = context.get("worker_id") or next(iter(named))
+        elif not named:
             worker = self._worker_named_by(path, {fmt for _, fmt in block.raws})
             if worker:
-                values["worker_id"] = read.report.named_worker = worker
-        elif read.report.context_worker is None:
-            read.report.context_worker = values["worker_id"]
-        if not values:
+                read.report.named_worker = worker
+        if not (context or by_source or read.report.named_worker):
             return block.raws
-        extra = [pl.lit(v, dtype=pl.String).alias(FILE_PREFIX + k) for k, v in values.items()]
-        return [(raw.with_columns(extra), fmt) for raw, fmt in block.raws]
+        return [(raw.with_columns(self._file_values(context, by_source, source, read.report.named_worker)), fmt)
+                for (raw, fmt), source in zip(block.raws, sources, strict=True)]
+
+    @staticmethod
+    def _file_values(context: dict[str, str], by_source: dict[str, dict[str, str]], source: pl.Expr | None,
+                     named: str | None) -> list[pl.Expr]:
+        """The `file.` columns of a file's records: what its lines said for the whole file, or for
+        each record's source in an export of several; and the worker its file's name gives."""
+        values = []
+        for key in sorted({*context, *(k for v in by_source.values() for k in v)}):
+            whole = pl.lit(context.get(key), dtype=pl.String)
+            mapping = {found: v[key] for found, v in by_source.items() if key in v}
+            if source is not None and mapping:
+                whole = pl.coalesce(source.replace_strict(mapping, default=None, return_dtype=pl.String), whole)
+            values.append(whole.alias(FILE_PREFIX + key))
+        if named:
+            values.append(pl.lit(named, dtype=pl.String).alias(FILE_NAME_PREFIX + "worker_id"))
+        return values
+
+
 
 
 @dataclass
@@ -1254,6 +1318,7 @@ class _FileRead:
     report: FileReport
     rejects: list[pl.DataFrame] = field(default_factory=list)
     context: dict[str, str] = field(default_factory=dict)  # column -> value for the whole file
+    context_by_source: dict[str, dict[str, str]] = field(default_factory=dict)  # source -> column -> value
 
 
 class _Normaliser:
@@ -1410,6 +1475,7 @@ def ingest(
     keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     spill: Callable[[pl.DataFrame], None] | None = None,
     block_bytes: int | None = None,
+    naming: list[FileReport] = (),
 ) -> IngestResult:
     """Read every input into one canonical table (sorted by time, then source and line).
 
@@ -1421,6 +1487,8 @@ def ingest(
     or written); `spill` is given each normalised batch of the survey (its rows within the bounds).
     `block_bytes`: lines are parsed this many bytes at a time (default: 8 MB chunks of a file,
     batches of BATCH_BYTES; smaller blocks hold less memory in flight, for more time).
+    `naming`: the reports of inputs not read here that name workers of those read (a rotated log's
+    oldest part, with its banner, outside a read of a time; see file_workers).
     """
     sources = expand_inputs(paths)
     reports: dict[str, FileReport] = {}
@@ -1499,7 +1567,7 @@ def ingest(
     # After the pack took its rows: a file's entry holds what the file says alone.
     if not survey:
         table, copies = without_copies(table)
-        table = with_file_workers(table, ordered)
+        table = with_file_workers(table, [*ordered, *(r for r in naming if r.path not in reports)])
     else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.

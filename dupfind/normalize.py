@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
-from dupfind.presets import ENVELOPE_PREFIX, FILE_PREFIX
+from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.timeparse import parse_timestamps
 
@@ -95,6 +95,8 @@ def config_for_format(config: Config, fmt: str) -> Config:
                 aliases[column] = [*aliases.get(column, []), *(ENVELOPE_PREFIX + p for p in paths)]
         for column, mapping in preset.values.items():
             values.setdefault(column, {}).update(mapping)
+    # A file's name comes last: an envelope's stream, pod or dyno tells apart the processes of one export.
+    aliases["worker_id"] = [*aliases.get("worker_id", []), FILE_NAME_PREFIX + "worker_id"]
     derived = replace(config, aliases=aliases, value_maps=values)
     _FORMAT_CONFIGS[key] = (digest, derived)
     return derived

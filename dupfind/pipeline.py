@@ -21,7 +21,7 @@ from dupfind.cache import TableCache, default_cache_dir
 from dupfind.config import Config, load_config
 from dupfind.correlate import Correlation
 from dupfind.errors import DupfindError
-from dupfind.ingest_result import RENDERED_STORE, IngestResult
+from dupfind.ingest_result import RENDERED_STORE, FileReport, IngestResult
 from dupfind.mapped_file import write_end
 from dupfind.result_cache import STORED_FACTS, CachedCorrelation, ContextFacts, CorruptEntry, ResultCache, facts_class
 from dupfind.sources import expand_inputs, identities
@@ -99,13 +99,14 @@ def _warn_if_too_large(paths: list[str]) -> None:
         sys.stderr.write(f"dupfind: warning: {warning}\n")
 
 
-def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache) -> IngestResult:
+def _ingest(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None, cache,
+            naming=()) -> IngestResult:
     if since_ts is None and until_ts is None:
         _warn_if_too_large(paths)
     # Files are stored in the cache after the command's output when the command line does its
     # cache writes then (dupfind.background); API callers find them stored when this returns.
     return ingest_with_progress(paths, config, since_ts, until_ts, stderr, cache=cache,
-                                store_later=background.deferring())
+                                store_later=background.deferring(), naming=naming)
 
 
 def ingest_with_progress(paths: list[str], config: Config, since_ts, until_ts, stderr: Console | None,
@@ -182,14 +183,17 @@ def load_correlated(
     max_jobs_per_value: int = 25,
     stderr: Console | None = None,
     use_cache: bool = True,
+    naming: list[FileReport] = (),
 ) -> Correlated:
     """Read and correlate every input, or take both from the result cache when no input changed.
 
     A warm hit reads no log line: the file reports come from the set entry, the frames are read
-    from it when first used (see result_cache)."""
+    from it when first used (see result_cache). `naming`: the reports of other inputs that name
+    workers of these (ingest), part of the set's key.
+    """
     since_ts, until_ts = time_bounds(config, since, until)
     if not use_cache:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, None)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, None, naming)
         return Correlated(result, correlated_read(result, config, max_jobs_per_value))
     root = default_cache_dir()
     digest = config.digest()
@@ -203,12 +207,15 @@ def load_correlated(
         keys = identities(expand_inputs(paths, fresh=now))
         if keys is None:
             return None  # standard input, or a file that cannot be examined: no set entry
-        return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value)
+        named = {path for path, _ in keys}
+        others = sorted((r.path, r.context_worker, r.named_worker, r.first_ts.isoformat() if r.first_ts else None)
+                        for r in naming if r.path not in named)
+        return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value, others)
 
     key = set_key()
 
     def fresh() -> tuple[IngestResult, Correlation]:
-        result = _ingest(paths, config, since_ts, until_ts, stderr, files)
+        result = _ingest(paths, config, since_ts, until_ts, stderr, files, naming)
         correlation = correlated_read(result, config, max_jobs_per_value)
         if key is not None:
             # After the command's output (0.7 s at 1M lines, 3.9 s at 5M); first of the deferred

@@ -17,6 +17,7 @@ from dupfind.errors import DupfindError
 ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 ENVELOPE_PREFIX = "envelope."  # raw columns holding envelope values (fallbacks for the inner record)
 FILE_PREFIX = "file."  # raw columns holding a value found once for the whole file (a worker's node name)
+FILE_NAME_PREFIX = "filename."  # raw columns holding what the file's name says (the worker of a framework's log)
 CONTEXT_PREFIX = "_context."  # raw columns of grammar lines whose value becomes the file's value
 _KINDS = ("json", "text")
 
@@ -55,6 +56,10 @@ class Preset:
     record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
     inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
     inner_json_only: bool = False  # only unwrap inner text that is a JSON object
+    # A text envelope whose inner line is any text once the file is taken for one: sniffed as this
+    # envelope when most sampled lines' inner is a JSON object or a line of these grammar presets
+    # (a Celery worker's log from `kubectl logs --timestamps`), not for any line after a time.
+    inner_lines: tuple[str, ...] = ()
     # Paths whose text value says the record was decoded already (it names its event or job): its
     # inner field is then its message, not a line to unwrap (see decoded_record).
     inner_unless: tuple[str, ...] = ()
@@ -200,7 +205,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
-        "inner_json_only", "inner_unless", "join_partial", "one_source",
+        "inner_json_only", "inner_lines", "inner_unless", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread",
     }
@@ -242,6 +247,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
+        inner_lines=_strings(data.get("inner_lines", []), f"{origin}: inner_lines"),
         inner_unless=_strings(data.get("inner_unless", []), f"{origin}: inner_unless"),
         join_partial=data.get("join_partial"),
         one_source=bool(data.get("one_source", False)),
@@ -280,6 +286,10 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
                 raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
             preset = parse_preset(data, str(path), columns)
             found[preset.name] = preset
+    for preset in found.values():
+        for name in preset.inner_lines:
+            if name not in found or not found[name].is_grammar:
+                raise DupfindError(f"{preset.origin}: inner_lines names {name!r}, which is not a text preset of log lines.")
     # Most specific first: a shape that needs more keys wins over one that needs fewer.
     return tuple(sorted(found.values(), key=lambda p: (-len(p.key_paths()), p.name)))
 

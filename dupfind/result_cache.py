@@ -996,13 +996,15 @@ class ResultCache:
     # -- keys -------------------------------------------------------------------------------
 
     def set_key(self, inputs: list[tuple[str, str]], config_digest: str, since, until,
-                max_jobs_per_value: int) -> str:
-        """The key of a set: `inputs` are (path as given, sources.file_identity) in input order."""
-        return _digest({
+                max_jobs_per_value: int, naming: list[tuple] = ()) -> str:
+        """The key of a set: `inputs` are (path as given, sources.file_identity) in input order;
+        `naming`, what other inputs' reports say of the workers these name (pipeline.load_correlated)."""
+        described = {
             "format": SET_FORMAT, "version": __version__, "code": code_fingerprint(), "config": config_digest,
             "inputs": inputs, "since": since.isoformat() if since else None,
             "until": until.isoformat() if until else None, "max_jobs_per_value": max_jobs_per_value,
-        })
+        }
+        return _digest({**described, "naming": naming} if naming else described)
 
     @staticmethod
     def analysis_key(set_key: str, rules, skew_s: float, timeouts: dict[str, float],

@@ -78,6 +78,26 @@ def log_stem(path: str) -> str:
     return _ROTATED.sub(r"\1", path, count=1)
 
 
+_COMPRESSED = re.compile(r"\.(?:gz|bz2|xz|zst|lz4)$")
+_NUMBERED = re.compile(r"\d+(?:\.log)?")
+# The kubelet's folder of a pod's logs, `/var/log/pods/<namespace>_<pod>_<pod uid>/<container>/0.log`.
+_KUBELET_POD = re.compile(r"[^_/]+_(?P<pod>[^_/]+)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def log_owner(path: str) -> str:
+    """The path whose last name names the process that wrote a log: its stem (log_stem, without
+    compression), or for a file named by a number its folder: the pod of the kubelet's
+    `<namespace>_<pod>_<uid>/<container>/0.log`, the log stream of a CloudWatch Logs export to S3
+    (`<task>/<stream>/000000.gz`)."""
+    stem = _COMPRESSED.sub("", log_stem(path))
+    folder, _, name = stem.rpartition("/")
+    if not folder or not _NUMBERED.fullmatch(name):
+        return stem
+    above, _, pods = folder.rpartition("/")[0].rpartition("/")
+    pod = _KUBELET_POD.fullmatch(pods)
+    return f"{above}/{pod.group('pod')}".lstrip("/") if pod else folder
+
+
 def identities(sources: list[Source]) -> list[tuple[str, str]] | None:
     """(path, identity) of each source, what keys a set of inputs in the caches; None when one is
     standard input or a file that cannot be examined."""

@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.copies import copies_warning, merged_copies, without_copies
-from dupfind.file_workers import with_file_workers
+from dupfind.file_workers import naming_reports, with_file_workers
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -420,9 +420,9 @@ def run_windows(
             else f"from {len(files)} file(s)"
         say(f"window {number}/{len(plan)}: {window.describe()}, about {window.records:,} records {source}.")
         result = spill.read(window.read_from, window.read_to, config) if spill is not None else None
-        if result is None:
-            result = ingest_with_progress(files, config, window.read_from, window.read_to, stderr, block_bytes=WINDOW_BLOCK_BYTES)
-        result.table = with_file_workers(result.table, survey.files)  # as a read of every file names them
+        if result is None:  # its workers named as a read of every file names them
+            result = ingest_with_progress(files, config, window.read_from, window.read_to, stderr,
+                                          block_bytes=WINDOW_BLOCK_BYTES, naming=naming_reports(survey.files))
         report = analyze(result, config, rules, skew_s, timeouts, max_jobs_per_value)
         owned = owned_actions(report, window)
         if collect is not None:  # before window_part moves the findings' action ids
@@ -442,8 +442,11 @@ def survey_inputs(paths: list[str], config: Config, since, until, stderr: Consol
     """Every line of the inputs read and accounted for, the records counted per second, none kept
     (but written to `spill`). Inputs are surveyed when they are too large to read whole: in
     small blocks."""
-    return ingest_with_progress(paths, config, since, until, stderr, survey=True, spill=spill.write if spill is not None else None,
-                                block_bytes=WINDOW_BLOCK_BYTES)
+    surveyed = ingest_with_progress(paths, config, since, until, stderr, survey=True,
+                                    spill=spill.write if spill is not None else None, block_bytes=WINDOW_BLOCK_BYTES)
+    if spill is not None:
+        spill.naming = naming_reports(surveyed.files)
+    return surveyed
 
 
 SPILL_INDEX = "batches.json"
@@ -458,6 +461,9 @@ class Spill:
         self.folder = folder
         self.batches: list[tuple[Path, datetime, datetime]] = []  # file, first and last record time
         self.failed = False  # a write failed (a full disk): the windows parse their files instead
+        # The survey's reports that name workers (file_workers.naming_reports): a read of a time
+        # names the workers of its records as a read of every file does.
+        self.naming: list[FileReport] = []
 
     @classmethod
     def create(cls, size: int) -> Spill | None:
@@ -520,7 +526,7 @@ class Spill:
             return None
         table, texts = assemble(tables, config, labels)
         table, copies = without_copies(table)
-        return IngestResult(table, [], empty_rejects(), texts=texts, copies=copies)
+        return IngestResult(with_file_workers(table, self.naming), [], empty_rejects(), texts=texts, copies=copies)
 
     def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:
         """The time, source and line of the spilled records that meet `condition` (given the
@@ -583,8 +589,12 @@ class Spill:
     def keep(self, folder: Path) -> None:
         """Move the spill to `folder` (beside a stored analysis), with the index of its batches, for
         later reads of a time (stored); removed when that fails."""
-        index = [{"name": path.name, "first": first.isoformat(), "last": last.isoformat()}
-                 for path, first, last in self.batches]
+        index = {
+            "batches": [{"name": path.name, "first": first.isoformat(), "last": last.isoformat()}
+                        for path, first, last in self.batches],
+            "naming": [[r.path, r.context_worker, r.named_worker, r.first_ts.isoformat() if r.first_ts else None]
+                       for r in self.naming],
+        }
         try:
             (self.folder / SPILL_INDEX).write_bytes(orjson.dumps(index))
             shutil.rmtree(folder, ignore_errors=True)
@@ -599,11 +609,16 @@ class Spill:
     def stored(cls, folder: Path) -> Spill | None:
         """A spill kept in `folder`, or None (none, or an index or batch missing)."""
         try:
+            from dupfind.ingest_result import FileReport
+
             index = orjson.loads((folder / SPILL_INDEX).read_bytes())
             spill = cls(folder)
             spill.batches = [(folder / b["name"], datetime.fromisoformat(b["first"]), datetime.fromisoformat(b["last"]))
-                             for b in index]
-        except (OSError, ValueError, KeyError, TypeError):
+                             for b in index["batches"]]
+            spill.naming = [FileReport(path, context_worker=context, named_worker=named,
+                                       first_ts=datetime.fromisoformat(first) if first else None)
+                            for path, context, named, first in index["naming"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return spill if all(path.is_file() for path, _, _ in spill.batches) else None
 

@@ -13,6 +13,7 @@ import polars as pl
 from dupfind import schema
 from dupfind.analysis import id_column_names
 from dupfind.errors import DupfindError
+from dupfind.file_workers import naming_reports
 from dupfind.memory_check import log_bytes, part_needed_bytes
 from dupfind.pipeline import ingest_with_progress
 from dupfind.sources import expand_inputs
@@ -193,10 +194,11 @@ def trace_bounds(
     paths: list[str], config: Config, queries: list[str], since: datetime | None, until: datetime | None,
     budget: int, overlap: timedelta, stderr: Console | None = None, files: list[FileReport] | None = None,
     spill: Spill | None = None,
-) -> tuple[datetime, datetime, list[str]] | None:
+) -> tuple[datetime, datetime, list[str], list[FileReport]] | None:
     """For inputs too large to read whole: the time to read for a trace of these ids (their
     records' span with `overlap` each side), found by a survey that keeps only the records
-    carrying them, and the inputs that hold records in it; None when no record does. With the
+    carrying them, the inputs that hold records in it and the reports that name their workers
+    (naming_reports); None when no record does. With the
     records the stored analysis in windows of time kept (`spill`), those are searched instead of
     the files; with every input's report (`files`, as that analysis gives them), the survey reads
     only the files whose text holds an id queried."""
@@ -215,7 +217,7 @@ def trace_bounds(
                 say(f"the records of {', '.join(queries)} were found in the records the analysis in windows of time "
                     "kept.")
                 read_from, read_to = _trace_read(queries, counted, size, budget, first, last, overlap, since, until)
-                return read_from, read_to, files_for_read(paths, files or [], read_from, read_to)
+                return read_from, read_to, files_for_read(paths, files or [], read_from, read_to), naming_reports(files)
     mentioning = None
     maps = [config.value_maps, *(p.values for p in config.presets)]  # a value renamed is not its text
     if files is not None and not any(c in m for m in maps for c in columns):
@@ -235,7 +237,7 @@ def trace_bounds(
     counted = _spread(spans, first - overlap, last + overlap) if mentioning is not None \
         else _counted(survey, first - overlap, last + overlap)
     read_from, read_to = _trace_read(queries, counted, size, budget, first, last, overlap, since, until)
-    return read_from, read_to, files_for_read(paths, spans, read_from, read_to)
+    return read_from, read_to, files_for_read(paths, spans, read_from, read_to), naming_reports(spans)
 
 
 def _trace_read(queries: list[str], counted: tuple[float, int], size: int, budget: int, first: datetime,

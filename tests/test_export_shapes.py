@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import re
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import orjson
+import polars as pl
 import pytest
+
+from dupfind.config import load_config
+from dupfind.ingest import ingest
 
 from conftest import FIXTURES
 from test_rotated_logs import _findings
@@ -81,3 +87,134 @@ def test_json_logs_in_one_splunk_csv_export_give_the_findings_of_the_ndjson(tmp_
         table.writerows(rows)
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
+
+
+# A worker framework's own text lines: Celery's and Dramatiq's `[2026-11-29 07:16:09,727...`,
+# Sidekiq's `INFO 2026-11-29T07:16:09.727Z pid=...` (after its colours).
+_FRAMEWORK_TIME = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)?(?:[A-Z]+\s*(?:\x1b\[[0-9;]*m)?\s+)?\[?(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})"
+)
+
+
+def _framework_lines(log, shape, lag_us: int = 0) -> list[str]:
+    """A framework's log as `shape` prints it: each line after the time the runtime took it (its
+    own time, or the last line's for a banner or traceback line, `lag_us` later)."""
+    at, lines = datetime.fromisoformat("2026-11-29T00:00:00+00:00"), []
+    for n, line in enumerate(log.read_text().splitlines()):
+        found = _FRAMEWORK_TIME.match(line)
+        if found:
+            at = datetime.fromisoformat(f"{found[1]}T{found[2]}.{found[3]}+00:00")
+        lines.append(shape(log.stem, at + timedelta(microseconds=lag_us), line, n))
+    return lines
+
+
+FRAMEWORK_SHAPES = {
+    # `kubectl logs --timestamps` / `docker logs -t`: RFC3339Nano; a CloudWatch Logs export to S3
+    # (`<task>/<stream>/000000.gz`): milliseconds; both one container's or stream's lines.
+    "kubectl-timestamps": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {line}",
+    "cloudwatch-s3": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z {line}",
+}
+
+
+def _runtime_shaped(logs, out, shape: str) -> None:
+    for log in sorted(logs.iterdir()):
+        if not any(map(_FRAMEWORK_TIME.match, log.read_text().splitlines())):  # JSON lines, Redis' log
+            (out / log.name).write_bytes(log.read_bytes())
+            continue
+        lines = [line + "\n" for line in _framework_lines(log, FRAMEWORK_SHAPES[shape])]
+        if shape == "cloudwatch-s3":  # the objects of one stream, the second from a record's first line on
+            stream = out / "3f9c1b7e-export" / log.stem
+            stream.mkdir(parents=True)
+            own = log.read_text().splitlines()
+            cut = next(n for n in range(len(own) // 2, len(own)) if _FRAMEWORK_TIME.match(own[n]))
+            (stream / "000000.gz").write_bytes(gzip.compress("".join(lines[:cut]).encode()))
+            (stream / "000001.gz").write_bytes(gzip.compress("".join(lines[cut:]).encode()))
+        else:
+            (out / log.name).write_text("".join(lines))
+
+
+def _records(logs) -> list[tuple]:
+    config = load_config(cwd=Path("/"))
+    read = ingest([str(logs)], config)
+    table = read.texts.decoded(read.table)
+    return sorted(table.select(
+        pl.col("ts").dt.truncate("1ms"), "kind", "job_id", "worker_id", "level", "name",
+    ).cast(pl.String).rows(), key=str)
+
+
+@pytest.mark.parametrize("shape", FRAMEWORK_SHAPES)
+@pytest.mark.parametrize("case", ["formats/celery-worker", "formats/sidekiq", "formats/dramatiq-worker"])
+def test_a_framework_log_as_a_runtime_prints_it_gives_the_records_of_the_file(tmp_path, case, shape):
+    """Before, a Celery, Sidekiq or Dramatiq line after the runtime's time was a text line with a
+    leading time: no job, no worker (kind `other`); only a JSON object after it was read inside.
+    A banner's and a traceback's lines are the worker's as in the file; a Sidekiq log is the worker
+    its file (or, exported to S3, its log stream) names."""
+    logs = FIXTURES / case / "logs"
+    _runtime_shaped(logs, tmp_path, shape)
+    assert _records(tmp_path) == _records(logs)
+
+
+CELERY_LOGS = FIXTURES / "real" / "celery_redis_visibility_timeout" / "logs"
+
+
+def _celery_without_app_logs(out) -> None:
+    """The recording's Celery workers' own logs, the producer's and Redis', not the application's
+    JSON logs (which name the workers too)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for log in CELERY_LOGS.iterdir():
+        if not log.name.startswith("app-"):
+            (out / log.name).write_bytes(log.read_bytes())
+
+
+@pytest.mark.parametrize("shape", FRAMEWORK_SHAPES)
+def test_celery_workers_as_a_runtime_prints_their_logs_give_the_findings_of_the_files(tmp_path, shape):
+    _celery_without_app_logs(tmp_path / "files")
+    (tmp_path / "shaped").mkdir()
+    _runtime_shaped(tmp_path / "files", tmp_path / "shaped", shape)
+    whole = _findings(tmp_path / "files")
+    assert len(whole) > 10 and _findings(tmp_path / "shaped") == whole
+
+
+def _stream_events(logs) -> list[tuple[datetime, str, int, str]]:
+    """Each Celery worker's lines as the events of its own log stream, in time order."""
+    events = [(at, log.stem, n, line) for log in sorted(logs.glob("celery-*.log"))
+              for at, line, n in _framework_lines(log, lambda pod, at, line, n: (at, line, n))]
+    return sorted(events, key=lambda e: (e[0], e[1], e[2]))
+
+
+MERGED_SHAPES = {
+    # `aws logs filter-log-events` over the workers' streams (one JSON document).
+    "filter-log-events": ("streams.json", lambda events: orjson.dumps({"events": [
+        {"logStreamName": f"celery/worker/{stream}", "timestamp": int(at.timestamp() * 1000), "message": line,
+         "ingestionTime": int(at.timestamp() * 1000) + 412, "eventId": f"3894{int(at.timestamp() * 1000)}{k:06d}"}
+        for k, (at, stream, _, line) in enumerate(events)
+    ], "searchedLogStreams": []}, option=orjson.OPT_INDENT_2).decode()),
+    "aws-logs-tail": ("tail.log", lambda events: "".join(
+        f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 celery/worker/{stream} {line}\n" for at, stream, _, line in events)),
+    "stern": ("stern.log", lambda events: "".join(f"{stream} celery {line}\n" for at, stream, _, line in events)),
+    "kubectl-prefix": ("pods.log", lambda events: "".join(
+        f"[pod/{stream}/celery] {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {line}\n" for at, stream, _, line in events)),
+    # Loki's `logcli query` text output, newest first.
+    "loki-text": ("logcli.txt", lambda events: "".join(
+        f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
+        for at, stream, _, line in reversed(events))),
+}
+
+
+@pytest.mark.parametrize("shape", MERGED_SHAPES)
+def test_celery_workers_of_one_export_file_are_each_the_node_its_own_stream_names(tmp_path, shape):
+    """Two Celery workers' logs in one export, interleaved (each stream or pod its own): each
+    record is the node its own stream's `ready.` line names. Before, the first node named in the
+    file named every record (filter-log-events, `kubectl logs --prefix`, logcli: 16 findings
+    instead of 23, the two workers one); and `aws logs tail` and stern did not read a text line."""
+    files, merged = tmp_path / "files", tmp_path / "merged"
+    _celery_without_app_logs(files)
+    merged.mkdir()
+    for log in files.iterdir():
+        if not log.name.startswith("celery-"):
+            (merged / log.name).write_bytes(log.read_bytes())
+    name, render = MERGED_SHAPES[shape]
+    (merged / name).write_text(render(_stream_events(files)))
+    whole = _findings(files)
+    assert {w.split("/")[0] for f in whole for w in f[7]} >= {"worker1@rec", "worker2@rec"}
+    assert _findings(merged) == whole

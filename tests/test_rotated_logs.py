@@ -15,10 +15,10 @@ from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.rules_registry import load_rules
-from dupfind.sources import log_stem
+from dupfind.sources import log_owner, log_stem
 from dupfind.windows import Window, run_windows
 
-from conftest import FIXTURES
+from conftest import FIXTURES, run_cli
 
 
 @pytest.mark.parametrize("path, stem", [
@@ -39,6 +39,20 @@ from conftest import FIXTURES
 ])
 def test_log_stem_names_the_log_a_rotated_part_belongs_to(path, stem):
     assert log_stem(path) == stem
+
+
+@pytest.mark.parametrize("path, owner", [
+    ("logs/celery-w1.log.2.gz", "logs/celery-w1.log"),
+    ("worker.log", "worker.log"),
+    ("export/3f9c1b7e/celery/worker/7f3c9a1e/000001.gz", "export/3f9c1b7e/celery/worker/7f3c9a1e"),  # a stream's objects
+    ("var/log/pods/prod_notifier-7d9f8c6b5-x2x9k_b27db204-6765-47a7-8717-18d2ff28e85f/worker/0.log",
+     "var/log/pods/notifier-7d9f8c6b5-x2x9k"),  # the kubelet's: the pod
+    ("var/log/pods/prod_notifier-7d9f8c6b5-x2x9k_b27db204-6765-47a7-8717-18d2ff28e85f/worker/1.log.20261205-101500.gz",
+     "var/log/pods/notifier-7d9f8c6b5-x2x9k"),
+    ("0.log", "0.log"),  # no folder to name it
+])
+def test_log_owner_names_the_path_whose_name_names_the_writer(path, owner):
+    assert log_owner(path) == owner
 
 
 def _is_document(data: bytes) -> bool:
@@ -141,3 +155,55 @@ def test_two_hosts_framework_logs_of_one_name_are_two_workers(tmp_path):
         return [(f[0], f[5], tuple(sorted(renamed.get(w, w) for w in f[7]))) for f in findings]
 
     assert sorted(by_host(_findings(apart))) == sorted((f[0], f[5], tuple(sorted(f[7]))) for f in named)
+
+
+def _celery_logs_rotated(tmp_path: Path) -> Path:
+    """The visibility-timeout recording's Celery and producer logs (no application log that would
+    name the workers), rotated: the `ready.` lines that name each node only in the `.2.gz` parts."""
+    whole, rotated = tmp_path / "whole", tmp_path / "rotated"
+    whole.mkdir()
+    for log in (FIXTURES / "real" / "celery_redis_visibility_timeout" / "logs").iterdir():
+        if log.name.startswith(("celery-", "producer", "redis-")):
+            shutil.copy(log, whole / log.name)
+    _rotated(whole, rotated)
+    return rotated
+
+
+def _traced_workers(*args: str, cache: Path) -> set[str]:
+    done = run_cli("trace", *args, "--format", "json", env={"DUPFIND_CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr.decode()
+    workers = {e["worker"] for t in orjson.loads(done.stdout)["traces"] for e in t["records"] if e.get("worker")}
+    assert workers
+    return workers
+
+
+def test_a_trace_of_inputs_too_large_to_read_whole_names_workers_as_a_whole_read(tmp_path):
+    """A trace of inputs larger than memory reads only the files with records around what it
+    traces: a rotated Celery log's newer parts without the oldest, whose banner names the node.
+    They are named as every file's reports say (before: `celery-worker2`, the file's name, where
+    a whole read says `worker2@rec`), whether the records are parsed again or read from those the
+    analysis in windows kept, and a read of those parts alone, cached, is not taken for it."""
+    logs = _celery_logs_rotated(tmp_path)
+    job = "06dc07e5-17ad-433d-87c6-3a2c72ec652d"  # redelivered after the visibility timeout, late in the recording
+    banner = gzip.decompress((logs / "celery-worker2.log.2.gz").read_bytes())
+    assert b"worker2@rec ready." in banner and job.encode() not in banner
+    whole = _traced_workers(job, str(logs), "--no-cache", cache=tmp_path / "unused")
+    assert {w.split("/")[0] for w in whole} == {"worker2@rec"}
+    windows = ["--memory-limit", "253MB", "--window-overlap", "1s"]
+    assert _traced_workers(job, str(logs), *windows, "--no-cache", cache=tmp_path / "unused") == whole
+    cache = tmp_path / "cache"
+    assert _traced_workers(job, str(logs), *windows, cache=cache) == whole  # parsed, and cached with its naming
+    # The same parts read on their own are their file's worker, cached apart from the read above.
+    done = run_cli("trace", job, str(logs), *windows, "--format", "json", env={"DUPFIND_CACHE_DIR": str(cache)})
+    bounds = [line.split(" reading ")[1].rstrip(".").split(" to ") for line in done.stderr.decode().splitlines()
+              if " reading " in line][0]
+    parts = [str(logs / name) for name in ("celery-worker2.log", "celery-worker2.log.1", "producer.ndjson")]
+    alone = _traced_workers(job, *parts, "--since", bounds[0], "--until", bounds[1], cache=cache)
+    assert {w.split("/")[0] for w in alone} == {"celery-worker2"}
+    # After an analysis in windows that keeps its records: those are read back, named alike.
+    kept = tmp_path / "kept-cache"
+    done = run_cli("analyze", str(logs), *windows, "--format", "json", env={"DUPFIND_CACHE_DIR": str(kept)})
+    assert done.returncode == 0, done.stderr.decode()
+    done = run_cli("trace", job, str(logs), *windows, "--format", "json", env={"DUPFIND_CACHE_DIR": str(kept)})
+    assert b"are those the analysis in windows of time kept" in done.stderr
+    assert _traced_workers(job, str(logs), *windows, cache=kept) == whole

@@ -29,13 +29,14 @@ def _options(skew, timeout, config, rules, assume_tz, disable, cfg=None):
 
 
 def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz, since, until,
-                 rejects, strict, use_cache=True, cfg=None, kept=None, keep_frames=True):
+                 rejects, strict, use_cache=True, cfg=None, kept=None, keep_frames=True, naming=()):
     """Load, correlate and run every enabled rule: the AnalysisReport and the effective config.
 
     With the cache on, unchanged inputs are not read again and the same rules and options reuse
     the stored findings (see dupfind/result_cache.py); `cfg` is a configuration already loaded.
     With `kept` (kept_records: inputs read in windows of time), the records of --since/--until
-    are those the analysis in windows kept, unless --rejects or --strict ask for every line."""
+    are those the analysis in windows kept, unless --rejects or --strict ask for every line.
+    `naming`: the reports of the other inputs that name workers of these (file_workers.naming_reports)."""
     from dupfind.pipeline import CACHE_REF, analyze_correlated
 
     timeouts, cfg, rule_list = _options(skew, timeout, config, rules, assume_tz, disable, cfg)
@@ -47,7 +48,8 @@ def run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rule
         report = analyze(loaded.result, cfg, rule_list, skew, timeouts, max_jobs_per_value, correlation=loaded.correlation)
         report.__dict__[CACHE_REF] = ref  # what is derived from this read is cached beside the analysis in windows
         return report, cfg
-    loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=use_cache)
+    loaded = correlate_with_config(cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=use_cache,
+                                   naming=naming)
     return analyze_correlated(loaded, cfg, rule_list, skew, timeouts, max_jobs_per_value, keep_frames), cfg
 
 
@@ -201,13 +203,15 @@ def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_va
     from datetime import timedelta
 
     from dupfind.trace import build_trace
+    from dupfind.file_workers import naming_reports
     from dupfind.windows_views import around_finding, files_for_read
 
     bounds = around_finding(finding, timedelta(seconds=overlap))
     if bounds is None:
         return None
     analysis, _ = run_analysis(files_for_read(paths, files, *bounds), disable, skew, timeout, max_jobs_per_value,
-                               config, rules, assume_tz, *bounds, None, False, use_cache=use_cache, kept=kept)
+                               config, rules, assume_tz, *bounds, None, False, use_cache=use_cache, kept=kept,
+                               naming=naming_reports(files))
     found = analysis.findings_where(lambda _, fingerprint: fingerprint == finding.fingerprint)
     if not found or found[0].action_id is None:
         return None

@@ -163,6 +163,7 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
     from dupfind.commands.analyze import _options, run_analysis
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
+    from dupfind.file_workers import naming_reports
     from dupfind.windows import release_memory, say
     from dupfind.windows_views import files_for_read
 
@@ -183,7 +184,8 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
             # Not cached: these reads would push the analysis in windows out of the cache (it keeps
             # a few sets), and the timeline they make is stored beside that analysis instead.
             report, cfg = run_analysis(files_for_read(paths, files, read_from, read_to), None, skew, None, 25, config,
-                                       rules, assume_tz, read_from, read_to, None, False, use_cache=False)
+                                       rules, assume_tz, read_from, read_to, None, False, use_cache=False,
+                                       naming=naming_reports(files))
         redactor = make_redactor(redact, "json", None, cfg.business_keys, context=report.context)
         chosen_windows = [w for name in names for w in select_windows(report, name, None, width_s)]
         docs, masked = {}, None
@@ -269,13 +271,15 @@ def _table_bytes(document: dict, console, max_rows: int) -> bytes:
 
 
 def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config, rules, assume_tz, since, until,
-                   use_cache) -> tuple[str, str, list[str], tuple | None]:
+                   use_cache) -> tuple[str, str, list[str], tuple | None, list]:
     """--since/--until for a timeline of inputs too large to read whole: its --around window, or
     its --deploy (found in the analysis in windows of time, stored by `analyze` or made now), with
-    the overlap each side; the inputs to read (for a deploy, those with records then); and the
-    records the analysis in windows kept (analyze.kept_records), read instead of the inputs."""
+    the overlap each side; the inputs to read (for a deploy, those with records then); the records
+    the analysis in windows kept (analyze.kept_records), read instead of the inputs; and the reports
+    that name the workers of that read (file_workers.naming_reports)."""
     from dupfind.commands.analyze import _windowed_ref, kept_records
     from dupfind.deploy_concentration import MAX_TAIL_S
+    from dupfind.file_workers import naming_reports
     from dupfind.timefmt import iso
     from dupfind.windows_views import files_for_read
 
@@ -303,7 +307,7 @@ def _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, con
     read_from, read_to = iso(start - window), iso(end + window)
     sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around {what}, {read_from} to "
                      f"{read_to}; the view's counts outside its window are of those records.\n")
-    return read_from, read_to, files_for_read(paths, files, read_from, read_to), kept
+    return read_from, read_to, files_for_read(paths, files, read_from, read_to), kept, naming_reports(files)
 
 
 class TimelineViews:
@@ -483,14 +487,14 @@ def timeline(
                      for b, o in ((since, "--since"), (until, "--until"))]
         return _every_deploy(paths, budget, overlap, width_s, skew, config, rules, assume_tz, since, until, rejects,
                              strict, not no_cache, redact, bounds_at, html, output_format, output, width, max_rows)
-    kept = None
+    kept, naming = None, []
     if budget is not None:  # too large to read whole: read only around the view asked for
-        since, until, held, kept = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config,
+        since, until, held, kept, naming = _bounds_around(paths, deploy, around_ts, width_s, budget, overlap, skew, config,
                                                   rules, assume_tz, since, until, not no_cache)
         if rejects is None and not strict:  # those are of every line: every file is read then
             paths = held
     report, cfg = run_analysis(paths, None, skew, None, DEFAULT_MAX_JOBS_PER_VALUE, config, rules, assume_tz, since,
-                               until, rejects, strict, use_cache=not no_cache, cfg=cfg, kept=kept)
+                               until, rejects, strict, use_cache=not no_cache, cfg=cfg, kept=kept, naming=naming)
     redactor = make_redactor(redact, output_format.value, lambda: report.context.table if report.context else None,
                              cfg.business_keys, context=report.context)
     views = TimelineViews(report, deploy, around_ts, width_s, redactor)

@@ -88,17 +88,19 @@ def prepare_worst_traces(report, cfg) -> None:
 
 
 def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout, max_jobs_per_value, config, rules,
-                   assume_tz, since, until, use_cache) -> tuple[str, str, list[str], tuple | None]:
+                   assume_tz, since, until, use_cache) -> tuple[str, str, list[str], tuple | None, list]:
     """--since/--until for a trace of inputs too large to read whole: around the records of the
     ids (found by a survey that keeps only those), or around the finding's span (from the analysis
-    in windows of time, stored by `analyze` or made now); the inputs that hold records then; and
-    the records that analysis kept (analyze.kept_records), read instead of the inputs."""
+    in windows of time, stored by `analyze` or made now); the inputs that hold records then; the
+    records that analysis kept (analyze.kept_records), read instead of the inputs; and the reports
+    that name the workers of that read (windows_views.naming_reports)."""
     from datetime import timedelta
 
     from dupfind.commands.analyze import kept_records
     from dupfind.config import load_config
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
+    from dupfind.file_workers import naming_reports
     from dupfind.windows_views import around_finding, files_for_read, trace_bounds
 
     window = timedelta(seconds=overlap)
@@ -116,7 +118,8 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         sys.stderr.write(f"dupfind: these inputs are too large to read whole: reading around finding "
                          f"{found.fingerprint} ({iso(found.first_ts)} to {iso(found.last_ts or found.first_ts)}, "
                          f"{overlap:g} s each side).\n")
-        return (*bounds, files_for_read(paths, report.inputs.files, *bounds), kept_records(report))
+        return (*bounds, files_for_read(paths, report.inputs.files, *bounds), kept_records(report),
+                naming_reports(report.inputs.files))
     from dupfind.commands.analyze import stored_windowed_inputs
 
     cfg = load_config(config, rules, assume_tz)
@@ -131,7 +134,7 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
         listed = ", ".join(repr(q) for q in queries)
         raise DupfindError(f"no record carries {listed} in any id column; check the value, or map the field that "
                            "holds it with [aliases] in dupfind.toml.")
-    return iso(bounds[0]), iso(bounds[1]), bounds[2], kept
+    return iso(bounds[0]), iso(bounds[1]), bounds[2], kept, bounds[3]
 
 
 @app.command()
@@ -180,9 +183,9 @@ def trace(
         raise DupfindError("--max-actions and --max-records must be at least 1.")
     queries, paths = split_ids_and_paths(args or [], [i for i in ids or [] if i.strip()], finding)
     budget, overlap = window_options(paths, memory_limit, window_overlap, since, until, use_cache=not no_cache)
-    kept = None
+    kept, naming = None, []
     if budget is not None:  # too large to read whole: read only around what is traced
-        since, until, held, kept = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
+        since, until, held, kept, naming = _bounds_around(paths, queries, finding, budget, overlap, disable, skew, timeout,
                                                   max_jobs_per_value, config, rules, assume_tz, since, until,
                                                   not no_cache)
         if rejects is None and not strict:  # those are of every line: every file is read then
@@ -191,7 +194,7 @@ def trace(
         from dupfind.commands.analyze import run_analysis
 
         analysis, cfg = run_analysis(paths, disable, skew, timeout, max_jobs_per_value, config, rules, assume_tz,
-                                     since, until, rejects, strict, use_cache=not no_cache, kept=kept)
+                                     since, until, rejects, strict, use_cache=not no_cache, kept=kept, naming=naming)
         ctx, cached = analysis.context, analysis
         build = lambda: trace_finding(ctx, analysis, finding, max_records)  # noqa: E731
     else:
@@ -205,7 +208,7 @@ def trace(
         cfg = load_config(config, rules, assume_tz)
         found = correlated_of_kept(kept, cfg, since, until, max_jobs_per_value, rejects, strict)
         loaded = found[0] if found is not None else correlate_with_config(
-            cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=not no_cache)
+            cfg, paths, since, until, rejects, strict, max_jobs_per_value, use_cache=not no_cache, naming=naming)
         ctx = cached = analysis_context(loaded, cfg, skew, timeouts)  # no rules run: enough to trace any id
         if found is not None:
             ctx.__dict__[CACHE_REF] = found[1]  # the trace is cached beside the analysis in windows
