@@ -357,11 +357,13 @@ class LineParser:
 
     def source_of(self, fmt: str, columns: list[str]) -> pl.Expr | None:
         """What names each record's source in an envelope that names it (a CloudWatch log stream,
-        stern's pod, a journal's host): a file of such lines may hold several sources' logs."""
+        stern's pod and container, a journal's host and unit): a file of such lines may hold
+        several sources' logs. Every worker path the envelope has, together: the worker is the
+        first (a host), the later ones may tell two of its processes' logs apart (two units)."""
         envelope = self.presets.get(fmt.partition("+")[0]) if "+" in fmt else None
-        present = [pl.col(ENVELOPE_PREFIX + p) for p in (envelope.fields.get("worker_id", ()) if envelope else ())
+        present = [pl.col(ENVELOPE_PREFIX + p).cast(pl.String) for p in (envelope.fields.get("worker_id", ()) if envelope else ())
                    if ENVELOPE_PREFIX + p in columns]
-        return pl.coalesce(present).cast(pl.String) if present else None
+        return pl.concat_str(present, separator="\x1f", ignore_nulls=True) if present else None
 
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:

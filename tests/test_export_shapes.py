@@ -194,6 +194,13 @@ MERGED_SHAPES = {
     "stern": ("stern.log", lambda events: "".join(f"{stream} celery {line}\n" for at, stream, _, line in events)),
     "kubectl-prefix": ("pods.log", lambda events: "".join(
         f"[pod/{stream}/celery] {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {line}\n" for at, stream, _, line in events)),
+    # `journalctl -o json` of two Celery services on one host (templated units, one identifier).
+    "journald": ("journal.json", lambda events: "".join(orjson.dumps({
+        "__CURSOR": f"s=5f1c;i={k:x}", "__REALTIME_TIMESTAMP": str(int(at.timestamp() * 1_000_000) + 37),
+        "_HOSTNAME": "vm-3", "_SYSTEMD_UNIT": f"celery@{stream.removeprefix('celery-')}.service",
+        "SYSLOG_IDENTIFIER": "celery", "_PID": str(4100 + 40 * int(stream[-1])), "PRIORITY": "6", "MESSAGE": line,
+        "_SYSTEMD_INVOCATION_ID": f"9e0c{stream[-1]}", "_TRANSPORT": "stdout",
+    }).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
@@ -205,8 +212,9 @@ MERGED_SHAPES = {
 def test_celery_workers_of_one_export_file_are_each_the_node_its_own_stream_names(tmp_path, shape):
     """Two Celery workers' logs in one export, interleaved (each stream or pod its own): each
     record is the node its own stream's `ready.` line names. Before, the first node named in the
-    file named every record (filter-log-events, `kubectl logs --prefix`, logcli: 16 findings
-    instead of 23, the two workers one); and `aws logs tail` and stern did not read a text line."""
+    file named every record (filter-log-events, `kubectl logs --prefix`, logcli, the journal of
+    one host: 16 findings instead of 23, the two workers one); and `aws logs tail` and stern did
+    not read a text line."""
     files, merged = tmp_path / "files", tmp_path / "merged"
     _celery_without_app_logs(files)
     merged.mkdir()
