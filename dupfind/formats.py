@@ -31,6 +31,7 @@ class FormatSniff:
     binary: bool = False
     line_documents: bool = False  # every line is a JSON document of several records (OTLP file exporter)
     csv_preset: str | None = None  # a CSV table whose header names an export preset's fields
+    yaml: bool = False  # YAML documents between `---` lines (`gcloud logging read`'s default output)
 
 
 def after_lines(data: bytes, count: int) -> int | None:
@@ -133,6 +134,23 @@ def _passing(test, items: list, total: int) -> int:
 def _majority_of(test, items: list, total: int) -> bool:
     """_majority(number of items that pass `test`, total)."""
     return total > 0 and _majority(_passing(test, items, total), total)
+
+
+_YAML_KEY = re.compile(r"[A-Za-z_@][\w@./-]*:(?: |$)")
+
+
+def _yaml_documents(head: bytes) -> bool:
+    """Whether a sample is YAML documents between `---` lines, as `gcloud logging read` prints
+    entries: a `---` line, and nearly every other line a `key:` at the margin or indented under one."""
+    lines = [line for line in head.decode("utf-8", "replace").split("\n")[:200] if line.strip()]
+    if len(lines) > 1 and not head.endswith(b"\n"):
+        lines.pop()  # probably cut in the middle
+    separators = sum(line.rstrip() == "---" for line in lines)
+    body = [line for line in lines if line.rstrip() != "---"]
+    if not separators or not body or not _YAML_KEY.match(body[0]):
+        return False
+    shaped = sum(bool(_YAML_KEY.match(line)) or line[:1] == " " or line.startswith("- ") for line in body)
+    return shaped * 10 >= len(body) * 9
 
 
 def _csv_preset(header: str, presets: tuple[Preset, ...]) -> Preset | None:
@@ -238,6 +256,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     csv_preset = _csv_preset(lines[0], presets)
     if csv_preset is not None:
         return FormatSniff(f"{csv_preset.label} (csv)", csv_preset=csv_preset.name)
+    if (lines[0] == "---" or _YAML_KEY.match(lines[0])) and _yaml_documents(stripped):
+        return FormatSniff("yaml documents", yaml=True)
     decoded = []
     for line in lines:
         if line.startswith("{"):

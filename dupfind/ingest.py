@@ -51,6 +51,7 @@ from dupfind.presets import (
     FILE_PREFIX,
     Preset,
     document_records,
+    find_document_preset,
     unwrap_record,
 )
 from dupfind.record_cuts import whole_records
@@ -368,7 +369,12 @@ class LineParser:
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
         """Framework grammars (vectorised) first, then logfmt and plain text line by line."""
-        rows = rows.with_columns(clean=pl.col("text").str.replace_all(ANSI_ESCAPE, ""))
+        clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
+        if rows["text"].str.contains("\n", literal=True).any():
+            # An envelope's text of several lines (a Cloud Run entry with its traceback): its
+            # first line is the record's line, the others go on with it.
+            clean = clean.str.replace(r"\r?\n[\s\S]*$", "")
+        rows = rows.with_columns(clean=clean)
         grammar = parse_grammar_lines(rows, self.grammars, self.source_of(fmt_prefix, rows.columns))
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
@@ -444,6 +450,10 @@ class LineParser:
             inner, loose = unwrap_json_lines(preset, rows, self._read_json)
         else:
             inner, loose = unwrap_text_lines(preset, rows)
+        if loose.height and preset.context_lines:  # an export's lines about itself (the streams it searched)
+            about = pl.any_horizontal([pl.col("text").str.contains(rule.pattern) for rule in preset.context_lines])
+            block.context_lines += int(loose.select(about.sum()).item())
+            loose = loose.filter(~about)
         if loose.height:
             self.parse_block(loose, block, envelope=None)
         partial = partial_flag(preset)
@@ -782,7 +792,7 @@ class Ingestor:
             chunks = iter_blocks(opened.stream, block_bytes, head) if document else iter_chunks(opened.stream, block_bytes, head)
             first = next(chunks, b"")
             report.format = sniff.label
-            lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
+            lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document or sniff.yaml)
             if lines_only and sniff.envelope is None and first and src.rereadable:
                 second = next(chunks, None)
                 if second is None:  # the whole file is in `first`: parse it with other small files
@@ -798,6 +808,8 @@ class Ingestor:
                 report.notes.append("binary data (NUL bytes): not a log file")
             elif sniff.csv_preset:
                 self._read_csv(first + b"".join(chunks), self.parser.presets[sniff.csv_preset], report, src.path, read)
+            elif sniff.yaml:
+                self._read_yaml(first + b"".join(chunks), report, src.path, read)
             elif sniff.line_documents:
                 self._read_line_documents(first, chunks, report, src.path, read)
             elif document:
@@ -1168,6 +1180,56 @@ class Ingestor:
         if bad_lines:
             block.rejects.append(_reject_frame(bad_lines, "unknown_format", bad_texts))
         self._parse_records(items, preset, block)
+        self._finish_block(block, report, source, read)
+
+    def _read_yaml(self, data: bytes, report: FileReport, source: str, read: _FileRead) -> None:
+        """YAML documents between `---` lines (`gcloud logging read` without --format): each
+        document a record at the line it starts on, its scalars read as text (a time stays the text
+        it was); a document that is not a mapping of YAML is one rejected line. An export preset
+        recognises the records as it would the same entries as JSON."""
+        import yaml  # only for such a file
+
+        loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+        lines = data.decode("utf-8", errors="replace").removeprefix("\ufeff").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        report.lines = len(lines)
+        block = _Block()
+        starts: list[tuple[int, int]] = []  # (first line, end) of each document's lines
+        begin = None
+        for number, line in enumerate(lines, 1):
+            if line.rstrip() == "---":
+                block.context_lines += 1
+                if begin is not None:
+                    starts.append((begin, number - 1))
+                begin = None
+            elif not line.strip():
+                block.blank += 1
+            elif begin is None:
+                begin = number
+        if begin is not None:
+            starts.append((begin, len(lines)))
+        records: list[tuple[int, Any]] = []
+        bad_lines, bad_texts = [], []
+        for begin, end in starts:
+            try:
+                document = yaml.load("\n".join(lines[begin - 1:end]), Loader=loader)  # BaseLoader: no tags, scalars as text
+            except yaml.YAMLError:
+                document = None
+            block.continuation += sum(1 for line in lines[begin:end] if line.strip())
+            if isinstance(document, dict):
+                records.append((begin, document))
+            else:
+                bad_lines.append(begin)
+                bad_texts.append(lines[begin - 1][:REJECT_TEXT_LIMIT])
+        if bad_lines:
+            block.rejects.append(_reject_frame(bad_lines, "invalid_yaml", bad_texts))
+        found = find_document_preset(self.config.presets, [record for _, record in records])
+        if found is not None and len(found[1]) == len(records):
+            report.format = f"{found[0].label} (yaml documents)"
+            self._parse_records([(line, record) for (line, _), record in zip(records, found[1], strict=True)], found[0], block)
+        else:
+            self._parse_records(records, None, block)
         self._finish_block(block, report, source, read)
 
     def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:

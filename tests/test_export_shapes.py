@@ -189,6 +189,12 @@ MERGED_SHAPES = {
          "ingestionTime": int(at.timestamp() * 1000) + 412, "eventId": f"3894{int(at.timestamp() * 1000)}{k:06d}"}
         for k, (at, stream, _, line) in enumerate(events)
     ], "searchedLogStreams": []}, option=orjson.OPT_INDENT_2).decode()),
+    # `aws logs filter-log-events --output text`: each event's fields by name, tab-separated; then
+    # the streams searched.
+    "aws-cli-text": ("events.txt", lambda events: "".join(
+        f"EVENTS\t3894{int(at.timestamp() * 1000)}{k:06d}\t{int(at.timestamp() * 1000) + 412}\tcelery/worker/{stream}\t"
+        f"{line}\t{int(at.timestamp() * 1000)}\n" for k, (at, stream, _, line) in enumerate(events)
+    ) + "".join(f"SEARCHEDLOGSTREAMS\tcelery/worker/{stream}\tTrue\n" for stream in sorted({e[1] for e in events}))),
     "aws-logs-tail": ("tail.log", lambda events: "".join(
         f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 celery/worker/{stream} {line}\n" for at, stream, _, line in events)),
     "stern": ("stern.log", lambda events: "".join(f"{stream} celery {line}\n" for at, stream, _, line in events)),
@@ -213,8 +219,8 @@ def test_celery_workers_of_one_export_file_are_each_the_node_its_own_stream_name
     """Two Celery workers' logs in one export, interleaved (each stream or pod its own): each
     record is the node its own stream's `ready.` line names. Before, the first node named in the
     file named every record (filter-log-events, `kubectl logs --prefix`, logcli, the journal of
-    one host: 16 findings instead of 23, the two workers one); and `aws logs tail` and stern did
-    not read a text line."""
+    one host: 16 findings instead of 23, the two workers one); and `aws logs tail`, stern and the
+    AWS CLI's text output did not read a text line."""
     files, merged = tmp_path / "files", tmp_path / "merged"
     _celery_without_app_logs(files)
     merged.mkdir()
@@ -226,3 +232,72 @@ def test_celery_workers_of_one_export_file_are_each_the_node_its_own_stream_name
     whole = _findings(files)
     assert {w.split("/")[0] for f in whole for w in f[7]} >= {"worker1@rec", "worker2@rec"}
     assert _findings(merged) == whole
+
+
+GCLOUD_JSON = FIXTURES / "formats" / "gcp-logging" / "logs" / "gcloud-read.json"
+
+
+def _gcloud_yaml(entries: list) -> str:
+    """Entries as `gcloud logging read` prints them without --format: YAML documents between
+    `---` lines, keys sorted, times quoted, long values wrapped, a multi-line text as a block."""
+    import yaml
+
+    class Printer(yaml.SafeDumper):
+        pass
+
+    Printer.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None))
+    return yaml.dump_all(entries, Dumper=Printer, default_flow_style=False, sort_keys=True, width=80)
+
+
+def _rows(path) -> list[str]:
+    config = load_config(cwd=Path("/"))
+    read = ingest([str(path)], config)
+    return sorted(map(str, read.text_table().drop("source", "line", "format").rows()))
+
+
+def test_gcloud_logging_read_yaml_gives_the_rows_of_its_json(tmp_path):
+    """Before, each YAML line was a line of text: no record had a job, a worker or its time."""
+    (tmp_path / "read.txt").write_text(_gcloud_yaml(orjson.loads(GCLOUD_JSON.read_bytes())))
+    rows = _rows(tmp_path / "read.txt")
+    assert len(rows) == 7 and rows == _rows(GCLOUD_JSON)
+
+
+def test_a_yaml_document_that_does_not_parse_is_one_rejected_line(tmp_path):
+    """A document damaged by hand (a tab where YAML wants spaces): one rejected line where it
+    starts, named by file:line; the documents around it are read, and every line is accounted for."""
+    text = _gcloud_yaml(orjson.loads(GCLOUD_JSON.read_bytes()))
+    documents = text.split("---\n")
+    documents[2] = documents[2].replace("\n  ", "\n\t", 1)
+    (tmp_path / "read.txt").write_text("---\n".join(documents))
+    config = load_config(cwd=Path("/"))
+    read = ingest([str(tmp_path)], config)
+    report = read.files[0]
+    start = sum(len(d.splitlines()) + 1 for d in documents[:2]) + 1
+    assert dict(report.rejected) == {"invalid_yaml": 1} and report.examples == {"invalid_yaml": start}
+    assert report.records == 6 and report.lines == report.parsed + report.blank + report.rejected_total
+
+
+@pytest.mark.parametrize("text", [
+    "deploy notes\n---\nrolled back: v2.14.0 to v2.13.9\n---\n",  # text with separators, not YAML's keys
+    "---\ntitle: incident 4411\n---\n\nThe worker pool restarted at 07:16 and jobs ran twice.\nNo alert fired.\n",
+])
+def test_text_with_dashes_between_paragraphs_is_not_taken_for_yaml(tmp_path, text):
+    (tmp_path / "notes.log").write_text(text)
+    config = load_config(cwd=Path("/"))
+    assert "yaml" not in ingest([str(tmp_path)], config).files[0].format
+
+
+def test_filter_log_events_as_the_aws_cli_prints_text_gives_the_rows_of_its_json(tmp_path):
+    """`--output text`: before, each event was a line of text with no time (rejected); the
+    streams it searched are about the export, not records (neither rejected nor read)."""
+    export = orjson.loads((FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json").read_bytes())
+    lines = ["\t".join(["EVENTS", e["eventId"], str(e["ingestionTime"]), e["logStreamName"], e["message"], str(e["timestamp"])])
+             for e in export["events"]]
+    lines += [f"SEARCHEDLOGSTREAMS\t{s['logStreamName']}\t{s['searchedCompletely']}" for s in export["searchedLogStreams"]]
+    (tmp_path / "events.txt").write_text("\n".join(lines) + "\n")
+    config = load_config(cwd=Path("/"))
+    report = ingest([str(tmp_path)], config).files[0]
+    assert report.format == "aws-cli-text" and report.rejected_total == 0
+    assert report.records == len(export["events"]) and report.lines == len(lines)
+    assert _rows(tmp_path / "events.txt") == _rows(FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json")

@@ -23,10 +23,10 @@ CONFIG = load_config()
 
 
 def _read_by_lines(path: Path) -> bool:
-    """Whether the reader takes the file a block of lines at a time (not a JSON document, a CSV
+    """Whether the reader takes the file a block of lines at a time (not a JSON document, YAML, a CSV
     export or a file of one document a line), as Ingestor.read decides."""
     sniff = sniff_format(path.read_bytes()[:SAMPLE_BYTES], presets=CONFIG.presets)
-    return not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document)
+    return not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document or sniff.yaml)
 
 
 LINE_FILES = sorted(p for p in (FIXTURES / "formats").glob("*/logs/**/*") if p.is_file() and _read_by_lines(p))
