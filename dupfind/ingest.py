@@ -122,6 +122,23 @@ def _is_json(text: str) -> bool:
     return True
 
 
+def _continued(grammar, rows: pl.DataFrame, starts: pl.Series, source: pl.Expr | None) -> pl.DataFrame:
+    """grammar.continuation_lines over a block's records and the lines no grammar claimed
+    (`starts`: those that begin with a time, records of their own), each `source`'s apart."""
+    record_frames = [f.select(LINE, (source if source is not None else pl.lit(None, pl.String)).alias("source"))
+                     for f, _ in grammar.raws]
+    keyed = rows.select(pl.col("line").alias(LINE), (source if source is not None else pl.lit(None, pl.String))
+                        .alias("source"), starts.alias("starts"))
+    records = pl.concat([*record_frames, keyed.filter("starts").select(LINE, "source")])
+    candidates = keyed.filter(~pl.col("starts")).select(LINE, "source")
+    parts = []
+    for (found,), mine in records.partition_by("source", as_dict=True).items():
+        theirs = candidates.filter(pl.col("source").eq_missing(found))[LINE]
+        if theirs.len():
+            parts.append(continuation_lines(pl.concat([mine[LINE], theirs]), mine[LINE], theirs, grammar.continuing))
+    return pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "owner": pl.Int64})
+
+
 def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
     lines = list(lines)
     data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
@@ -375,7 +392,8 @@ class LineParser:
             # first line is the record's line, the others go on with it.
             clean = clean.str.replace(r"\r?\n[\s\S]*$", "")
         rows = rows.with_columns(clean=clean)
-        grammar = parse_grammar_lines(rows, self.grammars, self.source_of(fmt_prefix, rows.columns))
+        source = self.source_of(fmt_prefix, rows.columns)
+        grammar = parse_grammar_lines(rows, self.grammars, source)
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
@@ -387,15 +405,12 @@ class LineParser:
         rows = grammar.rest
         layers = [self.presets.get(name) for name in fmt_prefix.split("+") if name]
         joinable = all(layer is not None and layer.one_source for layer in layers)
-        if grammar.continuing is not None and rows.height and joinable:
+        if grammar.continuing is not None and rows.height and (joinable or source is not None):
             # Lines that do not start like a record, after a record of a format that writes multi-line
-            # records (a traceback after a Celery error line), belong to that record.
+            # records (a traceback after a Celery error line), belong to that record: in an export
+            # of several sources (a journal, stern), after a record of their own source.
             starts = rows.select(pl.col("clean").str.contains(LEADING_TS.pattern)).to_series()
-            record_lines = pl.concat([*(f[LINE] for f, _ in grammar.raws), rows["line"].filter(starts)])
-            joined = continuation_lines(
-                pl.concat([record_lines, rows["line"].filter(~starts)]), record_lines,
-                rows["line"].filter(~starts), grammar.continuing,
-            )
+            joined = _continued(grammar, rows, starts, None if joinable else source)
             if joined.height:
                 block.continuation += joined.height
                 if block.owners is not None:

@@ -154,6 +154,33 @@ def test_a_framework_log_as_a_runtime_prints_it_gives_the_records_of_the_file(tm
     assert _records(tmp_path) == _records(logs)
 
 
+# Exports of several sources, each line naming its own (a host and service, a pod, a log stream,
+# a dyno): `journalctl -u` (its default output, a time without a year), `-o short-iso`, stern,
+# `aws logs tail`, `heroku logs`.
+SOURCE_SHAPES = {
+    "journal-short": lambda pod, at, line, n: f"{at.strftime('%b %e %H:%M:%S')} vm-3 {pod}[1711]: {line}",
+    "journal-short-iso": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}+0000 vm-3 {pod}[1711]: {line}",
+    "stern": lambda pod, at, line, n: f"{pod}-7d9f8c6b5-x2x9k worker {line}",
+    "aws-logs-tail": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/4f2a9c1e {line}",
+    "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
+}
+
+
+@pytest.mark.parametrize("shape", SOURCE_SHAPES)
+@pytest.mark.parametrize("case", ["formats/celery-worker", "formats/dramatiq-worker"])
+def test_a_framework_log_in_an_export_of_several_sources_gives_the_records_of_the_file(tmp_path, case, shape):
+    """Its banner's lines and its tracebacks' are its own source's, joined to their records (before,
+    each traceback line was a record of its own, or rejected where the time has no year); the
+    journal's default output, whose time has no year, was not read at all (47 of 47 lines rejected)."""
+    logs = FIXTURES / case / "logs"
+    for log in logs.iterdir():
+        (tmp_path / log.name).write_text("".join(line + "\n" for line in _framework_lines(log, SOURCE_SHAPES[shape], 310)))
+    config = load_config(cwd=Path("/"))
+    assert [f.rejected_total for f in ingest([str(tmp_path)], config).files] == [0]
+    records = [r[:3] + r[4:] for r in _records(tmp_path)]
+    assert records == [r[:3] + r[4:] for r in _records(logs)]  # the worker: the envelope's, or the node's
+
+
 CELERY_LOGS = FIXTURES / "real" / "celery_redis_visibility_timeout" / "logs"
 
 
@@ -291,7 +318,8 @@ def test_text_with_dashes_between_paragraphs_is_not_taken_for_yaml(tmp_path, tex
 def test_filter_log_events_as_the_aws_cli_prints_text_gives_the_rows_of_its_json(tmp_path):
     """`--output text`: before, each event was a line of text with no time (rejected); the
     streams it searched are about the export, not records (neither rejected nor read)."""
-    export = orjson.loads((FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json").read_bytes())
+    source = FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json"
+    export = orjson.loads(source.read_bytes())
     lines = ["\t".join(["EVENTS", e["eventId"], str(e["ingestionTime"]), e["logStreamName"], e["message"], str(e["timestamp"])])
              for e in export["events"]]
     lines += [f"SEARCHEDLOGSTREAMS\t{s['logStreamName']}\t{s['searchedCompletely']}" for s in export["searchedLogStreams"]]
@@ -299,5 +327,5 @@ def test_filter_log_events_as_the_aws_cli_prints_text_gives_the_rows_of_its_json
     config = load_config(cwd=Path("/"))
     report = ingest([str(tmp_path)], config).files[0]
     assert report.format == "aws-cli-text" and report.rejected_total == 0
-    assert report.records == len(export["events"]) and report.lines == len(lines)
-    assert _rows(tmp_path / "events.txt") == _rows(FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json")
+    assert report.records == ingest([str(source)], config).files[0].records and report.lines == len(lines)
+    assert _rows(tmp_path / "events.txt") == _rows(source)
