@@ -155,14 +155,16 @@ def test_a_framework_log_as_a_runtime_prints_it_gives_the_records_of_the_file(tm
 
 
 # Exports of several sources, each line naming its own (a host and service, a pod, a log stream,
-# a dyno): `journalctl -u` (its default output, a time without a year), `-o short-iso`, stern,
-# `aws logs tail`, `heroku logs`.
+# a dyno, a container): `journalctl -u` (its default output, a time without a year), `-o
+# short-iso`, stern, `aws logs tail`, `heroku logs`, `docker compose logs -t`, `kubectl logs --prefix`.
 SOURCE_SHAPES = {
     "journal-short": lambda pod, at, line, n: f"{at.strftime('%b %e %H:%M:%S')} vm-3 {pod}[1711]: {line}",
     "journal-short-iso": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}+0000 vm-3 {pod}[1711]: {line}",
     "stern": lambda pod, at, line, n: f"{pod}-7d9f8c6b5-x2x9k worker {line}",
     "aws-logs-tail": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/4f2a9c1e {line}",
     "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
+    "compose": lambda pod, at, line, n: f"{pod + '-1':<24} | {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
+    "kubectl-prefix": lambda pod, at, line, n: f"[pod/{pod}-7d9f8c6b5-x2x9k/worker] {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
 }
 
 
