@@ -56,6 +56,17 @@ def bytes_as_text(inner: pl.Series) -> pl.Series:
     return inner.scatter(positions, pl.Series(texts, dtype=pl.String))
 
 
+def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
+    """Which inner texts an envelope with `inner_json_only` unwraps: JSON objects, and lines of
+    its `inner_lines` (by their first line: a text of several is a record and its traceback)."""
+    kept = inner.str.strip_chars_start().str.starts_with("{").fill_null(False)
+    if preset.inner_line_patterns:
+        first = inner.str.replace(r"\r?\n[\s\S]*$", "")
+        for pattern in preset.inner_line_patterns:
+            kept = kept | first.str.contains(pattern).fill_null(False)
+    return kept
+
+
 def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:
     """The first of a preset's inner paths that holds a value (null: none does)."""
     inners = [e for e in (path_expr(p, available) for p in preset.inner) if e is not None]
@@ -118,7 +129,7 @@ def unwrap_json_lines(
     values = values.with_columns(bytes_as_text(values["__inner"]))
     wrapped = values["__inner"].is_not_null()
     if preset.inner_json_only:
-        wrapped = wrapped & values["__inner"].str.strip_chars_start().str.starts_with("{")
+        wrapped = wrapped & kept_inner(preset, values["__inner"])
     decoded = decoded_record(preset, set(env.columns))
     if decoded is not None:
         wrapped = wrapped & ~env.select(decoded.fill_null(False)).to_series()

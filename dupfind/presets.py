@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,9 @@ class Preset:
     # envelope when most sampled lines' inner is a JSON object or a line of these grammar presets
     # (a Celery worker's log from `kubectl logs --timestamps`), not for any line after a time.
     inner_lines: tuple[str, ...] = ()
+    # The line regexes of those presets (load_presets): with `inner_json_only`, an inner text that
+    # is one of their lines is unwrapped too (Celery's text log shipped by Filebeat in `message`).
+    inner_line_patterns: tuple[str, ...] = ()
     # Paths whose text value says the record was decoded already (it names its event or job): its
     # inner field is then its message, not a line to unwrap (see decoded_record).
     inner_unless: tuple[str, ...] = ()
@@ -286,10 +289,12 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
                 raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
             preset = parse_preset(data, str(path), columns)
             found[preset.name] = preset
-    for preset in found.values():
+    for preset in list(found.values()):
         for name in preset.inner_lines:
             if name not in found or not found[name].is_grammar:
                 raise DupfindError(f"{preset.origin}: inner_lines names {name!r}, which is not a text preset of log lines.")
+        if preset.inner_lines:
+            found[preset.name] = replace(preset, inner_line_patterns=tuple(found[n].line for n in preset.inner_lines))
     # Most specific first: a shape that needs more keys wins over one that needs fewer.
     return tuple(sorted(found.values(), key=lambda p: (-len(p.key_paths()), p.name)))
 
@@ -302,6 +307,15 @@ def _names_itself(value: Any) -> bool:
     if value is None or isinstance(value, (dict, list)):
         return False
     return not (isinstance(value, str) and value.startswith(("{", "[")))
+
+
+def _framework_line(preset: Preset, inner: Any) -> bool:
+    """Whether an inner text is a line of the preset's `inner_lines` (its first line: a text of
+    several is a record and its traceback)."""
+    if not isinstance(inner, str) or not preset.inner_line_patterns:
+        return False
+    first = inner.split("\n", 1)[0]
+    return any(re.search(pattern, first) for pattern in preset.inner_line_patterns)
 
 
 def text_of_bytes(value: Any) -> str | None:
@@ -419,7 +433,7 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     if isinstance(inner, list):
         inner = text_of_bytes(inner) or inner
     is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
-    if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text):
+    if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text or _framework_line(preset, inner)):
         inner = None
     if inner is not None and any(_names_itself(get_path(record, path)) for path in preset.inner_unless):
         inner = None  # a decoded record: its message is its message (envelopes.decoded_record)

@@ -236,6 +236,16 @@ MERGED_SHAPES = {
         "SYSLOG_IDENTIFIER": "celery", "_PID": str(4100 + 40 * int(stream[-1])), "PRIORITY": "6", "MESSAGE": line,
         "_SYSTEMD_INVOCATION_ID": f"9e0c{stream[-1]}", "_TRANSPORT": "stdout",
     }).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
+    # Filebeat's documents of Celery's text log (the line in `message`): a search's hits, and
+    # elasticdump's hits one a line.
+    "elasticsearch": ("hits.json", lambda events: orjson.dumps({"took": 7, "timed_out": False, "hits": {
+        "total": {"value": len(events), "relation": "eq"}, "hits": [{"_index": "filebeat-8.11.1", "_id": f"Zk{k:08x}", "_source": {
+            "@timestamp": at.isoformat().replace("+00:00", "Z"), "message": line, "stream": "stderr",
+            "kubernetes": {"pod": {"name": stream}, "container": {"name": "celery"}}, "log": {"offset": 97 * k},
+        }} for k, (at, stream, _, line) in enumerate(events)]}}, option=orjson.OPT_INDENT_2).decode()),
+    "elasticdump": ("hits.ndjson", lambda events: "".join(orjson.dumps({"_index": "filebeat-8.11.1", "_id": f"Zk{k:08x}", "_source": {
+        "@timestamp": at.isoformat().replace("+00:00", "Z"), "message": line, "kubernetes": {"pod": {"name": stream}},
+    }}).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
@@ -248,8 +258,9 @@ def test_celery_workers_of_one_export_file_are_each_the_node_its_own_stream_name
     """Two Celery workers' logs in one export, interleaved (each stream or pod its own): each
     record is the node its own stream's `ready.` line names. Before, the first node named in the
     file named every record (filter-log-events, `kubectl logs --prefix`, logcli, the journal of
-    one host: 16 findings instead of 23, the two workers one); and `aws logs tail`, stern and the
-    AWS CLI's text output did not read a text line."""
+    one host: 16 findings instead of 23, the two workers one); and `aws logs tail`, stern, the
+    AWS CLI's text output and Elasticsearch's hits (their `message` unwrapped only when JSON) did
+    not read a framework's line."""
     files, merged = tmp_path / "files", tmp_path / "merged"
     _celery_without_app_logs(files)
     merged.mkdir()
