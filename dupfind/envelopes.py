@@ -60,11 +60,16 @@ def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
     """Which inner texts an envelope with `inner_json_only` unwraps: JSON objects, and lines of
     its `inner_lines` (by their first line: a text of several is a record and its traceback)."""
     kept = inner.str.strip_chars_start().str.starts_with("{").fill_null(False)
-    if preset.inner_line_patterns:
-        first = inner.str.replace(r"\r?\n[\s\S]*$", "")
-        for pattern in preset.inner_line_patterns:
-            kept = kept | first.str.contains(pattern).fill_null(False)
-    return kept
+    others = (~kept & inner.is_not_null()).arg_true()
+    if not preset.inner_line_patterns or others.len() == 0:
+        return kept  # JSON lines (the usual export) run no pattern: 0.4 s a million hits
+    texts = inner.gather(others)
+    if texts.str.contains("\n", literal=True).any():
+        texts = texts.str.replace(r"\r?\n[\s\S]*$", "")
+    found = pl.Series([False] * texts.len())
+    for pattern in preset.inner_line_patterns:
+        found = found | texts.str.contains(pattern).fill_null(False)
+    return kept.scatter(others, found)
 
 
 def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:
