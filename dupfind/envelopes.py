@@ -8,7 +8,7 @@ import orjson
 import polars as pl
 
 from dupfind.normalize import FALLBACK_TS, path_expr
-from dupfind.presets import ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped, text_of_bytes
+from dupfind.presets import AFTER_FIRST_LINE, ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped, text_of_bytes
 
 _NAIVE_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$"
 # Prometheus label sets as logcli prints them: {app="notifier", pod="w-1"} -> JSON.
@@ -65,7 +65,7 @@ def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
         return kept  # JSON lines (the usual export) run no pattern: 0.4 s a million hits
     texts = inner.gather(others)
     if texts.str.contains("\n", literal=True).any():
-        texts = texts.str.replace(r"\r?\n[\s\S]*$", "")
+        texts = texts.str.replace(AFTER_FIRST_LINE, "")
     found = pl.Series([False] * texts.len())
     for pattern in preset.inner_line_patterns:
         found = found | texts.str.contains(pattern).fill_null(False)

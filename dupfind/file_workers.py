@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from datetime import datetime
 
 import polars as pl
 
@@ -16,6 +17,18 @@ def naming_reports(reports: list[FileReport] | None) -> list[FileReport]:
     """The reports of `reports` (every input's) that may name the workers of a read of some of the
     inputs (a read of a time): those of framework logs, which a worker's banner or file names."""
     return [r for r in reports or [] if r.context_worker or r.named_worker]
+
+
+def naming_state(report: FileReport) -> list:
+    """What of a report names workers, as JSON data: path, context worker, named worker, first record time."""
+    return [report.path, report.context_worker, report.named_worker, report.first_ts.isoformat() if report.first_ts else None]
+
+
+def naming_report(state: list) -> FileReport:
+    """The report naming_state describes."""
+    path, context, named, first = state
+    return FileReport(path, context_worker=context, named_worker=named,
+                      first_ts=datetime.fromisoformat(first) if first else None)
 
 
 def part_workers(reports: list[FileReport]) -> dict[str, tuple[str, str]]:

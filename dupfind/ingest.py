@@ -44,6 +44,7 @@ from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
 from dupfind.presets import (
+    AFTER_FIRST_LINE,
     ANSI_ESCAPE,
     CONTEXT_PREFIX,
     ENVELOPE_PREFIX,
@@ -125,10 +126,9 @@ def _is_json(text: str) -> bool:
 def _continued(grammar, rows: pl.DataFrame, starts: pl.Series, source: pl.Expr | None) -> pl.DataFrame:
     """grammar.continuation_lines over a block's records and the lines no grammar claimed
     (`starts`: those that begin with a time, records of their own), each `source`'s apart."""
-    record_frames = [f.select(LINE, (source if source is not None else pl.lit(None, pl.String)).alias("source"))
-                     for f, _ in grammar.raws]
-    keyed = rows.select(pl.col("line").alias(LINE), (source if source is not None else pl.lit(None, pl.String))
-                        .alias("source"), starts.alias("starts"))
+    key = (source if source is not None else pl.lit(None, pl.String)).alias("source")
+    record_frames = [f.select(LINE, key) for f, _ in grammar.raws]
+    keyed = rows.select(pl.col("line").alias(LINE), key, starts.alias("starts"))
     records = pl.concat([*record_frames, keyed.filter("starts").select(LINE, "source")])
     candidates = keyed.filter(~pl.col("starts")).select(LINE, "source")
     parts = []
@@ -390,7 +390,7 @@ class LineParser:
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
             # first line is the record's line, the others go on with it.
-            clean = clean.str.replace(r"\r?\n[\s\S]*$", "")
+            clean = clean.str.replace(AFTER_FIRST_LINE, "")
         rows = rows.with_columns(clean=clean)
         source = self.source_of(fmt_prefix, rows.columns)
         grammar = parse_grammar_lines(rows, self.grammars, source)
@@ -1283,7 +1283,7 @@ class Ingestor:
         """The formats of a file's records that are one process's own lines: a framework's log, or
         one inside envelopes of one source (`kubectl-timestamps+celery`, a container's output);
         not inside an export of many (`cloudwatch-logs+celery`)."""
-        presets = {p.name: p for p in self.config.presets}
+        presets = self.parser.presets
         own = set()
         for fmt in formats:
             *envelopes, inner = fmt.split("+")
@@ -1353,8 +1353,6 @@ class Ingestor:
         if named:
             values.append(pl.lit(named, dtype=pl.String).alias(FILE_NAME_PREFIX + "worker_id"))
         return values
-
-
 
 
 @dataclass

@@ -207,9 +207,12 @@ def load_correlated(
         keys = identities(expand_inputs(paths, fresh=now))
         if keys is None:
             return None  # standard input, or a file that cannot be examined: no set entry
-        named = {path for path, _ in keys}
-        others = sorted((r.path, r.context_worker, r.named_worker, r.first_ts.isoformat() if r.first_ts else None)
-                        for r in naming if r.path not in named)
+        others = []
+        if naming:  # (a read of a time of inputs too large to read whole)
+            from dupfind.file_workers import naming_state
+
+            named = {path for path, _ in keys}
+            others = sorted(naming_state(r) for r in naming if r.path not in named)
         return results.set_key(keys, digest, since_ts, until_ts, max_jobs_per_value, others)
 
     key = set_key()

@@ -18,6 +18,8 @@ ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 ENVELOPE_PREFIX = "envelope."  # raw columns holding envelope values (fallbacks for the inner record)
 FILE_PREFIX = "file."  # raw columns holding a value found once for the whole file (a worker's node name)
 FILE_NAME_PREFIX = "filename."  # raw columns holding what the file's name says (the worker of a framework's log)
+# What follows a text's first line (an envelope's text of several lines: a record and its traceback).
+AFTER_FIRST_LINE = r"\r?\n[\s\S]*$"
 CONTEXT_PREFIX = "_context."  # raw columns of grammar lines whose value becomes the file's value
 _KINDS = ("json", "text")
 
@@ -314,7 +316,7 @@ def _framework_line(preset: Preset, inner: Any) -> bool:
     several is a record and its traceback)."""
     if not isinstance(inner, str) or not preset.inner_line_patterns:
         return False
-    first = inner.split("\n", 1)[0]
+    first = re.sub(AFTER_FIRST_LINE, "", inner)
     return any(re.search(pattern, first) for pattern in preset.inner_line_patterns)
 
 

@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.copies import copies_warning, merged_copies, without_copies
-from dupfind.file_workers import naming_reports, with_file_workers
+from dupfind.file_workers import naming_report, naming_reports, naming_state, with_file_workers
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
 from dupfind.pipeline import ingest_with_progress
@@ -592,8 +592,7 @@ class Spill:
         index = {
             "batches": [{"name": path.name, "first": first.isoformat(), "last": last.isoformat()}
                         for path, first, last in self.batches],
-            "naming": [[r.path, r.context_worker, r.named_worker, r.first_ts.isoformat() if r.first_ts else None]
-                       for r in self.naming],
+            "naming": [naming_state(r) for r in self.naming],
         }
         try:
             (self.folder / SPILL_INDEX).write_bytes(orjson.dumps(index))
@@ -609,15 +608,11 @@ class Spill:
     def stored(cls, folder: Path) -> Spill | None:
         """A spill kept in `folder`, or None (none, or an index or batch missing)."""
         try:
-            from dupfind.ingest_result import FileReport
-
             index = orjson.loads((folder / SPILL_INDEX).read_bytes())
             spill = cls(folder)
             spill.batches = [(folder / b["name"], datetime.fromisoformat(b["first"]), datetime.fromisoformat(b["last"]))
                              for b in index["batches"]]
-            spill.naming = [FileReport(path, context_worker=context, named_worker=named,
-                                       first_ts=datetime.fromisoformat(first) if first else None)
-                            for path, context, named, first in index["naming"]]
+            spill.naming = [naming_report(state) for state in index["naming"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return spill if all(path.is_file() for path, _, _ in spill.batches) else None

@@ -202,8 +202,8 @@ def _trace_around(finding, paths, files, disable, skew, timeout, max_jobs_per_va
     (the same as `trace --finding` gives); None when that read does not find it."""
     from datetime import timedelta
 
-    from dupfind.trace import build_trace
     from dupfind.file_workers import naming_reports
+    from dupfind.trace import build_trace
     from dupfind.windows_views import around_finding, files_for_read
 
     bounds = around_finding(finding, timedelta(seconds=overlap))

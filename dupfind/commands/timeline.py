@@ -161,9 +161,9 @@ def _views_by_read(reads, paths, files, width_s, skew, config, rules, assume_tz,
     the terminal draws on `console`, each worker's bar as cells), and what redaction masked."""
     from dupfind.analyze import analyze
     from dupfind.commands.analyze import _options, run_analysis
+    from dupfind.file_workers import naming_reports
     from dupfind.render.timeline_text import DRAWN_ENTRY_FIELDS, bar_width
     from dupfind.timeline import entries_on_one_line, select_windows, timeline_document
-    from dupfind.file_workers import naming_reports
     from dupfind.windows import release_memory, say
     from dupfind.windows_views import files_for_read
 

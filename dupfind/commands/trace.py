@@ -93,14 +93,14 @@ def _bounds_around(paths, queries, finding, budget, overlap, disable, skew, time
     ids (found by a survey that keeps only those), or around the finding's span (from the analysis
     in windows of time, stored by `analyze` or made now); the inputs that hold records then; the
     records that analysis kept (analyze.kept_records), read instead of the inputs; and the reports
-    that name the workers of that read (windows_views.naming_reports)."""
+    that name the workers of that read (file_workers.naming_reports)."""
     from datetime import timedelta
 
     from dupfind.commands.analyze import kept_records
     from dupfind.config import load_config
+    from dupfind.file_workers import naming_reports
     from dupfind.pipeline import time_bounds
     from dupfind.timefmt import iso
-    from dupfind.file_workers import naming_reports
     from dupfind.windows_views import around_finding, files_for_read, trace_bounds
 
     window = timedelta(seconds=overlap)
