@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # CLI runs in the tests share one fresh cache per session, never the user's.
 CACHE_DIR = Path(tempfile.mkdtemp(prefix="dupfind-test-cache-"))
+atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 FIXTURES = ROOT / "fixtures"
 
 
