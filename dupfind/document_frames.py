@@ -9,7 +9,15 @@ from collections.abc import Callable
 
 import polars as pl
 
-from dupfind.envelopes import bytes_as_text, decoded_record, envelope_keys, inner_expr, kept_inner, time_expr
+from dupfind.envelopes import (
+    bytes_as_text,
+    decoded_record,
+    envelope_keys,
+    inner_expr,
+    kept_inner,
+    time_expr,
+    with_framework_lines,
+)
 from dupfind.json_values import element_lines
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, path_expr
@@ -94,6 +102,7 @@ class RecordReader:
         inner = bytes_as_text(frame.select(inner_expr(preset, available).cast(pl.String).alias("text")).to_series())
         if preset.inner_json_only:
             inner = inner.set(~kept_inner(preset, inner), None)
+        inner = with_framework_lines(preset, frame, inner)
         decoded = decoded_record(preset, available)
         if decoded is not None:
             inner = inner.set(frame.select(decoded.fill_null(False)).to_series(), None)

@@ -23,7 +23,7 @@ def _prefixes(path: str) -> list[str]:
 def envelope_keys(preset: Preset) -> list[str]:
     """The keys to read of a preset's envelope (records or lines): every prefix of its inner and
     field paths (a nested path is looked up inside its parent's text, normalize.path_expr)."""
-    paths = (*preset.inner, *preset.inner_unless, *(q for ps in preset.fields.values() for q in ps))
+    paths = (*preset.inner, *preset.inner_lines_at, *preset.inner_unless, *(q for ps in preset.fields.values() for q in ps))
     return sorted({k for p in paths for k in _prefixes(p)})
 
 
@@ -56,20 +56,39 @@ def bytes_as_text(inner: pl.Series) -> pl.Series:
     return inner.scatter(positions, pl.Series(texts, dtype=pl.String))
 
 
-def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
-    """Which inner texts an envelope with `inner_json_only` unwraps: JSON objects, and lines of
-    its `inner_lines` (by their first line: a text of several is a record and its traceback)."""
-    kept = inner.str.strip_chars_start().str.starts_with("{").fill_null(False)
-    others = (~kept & inner.is_not_null()).arg_true()
-    if not preset.inner_line_patterns or others.len() == 0:
-        return kept  # JSON lines (the usual export) run no pattern: 0.4 s a million hits
-    texts = inner.gather(others)
+def _framework_mask(preset: Preset, texts: pl.Series, candidates: pl.Series) -> pl.Series:
+    """Which of `texts` are lines of the preset's `inner_lines` (by their first line: a text of
+    several is a record and its traceback), tested only at the `candidates` positions."""
+    found = pl.Series([False] * texts.len())
+    if not preset.inner_line_patterns or candidates.len() == 0:
+        return found
+    texts = texts.gather(candidates)
     if texts.str.contains("\n", literal=True).any():
         texts = texts.str.replace(AFTER_FIRST_LINE, "")
-    found = pl.Series([False] * texts.len())
+    matched = pl.Series([False] * texts.len())
     for pattern in preset.inner_line_patterns:
-        found = found | texts.str.contains(pattern).fill_null(False)
-    return kept.scatter(others, found)
+        matched = matched | texts.str.contains(pattern).fill_null(False)
+    return found.scatter(candidates, matched)
+
+
+def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
+    """Which inner texts an envelope with `inner_json_only` unwraps: JSON objects, and lines of
+    its `inner_lines`."""
+    kept = inner.str.strip_chars_start().str.starts_with("{").fill_null(False)
+    # JSON lines (the usual export) run no pattern: 0.4 s a million hits
+    return kept | _framework_mask(preset, inner, (~kept & inner.is_not_null()).arg_true())
+
+
+def with_framework_lines(preset: Preset, frame: pl.DataFrame, inner: pl.Series) -> pl.Series:
+    """The inner texts, each replaced by the value at the preset's `inner_lines_at` paths where
+    that is a line of its `inner_lines` (Datadog's `attributes.message`; presets._framework_text)."""
+    available = set(frame.columns)
+    paths = [e for e in (path_expr(p, available) for p in preset.inner_lines_at) if e is not None]
+    if not paths or not preset.inner_line_patterns:
+        return inner
+    lines = frame.select(pl.coalesce(paths).cast(pl.String)).to_series()
+    candidates = (lines.is_not_null() & ~lines.str.strip_chars_start().str.starts_with("{").fill_null(False)).arg_true()
+    return inner.zip_with(~_framework_mask(preset, lines, candidates), lines)
 
 
 def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:
@@ -135,6 +154,9 @@ def unwrap_json_lines(
     wrapped = values["__inner"].is_not_null()
     if preset.inner_json_only:
         wrapped = wrapped & kept_inner(preset, values["__inner"])
+    if preset.inner_lines_at:
+        values = values.with_columns(with_framework_lines(preset, env, values["__inner"].set(~wrapped, None)).alias("__inner"))
+        wrapped = values["__inner"].is_not_null()
     decoded = decoded_record(preset, set(env.columns))
     if decoded is not None:
         wrapped = wrapped & ~env.select(decoded.fill_null(False)).to_series()

@@ -65,6 +65,10 @@ class Preset:
     # The line regexes of those presets (load_presets): with `inner_json_only`, an inner text that
     # is one of their lines is unwrapped too (Celery's text log shipped by Filebeat in `message`).
     inner_line_patterns: tuple[str, ...] = ()
+    # Where else such a line may be: an export that moved the line to a field of its own
+    # (Datadog's `attributes.message`). A line found there is the record's text, before the inner
+    # value and anything lifted.
+    inner_lines_at: tuple[str, ...] = ()
     # Paths whose text value says the record was decoded already (it names its event or job): its
     # inner field is then its message, not a line to unwrap (see decoded_record).
     inner_unless: tuple[str, ...] = ()
@@ -210,7 +214,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
-        "inner_json_only", "inner_lines", "inner_unless", "join_partial", "one_source",
+        "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread",
     }
@@ -253,6 +257,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
         inner_lines=_strings(data.get("inner_lines", []), f"{origin}: inner_lines"),
+        inner_lines_at=_strings(data.get("inner_lines_at", []), f"{origin}: inner_lines_at"),
         inner_unless=_strings(data.get("inner_unless", []), f"{origin}: inner_unless"),
         join_partial=data.get("join_partial"),
         one_source=bool(data.get("one_source", False)),
@@ -270,6 +275,8 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         file_worker=file_worker,
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
     )
+    if preset.inner_lines_at and not preset.inner_lines:
+        raise DupfindError(f"{origin}: inner_lines_at needs inner_lines (the presets whose lines are there).")
     if kind == "text" and preset.line is None:
         raise DupfindError(f"{origin}: a text preset needs a line regex.")
     if kind == "json" and not (preset.detect_all or preset.detect_any or preset.detect_text):
@@ -318,6 +325,18 @@ def _framework_line(preset: Preset, inner: Any) -> bool:
         return False
     first = re.sub(AFTER_FIRST_LINE, "", inner)
     return any(re.search(pattern, first) for pattern in preset.inner_line_patterns)
+
+
+def _framework_text(preset: Preset, record: dict) -> str | None:
+    """The record's first value at its `inner_lines_at` paths if it is a line of its
+    `inner_lines` (envelopes.with_framework_lines, in polars)."""
+    if not preset.inner_line_patterns:
+        return None
+    for path in preset.inner_lines_at:
+        value = _any_value(get_path(record, path))
+        if value is not None:
+            return value if _framework_line(preset, value) else None
+    return None
 
 
 def text_of_bytes(value: Any) -> str | None:
@@ -437,10 +456,12 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     is_json_text = isinstance(inner, str) and inner.lstrip().startswith("{")
     if preset.inner_json_only and not (isinstance(inner, dict) or is_json_text or _framework_line(preset, inner)):
         inner = None
+    inner = _framework_text(preset, record) or inner
     if inner is not None and any(_names_itself(get_path(record, path)) for path in preset.inner_unless):
         inner = None  # a decoded record: its message is its message (envelopes.decoded_record)
     lifted: dict = {}
-    for path in preset.lift:
+    # a framework's line is parsed as its own (OTLP's body), not a message among lifted fields
+    for path in preset.lift if not _framework_line(preset, inner) else ():
         found = get_path(record, path)
         if isinstance(found, dict):
             lifted.update(found)

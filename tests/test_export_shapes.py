@@ -246,6 +246,28 @@ MERGED_SHAPES = {
     "elasticdump": ("hits.ndjson", lambda events: "".join(orjson.dumps({"_index": "filebeat-8.11.1", "_id": f"Zk{k:08x}", "_source": {
         "@timestamp": at.isoformat().replace("+00:00", "Z"), "message": line, "kubernetes": {"pod": {"name": stream}},
     }}).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
+    # Datadog's Logs API export of the agent's container logs (no pipeline parsed the line: it is
+    # the message, and `attributes.attributes` holds only what the agent adds).
+    "datadog": ("datadog.json", lambda events: orjson.dumps({"data": [{"id": f"AQAAAZb9{k:024x}", "type": "log", "attributes": {
+        "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "host": "i-0a1b2c3d4e5f60718",
+        "service": "celery", "status": "info", "message": line,
+        "tags": ["env:prod", f"pod_name:{stream}", "container_name:celery", "source:python"],
+        "attributes": {"logger": {"name": "stdout"}},
+    }} for k, (at, stream, _, line) in enumerate(events)], "links": {}, "meta": {"page": {}}},
+        option=orjson.OPT_INDENT_2).decode()),
+    # The OpenTelemetry collector's file exporter (filelog receiver): a request a line, the line
+    # its record's string body, each stream its resource.
+    "otlp": ("otlp.jsonl", lambda events: "".join(orjson.dumps({"resourceLogs": [{"resource": {"attributes": [
+        {"key": "k8s.pod.name", "value": {"stringValue": stream}}, {"key": "service.name", "value": {"stringValue": "celery"}}]},
+        "scopeLogs": [{"scope": {}, "logRecords": [{"timeUnixNano": str(int(at.timestamp() * 1_000_000) * 1000),
+            "observedTimeUnixNano": str(int(at.timestamp() * 1_000_000) * 1000 + 417_000), "body": {"stringValue": line},
+            "attributes": [{"key": "log.iostream", "value": {"stringValue": "stderr"}}]}]}]}]}).decode() + "\n"
+        for at, stream, _, line in events)),
+    # Fluent Bit's records (tail input, cri parser, kubernetes filter) as its file output writes them.
+    "fluent-bit": ("fluent-bit.jsonl", lambda events: "".join(orjson.dumps({
+        "date": at.timestamp(), "time": at.isoformat(timespec="microseconds").replace("+00:00", "Z"), "stream": "stderr",
+        "_p": "F", "log": line, "kubernetes": {"pod_name": stream, "namespace_name": "notifications", "container_name": "celery"},
+    }).decode() + "\n" for at, stream, _, line in events)),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
