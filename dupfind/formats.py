@@ -31,7 +31,7 @@ class FormatSniff:
     binary: bool = False
     line_documents: bool = False  # every line is a JSON document of several records (OTLP file exporter)
     csv_preset: str | None = None  # a CSV table whose header names an export preset's fields
-    yaml: bool = False  # YAML documents between `---` lines (`gcloud logging read`'s default output)
+    yaml: bool = False  # YAML documents between `---` lines (`gcloud logging read`'s default output), or one
 
 
 def after_lines(data: bytes, count: int) -> int | None:
@@ -137,6 +137,7 @@ def _majority_of(test, items: list, total: int) -> bool:
 
 
 _YAML_KEY = re.compile(r"[A-Za-z_@][\w@./-]*:(?: |$)")
+_YAML_OPENS = re.compile(r"[A-Za-z_@][\w@./-]*:\s*$")
 
 
 def _yaml_documents(head: bytes) -> bool:
@@ -147,9 +148,16 @@ def _yaml_documents(head: bytes) -> bool:
         lines.pop()  # probably cut in the middle
     separators = sum(line.rstrip() == "---" for line in lines)
     body = [line for line in lines if line.rstrip() != "---"]
-    if not separators or not body or not _YAML_KEY.match(body[0]):
+    if not body or not _YAML_KEY.match(body[0]):
         return False
     shaped = sum(bool(_YAML_KEY.match(line)) or line[:1] == " " or line.startswith("- ") for line in body)
+    if not separators:
+        # One document (`aws ... --output yaml`, `kubectl get events -o yaml`): a mapping whose
+        # lists and mappings nest, a key alone at the margin opening one (lines of `Word: text`
+        # are not enough).
+        nested = sum(line[:1] == " " or line.startswith("- ") for line in body)
+        if nested * 2 < len(body) or not any(_YAML_OPENS.match(line) for line in body):
+            return False
     return shaped * 10 >= len(body) * 9
 
 
@@ -256,7 +264,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     csv_preset = _csv_preset(lines[0], presets)
     if csv_preset is not None:
         return FormatSniff(f"{csv_preset.label} (csv)", csv_preset=csv_preset.name)
-    if (lines[0] == "---" or _YAML_KEY.match(lines[0])) and _yaml_documents(stripped):
+    if allow_document and (lines[0] == "---" or _YAML_KEY.match(lines[0])) and _yaml_documents(stripped):
         return FormatSniff("yaml documents", yaml=True)
     decoded = []
     for line in lines:

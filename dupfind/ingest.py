@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import os
@@ -465,6 +466,8 @@ class LineParser:
             inner, loose = unwrap_json_lines(preset, rows, self._read_json)
         else:
             inner, loose = unwrap_text_lines(preset, rows)
+            if preset.inner_envelope:
+                inner = self._unwrap_nested(inner, self.presets[preset.inner_envelope])
         if loose.height and preset.context_lines:  # an export's lines about itself (the streams it searched)
             about = pl.any_horizontal([pl.col("text").str.contains(rule.pattern) for rule in preset.context_lines])
             block.context_lines += int(loose.select(about.sum()).item())
@@ -478,6 +481,24 @@ class LineParser:
             inner = inner.with_columns(pl.col("text").str.strip_suffix("\n"))
         inner = inner.drop([c for c in inner.columns if c not in ("line", "text") and not c.startswith(("_", "envelope."))])
         self.parse_block(inner, block, envelope=preset.name)
+
+    def _unwrap_nested(self, rows: pl.DataFrame, nested: Preset) -> pl.DataFrame:
+        """A text envelope's inner JSON objects that are `nested`'s records, unwrapped by it: its
+        values first, the outer envelope's where it has none (Fluentd's time, to the second,
+        after the container runtime's)."""
+        objects = rows["text"].str.starts_with("{").fill_null(False)
+        if not objects.any():
+            return rows
+        inner, _ = unwrap_json_lines(nested, rows.filter(objects).select("line", "text"), self._read_json)
+        if inner.height == 0:
+            return rows
+        outer = rows.drop("text")
+        shared = [c for c in inner.columns if c in outer.columns and c != "line"]
+        inner = inner.join(outer, on="line", how="left", suffix="__outer").with_columns(
+            pl.coalesce(c, f"{c}__outer").alias(c) for c in shared
+        ).drop([f"{c}__outer" for c in shared])
+        rest = rows.join(inner.select("line"), on="line", how="anti")
+        return pl.concat([inner, rest], how="diagonal_relaxed").sort("line")
 
     def _join_partials(self, rows: pl.DataFrame, partial: pl.Expr, block: _Block) -> pl.DataFrame:
         """Join partial lines (CRI `P`, Docker lines without newline) into the next full one."""
@@ -583,6 +604,22 @@ class LineParser:
             self._unwrap(rows, block, preset)
         else:
             self.parse_block(rows, block, envelope=None, lines=lines)
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    """libyaml's loader that reads every scalar as the text it is (a time stays the text it was, an
+    id is not made a number), but a plain `null` or `~` as null, as the same JSON holds it
+    (kubectl's `eventTime: null` before an event's other times)."""
+    import yaml  # only for a YAML file
+
+    class Loader(getattr(yaml, "CBaseLoader", yaml.BaseLoader)):  # type: ignore[misc]
+        pass
+
+    null = "tag:yaml.org,2002:null"
+    Loader.add_implicit_resolver(null, re.compile(r"^(?:~|null|Null|NULL)$"), list("~nN"))
+    Loader.add_constructor(null, lambda loader, node: None)
+    return Loader
 
 
 def _merge_by_format(raws: list[tuple[pl.DataFrame, str]]) -> list[tuple[pl.DataFrame, str]]:
@@ -982,10 +1019,9 @@ class Ingestor:
         _, wrapper, _ = unwrap_document(cutter.document(values), self.config.presets)
         return (cutter, values) if wrapper.startswith(".".join(within.path) + "[]") else None
 
-    def _document_format(self, report: FileReport, wrapper: str, preset: Preset | None) -> None:
-        label = preset.label if preset else "json-document"
-        report.format = f"{label} (json-document {wrapper})" if preset else f"json-document{f' ({wrapper})' if wrapper else ''}"
-        report.notes.append("line numbers of a JSON document are record positions (1 = first record)")
+    def _document_format(self, report: FileReport, wrapper: str, preset: Preset | None, kind: str = "json-document") -> None:
+        report.format = f"{preset.label} ({kind} {wrapper})" if preset else f"{kind}{f' ({wrapper})' if wrapper else ''}"
+        report.notes.append(f"line numbers of a {kind.split('-')[0].upper()} document are record positions (1 = first record)")
 
     def _read_values(self, first: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """An array's elements or JSON values back to back, each block's as they are cut: the
@@ -1204,7 +1240,7 @@ class Ingestor:
         recognises the records as it would the same entries as JSON."""
         import yaml  # only for such a file
 
-        loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+        loader = _yaml_loader()
         lines = data.decode("utf-8", errors="replace").removeprefix("\ufeff").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -1224,6 +1260,8 @@ class Ingestor:
                 begin = number
         if begin is not None:
             starts.append((begin, len(lines)))
+        if len(starts) == 1 and not block.context_lines:
+            return self._read_yaml_document(data, lines, starts[0], loader, block, report, source, read)
         records: list[tuple[int, Any]] = []
         bad_lines, bad_texts = [], []
         for begin, end in starts:
@@ -1245,6 +1283,33 @@ class Ingestor:
             self._parse_records([(line, record) for (line, _), record in zip(records, found[1], strict=True)], found[0], block)
         else:
             self._parse_records(records, None, block)
+        self._finish_block(block, report, source, read)
+
+    def _read_yaml_document(self, data: bytes, lines: list[str], span: tuple[int, int], loader: Any, block: _Block,
+                            report: FileReport, source: str, read: _FileRead) -> None:
+        """One YAML document without `---` lines: a document of records (`aws logs
+        filter-log-events --output yaml`, `kubectl get events -o yaml`) read as the same document
+        in JSON is, line numbers the records' positions; a mapping that holds no records is one
+        record (a single `gcloud logging read` entry); text that is not YAML is read as lines."""
+        import yaml
+
+        begin, end = span
+        try:
+            document = yaml.load("\n".join(lines[begin - 1:end]), Loader=loader)
+        except yaml.YAMLError:
+            document = None
+        if not isinstance(document, (dict, list)):
+            return self._read_not_a_document(data, report, source, read)
+        records, wrapper, preset = unwrap_document(document, self.config.presets)
+        if not wrapper and isinstance(document, dict):  # an entry, not a document of them
+            block.continuation += sum(1 for line in lines[begin:end] if line.strip())
+            self._parse_records([(begin, document)], None, block)
+            return self._finish_block(block, report, source, read)
+        del document
+        self._document_format(report, wrapper, preset, "yaml-document")
+        report.lines = len(records)
+        block = _Block()
+        self._parse_records(list(enumerate(records, start=1)), preset, block)
         self._finish_block(block, report, source, read)
 
     def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:

@@ -72,6 +72,10 @@ class Preset:
     # Paths whose text value says the record was decoded already (it names its event or job): its
     # inner field is then its message, not a line to unwrap (see decoded_record).
     inner_unless: tuple[str, ...] = ()
+    # A JSON envelope preset whose records a text envelope's inner JSON objects are (Fluentd's
+    # out_file line `<time>\t<tag>\t<record>`, the record a container's line in `log`): those
+    # are unwrapped by it too, this envelope's values kept where it has none.
+    inner_envelope: str | None = None
     join_partial: str | None = None  # "missing_newline" or "GROUP=VALUE"
     one_source: bool = False  # an envelope file holds one process's lines (a container log), so
     # multi-line records (tracebacks) can be joined; an export interleaves many sources
@@ -214,7 +218,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
-        "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "join_partial", "one_source",
+        "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread",
     }
@@ -259,6 +263,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         inner_lines=_strings(data.get("inner_lines", []), f"{origin}: inner_lines"),
         inner_lines_at=_strings(data.get("inner_lines_at", []), f"{origin}: inner_lines_at"),
         inner_unless=_strings(data.get("inner_unless", []), f"{origin}: inner_unless"),
+        inner_envelope=data.get("inner_envelope"),
         join_partial=data.get("join_partial"),
         one_source=bool(data.get("one_source", False)),
         kv_lists=_strings(lists.get("kv", []), f"{origin}: lists.kv"),
@@ -302,6 +307,9 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
         for name in preset.inner_lines:
             if name not in found or not found[name].is_grammar:
                 raise DupfindError(f"{preset.origin}: inner_lines names {name!r}, which is not a text preset of log lines.")
+        nested = found.get(preset.inner_envelope) if preset.inner_envelope else None
+        if preset.inner_envelope and (nested is None or nested.kind != "json" or not nested.inner or preset.kind != "text"):
+            raise DupfindError(f"{preset.origin}: inner_envelope must name a JSON envelope preset (one with inner), in a text envelope.")
         if preset.inner_lines:
             found[preset.name] = replace(preset, inner_line_patterns=tuple(found[n].line for n in preset.inner_lines))
     # Most specific first: a shape that needs more keys wins over one that needs fewer.

@@ -1,4 +1,4 @@
-"""The same JSON logs as kubectl, stern and journalctl print them give the findings they give as NDJSON."""
+"""The same JSON logs as kubectl, stern, journalctl and log shippers write them give the findings they give as NDJSON."""
 
 from __future__ import annotations
 
@@ -54,6 +54,30 @@ SHAPES = {
         "_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": pod, "index": "main",
         "linecount": "1", "source": f"/var/log/containers/{pod}_prod_app.log", "sourcetype": "_json", "splunk_server": "idx-1",
     }}).decode(),
+    # Log shippers' own outputs (a file, S3 or stdout sink, one event a line): Vector's
+    # kubernetes_logs source, Filebeat's container input, Logstash's file input, Fluentd's
+    # Kubernetes daemonset through out_file / out_s3 (`<time>\t<tag>\t<record>`, to the second).
+    "vector": lambda pod, line, n: orjson.dumps({
+        "file": f"/var/log/pods/prod_{pod}_1f0c9a7e/app/0.log", "kubernetes": {
+            "container_id": "containerd://9f3c1b7e", "container_image": "registry.internal/inventory:v2.11.3",
+            "container_name": "app", "pod_labels": {"app": "inventory", "pod-template-hash": "7fxtm6zm4"}, "pod_name": pod,
+            "pod_namespace": "prod", "pod_node_name": "node-1", "pod_owner": "ReplicaSet/worker-inventory-7fxtm6zm4"},
+        "message": line, "source_type": "kubernetes_logs", "stream": "stdout",
+        "timestamp": _nano(_runtime_time(line, 150 + n % 90))[:-4] + "Z"}).decode(),
+    "filebeat": lambda pod, line, n: orjson.dumps({
+        "@timestamp": _runtime_time(line, 150 + n % 90).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.11.1"}, "message": line,
+        "log": {"offset": 231 * n, "file": {"path": f"/var/log/containers/{pod}_prod_app-9f3c1b7e.log"}}, "stream": "stdout",
+        "input": {"type": "container"}, "kubernetes": {"pod": {"name": pod}, "namespace": "prod", "container": {"name": "app"}},
+        "host": {"name": "node-1"}, "agent": {"type": "filebeat", "version": "8.11.1"}, "ecs": {"version": "8.0.0"}}).decode(),
+    "logstash": lambda pod, line, n: orjson.dumps({
+        "@timestamp": _runtime_time(line, 900).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "@version": "1",
+        "message": line, "event": {"original": line}, "host": {"name": "vm-3"},
+        "log": {"file": {"path": f"/var/log/inventory/{pod}.log"}}}).decode(),
+    "fluentd": lambda pod, line, n: (
+        f"{_runtime_time(line, 150).strftime('%Y-%m-%dT%H:%M:%S')}+00:00\tkubernetes.var.log.containers.{pod}_prod_app-9f3c1b7e.log\t"
+        + orjson.dumps({"log": line + "\n", "stream": "stdout", "docker": {"container_id": "9f3c1b7e"}, "kubernetes": {
+            "container_name": "app", "namespace_name": "prod", "pod_name": pod, "host": "node-1"}}).decode()),
 }
 CASES = ["synth/lock-nonatomic", "scenarios/lock-get-then-set-race"]
 
@@ -268,6 +292,21 @@ MERGED_SHAPES = {
         "date": at.timestamp(), "time": at.isoformat(timespec="microseconds").replace("+00:00", "Z"), "stream": "stderr",
         "_p": "F", "log": line, "kubernetes": {"pod_name": stream, "namespace_name": "notifications", "container_name": "celery"},
     }).decode() + "\n" for at, stream, _, line in events)),
+    # Shippers' outputs of the workers' pods (tests above: SHAPES).
+    "vector": ("vector.json", lambda events: "".join(orjson.dumps({
+        "file": f"/var/log/pods/prod_{stream}_1f0c/celery/0.log", "kubernetes": {"container_name": "celery", "pod_name": stream,
+        "pod_namespace": "prod"}, "message": line, "source_type": "kubernetes_logs", "stream": "stderr",
+        "timestamp": at.isoformat(timespec="microseconds").replace("+00:00", "Z")}).decode() + "\n"
+        for at, stream, _, line in events)),
+    "filebeat": ("filebeat.ndjson", lambda events: "".join(orjson.dumps({
+        "@timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.11.1"}, "message": line,
+        "log": {"offset": 97 * k}, "input": {"type": "container"}, "kubernetes": {"pod": {"name": stream}},
+        "agent": {"type": "filebeat"}}).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
+    "fluentd": ("fluentd.log", lambda events: "".join(
+        f"{at.strftime('%Y-%m-%dT%H:%M:%S')}+00:00\tkubernetes.var.log.containers.{stream}_prod_celery-9f3c.log\t"
+        + orjson.dumps({"log": line + "\n", "stream": "stderr", "kubernetes": {"pod_name": stream}}).decode() + "\n"
+        for at, stream, _, line in events)),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
@@ -338,6 +377,41 @@ def test_a_yaml_document_that_does_not_parse_is_one_rejected_line(tmp_path):
     start = sum(len(d.splitlines()) + 1 for d in documents[:2]) + 1
     assert dict(report.rejected) == {"invalid_yaml": 1} and report.examples == {"invalid_yaml": start}
     assert report.records == 6 and report.lines == report.parsed + report.blank + report.rejected_total
+
+
+# One YAML document of records: `aws logs filter-log-events --output yaml` (the API's key order),
+# `kubectl get events -o yaml` (keys sorted, as sigs.k8s.io/yaml writes them).
+YAML_DOCUMENTS = {
+    "filter-log-events": (FIXTURES / "formats" / "cloudwatch-logs" / "logs" / "filter-log-events.json", False),
+    "kubectl-events": (FIXTURES / "scenarios" / "k8s-graceful-drain" / "logs" / "kubectl-events.json", True),
+}
+
+
+@pytest.mark.parametrize("name", YAML_DOCUMENTS)
+def test_one_yaml_document_of_records_gives_the_rows_of_its_json(tmp_path, name):
+    """Before, a single YAML document (no `---` line) was lines of text: no record had a job, a
+    worker or its time."""
+    import yaml
+
+    source, sort_keys = YAML_DOCUMENTS[name]
+    (tmp_path / "export.yaml").write_text(yaml.safe_dump(orjson.loads(source.read_bytes()), sort_keys=sort_keys,
+                                                         default_flow_style=False, width=80))
+    rows = _rows(tmp_path / "export.yaml")
+    assert len(rows) >= 5 and rows == _rows(source)
+    report = ingest([str(tmp_path)], load_config(cwd=Path("/"))).files[0]
+    assert "yaml-document" in report.format and report.rejected_total == 0
+
+
+@pytest.mark.parametrize("text", [
+    ("Name:         notifier-7d9f8c6b5-x2x9k\nNamespace:    prod\nStatus:       Running\nEvents:\n  Type    Reason   Age\n"
+     "  ----    ------   ----\n  Normal  Killing  2m    Stopping container worker\n"),  # kubectl describe: not YAML
+    "summary:\n  jobs ran twice: 14\n\tworkers: 2\n  cause: deploy overlap\n",  # a tab: YAML refuses it
+])
+def test_text_that_looks_like_one_yaml_document_and_is_not_is_read_as_lines(tmp_path, text):
+    (tmp_path / "notes.txt").write_text(text)
+    report = ingest([str(tmp_path)], load_config(cwd=Path("/"))).files[0]
+    assert "yaml" not in report.format and report.lines == len(text.splitlines())
+    assert report.lines == report.parsed + report.blank + report.rejected_total
 
 
 @pytest.mark.parametrize("text", [
