@@ -54,6 +54,13 @@ SHAPES = {
         "_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": pod, "index": "main",
         "linecount": "1", "source": f"/var/log/containers/{pod}_prod_app.log", "sourcetype": "_json", "splunk_server": "idx-1",
     }}).decode(),
+    # Azure Monitor's ContainerLogV2 rows as a diagnostic setting exports them to a storage account.
+    "azure-storage": lambda pod, line, n: orjson.dumps({
+        "TimeGenerated": _runtime_time(line, 1200).isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "Computer": "aks-nodepool1-31415926-vmss000002", "ContainerId": "9f3c1b7e2d4a", "ContainerName": "app", "PodName": pod,
+        "PodNamespace": "prod", "LogMessage": orjson.loads(line) if line.startswith("{") else line, "LogSource": "stdout",
+        "KubernetesMetadata": {"podLabels": {"app": "inventory"}}, "LogLevel": "info", "Type": "ContainerLogV2",
+        "_ResourceId": "/subscriptions/4f1c/resourcegroups/prod/providers/microsoft.containerservice/managedclusters/aks-prod"}).decode(),
     # Log shippers' own outputs (a file, S3 or stdout sink, one event a line): Vector's
     # kubernetes_logs source, Filebeat's container input, Logstash's file input, Fluentd's
     # Kubernetes daemonset through out_file / out_s3 (`<time>\t<tag>\t<record>`, to the second).
@@ -109,6 +116,29 @@ def test_json_logs_in_one_splunk_csv_export_give_the_findings_of_the_ndjson(tmp_
         table = csv.DictWriter(out, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL)
         table.writeheader()
         table.writerows(rows)
+    whole = _findings(logs)
+    assert whole and _findings(tmp_path) == whole
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("table", ["ContainerLogV2", "ContainerLog"])
+def test_json_logs_in_one_azure_log_analytics_query_give_the_findings_of_the_ndjson(tmp_path, case, table):
+    """`az monitor log-analytics query -o json` over AKS' container logs: an array of rows, the
+    line in LogMessage (v2) or LogEntry (v1) as text. Before, each row was one record whose
+    message was the line: no finding."""
+    logs = FIXTURES / case / "logs"
+    rows = []
+    for log in sorted(logs.iterdir()):
+        for line in log.read_text().splitlines():
+            at = _runtime_time(line, 1200).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            rows.append({"Computer": "aks-nodepool1-31415926-vmss000002", "ContainerName": "app", "LogMessage": line,
+                         "LogSource": "stdout", "PodName": log.stem, "PodNamespace": "prod", "TableName": "PrimaryResult",
+                         "TimeGenerated": at} if table == "ContainerLogV2" else
+                        {"Computer": "aks-nodepool1-31415926-vmss000002", "ContainerID": "9f3c1b7e2d4a", "Image": "inventory",
+                         "LogEntry": line, "LogEntrySource": "stdout", "Name": f"{log.stem}/app", "TableName": "PrimaryResult",
+                         "TimeGenerated": at})
+    rows.sort(key=lambda row: row["TimeGenerated"], reverse=True)  # `| order by TimeGenerated desc`
+    (tmp_path / "query.json").write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
 
