@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -101,21 +102,47 @@ def test_json_logs_in_an_export_shape_give_the_findings_of_the_ndjson(tmp_path, 
     assert whole and _findings(tmp_path) == whole
 
 
+def _csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    table = csv.DictWriter(out, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    table.writeheader()
+    table.writerows(rows)
+    return out.getvalue()
+
+
+def _epoch_ms(line: str) -> str:
+    return str(int(_runtime_time(line, 0).timestamp() * 1000))
+
+
+# Search results of every file's events in one export (newest first), the application's line a
+# field: Splunk Web's CSV export (the host a column); Sumo Logic's search page CSV and its Search
+# Job API's messages (Sumo's Kubernetes collection's `pod` field, the log's `_sourcename`).
+SEARCH_EXPORTS = {
+    "splunk-csv": ("splunk-results.csv", lambda log, line, k: {
+        "_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": log.stem, "source": f"/var/log/{log.name}",
+        "sourcetype": "_json", "_raw": line}, _csv),
+    "sumo-csv": ("search-results.csv", lambda log, line, k: {
+        "_messagetime": _epoch_ms(line), "_receipttime": str(int(_epoch_ms(line)) + 640), "_raw": line, "_sourcehost": "",
+        "_sourcename": f"prod.{log.stem}.app", "_sourcecategory": "prod/inventory", "_collector": "kubernetes-prod",
+        "_messageid": str(-7112583441 - k), "pod": log.stem}, _csv),
+    "sumo-api": ("messages.json", lambda log, line, k: {"map": {
+        "_messagetime": _epoch_ms(line), "_receipttime": str(int(_epoch_ms(line)) + 640), "_raw": line,
+        "_sourcename": f"prod.{log.stem}.app", "_sourcecategory": "prod/inventory", "_collector": "kubernetes-prod",
+        "_messageid": str(-7112583441 - k), "_size": str(len(line)), "_format": "t:fail:o:-1:l:0:p:null"}},
+        lambda rows: orjson.dumps({"fields": [{"name": "_raw", "fieldType": "string", "keyField": False}],
+                                   "messages": rows}, option=orjson.OPT_INDENT_2).decode()),
+}
+
+
+@pytest.mark.parametrize("export", SEARCH_EXPORTS)
 @pytest.mark.parametrize("case", CASES)
-def test_json_logs_in_one_splunk_csv_export_give_the_findings_of_the_ndjson(tmp_path, case):
-    """Every file's events in one Splunk Web CSV export (newest first, the host a column), the
-    application's line in `_raw`: the findings of the NDJSON files."""
+def test_json_logs_in_one_search_export_give_the_findings_of_the_ndjson(tmp_path, case, export):
+    """Before, Sumo Logic's results were records whose message was the line: no finding."""
     logs = FIXTURES / case / "logs"
-    rows = [
-        {"_time": _runtime_time(line, 0).isoformat(timespec="milliseconds"), "host": log.stem, "source": f"/var/log/{log.name}",
-         "sourcetype": "_json", "_raw": line}
-        for log in sorted(logs.iterdir()) for line in log.read_text().splitlines()
-    ]
-    rows.sort(key=lambda row: row["_time"], reverse=True)
-    with open(tmp_path / "splunk-results.csv", "w", newline="") as out:
-        table = csv.DictWriter(out, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL)
-        table.writeheader()
-        table.writerows(rows)
+    name, row, render = SEARCH_EXPORTS[export]
+    events = [(_runtime_time(line, 0), log, line) for log in sorted(logs.iterdir()) for line in log.read_text().splitlines()]
+    events.sort(key=lambda event: event[0], reverse=True)
+    (tmp_path / name).write_text(render([row(log, line, k) for k, (_, log, line) in enumerate(events)]), newline="")
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
 
