@@ -326,12 +326,18 @@ def _hits(document: dict) -> list | None:
 
 def unwrap_document(document: Any, presets: tuple[Preset, ...] = ()) -> tuple[list, str, Preset | None]:
     """The records of a JSON document, the wrapper they sat in ('' for a bare array), and the
-    export preset that recognised them (None: a generic wrapper)."""
-    return _unwrapped(document, find_document_preset(presets, document))
+    export preset that recognised them (None: a generic wrapper), or the line envelope most of a
+    generic wrapper's first records are (FireLens' records back to back, as Firehose writes them
+    to S3 without a delimiter; Docker's records in an array)."""
+    records, wrapper, preset = _unwrapped(document, find_document_preset(presets, document))
+    if preset is None and presets:
+        sample = [r for r in records[:SAMPLE_LINES] if isinstance(r, dict)]
+        preset = next((p for p in _groups(presets).line_envelopes if _majority_of(p.matches, sample, len(sample))), None)
+    return records, wrapper, preset
 
 
 def _unwrapped(document: Any, found: tuple[Preset, list, str] | None) -> tuple[list, str, Preset | None]:
-    """unwrap_document, given what find_document_preset found."""
+    """unwrap_document, given what find_document_preset found (no line envelope)."""
     if found is not None:
         return found[1], found[2], found[0]
     records, wrapper = _generic_records(document)

@@ -1020,7 +1020,7 @@ class Ingestor:
         return (cutter, values) if wrapper.startswith(".".join(within.path) + "[]") else None
 
     def _document_format(self, report: FileReport, wrapper: str, preset: Preset | None, kind: str = "json-document") -> None:
-        report.format = f"{preset.label} ({kind} {wrapper})" if preset else f"{kind}{f' ({wrapper})' if wrapper else ''}"
+        report.format = f"{preset.label} ({kind}{f' {wrapper}' if wrapper else ''})" if preset else f"{kind}{f' ({wrapper})' if wrapper else ''}"
         report.notes.append(f"line numbers of a {kind.split('-')[0].upper()} document are record positions (1 = first record)")
 
     def _read_values(self, first: list, cutter: ValueCutter, chunks, report: FileReport, source: str, read: _FileRead) -> None:

@@ -34,6 +34,13 @@ def _nano(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "417Z"
 
 
+def _firelens(pod: str, line: str) -> dict:
+    task = f"{sum(map(ord, pod)) * 2654435761 % 2**64:016x}"
+    return {"container_id": f"{task}-1527384619", "container_name": "app", "ecs_cluster": "prod",
+            "ecs_task_arn": f"arn:aws:ecs:eu-west-1:123456789012:task/prod/{task}",
+            "ecs_task_definition": "inventory-worker:41", "log": line, "source": "stdout"}
+
+
 SHAPES = {
     "kubectl-timestamps": lambda pod, line, n: f"{_nano(_runtime_time(line, 150 + n % 90))} {line}",
     "kubectl-prefix": lambda pod, line, n: f"[pod/{pod}/app] {_nano(_runtime_time(line, 150 + n % 90))} {line}",
@@ -62,6 +69,8 @@ SHAPES = {
         "PodNamespace": "prod", "LogMessage": orjson.loads(line) if line.startswith("{") else line, "LogSource": "stdout",
         "KubernetesMetadata": {"podLabels": {"app": "inventory"}}, "LogLevel": "info", "Type": "ContainerLogV2",
         "_ResourceId": "/subscriptions/4f1c/resourcegroups/prod/providers/microsoft.containerservice/managedclusters/aks-prod"}).decode(),
+    # AWS FireLens' records (an ECS task's Fluent Bit) as Firehose delivers them to S3, newline-delimited.
+    "firelens": lambda pod, line, n: orjson.dumps(_firelens(pod, line)).decode(),
     # Log shippers' own outputs (a file, S3 or stdout sink, one event a line): Vector's
     # kubernetes_logs source, Filebeat's container input, Logstash's file input, Fluentd's
     # Kubernetes daemonset through out_file / out_s3 (`<time>\t<tag>\t<record>`, to the second).
@@ -143,6 +152,21 @@ def test_json_logs_in_one_search_export_give_the_findings_of_the_ndjson(tmp_path
     events = [(_runtime_time(line, 0), log, line) for log in sorted(logs.iterdir()) for line in log.read_text().splitlines()]
     events.sort(key=lambda event: event[0], reverse=True)
     (tmp_path / name).write_text(render([row(log, line, k) for k, (_, log, line) in enumerate(events)]), newline="")
+    whole = _findings(logs)
+    assert whole and _findings(tmp_path) == whole
+
+
+@pytest.mark.parametrize("written", ["back to back", "an array"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_line_envelope_s_records_in_one_document_give_the_findings_of_the_ndjson(tmp_path, case, written):
+    """FireLens' records as Firehose writes them to S3 without a delimiter (gzip), or an array of
+    them: before, each was a JSON record whose `log` was text, no finding."""
+    logs = FIXTURES / case / "logs"
+    events = sorted((_runtime_time(line, 0), n, log, line) for log in sorted(logs.iterdir())
+                    for n, line in enumerate(log.read_text().splitlines()))
+    records = [_firelens(log.stem, line) for _, _, log, line in events]
+    data = b"".join(map(orjson.dumps, records)) if written == "back to back" else orjson.dumps(records)
+    (tmp_path / "prod-firelens-1-2026-07-21-10-04-17-5f0e9d8c.gz").write_bytes(gzip.compress(data))
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
 
