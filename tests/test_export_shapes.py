@@ -53,6 +53,9 @@ SHAPES = {
     "heroku": lambda pod, line, n: (
         f"{_runtime_time(line, 900).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod.rsplit('-', 1)[-1]}.1]: {line}"
     ),
+    "fly": lambda pod, line, n: (
+        f"{_runtime_time(line, 0).strftime('%Y-%m-%dT%H:%M:%S')}Z app[{sum(map(ord, pod)) * 40503 % 16**14:014x}] iad [info]{line}"
+    ),
     "aws-logs-tail": lambda pod, line, n: (
         f"{_runtime_time(line, 2000).strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/7f3c9a1e2b4d {line}"
     ),
@@ -268,6 +271,7 @@ SOURCE_SHAPES = {
     "stern": lambda pod, at, line, n: f"{pod}-7d9f8c6b5-x2x9k worker {line}",
     "aws-logs-tail": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/4f2a9c1e {line}",
     "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
+    "fly": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}Z app[{sum(map(ord, pod)) * 40503 % 16**14:014x}] ams [info] {line}",
     "compose": lambda pod, at, line, n: f"{pod + '-1':<24} | {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
     "kubectl-prefix": lambda pod, at, line, n: f"[pod/{pod}-7d9f8c6b5-x2x9k/worker] {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
 }
