@@ -460,10 +460,12 @@ class LineParser:
             }))
 
     # -- envelopes --------------------------------------------------------------------
-    def _unwrap(self, rows: pl.DataFrame, block: _Block, preset: Preset) -> None:
-        """Lines wrapped by an envelope preset: the inner line is parsed like any other line."""
+    def _unwrap(self, rows: pl.DataFrame, block: _Block, preset: Preset, lines: LineBytes | None = None) -> None:
+        """Lines wrapped by an envelope preset: the inner line is parsed like any other line
+        (`lines`: the bytes the rows were split from, which the JSON reader takes)."""
         if preset.kind == "json":
-            inner, loose = unwrap_json_lines(preset, rows, self._read_json)
+            payload = lines.joined() if lines is not None else None
+            inner, loose = unwrap_json_lines(preset, rows, lambda texts, schema: self._read_json(texts, schema, payload))
         else:
             inner, loose = unwrap_text_lines(preset, rows)
             if preset.inner_envelope:
@@ -601,7 +603,7 @@ class LineParser:
     def parse_envelope(self, rows: pl.DataFrame, block: _Block, envelope: str, lines: LineBytes | None = None) -> None:
         preset = self.presets.get(envelope)
         if preset is not None and preset.is_envelope:
-            self._unwrap(rows, block, preset)
+            self._unwrap(rows, block, preset, lines)
         else:
             self.parse_block(rows, block, envelope=None, lines=lines)
 
@@ -845,7 +847,7 @@ class Ingestor:
             first = next(chunks, b"")
             report.format = sniff.label
             lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document or sniff.yaml)
-            if lines_only and sniff.envelope is None and first and src.rereadable:
+            if lines_only and first and src.rereadable:
                 second = next(chunks, None)
                 if second is None:  # the whole file is in `first`: parse it with other small files
                     self._defer(_Pending(src.path, report, first, sniff, read))
@@ -880,20 +882,27 @@ class Ingestor:
 
     def _defer(self, item: _Pending) -> None:
         self.batch.append(item)
-        self.batch_bytes += len(item.data)
+        # An envelope's inner lines keep their text on the raw records (parse_block): such files
+        # are parsed together in half the bytes (at 8 MB a Docker export peaked 40 MB higher).
+        self.batch_bytes += len(item.data) * (2 if item.sniff.envelope else 1)
         if self.batch_bytes >= (self.block_bytes or BATCH_BYTES):
             self.flush()
 
     def flush(self) -> None:
-        """Parse the small files still waiting for their batch."""
+        """Parse the small files still waiting for their batch, those in one envelope together."""
         items, self.batch, self.batch_bytes = self.batch, [], 0
-        if len(items) > 1 and self._read_batch(items):
-            return
+        by_envelope: dict[str, list[_Pending]] = {}
         for item in items:
-            self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read, in_file=True)
+            by_envelope.setdefault(item.sniff.envelope or "", []).append(item)
+        for envelope, group in by_envelope.items():
+            if len(group) > 1 and self._read_batch(group, envelope):
+                continue
+            for item in group:
+                self._read_lines(item.data, iter(()), item.sniff, item.report, item.path, item.read, in_file=True)
 
-    def _read_batch(self, items: list[_Pending]) -> bool:
-        """Parse whole files of lines (no envelope) as one block.
+    def _read_batch(self, items: list[_Pending], envelope: str = "") -> bool:
+        """Parse whole files of lines, each in `envelope` ("": none), as one block: a container
+        runtime's small files of a pod each (a call a file cost 10 ms or more of fixed costs).
 
         A batch line number is `file index << 32 | line`, so every parser sees distinct, ordered
         line numbers and the accounting maps back to (file, line). Records of a framework grammar
@@ -902,10 +911,11 @@ class Ingestor:
         """
         block = _Block(lines_in_file=True)  # whole files of lines, none of them standard input
         rows, lines, counts = _batch_lines(items, block)
-        self.parser.parse_block(rows, block, envelope=None, lines=lines)
+        self.parser.parse_envelope(rows, block, envelope, lines)
         per_file = (
-            block.continuation or block.context_lines or block.context
-            or any(fmt in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns) for raw, fmt in block.raws)
+            block.continuation or block.context_lines or block.context or block.context_by_source
+            or any(fmt.rpartition("+")[2] in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns)
+                   for raw, fmt in block.raws)
         )
         if per_file:
             return False

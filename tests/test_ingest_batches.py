@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 
@@ -22,10 +23,22 @@ def _mixed_dir(root: Path) -> Path:
     grammars, dirty NDJSON), plus files with blank, undecodable and cut-off lines."""
     logs = root / "logs"
     logs.mkdir()
-    for case in ("laravel-queue", "sidekiq", "celery-worker", "logger-conventions", "ndjson-dirty", "plain-text"):
+    for case in ("laravel-queue", "sidekiq", "celery-worker", "logger-conventions", "ndjson-dirty", "plain-text",
+                 # envelopes: container runtimes' (a partial line joined), CLIs', shippers', a journal's
+                 "docker-json", "cri-partial", "cli-exports", "loki", "journald", "log-shippers"):
         for path in sorted((FORMATS / case / "logs").iterdir()):
             for copy in ("a", "b"):
                 shutil.copy(path, logs / f"{case}-{copy}-{path.name}")
+    # Small container logs of JSON lines (a pod's few lines each): Docker's json-file, Vector's.
+    synth = FORMATS.parent / "synth" / "lock-nonatomic" / "logs"
+    for n, path in enumerate(sorted(synth.glob("worker-*.log"))):
+        for k, line in enumerate(path.read_text().splitlines()[:6]):
+            at = f"2026-07-21T10:00:{k:02d}.{n:03d}417Z"
+            with open(logs / f"docker-{path.stem}-json.log", "a") as out:
+                out.write(orjson.dumps({"log": line + "\n", "stream": "stdout", "time": at}).decode() + "\n")
+            with open(logs / f"vector-{path.stem}.json", "a") as out:
+                out.write(orjson.dumps({"message": line, "source_type": "kubernetes_logs", "timestamp": at,
+                                        "kubernetes": {"pod_name": path.stem}}).decode() + "\n")
     good = b'{"ts":"2026-07-21T10:00:00Z","event":"job_started","job_id":"q-1"}\n'
     (logs / "dirty-1.log").write_bytes(
         good + b"\n   \n" + b'{"ts":"2026-07-21T10:00:01Z","event":"job_ac' + b"\n" + good
@@ -42,9 +55,9 @@ def _read(path: Path, batch_bytes: int, monkeypatch, batched: list | None = None
     if batched is not None:
         read_batch = ingest_module.Ingestor._read_batch
 
-        def spy(self, items):
-            done = read_batch(self, items)
-            batched.append((len(items), done))
+        def spy(self, items, envelope=""):
+            done = read_batch(self, items, envelope)
+            batched.append((len(items), done, envelope))
             return done
 
         monkeypatch.setattr(ingest_module.Ingestor, "_read_batch", spy)
@@ -69,14 +82,16 @@ def _read(path: Path, batch_bytes: int, monkeypatch, batched: list | None = None
     return result.table, result.rejects.sort("source", "line"), reports
 
 
-@pytest.mark.parametrize("batch_bytes", [2048, 4096])
+@pytest.mark.parametrize("batch_bytes", [2048, 4096, 32768])
 def test_batches_equal_file_by_file(tmp_path, monkeypatch, batch_bytes):
     logs = _mixed_dir(tmp_path)
     batched: list = []
     table, rejects, reports = _read(logs, batch_bytes, monkeypatch, batched)
     alone_table, alone_rejects, alone_reports = _read(logs, 0, monkeypatch)  # a batch of one: file by file
-    assert any(done and size > 1 for size, done in batched)  # some files were parsed together
-    assert any(not done for _, done in batched)  # framework logs: their batch is read file by file
+    assert any(done and size > 1 for size, done, _ in batched)  # some files were parsed together
+    if batch_bytes > 16384:  # files of envelopes count twice their bytes: only larger batches hold several
+        assert any(done and size > 1 and envelope for size, done, envelope in batched)  # in one envelope too
+    assert any(not done for _, done, _ in batched)  # framework logs: their batch is read file by file
     assert reports == alone_reports
     assert as_strings(table).equals(as_strings(alone_table))  # labels as text: each table has a pool of its own
     assert rejects.equals(alone_rejects)
