@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import csv
 import functools
 import io
@@ -902,26 +903,34 @@ class Ingestor:
 
     def _read_batch(self, items: list[_Pending], envelope: str = "") -> bool:
         """Parse whole files of lines, each in `envelope` ("": none), as one block: a container
-        runtime's small files of a pod each (a call a file cost 10 ms or more of fixed costs).
+        runtime's small files of a pod each (a call a file cost 10 ms or more of fixed costs). The
+        lines joined to a line before them (a Docker or CRI partial line's rest) count as parsed
+        for their file; a join across two files (one that ends in a partial line) is read file by
+        file.
 
         A batch line number is `file index << 32 | line`, so every parser sees distinct, ordered
         line numbers and the accounting maps back to (file, line). Records of a framework grammar
         (their file context, multi-line records) need their own file: then False, nothing is kept,
         and the caller reads each file by itself.
         """
-        block = _Block(lines_in_file=True)  # whole files of lines, none of them standard input
+        block = _Block(lines_in_file=True, owners={})  # whole files of lines, none of them standard input
         rows, lines, counts = _batch_lines(items, block)
         self.parser.parse_envelope(rows, block, envelope, lines)
+        # lines joined to a line before them (a partial line's rest), by file; one in another file
+        joined = collections.Counter(line >> FILE_SHIFT for line in block.owners)
+        across = any(line >> FILE_SHIFT != owner >> FILE_SHIFT for line, owner in block.owners.items())
         per_file = (
-            block.continuation or block.context_lines or block.context or block.context_by_source
+            across or len(block.owners) != block.continuation
+            or block.context_lines or block.context or block.context_by_source
             or any(fmt.rpartition("+")[2] in self.grammar_formats or any(c.startswith(CONTEXT_PREFIX) for c in raw.columns)
                    for raw, fmt in block.raws)
         )
         if per_file:
             return False
         paths = pl.Series(SOURCE, [item.path for item in items], dtype=pl.String)
-        for item, count in zip(items, counts):
+        for index, (item, count) in enumerate(zip(items, counts)):
             item.report.lines += count
+            item.report.parsed += joined.get(index, 0)
         if block.blank_lines:
             for index, count in (pl.concat(block.blank_lines) // (1 << FILE_SHIFT)).value_counts().rows():
                 items[index].report.blank += count

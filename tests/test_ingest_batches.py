@@ -165,3 +165,35 @@ def test_files_of_a_batch_share_their_fields_and_never_change_each_others(tmp_pa
     report.add_fields(first)
     report.add_fields({"ts": ["a", "b", "b"], "job_id": []})
     assert report.fields == {"ts": ["a", "b"], "job_id": []} and first == {"ts": ["a"]}
+
+
+def test_container_logs_with_partial_lines_are_parsed_together_as_one_by_one(tmp_path, monkeypatch):
+    """Docker's json-file logs of several pods, a long line split into parts in some: parsed in one
+    batch, each file's parts joined and counted as its own; a file that ends in a part (cut off
+    while the runtime wrote a line) would join the next file's first line, so that batch is read
+    file by file. Both as reading each file alone."""
+    def docker(lines: list[tuple[str, bool]]) -> str:
+        return "".join(orjson.dumps({"log": text + ("\n" if whole else ""), "stream": "stdout",
+                                     "time": f"2026-07-21T10:00:{k:02d}.000000417Z"}).decode() + "\n"
+                       for k, (text, whole) in enumerate(lines))
+
+    def record(job: str, event: str, note: str = "") -> str:
+        return orjson.dumps({"ts": "2026-07-21T10:00:00Z", "event": event, "job_id": job, "note": note}).decode()
+
+    for ends_in_a_part in (False, True):
+        logs = tmp_path / f"cut-{ends_in_a_part}"
+        logs.mkdir()
+        for n in range(4):
+            long = record(f"j-{n}", "provider_request", "x" * 300)
+            lines = [(record(f"j-{n}", "job_received"), True), (long[:120], False), (long[120:250], False), (long[250:], True),
+                     (record(f"j-{n}", "job_succeeded"), True)]
+            if ends_in_a_part and n == 1:
+                lines.append((record(f"j-{n}", "job_acked")[:40], False))
+            (logs / f"w{n}-json.log").write_text(docker(lines))
+        batched: list = []
+        table, rejects, reports = _read(logs, 1 << 20, monkeypatch, batched)
+        alone_table, alone_rejects, alone_reports = _read(logs, 0, monkeypatch)
+        assert batched == [(4, not ends_in_a_part, "docker")]
+        assert reports == alone_reports and all(r[3] == r[2] - (r[0].endswith("w1-json.log") and ends_in_a_part) for r in reports)
+        assert as_strings(table).equals(as_strings(alone_table)) and rejects.equals(alone_rejects)
+        assert table.filter(pl.col("kind") == "side_effect").height == 4
