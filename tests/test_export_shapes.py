@@ -345,6 +345,15 @@ MERGED_SHAPES = {
         "SYSLOG_IDENTIFIER": "celery", "_PID": str(4100 + 40 * int(stream[-1])), "PRIORITY": "6", "MESSAGE": line,
         "_SYSTEMD_INVOCATION_ID": f"9e0c{stream[-1]}", "_TRANSPORT": "stdout",
     }).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
+    # Docker's journald log driver on one host: every container's entries dockerd's (its unit,
+    # PID and invocation), the container named by CONTAINER_NAME.
+    "docker-journald": ("journal.json", lambda events: "".join(orjson.dumps({
+        "__CURSOR": f"s=5f1c;i={k:x}", "__REALTIME_TIMESTAMP": str(int(at.timestamp() * 1_000_000) + 37),
+        "_HOSTNAME": "vm-3", "_SYSTEMD_UNIT": "docker.service", "_PID": "811", "_SYSTEMD_INVOCATION_ID": "4be1c0de",
+        "PRIORITY": "3", "_TRANSPORT": "journal", "CONTAINER_NAME": stream, "CONTAINER_ID": f"{sum(map(ord, stream)):012x}",
+        "CONTAINER_TAG": f"{sum(map(ord, stream)):012x}", "SYSLOG_IDENTIFIER": f"{sum(map(ord, stream)):012x}",
+        "IMAGE_NAME": "notifier:2026.11.3", "MESSAGE": line,
+    }).decode() + "\n" for k, (at, stream, _, line) in enumerate(events))),
     # Filebeat's documents of Celery's text log (the line in `message`): a search's hits, and
     # elasticdump's hits one a line.
     "elasticsearch": ("hits.json", lambda events: orjson.dumps({"took": 7, "timed_out": False, "hits": {
