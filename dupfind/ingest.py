@@ -1279,8 +1279,8 @@ class Ingestor:
                 begin = number
         if begin is not None:
             starts.append((begin, len(lines)))
-        if len(starts) == 1 and not block.context_lines:
-            return self._read_yaml_document(data, lines, starts[0], loader, block, report, source, read)
+        if len(starts) == 1 and not block.context_lines and self._read_yaml_document(data, lines, starts[0], loader, report, source, read):
+            return
         records: list[tuple[int, Any]] = []
         bad_lines, bad_texts = [], []
         for begin, end in starts:
@@ -1304,12 +1304,13 @@ class Ingestor:
             self._parse_records(records, None, block)
         self._finish_block(block, report, source, read)
 
-    def _read_yaml_document(self, data: bytes, lines: list[str], span: tuple[int, int], loader: Any, block: _Block,
-                            report: FileReport, source: str, read: _FileRead) -> None:
+    def _read_yaml_document(self, data: bytes, lines: list[str], span: tuple[int, int], loader: Any,
+                            report: FileReport, source: str, read: _FileRead) -> bool:
         """One YAML document without `---` lines: a document of records (`aws logs
         filter-log-events --output yaml`, `kubectl get events -o yaml`) read as the same document
-        in JSON is, line numbers the records' positions; a mapping that holds no records is one
-        record (a single `gcloud logging read` entry); text that is not YAML is read as lines."""
+        in JSON is, line numbers the records' positions; text that is not YAML read as lines.
+        False: a mapping that holds no records, one record (a single `gcloud logging read` entry),
+        which the caller reads as it reads each of several."""
         import yaml
 
         begin, end = span
@@ -1318,18 +1319,18 @@ class Ingestor:
         except yaml.YAMLError:
             document = None
         if not isinstance(document, (dict, list)):
-            return self._read_not_a_document(data, report, source, read)
+            self._read_not_a_document(data, report, source, read)
+            return True
         records, wrapper, preset = unwrap_document(document, self.config.presets)
-        if not wrapper and isinstance(document, dict):  # an entry, not a document of them
-            block.continuation += sum(1 for line in lines[begin:end] if line.strip())
-            self._parse_records([(begin, document)], None, block)
-            return self._finish_block(block, report, source, read)
+        if not wrapper and isinstance(document, dict):
+            return False
         del document
         self._document_format(report, wrapper, preset, "yaml-document")
         report.lines = len(records)
         block = _Block()
         self._parse_records(list(enumerate(records, start=1)), preset, block)
         self._finish_block(block, report, source, read)
+        return True
 
     def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """A JSON document on every line (an OTLP file exporter's batches): records are numbered

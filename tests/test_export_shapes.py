@@ -496,6 +496,16 @@ def test_one_yaml_document_of_records_gives_the_rows_of_its_json(tmp_path, name)
     assert "yaml-document" in report.format and report.rejected_total == 0
 
 
+def test_one_gcloud_entry_without_a_separator_is_read_by_its_preset(tmp_path):
+    """`gcloud logging read --limit 1` prints one entry and no `---` line: that entry, its
+    jsonPayload the record, as in a file of several."""
+    entry = orjson.loads(GCLOUD_JSON.read_bytes())[0]
+    (tmp_path / "one.txt").write_text(_gcloud_yaml([entry]).removeprefix("---\n"))
+    (tmp_path / "one.json").write_bytes(orjson.dumps([entry]))
+    assert "---" not in (tmp_path / "one.txt").read_text()
+    assert _rows(tmp_path / "one.txt") == _rows(tmp_path / "one.json") and len(_rows(tmp_path / "one.json")) == 1
+
+
 @pytest.mark.parametrize("text", [
     ("Name:         notifier-7d9f8c6b5-x2x9k\nNamespace:    prod\nStatus:       Running\nEvents:\n  Type    Reason   Age\n"
      "  ----    ------   ----\n  Normal  Killing  2m    Stopping container worker\n"),  # kubectl describe: not YAML
