@@ -41,6 +41,11 @@ _ROTATED = re.compile(
 )
 
 
+# What an archive is called (dupfind.archives): a name is enough (reading every input's first
+# bytes to find one would cost a warm run over 20,000 small files an open each).
+ARCHIVE_NAME = re.compile(r"\.(?:zip|tar|tgz|tbz2?|txz|tar\.(?:gz|bz2|xz))$", re.IGNORECASE)
+
+
 @dataclass(slots=True)
 class Source:
     """One input: a file path or standard input."""
@@ -213,12 +218,25 @@ def _expand(paths: list[str]) -> list[Source]:
         else:
             files, regular = [str(path)], path.is_file()
         for file in files:
-            if file not in seen:
-                seen.add(file)
-                sources.append(Source(file, file, regular, real_dirs))
+            for name, real in _archive_files(file, file) if regular and ARCHIVE_NAME.search(file) else [(file, file)]:
+                if name not in seen:
+                    seen.add(name)
+                    sources.append(Source(name, real, regular, real_dirs))
     if not sources:
         raise DupfindError("no input given: name log files or directories, or - for standard input.")
     return _read_once(sources)
+
+
+def _archive_files(path: str, label: str, depth: int = 0) -> list[tuple[str, str]]:
+    """(name, file) of the files an archive holds (its path and the member's, the file extracted:
+    dupfind.archives), archives in it too; [(label, path)] when it is not one."""
+    from dupfind.archives import NESTED_MAX, archive_members
+
+    members = archive_members(path, label) if depth <= NESTED_MAX else None
+    if members is None:
+        return [(label, path)]
+    return [found for name, real in members
+            for found in (_archive_files(real, name, depth + 1) if ARCHIVE_NAME.search(name) else [(name, real)])]
 
 
 def _read_once(sources: list[Source]) -> list[Source]:
@@ -241,7 +259,7 @@ def _read_once(sources: list[Source]) -> list[Source]:
             dropped.update((i, keep) for i in same if i != keep)
     if not dropped:
         return sources
-    _say_once(lambda n: f"{n} {'input names a file' if n == 1 else 'inputs name files'} already named, read once",
+    say_once(lambda n: f"{n} {'input names a file' if n == 1 else 'inputs name files'} already named, read once",
               [f"{sources[i].path} (same file as {sources[keep].path})" for i, keep in dropped.items()])
     return [src for i, src in enumerate(sources) if i not in dropped]
 
@@ -343,10 +361,10 @@ def _say_left_out(root: str, left_out: list[str]) -> None:
     without a word), each said once a process; names are the export's, shown escaped."""
     from dupfind.render.safe import safe_str
 
-    _say_once(lambda n: f"{n} {'entry' if n == 1 else 'entries'} under {safe_str(root)} not read", left_out, root)
+    say_once(lambda n: f"{n} {'entry' if n == 1 else 'entries'} under {safe_str(root)} not read", left_out, root)
 
 
-def _say_once(what: Callable[[int], str], entries: list[str], scope: str = "") -> None:
+def say_once(what: Callable[[int], str], entries: list[str], scope: str = "") -> None:
     """`dupfind: {what(n)}: ` and the first LEFT_OUT_NAMED of the n `entries` not said yet this
     process (escaped); nothing when every one was."""
     new = sorted(entry for entry in entries if (scope, entry) not in _said_left_out)
