@@ -26,6 +26,7 @@ UNUSED_SECONDS = 30 * 24 * 3600
 # Room left on the disk after extracting (an archive's members may be far larger than it).
 SPARE_BYTES = 256 << 20
 COPY_BYTES = 1 << 20
+SAID_BYTES = 64 << 20  # an archive this large is said on stderr as its extraction starts
 NESTED_MAX = 2  # archives inside archives read this deep
 
 
@@ -113,7 +114,11 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
     _prune(root)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", suffix=".partial", dir=root))
     extraction = _Extraction(work)
-    started = time.monotonic()
+    if os.path.getsize(path) > SAID_BYTES:
+        from dupfind.render.safe import safe_str
+
+        sys.stderr.write(f"dupfind: {safe_str(label)}: extracting its files under {safe_str(str(root))} (once: read from there"
+                         " while the archive is unchanged)\n")
     try:
         if zipfile.is_zipfile(path):
             _extract_zip(path, label, extraction)
@@ -136,11 +141,6 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    if time.monotonic() - started > 1:
-        from dupfind.render.safe import safe_str
-
-        sys.stderr.write(f"dupfind: {safe_str(label)}: {len(extraction.members)} file(s) extracted under {safe_str(str(root))}"
-                         " (read from there while the archive is unchanged)\n")
     return extraction.members, extraction.left_out, extraction.cut_short
 
 
@@ -178,7 +178,7 @@ def _hidden(name: str) -> bool:
 
 def _member_name(raw: str) -> str:
     """A member's name as a relative path (`./logs/a.log` -> `logs/a.log`)."""
-    name = raw
+    name = raw.replace("\\", "/")  # a zip made on Windows by some tools
     while name.startswith("./"):
         name = name[2:]
     return name.rstrip("/")

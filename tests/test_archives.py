@@ -149,12 +149,14 @@ def test_the_cli_reads_an_archive_and_reports_on_stdout_only(tmp_path):
     assert os.listdir(tmp_path / "cache" / "archives")
 
 
-def test_a_zip_s_links_and_folders_are_not_files(tmp_path, capfd):
+def test_a_zip_s_links_and_folders_are_not_files_and_its_windows_names_are_paths(tmp_path, capfd):
     with zipfile.ZipFile(tmp_path / "logs.zip", "w") as archive:
         archive.writestr("logs/", b"")
         archive.writestr("logs/deploy.log", (CASE / "deploy.log").read_bytes())
+        archive.writestr("logs\\queue-broker.log", (CASE / "queue-broker.log").read_bytes())  # a Windows tool's name
         link = zipfile.ZipInfo("logs/current.log")
         link.external_attr = (0o120777 << 16)
         archive.writestr(link, "deploy.log")
-    assert [s.path for s in expand_inputs([str(tmp_path / "logs.zip")], fresh=True)] == [f"{tmp_path}/logs.zip/logs/deploy.log"]
+    assert [s.path for s in expand_inputs([str(tmp_path / "logs.zip")], fresh=True)] == [
+        f"{tmp_path}/logs.zip/logs/deploy.log", f"{tmp_path}/logs.zip/logs/queue-broker.log"]
     assert "logs/current.log (a link)" in capfd.readouterr().err
