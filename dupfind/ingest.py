@@ -848,7 +848,9 @@ class Ingestor:
             first = next(chunks, b"")
             report.format = sniff.label
             lines_only = not (sniff.binary or sniff.csv_preset or sniff.line_documents or sniff.document or sniff.yaml)
-            if lines_only and first and src.rereadable:
+            # A framework's own log (Celery's, Sidekiq's) needs a read of its own (_read_batch): not
+            # deferred, rather than parsed in a batch and then again alone.
+            if lines_only and first and src.rereadable and sniff.label not in self.grammar_formats:
                 second = next(chunks, None)
                 if second is None:  # the whole file is in `first`: parse it with other small files
                     self._defer(_Pending(src.path, report, first, sniff, read))

@@ -50,8 +50,16 @@ def _mixed_dir(root: Path) -> Path:
     return logs
 
 
-def _read(path: Path, batch_bytes: int, monkeypatch, batched: list | None = None) -> tuple:
+def _read(path: Path, batch_bytes: int, monkeypatch, batched: list | None = None, deferred: list | None = None) -> tuple:
     monkeypatch.setattr(ingest_module, "BATCH_BYTES", batch_bytes)
+    if deferred is not None:
+        defer = ingest_module.Ingestor._defer
+
+        def spy_defer(self, item):
+            deferred.append(item.path)
+            defer(self, item)
+
+        monkeypatch.setattr(ingest_module.Ingestor, "_defer", spy_defer)
     if batched is not None:
         read_batch = ingest_module.Ingestor._read_batch
 
@@ -86,12 +94,14 @@ def _read(path: Path, batch_bytes: int, monkeypatch, batched: list | None = None
 def test_batches_equal_file_by_file(tmp_path, monkeypatch, batch_bytes):
     logs = _mixed_dir(tmp_path)
     batched: list = []
-    table, rejects, reports = _read(logs, batch_bytes, monkeypatch, batched)
+    deferred: list = []
+    table, rejects, reports = _read(logs, batch_bytes, monkeypatch, batched, deferred)
     alone_table, alone_rejects, alone_reports = _read(logs, 0, monkeypatch)  # a batch of one: file by file
     assert any(done and size > 1 for size, done, _ in batched)  # some files were parsed together
     if batch_bytes > 16384:  # files of envelopes count twice their bytes: only larger batches hold several
         assert any(done and size > 1 and envelope for size, done, envelope in batched)  # in one envelope too
-    assert any(not done for _, done, _ in batched)  # framework logs: their batch is read file by file
+    assert any(not done for _, done, _ in batched)  # a CRI log cut inside a line: its batch is read file by file
+    assert not any(Path(item).name.startswith(("celery-worker", "sidekiq-a-sidekiq-6")) for item in deferred)  # read alone
     assert reports == alone_reports
     assert as_strings(table).equals(as_strings(alone_table))  # labels as text: each table has a pool of its own
     assert rejects.equals(alone_rejects)
