@@ -55,13 +55,14 @@ def archive_members(path: str, label: str) -> list[tuple[str, str]] | None:
     folder = root / key
     done = _read_manifest(folder)
     if done is None:
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier extraction, if any
         done = _extract(path, label, root, key)
         if done is None:
             return None
     else:
         os.utime(folder / MANIFEST)  # in use: not pruned
     members, left_out, cut_short = done
-    _say(label, left_out, cut_short)
+    _say(label, members, left_out, cut_short)
     files = folder / "files"
     return [(f"{label}/{name}", str(files / name)) for name in sorted(members)]  # as a folder's files are
 
@@ -114,13 +115,9 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
     _prune(root)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", suffix=".partial", dir=root))
     extraction = _Extraction(work)
-    if os.path.getsize(path) > SAID_BYTES:
-        from dupfind.render.safe import safe_str
-
-        sys.stderr.write(f"dupfind: {safe_str(label)}: extracting its files under {safe_str(str(root))} (once: read from there"
-                         " while the archive is unchanged)\n")
     try:
         if zipfile.is_zipfile(path):
+            _said(path, label, root)
             _extract_zip(path, label, extraction)
         else:
             try:
@@ -128,6 +125,7 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
             except _BROKEN:
                 shutil.rmtree(work, ignore_errors=True)
                 return None
+            _said(path, label, root)
             with archive:
                 _extract_tar(archive, label, extraction)
         manifest = {"format": MANIFEST_FORMAT, "members": extraction.members, "left_out": extraction.left_out,
@@ -142,6 +140,15 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
         shutil.rmtree(work, ignore_errors=True)
         raise
     return extraction.members, extraction.left_out, extraction.cut_short
+
+
+def _said(path: str, label: str, root: Path) -> None:
+    """A large archive's extraction, said as it starts."""
+    if os.path.getsize(path) > SAID_BYTES:
+        from dupfind.render.safe import safe_str
+
+        sys.stderr.write(f"dupfind: {safe_str(label)}: extracting its files under {safe_str(str(root))} (once: read from there"
+                         " while the archive is unchanged)\n")
 
 
 def _prune(root: Path) -> None:
@@ -274,10 +281,12 @@ def _zip_other(info: zipfile.ZipInfo) -> str | None:
     return None if kind in (0, 0o100000) else "a link" if kind == 0o120000 else "not a file"
 
 
-def _say(label: str, left_out: list[str], cut_short: str | None) -> None:
+def _say(label: str, members: list[str], left_out: list[str], cut_short: str | None) -> None:
     from dupfind.sources import say_once
 
     if left_out:
         say_once(lambda n: f"{n} archive member{'s' if n > 1 else ''} not read", [f"{label}: {entry}" for entry in left_out])
     if cut_short:
         say_once(lambda n: "an archive is damaged or cut short; read up to", [f"{label}: {cut_short}"])
+    if not members:
+        say_once(lambda n: f"{'an archive holds' if n == 1 else 'archives hold'} no files to read", [label])

@@ -160,3 +160,16 @@ def test_a_zip_s_links_and_folders_are_not_files_and_its_windows_names_are_paths
     assert [s.path for s in expand_inputs([str(tmp_path / "logs.zip")], fresh=True)] == [
         f"{tmp_path}/logs.zip/logs/deploy.log", f"{tmp_path}/logs.zip/logs/queue-broker.log"]
     assert "logs/current.log (a link)" in capfd.readouterr().err
+
+
+def test_a_damaged_extraction_is_made_again_and_an_empty_archive_is_said(tmp_path, capfd):
+    bundle = _tar(tmp_path / "logs.tar.gz", _case_members())
+    first = expand_inputs([str(bundle)], fresh=True)
+    Path(first[0].file).unlink()  # a file of the extraction gone (a disk cleaner, a hand)
+    again = expand_inputs([str(bundle)], fresh=True)
+    assert [s.path for s in again] == [s.path for s in first] and all(Path(s.file).is_file() for s in again)
+    _tar(tmp_path / "empty.tar", {}, "w")
+    (tmp_path / "deploy.log").write_bytes((CASE / "deploy.log").read_bytes())
+    listed = expand_inputs([str(tmp_path / "empty.tar"), str(tmp_path / "deploy.log")], fresh=True)
+    assert [s.path for s in listed] == [str(tmp_path / "deploy.log")]
+    assert "an archive holds no files to read" in capfd.readouterr().err
