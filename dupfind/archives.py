@@ -102,7 +102,7 @@ def _read_manifest(folder: Path) -> tuple[list[str], list[str], str | None] | No
         members, left_out, cut_short = kept["members"], kept["left_out"], kept["cut_short"]
         if kept.get("format") != MANIFEST_FORMAT or not all(isinstance(m, str) for m in [*members, *left_out]):
             return None
-        if any(not _safe_name(m) or not (folder / "files" / m).is_file() for m in members):
+        if any(not _safe_name(m) or _hidden(m) or not (folder / "files" / m).is_file() for m in members):
             return None
         return members, left_out, cut_short if isinstance(cut_short, str) else None
     except (OSError, ValueError, KeyError, TypeError):
@@ -171,11 +171,9 @@ def _prune(root: Path) -> None:
 
 
 def _safe_name(name: str) -> bool:
+    """A relative name that stays inside the archive's folder."""
     path = PurePosixPath(name)
-    return bool(path.parts) and not path.is_absolute() and all(
-        part != ".." and not part.startswith(".") and part != "__MACOSX" and "\\" not in part and "\0" not in part
-        for part in path.parts
-    )
+    return bool(path.parts) and not path.is_absolute() and ".." not in path.parts and "\0" not in name
 
 
 def _hidden(name: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Any, Callable
 
 import orjson
@@ -56,27 +58,31 @@ def bytes_as_text(inner: pl.Series) -> pl.Series:
     return inner.scatter(positions, pl.Series(texts, dtype=pl.String))
 
 
-def _framework_mask(preset: Preset, texts: pl.Series, candidates: pl.Series) -> pl.Series:
+def _json_objects(texts: pl.Series) -> pl.Series:
+    """Which texts are a JSON object (null: not)."""
+    return texts.str.strip_chars_start().str.starts_with("{").fill_null(False)
+
+
+def _framework_mask(preset: Preset, texts: pl.Series, json: pl.Series) -> pl.Series:
     """Which of `texts` are lines of the preset's `inner_lines` (by their first line: a text of
-    several is a record and its traceback), tested only at the `candidates` positions."""
-    found = pl.Series([False] * texts.len())
+    several is a record and its traceback). The patterns run only on the texts that are not JSON
+    objects (`json`): JSON lines, the usual export, run none (0.4 s a million hits)."""
+    found = pl.repeat(False, texts.len(), dtype=pl.Boolean, eager=True)
+    candidates = (~json & texts.is_not_null()).arg_true()
     if not preset.inner_line_patterns or candidates.len() == 0:
         return found
     texts = texts.gather(candidates)
     if texts.str.contains("\n", literal=True).any():
         texts = texts.str.replace(AFTER_FIRST_LINE, "")
-    matched = pl.Series([False] * texts.len())
-    for pattern in preset.inner_line_patterns:
-        matched = matched | texts.str.contains(pattern).fill_null(False)
+    matched = functools.reduce(operator.or_, (texts.str.contains(pattern).fill_null(False) for pattern in preset.inner_line_patterns))
     return found.scatter(candidates, matched)
 
 
 def kept_inner(preset: Preset, inner: pl.Series) -> pl.Series:
     """Which inner texts an envelope with `inner_json_only` unwraps: JSON objects, and lines of
     its `inner_lines`."""
-    kept = inner.str.strip_chars_start().str.starts_with("{").fill_null(False)
-    # JSON lines (the usual export) run no pattern: 0.4 s a million hits
-    return kept | _framework_mask(preset, inner, (~kept & inner.is_not_null()).arg_true())
+    json = _json_objects(inner)
+    return json | _framework_mask(preset, inner, json)
 
 
 def with_framework_lines(preset: Preset, frame: pl.DataFrame, inner: pl.Series) -> pl.Series:
@@ -87,8 +93,7 @@ def with_framework_lines(preset: Preset, frame: pl.DataFrame, inner: pl.Series) 
     if not paths or not preset.inner_line_patterns:
         return inner
     lines = frame.select(pl.coalesce(paths).cast(pl.String)).to_series()
-    candidates = (lines.is_not_null() & ~lines.str.strip_chars_start().str.starts_with("{").fill_null(False)).arg_true()
-    return inner.zip_with(~_framework_mask(preset, lines, candidates), lines)
+    return inner.zip_with(~_framework_mask(preset, lines, _json_objects(lines)), lines)
 
 
 def inner_expr(preset: Preset, available: set[str]) -> pl.Expr:

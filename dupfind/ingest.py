@@ -609,6 +609,16 @@ class LineParser:
             self.parse_block(rows, block, envelope=None, lines=lines)
 
 
+def _yaml_value(text: str, loader: Any) -> Any:
+    """A YAML document's value, None when it does not parse."""
+    import yaml  # only for a YAML file
+
+    try:
+        return yaml.load(text, Loader=loader)  # no tags, scalars as text (_yaml_loader)
+    except yaml.YAMLError:
+        return None
+
+
 @functools.cache
 def _yaml_loader() -> Any:
     """libyaml's loader that reads every scalar as the text it is (a time stays the text it was, an
@@ -1258,9 +1268,8 @@ class Ingestor:
         """YAML documents between `---` lines (`gcloud logging read` without --format): each
         document a record at the line it starts on, its scalars read as text (a time stays the text
         it was); a document that is not a mapping of YAML is one rejected line. An export preset
-        recognises the records as it would the same entries as JSON."""
-        import yaml  # only for such a file
-
+        recognises the records as it would the same entries as JSON. One document without `---`
+        lines that holds records is read as that document in JSON is."""
         loader = _yaml_loader()
         lines = data.decode("utf-8", errors="replace").removeprefix("\ufeff").split("\n")
         if lines and lines[-1] == "":
@@ -1281,15 +1290,24 @@ class Ingestor:
                 begin = number
         if begin is not None:
             starts.append((begin, len(lines)))
-        if len(starts) == 1 and not block.context_lines and self._read_yaml_document(data, lines, starts[0], loader, report, source, read):
-            return
+        documents = [(begin, end, _yaml_value("\n".join(lines[begin - 1:end]), loader)) for begin, end in starts]
+        if len(documents) == 1 and not block.context_lines:  # one document, no `---` line
+            document = documents[0][2]
+            if not isinstance(document, (dict, list)):  # text that only looks like YAML
+                return self._read_not_a_document(data, report, source, read)
+            found_records, wrapper, preset = unwrap_document(document, self.config.presets)
+            if wrapper or isinstance(document, list):
+                # a document of records (`aws logs filter-log-events --output yaml`, `kubectl get
+                # events -o yaml`), read as the same document in JSON is; line numbers the records'
+                # positions (a mapping that holds none is one entry: a single gcloud entry)
+                self._document_format(report, wrapper, preset, "yaml-document")
+                report.lines = len(found_records)
+                block = _Block()
+                self._parse_records(list(enumerate(found_records, start=1)), preset, block)
+                return self._finish_block(block, report, source, read)
         records: list[tuple[int, Any]] = []
         bad_lines, bad_texts = [], []
-        for begin, end in starts:
-            try:
-                document = yaml.load("\n".join(lines[begin - 1:end]), Loader=loader)  # BaseLoader: no tags, scalars as text
-            except yaml.YAMLError:
-                document = None
+        for begin, end, document in documents:
             block.continuation += sum(1 for line in lines[begin:end] if line.strip())
             if isinstance(document, dict):
                 records.append((begin, document))
@@ -1305,34 +1323,6 @@ class Ingestor:
         else:
             self._parse_records(records, None, block)
         self._finish_block(block, report, source, read)
-
-    def _read_yaml_document(self, data: bytes, lines: list[str], span: tuple[int, int], loader: Any,
-                            report: FileReport, source: str, read: _FileRead) -> bool:
-        """One YAML document without `---` lines: a document of records (`aws logs
-        filter-log-events --output yaml`, `kubectl get events -o yaml`) read as the same document
-        in JSON is, line numbers the records' positions; text that is not YAML read as lines.
-        False: a mapping that holds no records, one record (a single `gcloud logging read` entry),
-        which the caller reads as it reads each of several."""
-        import yaml
-
-        begin, end = span
-        try:
-            document = yaml.load("\n".join(lines[begin - 1:end]), Loader=loader)
-        except yaml.YAMLError:
-            document = None
-        if not isinstance(document, (dict, list)):
-            self._read_not_a_document(data, report, source, read)
-            return True
-        records, wrapper, preset = unwrap_document(document, self.config.presets)
-        if not wrapper and isinstance(document, dict):
-            return False
-        del document
-        self._document_format(report, wrapper, preset, "yaml-document")
-        report.lines = len(records)
-        block = _Block()
-        self._parse_records(list(enumerate(records, start=1)), preset, block)
-        self._finish_block(block, report, source, read)
-        return True
 
     def _read_line_documents(self, first: bytes, chunks, report: FileReport, source: str, read: _FileRead) -> None:
         """A JSON document on every line (an OTLP file exporter's batches): records are numbered

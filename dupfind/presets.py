@@ -469,7 +469,7 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
         inner = None  # a decoded record: its message is its message (envelopes.decoded_record)
     lifted: dict = {}
     # a framework's line is parsed as its own (OTLP's body), not a message among lifted fields
-    for path in preset.lift if not _framework_line(preset, inner) else ():
+    for path in preset.lift if preset.lift and not _framework_line(preset, inner) else ():
         found = get_path(record, path)
         if isinstance(found, dict):
             lifted.update(found)
