@@ -94,6 +94,19 @@ SHAPES = {
         "@timestamp": _runtime_time(line, 900).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "@version": "1",
         "message": line, "event": {"original": line}, "host": {"name": "vm-3"},
         "log": {"file": {"path": f"/var/log/inventory/{pod}.log"}}}).decode(),
+    # RFC 5424 syslog as collectors write it: rsyslog's RSYSLOG_SyslogProtocol23Format (a legacy
+    # sender's message after a space of its own), Docker's syslog driver (dockerd's PID, the
+    # container's tag), a Heroku drain's octet-counted frames (host `host`, the dyno, no
+    # structured data).
+    "rsyslog-5424": lambda pod, line, n: (
+        f"<14>1 {_runtime_time(line, 400 + n % 70).isoformat(timespec='microseconds')} vm-3 {pod} {4000 + len(pod)} - -  {line}"
+    ),
+    "docker-syslog": lambda pod, line, n: (
+        f"<30>1 {_runtime_time(line, 0).strftime('%Y-%m-%dT%H:%M:%S')}Z node-1 {pod} 811 {pod} - {line}"
+    ),
+    "heroku-drain": lambda pod, line, n: (lambda frame: f"{len(frame) + 1} {frame}")(
+        f"<190>1 {_runtime_time(line, 900).isoformat(timespec='microseconds')} host app {pod.rsplit('-', 1)[-1]}.1 - {line}"
+    ),
     "fluentd": lambda pod, line, n: (
         f"{_runtime_time(line, 150).strftime('%Y-%m-%dT%H:%M:%S')}+00:00\tkubernetes.var.log.containers.{pod}_prod_app-9f3c1b7e.log\t"
         + orjson.dumps({"log": line + "\n", "stream": "stdout", "docker": {"container_id": "9f3c1b7e"}, "kubernetes": {
@@ -272,6 +285,9 @@ SOURCE_SHAPES = {
     "aws-logs-tail": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/4f2a9c1e {line}",
     "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
     "fly": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}Z app[{sum(map(ord, pod)) * 40503 % 16**14:014x}] ams [info] {line}",
+    "syslog-5424": lambda pod, at, line, n: (
+        f"<14>1 {at.isoformat(timespec='microseconds')} vm-3 {pod} {1711 + n % 3} - [origin ip=\"10.0.3.7\"] {line}"
+    ),
     "compose": lambda pod, at, line, n: f"{pod + '-1':<24} | {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
     "kubectl-prefix": lambda pod, at, line, n: f"[pod/{pod}-7d9f8c6b5-x2x9k/worker] {at.strftime('%Y-%m-%dT%H:%M:%S.%f')}417Z {line}",
 }
@@ -401,6 +417,10 @@ MERGED_SHAPES = {
         f"{at.strftime('%Y-%m-%dT%H:%M:%S')}+00:00\tkubernetes.var.log.containers.{stream}_prod_celery-9f3c.log\t"
         + orjson.dumps({"log": line + "\n", "stream": "stderr", "kubernetes": {"pod_name": stream}}).decode() + "\n"
         for at, stream, _, line in events)),
+    # rsyslog's RFC 5424 file on a central server: each worker's host its own.
+    "syslog-5424": ("syslog.log", lambda events: "".join(
+        f"<14>1 {at.isoformat(timespec='microseconds')} {stream}.internal celery {4100 + n % 5} - - {line}\n"
+        for at, stream, n, line in events)),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
