@@ -101,6 +101,9 @@ SHAPES = {
     "rsyslog-5424": lambda pod, line, n: (
         f"<14>1 {_runtime_time(line, 400 + n % 70).isoformat(timespec='microseconds')} vm-3 {pod} {4000 + len(pod)} - -  {line}"
     ),
+    "rsyslog-forward": lambda pod, line, n: (
+        f"<14>{_runtime_time(line, 310).isoformat(timespec='microseconds')} vm-3 {pod}[{4000 + len(pod)}]: {line}"
+    ),
     "docker-syslog": lambda pod, line, n: (
         f"<30>1 {_runtime_time(line, 0).strftime('%Y-%m-%dT%H:%M:%S')}Z node-1 {pod} 811 {pod} - {line}"
     ),
@@ -285,6 +288,7 @@ SOURCE_SHAPES = {
     "aws-logs-tail": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 ecs/{pod}/4f2a9c1e {line}",
     "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
     "fly": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}Z app[{sum(map(ord, pod)) * 40503 % 16**14:014x}] ams [info] {line}",
+    "syslog-3164": lambda pod, at, line, n: f"<14>{at.strftime('%b %e %H:%M:%S')} vm-3 {pod}[1711]: {line}",
     "syslog-5424": lambda pod, at, line, n: (
         f"<14>1 {at.isoformat(timespec='microseconds')} vm-3 {pod} {1711 + n % 3} - [origin ip=\"10.0.3.7\"] {line}"
     ),
