@@ -178,6 +178,11 @@ def unwrap_text_lines(preset: Preset, rows: pl.DataFrame) -> tuple[pl.DataFrame,
     other = rows.filter(~is_envelope).select("line", "text")
     matched = rows.filter(is_envelope)
     groups = matched.select(pl.col("__clean").str.extract_groups(preset.line)).unnest("__clean")
+    if preset.joined:
+        groups = groups.with_columns(
+            pl.concat_str([pl.col(g).replace("", None) for g in parts], separator=" ", ignore_nulls=True).replace("", None).alias(name)
+            for name, parts in preset.joined.items()
+        )
     if "labels" in groups.columns:
         groups = groups.with_columns(
             pl.col("labels").str.replace_all(_LABEL_KEY, '"${1}":"').str.replace_all(r'",\s+"', '","')

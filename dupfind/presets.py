@@ -92,6 +92,9 @@ class Preset:
     continuation: bool = False  # text: unparseable lines after a record belong to it (tracebacks)
     file_worker: str | None = None  # text: regex on the file name giving the worker when nothing else does
     thread: tuple[str, ...] = ()  # text: the columns that name one thread of work (for rules' `inherit`)
+    # text envelope: a value made of several of the line's groups, joined by a space where they are
+    # apart in the line (Papertrail's system and program, between them its IP, facility and severity)
+    joined: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def is_envelope(self) -> bool:
@@ -220,7 +223,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker", "thread",
+        "file_worker", "thread", "joined",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -241,6 +244,12 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     file_worker = data.get("file_worker")
     if file_worker is not None:
         file_worker = checked_regex(file_worker, f"{origin}: file_worker")
+    if not isinstance(data.get("joined", {}), dict):
+        raise DupfindError(f"{origin}: joined must be a table of value names and the line's groups.")
+    joined = {name: _strings(groups, f"{origin}: joined.{name}") for name, groups in data.get("joined", {}).items()}
+    missing = [g for groups in joined.values() for g in groups if line is None or f"(?P<{g}>" not in line]
+    if missing:
+        raise DupfindError(f"{origin}: joined names {missing[0]!r}, which is not a group of the line regex.")
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
         raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
@@ -279,6 +288,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         continuation=bool(data.get("continuation", False)),
         file_worker=file_worker,
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
+        joined=joined,
     )
     if preset.inner_lines_at and not preset.inner_lines:
         raise DupfindError(f"{origin}: inner_lines_at needs inner_lines (the presets whose lines are there).")

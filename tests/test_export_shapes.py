@@ -6,7 +6,7 @@ import csv
 import gzip
 import io
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -32,6 +32,11 @@ def _runtime_time(line: str, lag_us: int) -> datetime:
 
 def _nano(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "417Z"
+
+
+def _pacific(at: datetime) -> str:
+    """A time as Papertrail's archives write it (the account's zone, to the second)."""
+    return at.astimezone(timezone(timedelta(hours=-8))).strftime("%Y-%m-%d %H:%M:%S %z")
 
 
 def _firelens(pod: str, line: str) -> dict:
@@ -94,6 +99,12 @@ SHAPES = {
         "@timestamp": _runtime_time(line, 900).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "@version": "1",
         "message": line, "event": {"original": line}, "host": {"name": "vm-3"},
         "log": {"file": {"path": f"/var/log/inventory/{pod}.log"}}}).decode(),
+    # Papertrail's archive (TSV, no header): id, generated and received times, the system's id,
+    # name and IP, facility, severity, program, message.
+    "papertrail": lambda pod, line, n: (
+        f"{1583610000 + 2 * n}\t{_pacific(_runtime_time(line, 0))}\t{_pacific(_runtime_time(line, 700_000))}\t{4240 + len(pod)}\t"
+        f"{pod}\t10.0.3.{len(pod)}\tUser\tInfo\tnotifier\t{line}"
+    ),
     # RFC 5424 syslog as collectors write it: rsyslog's RSYSLOG_SyslogProtocol23Format (a legacy
     # sender's message after a space of its own), Docker's syslog driver (dockerd's PID, the
     # container's tag), a Heroku drain's octet-counted frames (host `host`, the dyno, no
@@ -289,6 +300,9 @@ SOURCE_SHAPES = {
     "heroku": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 app[{pod}.1]: {line}",
     "fly": lambda pod, at, line, n: f"{at.strftime('%Y-%m-%dT%H:%M:%S')}Z app[{sum(map(ord, pod)) * 40503 % 16**14:014x}] ams [info] {line}",
     "syslog-3164": lambda pod, at, line, n: f"<14>{at.strftime('%b %e %H:%M:%S')} vm-3 {pod}[1711]: {line}",
+    "papertrail": lambda pod, at, line, n: (
+        f"{1583610000 + n}\t{_pacific(at)}\t{_pacific(at + timedelta(milliseconds=380))}\t4241\tvm-3\t10.0.3.7\tDaemon\tInfo\t{pod}\t{line}"
+    ),
     "syslog-5424": lambda pod, at, line, n: (
         f"<14>1 {at.isoformat(timespec='microseconds')} vm-3 {pod} {1711 + n % 3} - [origin ip=\"10.0.3.7\"] {line}"
     ),
@@ -425,6 +439,10 @@ MERGED_SHAPES = {
     "syslog-5424": ("syslog.log", lambda events: "".join(
         f"<14>1 {at.isoformat(timespec='microseconds')} {stream}.internal celery {4100 + n % 5} - - {line}\n"
         for at, stream, n, line in events)),
+    # A Papertrail archive of the workers' hosts (each its own system).
+    "papertrail": ("2026-11-29-07.tsv", lambda events: "".join(
+        f"{1583610000 + k}\t{_pacific(at)}\t{_pacific(at + timedelta(milliseconds=380))}\t{4240 + int(stream[-1])}\t{stream}.internal\t"
+        f"10.0.3.{int(stream[-1])}\tDaemon\tInfo\tcelery\t{line}\n" for k, (at, stream, _, line) in enumerate(events))),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
