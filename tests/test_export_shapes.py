@@ -39,6 +39,11 @@ def _pacific(at: datetime) -> str:
     return at.astimezone(timezone(timedelta(hours=-8))).strftime("%Y-%m-%d %H:%M:%S %z")
 
 
+def _octet_counted(frame: str) -> str:
+    """A syslog frame after its length in bytes (RFC 6587; a Heroku drain's POST body), its newline counted."""
+    return f"{len(frame.encode()) + 1} {frame}"
+
+
 def _firelens(pod: str, line: str) -> dict:
     task = f"{sum(map(ord, pod)) * 2654435761 % 2**64:016x}"
     return {"container_id": f"{task}-1527384619", "container_name": "app", "ecs_cluster": "prod",
@@ -118,7 +123,7 @@ SHAPES = {
     "docker-syslog": lambda pod, line, n: (
         f"<30>1 {_runtime_time(line, 0).strftime('%Y-%m-%dT%H:%M:%S')}Z node-1 {pod} 811 {pod} - {line}"
     ),
-    "heroku-drain": lambda pod, line, n: (lambda frame: f"{len(frame) + 1} {frame}")(
+    "heroku-drain": lambda pod, line, n: _octet_counted(
         f"<190>1 {_runtime_time(line, 900).isoformat(timespec='microseconds')} host app {pod.rsplit('-', 1)[-1]}.1 - {line}"
     ),
     "fluentd": lambda pod, line, n: (
