@@ -170,10 +170,10 @@ def _csv_preset(header: str, presets: tuple[Preset, ...]) -> Preset | None:
     except csv.Error:
         return None
     row = {name.strip(): "" for name in names}
-    for preset in presets:
-        if preset.csv and preset.matches(row):
-            return preset
-    return None
+    # The preset that the header names most of the fields of (Logs Insights' @timestamp and
+    # @message before Kibana's report of Elasticsearch documents, which has an @timestamp).
+    matching = [preset for preset in presets if preset.csv and preset.matches(row)]
+    return max(matching, key=lambda preset: len(set(preset.detect_all) | set(preset.detect_any)), default=None)
 
 
 class _PresetGroups(NamedTuple):

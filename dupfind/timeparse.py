@@ -17,6 +17,8 @@ _ISO_ZULU = "%Y-%m-%dT%H:%M:%S%.fZ"
 _ISO_AWARE = "%Y-%m-%dT%H:%M:%S%.f%z"
 _ISO_NAIVE = "%Y-%m-%dT%H:%M:%S%.f"
 _ISO_NAIVE_MINUTES = "%Y-%m-%dT%H:%M"
+# Kibana's CSV reports (its default dateFormat, `MMM D, YYYY @ HH:mm:ss.SSS`, in the browser's zone).
+_KIBANA_TIME = "%b %d, %Y @ %H:%M:%S%.f"
 
 # Plausible epoch range: 1990 to 2100, in seconds. Magnitude picks the unit.
 _EPOCH_MIN_S = 631_152_000
@@ -128,9 +130,7 @@ def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
         pl.col("clean").str.to_datetime(_ISO_NAIVE, strict=False, time_unit="us"),
         pl.col("clean").str.to_datetime(_ISO_NAIVE_MINUTES, strict=False, time_unit="us"),
     )
-    naive_utc = naive_local.dt.replace_time_zone(
-        assume_tz, ambiguous="earliest", non_existent="null"
-    ).dt.convert_time_zone("UTC")
+    naive_utc = _local_to_utc(naive_local, assume_tz)
     frame = frame.with_columns(
         ts=pl.when(is_num)
         .then(pl.from_epoch(epoch_us, time_unit="us").dt.replace_time_zone("UTC"))
@@ -144,12 +144,20 @@ def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
         .otherwise(pl.col("ts"))
     )
     missing = frame.filter(pl.col("ts").is_null() & pl.col("clean").is_not_null() & ~is_num)
+    if missing.height and missing["clean"].str.contains(" @ ", literal=True).any():
+        frame = frame.with_columns(ts=pl.coalesce("ts", _local_to_utc(pl.col("clean").str.to_datetime(
+            _KIBANA_TIME, strict=False, time_unit="us"), assume_tz)))
+        missing = frame.filter(pl.col("ts").is_null() & pl.col("clean").is_not_null() & ~is_num)
     if missing.height:
         frame = _dateutil_fallback(frame, missing["clean"].unique(), assume_tz)
     return frame.select(
         pl.col("ts").cast(schema.TS_TYPE),
         (pl.col("naive") & pl.col("ts").is_not_null()).fill_null(False).alias("naive"),
     )
+
+
+def _local_to_utc(local: pl.Expr, assume_tz: str) -> pl.Expr:
+    return local.dt.replace_time_zone(assume_tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
 
 
 def _dateutil_fallback(frame: pl.DataFrame, distinct: pl.Series, assume_tz: str) -> pl.DataFrame:
