@@ -110,6 +110,16 @@ SHAPES = {
         f"{1583610000 + 2 * n}\t{_pacific(_runtime_time(line, 0))}\t{_pacific(_runtime_time(line, 700_000))}\t{4240 + len(pod)}\t"
         f"{pod}\t10.0.3.{len(pod)}\tUser\tInfo\tnotifier\t{line}"
     ),
+    # Grafana's logs "Download > TXT" of one pod's query: the query's meta, two blank lines, then
+    # each row's epoch milliseconds, ISO time and line (Grafana 11; before, the browser's local time
+    # alone).
+    "grafana-txt": lambda pod, line, n: (
+        (f'Common labels: {{"app":"inventory","pod":"{pod}"}}\nLine limit: "1000 (412 returned)"\n\n\n' if n == 0 else "")
+        + f"{int(_runtime_time(line, 0).timestamp() * 1000)}\t{_runtime_time(line, 0).strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z\t{line}"
+    ),
+    "grafana-txt-local": lambda pod, line, n: (
+        ('Common labels: {"app":"inventory"}\n\n\n' if n == 0 else "") + f"{_runtime_time(line, 0).strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}\t{line}"
+    ),
     # RFC 5424 syslog as collectors write it: rsyslog's RSYSLOG_SyslogProtocol23Format (a legacy
     # sender's message after a space of its own), Docker's syslog driver (dockerd's PID, the
     # container's tag), a Heroku drain's octet-counted frames (host `host`, the dyno, no
@@ -144,6 +154,21 @@ def test_json_logs_in_an_export_shape_give_the_findings_of_the_ndjson(tmp_path, 
         (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
+
+
+@pytest.mark.parametrize("shape", ["grafana-txt", "grafana-txt-local"])
+def test_a_grafana_download_s_meta_lines_are_the_export_s_not_rejected_lines(tmp_path, shape):
+    """Before the `grafana-text` preset, every line was text with a leading time (no finding), and
+    with it the query's meta lines were two rejected lines a file."""
+    logs = FIXTURES / CASES[0] / "logs"
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text().splitlines()
+        (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+    config = load_config(cwd=Path("/"))
+    plain, shaped = ingest([str(logs)], config).files, ingest([str(tmp_path)], config).files
+    assert [f.format for f in shaped] == ["grafana-text"] * len(plain)
+    # Every line a record: the NDJSON's line without a time (a traceback's) takes Grafana's.
+    assert [(f.records, f.rejected_total) for f in shaped] == [(f.records + f.rejected_total, 0) for f in plain]
 
 
 def _csv(rows: list[dict]) -> str:
@@ -184,6 +209,11 @@ SEARCH_EXPORTS = {
     # chosen): @timestamp in Kibana's dateFormat, in the zone of the browser that asked for it.
     "kibana-csv": ("discover-export.csv", lambda log, line, k: {
         "@timestamp": _kibana(_runtime_time(line, 0)), "kubernetes.pod.name": log.stem, "message": line}, _csv),
+    # Grafana's logs "Download > JSON" of a Loki query (newest first): each row's labels in `fields`.
+    "grafana-json": ("Explore-logs-2026-07-21 12_03_00.json", lambda log, line, k: {
+        "line": line, "timestamp": str(int(_runtime_time(line, 0).timestamp() * 1_000_000) * 1000),
+        "fields": {"app": "inventory", "namespace": "prod", "pod": log.stem, "stream": "stdout"}},
+        lambda rows: orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()),
 }
 
 
@@ -457,6 +487,11 @@ MERGED_SHAPES = {
     "papertrail": ("2026-11-29-07.tsv", lambda events: "".join(
         f"{1583610000 + k}\t{_pacific(at)}\t{_pacific(at + timedelta(milliseconds=380))}\t{4240 + int(stream[-1])}\t{stream}.internal\t"
         f"10.0.3.{int(stream[-1])}\tDaemon\tInfo\tcelery\t{line}\n" for k, (at, stream, _, line) in enumerate(events))),
+    # Grafana's logs "Download > JSON" of the same Loki query (newest first).
+    "grafana-json": ("Explore-logs.json", lambda events: orjson.dumps([{
+        "line": line, "timestamp": str(int(at.timestamp() * 1_000_000) * 1000),
+        "fields": {"app": "notifier", "pod": stream, "stream": "stderr"}} for at, stream, _, line in reversed(events)],
+        option=orjson.OPT_INDENT_2).decode()),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
