@@ -116,12 +116,14 @@ def _envelope_columns(preset: Preset, frame: pl.DataFrame) -> list[pl.Expr]:
     times = [e for e in (path_expr(p, available) for p in preset.fields.get("ts", ())) if e is not None]
     if times:
         exprs.append(time_expr(preset, pl.coalesce(times) if len(times) > 1 else times[0]).alias(FALLBACK_TS))
+    seen: set[str] = set()  # a path two columns fall back to (zap's message: the name and the message) is one column
     for column, paths in preset.fields.items():
         if column == "ts":
             continue
         for path in paths:
-            expr = path_expr(path, available)
+            expr = path_expr(path, available) if path not in seen else None
             if expr is not None:
+                seen.add(path)
                 exprs.append(expr.cast(pl.String).alias(ENVELOPE_PREFIX + path))
     return exprs
 
