@@ -62,7 +62,7 @@ class RecordReader:
     @staticmethod
     def handles(preset: Preset | None) -> bool:
         return preset is not None and preset.kind == "json" and not (
-            preset.record_pairs or preset.kv_lists or preset.tag_lists or preset.lift
+            preset.record_pairs or preset.record_list or preset.kv_lists or preset.tag_lists or preset.lift
         )
 
     def read(self, elements: bytes, first: int, separator: bytes | None = None) -> tuple[pl.DataFrame, pl.Series, int] | None:

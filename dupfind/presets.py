@@ -56,6 +56,7 @@ class Preset:
     lines: bool = True  # also one record a line (NDJSON); a document-only export sets false
     csv: bool = False  # also exported as a CSV table whose header names the fields
     record_pairs: tuple[str, str] | None = None  # a record that is a list of {field, value} pairs
+    record_list: tuple[str, ...] = ()  # a record that is a list of values: their names in order (Loki's [time, line])
     inner: tuple[str, ...] = ()  # the record inside an envelope: an object or a line of text
     inner_json_only: bool = False  # only unwrap inner text that is a JSON object
     # A text envelope whose inner line is any text once the file is taken for one: sniffed as this
@@ -220,7 +221,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     if kind not in _KINDS:
         raise DupfindError(f"{origin}: kind must be one of {', '.join(_KINDS)}.")
     known = {
-        "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "inner",
+        "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "record_list", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread", "joined",
@@ -267,6 +268,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         lines=bool(data.get("lines", not data.get("records"))),
         csv=bool(data.get("csv", False)),
         record_pairs=tuple(pairs) if pairs else None,  # type: ignore[arg-type]
+        record_list=_strings(data.get("record_list", []), f"{origin}: record_list"),
         inner=_strings(data.get("inner", []), f"{origin}: inner"),
         inner_json_only=bool(data.get("inner_json_only", False)),
         inner_lines=_strings(data.get("inner_lines", []), f"{origin}: inner_lines"),
@@ -453,6 +455,7 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     if preset.record_pairs and isinstance(record, list):
         key, value = preset.record_pairs
         record = {p.get(key): p.get(value) for p in record if isinstance(p, dict) and isinstance(p.get(key), str)}
+    record = _named_values(preset, record)
     if not isinstance(record, dict):
         return None
     record = dict(record)
@@ -515,6 +518,14 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     return Unwrapped(text, fallback_ts, envelope)
 
 
+def _named_values(preset: Preset, record: Any) -> Any:
+    """A record that is a list of values (Loki's `[time, line]`) as an object of the preset's
+    `record_list` names (values beyond them left out); any other record as it is."""
+    if preset.record_list and isinstance(record, list) and len(record) >= len(preset.record_list):
+        return dict(zip(preset.record_list, record))
+    return record
+
+
 def _walk(node: Any, segments: tuple[str, ...], context: dict) -> list[tuple[Any, dict]] | None:
     """Follow `a[].b[].c` through a document; ancestors' other keys travel with each record."""
     head, rest = segments[0], segments[1:]
@@ -555,7 +566,8 @@ def document_records(preset: Preset, document: Any, known: bool = False) -> tupl
         if not found:
             empty = ([], path) if known and found is not None and empty is None else empty
             continue
-        records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in found]
+        records = [_named_values(preset, rec) for rec, _ in found]
+        records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, (_, ctx) in zip(records, found)]
         sample = next((r for r in records if isinstance(r, (dict, list))), None)
         if preset.record_pairs and isinstance(sample, list):
             key, value = preset.record_pairs

@@ -214,6 +214,11 @@ SEARCH_EXPORTS = {
         "line": line, "timestamp": str(int(_runtime_time(line, 0).timestamp() * 1_000_000) * 1000),
         "fields": {"app": "inventory", "namespace": "prod", "pod": log.stem, "stream": "stdout"}},
         lambda rows: orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()),
+    # Loki's HTTP API response (`curl .../query_range`): the lines of each file a stream of its own.
+    "loki-api": ("query_range.json", lambda log, line, k: (log.stem, [str(int(_runtime_time(line, 0).timestamp() * 1_000_000) * 1000), line]),
+                 lambda rows: orjson.dumps({"status": "success", "data": {"resultType": "streams", "result": [
+                     {"stream": {"namespace": "prod", "pod": pod}, "values": [value for name, value in rows if name == pod]}
+                     for pod in dict.fromkeys(name for name, _ in rows)]}}).decode()),
 }
 
 
@@ -492,6 +497,12 @@ MERGED_SHAPES = {
         "line": line, "timestamp": str(int(at.timestamp() * 1_000_000) * 1000),
         "fields": {"app": "notifier", "pod": stream, "stream": "stderr"}} for at, stream, _, line in reversed(events)],
         option=orjson.OPT_INDENT_2).decode()),
+    # Loki's HTTP API response to a query_range (`curl`), each worker's pod a stream, newest first.
+    "loki-api": ("query_range.json", lambda events: orjson.dumps({"status": "success", "data": {
+        "resultType": "streams", "result": [{"stream": {"app": "notifier", "pod": pod, "stream": "stderr"}, "values": [
+            [str(int(at.timestamp() * 1_000_000) * 1000), line] for at, stream, _, line in reversed(events) if stream == pod]}
+            for pod in sorted({e[1] for e in events})],
+        "stats": {"summary": {"bytesProcessedPerSecond": 1843200, "totalEntriesReturned": len(events)}}}}).decode()),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
