@@ -219,6 +219,17 @@ SEARCH_EXPORTS = {
                  lambda rows: orjson.dumps({"status": "success", "data": {"resultType": "streams", "result": [
                      {"stream": {"namespace": "prod", "pod": pod}, "values": [value for name, value in rows if name == pod]}
                      for pod in dict.fromkeys(name for name, _ in rows)]}}).decode()),
+    # Graylog's search page "Export to CSV" (Docker's GELF log driver: `source` the host, the
+    # container's name a field of its own, chosen as a column) and its REST API's search.
+    "graylog-csv": ("graylog-search-result.csv", lambda log, line, k: {
+        "timestamp": _runtime_time(line, 0).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "source": "docker-host-2",
+        "message": line, "container_name": log.stem}, _csv),
+    "graylog-api": ("universal-relative.json", lambda log, line, k: {"index": "graylog_41", "highlight_ranges": {}, "message": {
+        "_id": f"5f1c{k:020x}", "timestamp": _runtime_time(line, 0).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "source": "docker-host-2", "message": line, "container_name": log.stem, "command": "/app/run", "level": 6,
+        "gl2_source_input": "64f0c1a2e4b0", "streams": ["000000000000000000000001"]}},
+        lambda rows: orjson.dumps({"query": "*", "built_query": "{}", "used_indices": [], "messages": rows, "fields": [],
+                                   "time": 41, "total_results": len(rows)}, option=orjson.OPT_INDENT_2).decode()),
 }
 
 
@@ -503,6 +514,10 @@ MERGED_SHAPES = {
             [str(int(at.timestamp() * 1_000_000) * 1000), line] for at, stream, _, line in reversed(events) if stream == pod]}
             for pod in sorted({e[1] for e in events})],
         "stats": {"summary": {"bytesProcessedPerSecond": 1843200, "totalEntriesReturned": len(events)}}}}).decode()),
+    # Graylog's CSV export of the workers' GELF messages (the container a column).
+    "graylog-csv": ("graylog-search-result.csv", lambda events: _csv([{
+        "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "source": "vm-3", "message": line,
+        "container_name": stream} for at, stream, _, line in reversed(events)])),
     # Loki's `logcli query` text output, newest first.
     "loki-text": ("logcli.txt", lambda events: "".join(
         f'{at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]}Z {{app="notifier", pod="{stream}"}} {line}\n'
