@@ -121,7 +121,9 @@ def _envelope_columns(preset: Preset, frame: pl.DataFrame) -> list[pl.Expr]:
         if column == "ts":
             continue
         for path in paths:
-            expr = path_expr(path, available) if path not in seen else None
+            if path in seen:
+                continue
+            expr = path_expr(path, available)
             if expr is not None:
                 seen.add(path)
                 exprs.append(expr.cast(pl.String).alias(ENVELOPE_PREFIX + path))

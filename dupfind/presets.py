@@ -455,7 +455,6 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
     if preset.record_pairs and isinstance(record, list):
         key, value = preset.record_pairs
         record = {p.get(key): p.get(value) for p in record if isinstance(p, dict) and isinstance(p.get(key), str)}
-    record = _named_values(preset, record)
     if not isinstance(record, dict):
         return None
     record = dict(record)
@@ -520,7 +519,8 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
 
 def _named_values(preset: Preset, record: Any) -> Any:
     """A record that is a list of values (Loki's `[time, line]`) as an object of the preset's
-    `record_list` names (values beyond them left out); any other record as it is."""
+    `record_list` names (values beyond them left out); any other record as it is. Done where a
+    document's records are found (document_records), before their ancestors' keys join them."""
     if preset.record_list and isinstance(record, list) and len(record) >= len(preset.record_list):
         return dict(zip(preset.record_list, record))
     return record
@@ -566,8 +566,8 @@ def document_records(preset: Preset, document: Any, known: bool = False) -> tupl
         if not found:
             empty = ([], path) if known and found is not None and empty is None else empty
             continue
-        records = [_named_values(preset, rec) for rec, _ in found]
-        records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, (_, ctx) in zip(records, found)]
+        named = ((_named_values(preset, rec), ctx) for rec, ctx in found)
+        records = [{**ctx, **rec} if ctx and isinstance(rec, dict) else rec for rec, ctx in named]
         sample = next((r for r in records if isinstance(r, (dict, list))), None)
         if preset.record_pairs and isinstance(sample, list):
             key, value = preset.record_pairs

@@ -144,14 +144,19 @@ SHAPES = {
 CASES = ["synth/lock-nonatomic", "scenarios/lock-get-then-set-race"]
 
 
+def _shaped(logs: Path, out: Path, shape: str) -> None:
+    """Each log of `logs` written under `out` as export shape `shape` prints its lines."""
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text().splitlines()
+        (out / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("case", CASES)
 def test_json_logs_in_an_export_shape_give_the_findings_of_the_ndjson(tmp_path, case, shape):
     """Before, each line was text with a leading time (or no time at all): no finding at all."""
     logs = FIXTURES / case / "logs"
-    for log in sorted(logs.iterdir()):
-        lines = log.read_text().splitlines()
-        (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+    _shaped(logs, tmp_path, shape)
     whole = _findings(logs)
     assert whole and _findings(tmp_path) == whole
 
@@ -161,9 +166,7 @@ def test_a_grafana_download_s_meta_lines_are_the_export_s_not_rejected_lines(tmp
     """Before the `grafana-text` preset, every line was text with a leading time (no finding), and
     with it the query's meta lines were two rejected lines a file."""
     logs = FIXTURES / CASES[0] / "logs"
-    for log in sorted(logs.iterdir()):
-        lines = log.read_text().splitlines()
-        (tmp_path / log.name).write_text("".join(SHAPES[shape](log.stem, line, n) + "\n" for n, line in enumerate(lines)))
+    _shaped(logs, tmp_path, shape)
     config = load_config(cwd=Path("/"))
     plain, shaped = ingest([str(logs)], config).files, ingest([str(tmp_path)], config).files
     assert [f.format for f in shaped] == ["grafana-text"] * len(plain)
