@@ -69,11 +69,8 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     # The execution, else (records outside any execution) the action: one integer, negative for actions.
     scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
     name = pl.col("name").cast(pl.String).fill_null("").str.to_lowercase()
-    effects = effects.with_columns(
-        scope=scope,
-        effect=pl.col("action").cast(pl.String).fill_null("side_effect"),
-        completed_name=name.str.contains(_COMPLETED_NAME),
-    )
+    effects = effects.with_columns(scope=scope)
+    effects = effects.with_columns(_effect_names(effects), completed_name=name.str.contains(_COMPLETED_NAME))
     effects = effects.with_columns(_sequence_columns(effects))
     own = pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" ")
     result_text = pl.concat_str(
@@ -103,6 +100,31 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
         ["", "false", "0", "no", "none", "null", "off"]
     )
     return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
+
+
+def _effect_names(effects: pl.DataFrame) -> pl.Series:
+    """Each record's side effect (its `action`; `side_effect` where normalize found none). A result
+    that names none (`provider_response status=200` after `provider_request channel=email`) is
+    the result of the request before it in its scope, and takes that request's: named apart, the
+    request would have no answer (uncertain) and the answer no request. `effects` in time order."""
+    kinds = effects.select(
+        action=pl.col("action").cast(pl.String), result=pl.col("kind").cast(pl.String) == "side_effect_result", scope=pl.col("scope"),
+    )
+    action, is_result = kinds["action"].fill_null("side_effect"), kinds["result"]
+    unnamed = is_result & (action == "side_effect")  # normalize's name for a record that names none
+    if not unnamed.any() or (action == "side_effect").all():
+        return action.alias("effect")
+    requested = kinds.select(
+        pl.col("scope"),
+        pl.when(~pl.col("result")).then(pl.col("action").fill_null("side_effect")).alias("requested"),
+        pl.when(~pl.col("result")).then(pl.col("scope")).alias("request_scope"),
+    ).with_row_index("_o").sort("scope", "_o", maintain_order=True)
+    before = requested.with_columns(
+        pl.when(pl.col("request_scope").forward_fill() == pl.col("scope")).then(pl.col("requested").forward_fill()).alias("before"),
+    ).sort("_o")["before"]
+    return pl.select(
+        pl.when(unnamed).then(before).otherwise(action).fill_null("side_effect").alias("effect"),
+    ).to_series()
 
 
 def _sequence_columns(effects: pl.DataFrame) -> list[pl.Series]:

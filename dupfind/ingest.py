@@ -60,6 +60,7 @@ from dupfind.presets import (
 from dupfind.record_cuts import whole_records
 from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_owner, open_source
+from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, trace_owners
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
@@ -385,9 +386,20 @@ class LineParser:
                    if ENVELOPE_PREFIX + p in columns]
         return pl.concat_str(present, separator="\x1f", ignore_nulls=True) if present else None
 
+    def _stream_source(self, fmt: str, columns: list[str], source: pl.Expr | None) -> pl.Expr | None:
+        """source_of with the stream an envelope names (Docker's, CRI's stdout or stderr): a stack
+        trace on stderr does not go on with a record on stdout."""
+        envelope = self.presets.get(fmt.partition("+")[0]) if "+" in fmt else None
+        streams = [pl.col(ENVELOPE_PREFIX + p).cast(pl.String) for p in (envelope.fields.get("stream", ()) if envelope else ())
+                   if ENVELOPE_PREFIX + p in columns]
+        if not streams:
+            return source
+        return pl.concat_str([*([source] if source is not None else []), *streams], separator="\x1f", ignore_nulls=True)
+
     # -- text fallbacks ---------------------------------------------------------------
-    def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str) -> None:
-        """Framework grammars (vectorised) first, then logfmt and plain text line by line."""
+    def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str, around: pl.DataFrame | None = None) -> None:
+        """Framework grammars (vectorised) first, then logfmt and plain text line by line.
+        `around`: the block's other lines (line, json, too_long and the envelope's columns)."""
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
@@ -418,6 +430,8 @@ class LineParser:
                 if block.owners is not None:
                     block.owners.update(zip(joined["line"].to_list(), joined["owner"].to_list()))
                 rows = rows.filter(~pl.col("line").is_in(joined["line"].implode()))
+        if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
+            rows = self._join_traces(rows, block, grammar.raws, around, self._stream_source(fmt_prefix, rows.columns, source))
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
@@ -459,6 +473,30 @@ class LineParser:
                 "reason": pl.Series(["not_a_record"] * len(not_records), dtype=pl.String),
                 "text": rows["text"].gather(not_records),
             }))
+
+    @staticmethod
+    def _join_traces(rows: pl.DataFrame, block: _Block, raws: list, around: pl.DataFrame | None,
+                     source: pl.Expr | None) -> pl.DataFrame:
+        """The rows less the lines of stack traces that go on with a record before them
+        (stack_lines.trace_owners), those counted as the block's continuation lines. A framework's
+        records (`raws`) and the block's JSON lines (`around`) are records such lines may go on
+        with; its overlong lines end them."""
+        key = (source if source is not None else pl.lit(None, pl.String)).alias("key")
+        parts = [rows.select(pl.col("line"), pl.col("clean"), key)]
+        parts += [frame.select(pl.col(LINE).alias("line"), pl.lit(None, pl.String).alias("clean"), key) for frame, _ in raws]
+        if around is not None and around.height:
+            kind = pl.when(pl.col("too_long")).then(pl.lit(TRACE_BREAK)).otherwise(pl.lit(None, pl.String))
+            parts.append(around.select(pl.col("line"), kind.alias("clean"), key))
+        ordered = pl.concat(parts).sort("line") if len(parts) > 1 or not rows["line"].is_sorted() else parts[0]
+        numbers = ordered["line"].to_list()
+        keys = zip((n >> FILE_SHIFT for n in numbers), ordered["key"].to_list())
+        owners = trace_owners(zip(numbers, ordered["clean"].to_list(), keys), FALLBACK_TS in rows.columns)
+        if not owners:
+            return rows
+        block.continuation += len(owners)
+        if block.owners is not None:
+            block.owners.update(owners)
+        return rows.filter(~pl.col("line").is_in(pl.Series(list(owners), dtype=rows["line"].dtype).implode()))
 
     # -- envelopes --------------------------------------------------------------------
     def _unwrap(self, rows: pl.DataFrame, block: _Block, preset: Preset, lines: LineBytes | None = None) -> None:
@@ -578,7 +616,13 @@ class LineParser:
             # An envelope's inner lines are not the file's: they keep their text.
             self._parse_json(json_rows, block, prefix + "ndjson", lines, keep_text=envelope is not None or not block.lines_in_file)
         if text_rows.height:
-            self._parse_text(text_rows, block, prefix)
+            # The lines read apart from the texts: a stack trace may go on with a JSON record; an
+            # overlong line or one rejected already (JSON cut by a newline in a value) ends one.
+            around = rows.filter(~pl.col("blank") & (pl.col("json") | pl.col("too_long"))).drop("text", "blank")
+            if block.rejects and around.height:
+                rejected = pl.concat([r["line"] for r in block.rejects])
+                around = around.with_columns(pl.col("too_long") | pl.col("line").is_in(rejected.implode()))
+            self._parse_text(text_rows, block, prefix, around)
 
     def continued_bytes(self, tail: bytes, head: bytes, envelope: str) -> int:
         """How many bytes at the start of `head` continue a record that began in `tail` (both whole

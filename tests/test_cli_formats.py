@@ -73,10 +73,11 @@ def test_rejects_file_lists_every_rejected_line(cli, tmp_path):
     proc = cli("formats", str(DIRTY), "--rejects", str(target), "--config", str(DIRTY.parent / "dupfind.toml"))
     assert proc.returncode == 0
     rows = [json.loads(line) for line in target.read_text().splitlines()]
-    assert [r["line"] for r in rows] == [4, 5, 6, 7, 8, 9, 10]
-    assert {r["reason"] for r in rows} >= {"invalid_json", "no_timestamp", "line_too_long"}
+    # Lines 4-5, the traceback printed after the record on line 3, go on with it.
+    assert [r["line"] for r in rows] == [6, 7, 8, 9, 10, 15]
+    assert {r["reason"] for r in rows} >= {"invalid_json", "no_timestamp", "line_too_long", "unknown_format"}
     by_line = {r["line"]: r for r in rows}
-    assert by_line[4]["text"] == "Traceback (most recent call last):"
+    assert by_line[15]["text"].startswith("/entrypoint.sh: line 12:")
     assert by_line[8]["text"].startswith('{"level":"info"')
 
 

@@ -47,6 +47,25 @@ def test_a_completion_record_after_an_open_request_is_its_result():
     ]
 
 
+def test_a_result_that_names_no_side_effect_answers_the_request_before_it():
+    # `provider_response status=200` logged without the request's `channel=email`: normalize names
+    # its side effect `side_effect`. It answers the execution's last request, of whatever effect.
+    table = _table([
+        {"exec_id": 10, "name": "provider_request", "action": "email"},
+        {"exec_id": 11, "name": "provider_request", "action": "push"},
+        {"exec_id": 10, "kind": "side_effect_result", "name": "provider_response", "action": "side_effect", "status": "200"},
+        {"exec_id": 11, "kind": "side_effect_result", "name": "provider_error", "action": "side_effect", "status": "503"},
+        {"exec_id": 12, "kind": "side_effect_result", "name": "provider_response", "action": "side_effect", "status": "200"},
+        {"exec_id": 12, "name": "provider_request", "action": "sms"},
+    ])
+    requests = side_effect_requests(table).sort("rid")
+    assert requests.select("rid", "effect", "outcome", "result_rid").rows() == [
+        (0, "email", "success", 2),
+        (1, "push", "rejected", 3),
+        (5, "sms", "uncertain", None),  # the answer before it answers no request of its own
+    ]
+
+
 def _reference(runs: pl.DataFrame) -> pl.DataFrame:
     """role and request_seq as a shift and a running count over each run (what _sequence_columns replaces)."""
     prev = runs.with_columns(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 
@@ -29,11 +30,15 @@ def _run(case: Path):
     expected = json.loads((case / "expected.json").read_text())
     config = load_config(cwd=Path("/"))
     options = expected.get("options", {})
+    result = ingest([str(case / "logs")], config)
+    rejected: collections.Counter = collections.Counter()
+    for report in result.files:
+        rejected.update(report.rejected)
     report = analyze(
-        ingest([str(case / "logs")], config), config, load_rules(config),
+        result, config, load_rules(config),
         skew_s=options.get("skew", 0.5), max_jobs_per_value=options.get("max_jobs_per_value", 25),
     )
-    return expected, report
+    return expected, report, dict(rejected)
 
 
 def _matches(finding, want: dict) -> bool:
@@ -45,7 +50,7 @@ def _matches(finding, want: dict) -> bool:
 
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_scenario(case: Path):
-    expected, report = _run(case)
+    expected, report, rejected = _run(case)
     assert report.verdict == expected["verdict"], report.verdict_reason
     for want in expected.get("must_fire", []):
         found = [f for f in report.findings if f.rule == want["rule"] and _matches(f, want)]
@@ -63,5 +68,7 @@ def test_scenario(case: Path):
         assert not [f for f in report.findings if f.rule == code], f"{code} fired: {[f.summary for f in report.findings if f.rule == code]}"
     if "harmful_actions" in expected:
         assert len({f.action_id for f in report.harmful}) == expected["harmful_actions"]
+    if "rejected" in expected:  # every line parsed, blank or rejected: which were rejected, and why
+        assert rejected == expected["rejected"]
     for text in expected.get("warnings_contain", []):
         assert any(text in w for w in report.warnings), report.warnings

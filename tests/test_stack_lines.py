@@ -1,0 +1,91 @@
+"""Which lines of a stack trace go on with the record before them (stack_lines.trace_owners)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from dupfind.stack_lines import ANY_TRACE_LINE, EXCEPTION_LINE, TRACE_BREAK, TRACE_LINE, trace_owners
+
+PYTHON = """\
+2026-12-03 09:41:37,496 ERROR [mailer.tasks] event=db_update_failed job_id=e8b3 attempt=1
+Traceback (most recent call last):
+  File "/app/mailer/repo.py", line 58, in mark_sent
+    session.execute(update(Delivery).values(status="sent", sent_at=func.now()))
+psycopg2.OperationalError: server closed the connection unexpectedly
+The above exception was the direct cause of the following exception:
+sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) server closed the connection unexpectedly
+[SQL: UPDATE deliveries SET status=%(status)s WHERE deliveries.id = %(id_1)s]
+2026-12-03 09:41:37,498 WARNING [mailer.tasks] event=retry_scheduled job_id=e8b3 countdown=10"""
+
+GO_PANIC = """\
+time="2026-12-04T16:31:05Z" level=info msg="sending push" job_id=push-8c1e0b72
+panic: runtime error: invalid memory address or nil pointer dereference
+[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x6f2c3e]
+goroutine 27 [running]:
+main.(*Sender).record(0x0, {0xc0002a4000, 0x24})
+\t/app/cmd/pusher/sender.go:88 +0x3e
+time="2026-12-04T16:31:07Z" level=info msg="worker starting" worker=pusher-6c4f8-mq7rx"""
+
+ZAP_STACK = """\
+2026-11-29T07:16:41.986Z\tWARN\tworker/run.go:97\tack after visibility timeout\t{"job_id": "e7a1"}
+main.(*Worker).ack
+\t/app/worker/run.go:97
+2026-11-29T07:16:41.990Z\tINFO\tworker/run.go:102\tjob succeeded\t{"job_id": "e7a1"}"""
+
+
+def _owners(text: str, each_line_a_record: bool = False, keys=None) -> dict[int, int]:
+    lines = text.split("\n")
+    keys = keys or [None] * len(lines)
+    return trace_owners(((n, line, key) for n, (line, key) in enumerate(zip(lines, keys), start=1)), each_line_a_record)
+
+
+@pytest.mark.parametrize(("text", "owner", "joined"), [
+    (PYTHON, 1, range(2, 9)),  # a chained traceback, its SQL line and its code with `=` in it
+    (GO_PANIC, 1, range(2, 7)),  # after a logfmt record with no leading time; the signal line has k=v pairs
+    (ZAP_STACK, 1, range(2, 4)),  # a function's name before its indented file
+])
+def test_a_trace_goes_on_with_the_record_before_it(text, owner, joined):
+    assert _owners(text) == {line: owner for line in joined}
+
+
+def test_lines_that_never_look_like_a_trace_are_left_alone():
+    text = "2026-12-03 09:41:02,118 INFO [celery.worker] event=worker_started\nsending batch metrics to statsd every 10s\nretrying in 5s"
+    assert _owners(text) == {}
+
+
+def test_a_logfmt_record_ends_a_trace():
+    text = 'time="2026-12-04T16:31:05Z" level=error msg=boom\ngoroutine 1 [running]:\n\t/app/main.go:12\nlevel=info msg="next record" job_id=7\n\t/app/main.go:40'
+    # The last indented line goes on with the logfmt record before it, not with the first one.
+    assert _owners(text) == {2: 1, 3: 1, 5: 4}
+
+
+def test_where_each_line_is_a_record_only_trace_lines_go_on():
+    # Docker's lines: the envelope gives each its time. After the trace, a line of text is a record.
+    text = "2026-12-04 16:40:05,488 ERROR job failed\nTraceback (most recent call last):\n  File \"/app/t.py\", line 57, in send\nKeyError: 'order_shipped_v2'\nmetrics flushed\n  cache hit ratio: 0.93"
+    assert _owners(text, each_line_a_record=True) == {2: 1, 3: 1, 4: 1, 6: 5}
+    # An exception's line right after a record is a record of its own there, unless a trace began.
+    assert _owners("job failed\nKeyError: 'x'", each_line_a_record=True) == {}
+    assert _owners("job failed\nKeyError: 'x'") == {}  # no record: nothing to go on with
+
+
+def test_a_trace_goes_on_only_right_after_its_own_source_s_record():
+    lines = [(1, "2026-12-04 16:40:05,488 ERROR job failed", "stderr"), (2, None, "stdout"),
+             (3, "  at com.example.Worker.run(Worker.java:42)", "stderr")]
+    assert trace_owners(lines, True) == {}
+    lines[2] = (3, lines[2][1], "stdout")
+    assert trace_owners(lines, True) == {3: 2}
+
+
+def test_a_record_read_apart_takes_a_trace_and_a_break_ends_one():
+    lines = [(1, None, 0), (2, "Traceback (most recent call last):", 0), (3, '  File "/app/w.py", line 88', 0),
+             (4, TRACE_BREAK, 0), (5, '  File "/app/w.py", line 90', 0), (6 | 1 << 32, "  at x", 1)]
+    assert trace_owners(lines, False) == {2: 1, 3: 1}
+
+
+def test_polars_check_finds_the_lines_python_s_patterns_do():
+    # ANY_TRACE_LINE is run by polars (Rust's regex) on a whole block before any line is looked at.
+    lines = pl.Series([*PYTHON.split("\n"), *GO_PANIC.split("\n"), *ZAP_STACK.split("\n")])
+    found = lines.str.contains(ANY_TRACE_LINE).to_list()
+    assert found == [bool(TRACE_LINE.match(line) or EXCEPTION_LINE.match(line)) for line in lines]
+    assert sum(found) >= 10
