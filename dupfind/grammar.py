@@ -69,6 +69,41 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
     return frame.drop("__inherit")
 
 
+# A `key=value` pair in a group of pairs: after the group's start, a space, a comma or a span's
+# `{`; the value quoted (Rust's Debug of a string, escapes inside) or up to a space, comma or `}`.
+_PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|[^\s,}]*)'
+
+
+def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataFrame:
+    """The records with the `key=value` pairs of these groups as fields (the first group's value
+    of a key first; a field the line's groups name is kept): all pairs of a block extracted,
+    split and spread into columns at once."""
+    found = [g for g in groups if g in frame.columns]
+    if not found:
+        return frame
+    pairs = pl.concat([
+        frame.select(pl.col(LINE), pl.col(g).str.extract_all(_PAIR).alias("pair"), pl.lit(i).alias("group"))
+        for i, g in enumerate(found)
+    ]).explode("pair").drop_nulls("pair")
+    if pairs.height == 0:
+        return frame
+    pair = pl.col("pair").str.strip_chars_start(" \t{,")
+    value = pair.str.splitn("=", 2).struct.field("field_1")
+    quoted = value.str.starts_with('"') & value.str.ends_with('"') & (value.str.len_chars() >= 2)
+    unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1")).otherwise(value)
+    spread = (
+        pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
+        .sort(LINE, "group", maintain_order=True)
+        .pivot(on="key", index=LINE, values="value", aggregate_function="first")
+    )
+    new = [c for c in spread.columns if c != LINE and c not in frame.columns]
+    kept = [c for c in spread.columns if c != LINE and c in frame.columns]
+    joined = frame.join(spread.rename({c: f"__pair_{c}" for c in kept}), on=LINE, how="left")
+    return joined.with_columns(pl.coalesce(pl.col(c), pl.col(f"__pair_{c}")).alias(c) for c in kept).drop(
+        [f"__pair_{c}" for c in kept]
+    ).select([*frame.columns, *new])
+
+
 def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[str, str]:
     values: dict[str, str] = {}
     for rule in rules:
@@ -113,7 +148,7 @@ def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset], source: pl.E
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = _refine(frame, preset).drop("clean")
+        frame = _with_pairs(_refine(frame, preset), preset.pairs).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

@@ -135,10 +135,11 @@ def _is_structured(expr: pl.Expr) -> pl.Expr:
 
 
 def _resolve_column(
-    values: pl.DataFrame, column: str, paths: list[str], structured: set[str],
+    values: pl.DataFrame, column: str, paths: list[str], structured: set[str], statuses: frozenset[str] = frozenset(),
 ) -> tuple[pl.Expr, list[str]]:
     """The first non-empty alias value of a canonical column, and the aliases it can come from.
-    `structured`: the paths with a JSON object or array on some row."""
+    `structured`: the paths with a JSON object or array on some row; `statuses`: the status
+    column's aliases, whose numbers name no event."""
     usable = [p for p in paths if p in values.columns]
     if not usable:
         return pl.lit(None, dtype=pl.String), []
@@ -147,6 +148,9 @@ def _resolve_column(
         expr = pl.col(path)
         if column not in STRUCTURED_OK and path in structured:
             expr = pl.when(_is_structured(expr)).then(None).otherwise(expr)
+        if column == "name" and path in statuses and len(usable) > 1:
+            # A number names no event: `status=200` beside tracing's or zap's message (its name).
+            expr = pl.when(expr.str.contains(r"^-?\d+(?:\.\d+)?$")).then(None).otherwise(expr)
         exprs.append(expr)
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
@@ -241,8 +245,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
     candidates_by_column: dict[str, list[str]] = {}
+    statuses = frozenset(config.aliases.get("status", ()))
     for column, aliases in config.aliases.items():
-        selections[column], candidates_by_column[column] = _resolve_column(values, column, aliases, structured)
+        selections[column], candidates_by_column[column] = _resolve_column(values, column, aliases, structured, statuses)
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)

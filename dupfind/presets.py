@@ -96,6 +96,9 @@ class Preset:
     # text envelope: a value made of several of the line's groups, joined by a space where they are
     # apart in the line (Papertrail's system and program, between them its IP, facility and severity)
     joined: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # text grammar: groups of the line that hold `key=value` pairs (Rust tracing's span and event
+    # fields), each pair a field of the record where the line's groups do not name it already
+    pairs: tuple[str, ...] = ()
 
     @property
     def is_envelope(self) -> bool:
@@ -143,6 +146,7 @@ class Preset:
         for group in (self.prefer, self.fields):
             for values in group.values():
                 paths.update(values)
+        paths.update(path.removesuffix("[]") for path in self.lift if self.is_record_shape)
         return paths
 
 
@@ -224,7 +228,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "record_list", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker", "thread", "joined",
+        "file_worker", "thread", "joined", "pairs",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -248,6 +252,10 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
     if not isinstance(data.get("joined", {}), dict):
         raise DupfindError(f"{origin}: joined must be a table of value names and the line's groups.")
     joined = {name: _strings(groups, f"{origin}: joined.{name}") for name, groups in data.get("joined", {}).items()}
+    pair_groups = _strings(data.get("pairs", []), f"{origin}: pairs")
+    missing_pairs = [g for g in pair_groups if line is None or f"(?P<{g}>" not in line]
+    if missing_pairs:
+        raise DupfindError(f"{origin}: pairs names {missing_pairs[0]!r}, which is not a group of the line regex.")
     missing = [g for groups in joined.values() for g in groups if line is None or f"(?P<{g}>" not in line]
     if missing:
         raise DupfindError(f"{origin}: joined names {missing[0]!r}, which is not a group of the line regex.")
@@ -291,6 +299,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         file_worker=file_worker,
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
         joined=joined,
+        pairs=pair_groups,
     )
     if preset.inner_lines_at and not preset.inner_lines:
         raise DupfindError(f"{origin}: inner_lines_at needs inner_lines (the presets whose lines are there).")

@@ -90,6 +90,7 @@ def test_a_user_preset_in_rules_dir_reads_a_new_export_shape(cli, tmp_path):
     ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\ninner_envelope = "celery"\n', "inner_envelope must name a JSON envelope"),
     ('name = "x"\nkind = "text"\nline = "^(?P<a>\\\\S+) (?P<inner>.*)$"\n[joined]\nwho = ["a", "b"]\n', "joined names 'b'"),
     ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\njoined = ["a"]\n', "joined must be a table"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<msg>.*)$"\npairs = ["fields"]\n', "pairs names 'fields'"),
 ])
 def test_a_bad_preset_is_a_one_line_error_naming_its_file(cli, tmp_path, text: str, words: str):
     (tmp_path / "presets").mkdir()
