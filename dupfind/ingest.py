@@ -415,7 +415,7 @@ class LineParser:
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str, around: pl.DataFrame | None = None) -> None:
         """Framework grammars (vectorised) first, then logfmt and plain text line by line.
-        `around`: the block's other lines (line, json, too_long and the envelope's columns)."""
+        `around`: the block's lines (line, blank, json, too_long and the envelope's columns)."""
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
@@ -497,16 +497,34 @@ class LineParser:
         (stack_lines.trace_owners), those counted as the block's continuation lines. A framework's
         records (`raws`) and the block's JSON lines (`around`) are records such lines may go on
         with; its overlong lines end them."""
-        key = (source if source is not None else pl.lit(None, pl.String)).alias("key")
-        parts = [rows.select(pl.col("line"), pl.col("clean"), key)]
-        parts += [frame.select(pl.col(LINE).alias("line"), pl.lit(None, pl.String).alias("clean"), key) for frame, _ in raws]
-        if around is not None and around.height:
-            kind = pl.when(pl.col("too_long")).then(pl.lit(TRACE_BREAK)).otherwise(pl.lit(None, pl.String))
-            parts.append(around.select(pl.col("line"), kind.alias("clean"), key))
-        ordered = pl.concat(parts).sort("line") if len(parts) > 1 or not rows["line"].is_sorted() else parts[0]
-        numbers = ordered["line"].to_list()
-        keys = zip((n >> FILE_SHIFT for n in numbers), ordered["key"].to_list())
-        owners = trace_owners(zip(numbers, ordered["clean"].to_list(), keys), FALLBACK_TS in rows.columns)
+        text_lines = rows["line"]
+
+        def keys(frame: pl.DataFrame) -> list:
+            return frame.select(source).to_series().to_list() if source is not None else [None] * frame.height
+
+        def right_before(frame: pl.DataFrame, lines: pl.Series) -> pl.DataFrame:
+            """The frame's rows right before a text line (the only ones a trace may go on with: the
+            next record starts afresh), not every JSON line of a block with a few tracebacks."""
+            at = (lines.search_sorted(text_lines, side="left").cast(pl.Int64) - 1).unique().sort()
+            return frame[at.filter(at >= 0)]
+
+        entries = list(zip(text_lines.to_list(), rows["clean"].to_list(), keys(rows)))
+        for frame, _ in raws:
+            picked = right_before(frame, frame[LINE])
+            entries += zip(picked[LINE].to_list(), [None] * picked.height, keys(picked))
+        if around is not None:
+            # JSON lines are records; an overlong line, or one rejected already (JSON cut by a
+            # newline in a value), ends a trace.
+            around = around.filter(~pl.col("blank") & (pl.col("json") | pl.col("too_long")))
+            picked = right_before(around, around["line"]) if around.height else around
+            if picked.height:
+                ends = picked["too_long"]
+                if block.rejects:
+                    ends = ends | picked["line"].is_in(pl.concat([r["line"] for r in block.rejects]).implode())
+                texts = [TRACE_BREAK if end else None for end in ends.to_list()]
+                entries += zip(picked["line"].to_list(), texts, keys(picked))
+        entries.sort(key=lambda entry: entry[0])
+        owners = trace_owners(((n, text, (n >> FILE_SHIFT, key)) for n, text, key in entries), FALLBACK_TS in rows.columns)
         if not owners:
             return rows
         block.continuation += len(owners)
@@ -632,13 +650,8 @@ class LineParser:
             # An envelope's inner lines are not the file's: they keep their text.
             self._parse_json(json_rows, block, prefix + "ndjson", lines, keep_text=envelope is not None or not block.lines_in_file)
         if text_rows.height:
-            # The lines read apart from the texts: a stack trace may go on with a JSON record; an
-            # overlong line or one rejected already (JSON cut by a newline in a value) ends one.
-            around = rows.filter(~pl.col("blank") & (pl.col("json") | pl.col("too_long"))).drop("text", "blank")
-            if block.rejects and around.height:
-                rejected = pl.concat([r["line"] for r in block.rejects])
-                around = around.with_columns(pl.col("too_long") | pl.col("line").is_in(rejected.implode()))
-            self._parse_text(text_rows, block, prefix, around)
+            # The block's other lines (without their texts: no copy), for a stack trace after a JSON line.
+            self._parse_text(text_rows, block, prefix, rows.drop("text"))
 
     def continued_bytes(self, tail: bytes, head: bytes, envelope: str) -> int:
         """How many bytes at the start of `head` continue a record that began in `tail` (both whole
