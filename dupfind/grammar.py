@@ -74,10 +74,11 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
 _PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|[^\s,}]*)'
 
 
-def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataFrame:
+def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: frozenset[str] | None = None) -> pl.DataFrame:
     """The records with the `key=value` pairs of these groups as fields (the first group's value
     of a key first; a field the line's groups name is kept): all pairs of a block extracted,
-    split and spread into columns at once."""
+    split and spread into columns at once. `keys`: the only keys kept (the configuration's
+    aliases): a log whose pairs hold ever new keys would make a column each."""
     found = [g for g in groups if g in frame.columns]
     if not found:
         return frame
@@ -91,9 +92,13 @@ def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataFrame:
     value = pair.str.splitn("=", 2).struct.field("field_1")
     quoted = value.str.starts_with('"') & value.str.ends_with('"') & (value.str.len_chars() >= 2)
     unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1")).otherwise(value)
+    spread = pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
+    if keys is not None:
+        spread = spread.filter(pl.col("key").is_in(list(keys)))
+        if spread.height == 0:
+            return frame
     spread = (
-        pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
-        .sort(LINE, "group", maintain_order=True)
+        spread.sort(LINE, "group", maintain_order=True)
         .pivot(on="key", index=LINE, values="value", aggregate_function="first")
     )
     new = [c for c in spread.columns if c != LINE and c not in frame.columns]
@@ -114,10 +119,12 @@ def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[s
     return values
 
 
-def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None) -> GrammarResult:
+def parse_grammar_lines(
+    rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None, keys: frozenset[str] | None = None,
+) -> GrammarResult:
     """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows.
     `source`: what names each line's source in an export of several (an envelope's log stream or
-    pod), whose banners are each their own source's."""
+    pod), whose banners are each their own source's; `keys`: the keys of `pairs` kept."""
     result = GrammarResult(rest=rows)
     continuing: list[pl.Series] = []
     rest = rows
@@ -148,7 +155,7 @@ def parse_grammar_lines(rows: pl.DataFrame, grammars: list[Preset], source: pl.E
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = _with_pairs(_refine(frame, preset), preset.pairs).drop("clean")
+        frame = _with_pairs(_refine(frame, preset), preset.pairs, keys).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

@@ -209,6 +209,7 @@ class LineParser:
                 for cut in range(1, len(parts)):
                     paths.add(".".join(parts[:cut]))
         self.json_keys = paths
+        self.pair_keys = frozenset(paths)
         self.key_escapes = _key_escapes(paths)
 
     # -- JSON -------------------------------------------------------------------------
@@ -423,7 +424,7 @@ class LineParser:
             clean = clean.str.replace(AFTER_FIRST_LINE, "")
         rows = rows.with_columns(clean=clean)
         source = self.source_of(fmt_prefix, rows.columns)
-        grammar = parse_grammar_lines(rows, self.grammars, source)
+        grammar = parse_grammar_lines(rows, self.grammars, source, self.pair_keys)
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)

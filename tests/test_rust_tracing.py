@@ -62,3 +62,11 @@ def test_a_pair_never_replaces_a_group_of_the_line():
     frame = pl.DataFrame({LINE: [1], "msg": ["job received"], "fields": [' msg="other" job_id=7']})
     out = _with_pairs(frame, ("fields",))
     assert out.row(0, named=True) == {LINE: 1, "msg": "job received", "fields": ' msg="other" job_id=7', "job_id": "7"}
+
+
+def test_only_pairs_whose_keys_are_aliases_become_fields():
+    # A log whose pairs hold ever new keys (a request's headers, ids as keys) would make a column each.
+    frame = pl.DataFrame({LINE: list(range(1, 2001)), "fields": [f" job_id=j-{n} k{n}=v" for n in range(1, 2001)]})
+    out = _with_pairs(frame, ("fields",), frozenset({"job_id"}))
+    assert out.columns == [LINE, "fields", "job_id"] and out["job_id"][1999] == "j-2000"
+    assert _with_pairs(frame.head(3), ("fields",), frozenset({"attempt"})).columns == [LINE, "fields"]
