@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -74,7 +75,7 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
 _PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|[^\s,}]*)'
 
 
-def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: frozenset[str] | None = None) -> pl.DataFrame:
+def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
     """The records with the `key=value` pairs of these groups as fields (the first group's value
     of a key first; a field the line's groups name is kept): all pairs of a block extracted,
     split and spread into columns at once. `keys`: the only keys kept (the configuration's
@@ -120,7 +121,7 @@ def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[s
 
 
 def parse_grammar_lines(
-    rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None, keys: frozenset[str] | None = None,
+    rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None, keys: Collection[str] | None = None,
 ) -> GrammarResult:
     """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows.
     `source`: what names each line's source in an export of several (an envelope's log stream or

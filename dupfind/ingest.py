@@ -209,7 +209,6 @@ class LineParser:
                 for cut in range(1, len(parts)):
                     paths.add(".".join(parts[:cut]))
         self.json_keys = paths
-        self.pair_keys = frozenset(paths)
         self.key_escapes = _key_escapes(paths)
 
     # -- JSON -------------------------------------------------------------------------
@@ -393,25 +392,17 @@ class LineParser:
                 return
             self._add_json(subset, frame, block, fmt, keep_text)
 
-    def source_of(self, fmt: str, columns: list[str]) -> pl.Expr | None:
+    def source_of(self, fmt: str, columns: list[str], also: tuple[str, ...] = ()) -> pl.Expr | None:
         """What names each record's source in an envelope that names it (a CloudWatch log stream,
         stern's pod and container, a journal's host and unit): a file of such lines may hold
         several sources' logs. Every worker path the envelope has, together: the worker is the
-        first (a host), the later ones may tell two of its processes' logs apart (two units)."""
+        first (a host), the later ones may tell two of its processes' logs apart (two units).
+        `also`: other columns the envelope names that tell lines apart (the stream: a stack trace
+        on stderr does not go on with a record on stdout)."""
         envelope = self.presets.get(fmt.partition("+")[0]) if "+" in fmt else None
-        present = [pl.col(ENVELOPE_PREFIX + p).cast(pl.String) for p in (envelope.fields.get("worker_id", ()) if envelope else ())
-                   if ENVELOPE_PREFIX + p in columns]
+        paths = [p for column in ("worker_id", *also) for p in (envelope.fields.get(column, ()) if envelope else ())]
+        present = [pl.col(ENVELOPE_PREFIX + p).cast(pl.String) for p in paths if ENVELOPE_PREFIX + p in columns]
         return pl.concat_str(present, separator="\x1f", ignore_nulls=True) if present else None
-
-    def _stream_source(self, fmt: str, columns: list[str], source: pl.Expr | None) -> pl.Expr | None:
-        """source_of with the stream an envelope names (Docker's, CRI's stdout or stderr): a stack
-        trace on stderr does not go on with a record on stdout."""
-        envelope = self.presets.get(fmt.partition("+")[0]) if "+" in fmt else None
-        streams = [pl.col(ENVELOPE_PREFIX + p).cast(pl.String) for p in (envelope.fields.get("stream", ()) if envelope else ())
-                   if ENVELOPE_PREFIX + p in columns]
-        if not streams:
-            return source
-        return pl.concat_str([*([source] if source is not None else []), *streams], separator="\x1f", ignore_nulls=True)
 
     # -- text fallbacks ---------------------------------------------------------------
     def _parse_text(self, rows: pl.DataFrame, block: _Block, fmt_prefix: str, around: pl.DataFrame | None = None) -> None:
@@ -424,7 +415,7 @@ class LineParser:
             clean = clean.str.replace(AFTER_FIRST_LINE, "")
         rows = rows.with_columns(clean=clean)
         source = self.source_of(fmt_prefix, rows.columns)
-        grammar = parse_grammar_lines(rows, self.grammars, source, self.pair_keys)
+        grammar = parse_grammar_lines(rows, self.grammars, source, self.json_keys)
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
@@ -448,7 +439,7 @@ class LineParser:
                     block.owners.update(zip(joined["line"].to_list(), joined["owner"].to_list()))
                 rows = rows.filter(~pl.col("line").is_in(joined["line"].implode()))
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
-            rows = self._join_traces(rows, block, grammar.raws, around, self._stream_source(fmt_prefix, rows.columns, source))
+            rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)))
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []

@@ -253,12 +253,10 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: joined must be a table of value names and the line's groups.")
     joined = {name: _strings(groups, f"{origin}: joined.{name}") for name, groups in data.get("joined", {}).items()}
     pair_groups = _strings(data.get("pairs", []), f"{origin}: pairs")
-    missing_pairs = [g for g in pair_groups if line is None or f"(?P<{g}>" not in line]
-    if missing_pairs:
-        raise DupfindError(f"{origin}: pairs names {missing_pairs[0]!r}, which is not a group of the line regex.")
-    missing = [g for groups in joined.values() for g in groups if line is None or f"(?P<{g}>" not in line]
-    if missing:
-        raise DupfindError(f"{origin}: joined names {missing[0]!r}, which is not a group of the line regex.")
+    for key, groups in (("joined", [g for named in joined.values() for g in named]), ("pairs", pair_groups)):
+        missing = [g for g in groups if line is None or f"(?P<{g}>" not in line]
+        if missing:
+            raise DupfindError(f"{origin}: {key} names {missing[0]!r}, which is not a group of the line regex.")
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
         raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
