@@ -44,7 +44,7 @@ from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
-from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, config_for_format, normalize
+from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
     AFTER_FIRST_LINE,
     ANSI_ESCAPE,
@@ -60,7 +60,7 @@ from dupfind.presets import (
 from dupfind.record_cuts import whole_records
 from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_owner, open_source
-from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, trace_owners
+from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, exception_of, exceptions_by_owner, trace_owners
 from dupfind.textcodes import Texts, coded_columns
 
 JSON_SUB_BLOCK = 8192
@@ -140,6 +140,18 @@ def _continued(grammar, rows: pl.DataFrame, starts: pl.Series, source: pl.Expr |
         if theirs.len():
             parts.append(continuation_lines(pl.concat([mine[LINE], theirs]), mine[LINE], theirs, grammar.continuing))
     return pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "owner": pl.Int64})
+
+
+def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFrame:
+    """A block's raw records with TRACE_ERROR, the exception of the stack trace after each record
+    one went on with (`errors` by the record's line)."""
+    lines = pl.Series(list(errors), dtype=pl.Int64)
+    if not raw[LINE].cast(pl.Int64).is_in(lines.implode()).any():
+        return raw
+    found = pl.col(LINE).cast(pl.Int64).replace_strict(lines, pl.Series(list(errors.values()), dtype=pl.String), default=None)
+    if TRACE_ERROR in raw.columns:
+        found = pl.coalesce(pl.col(TRACE_ERROR), found)
+    return raw.with_columns(found.alias(TRACE_ERROR))
 
 
 def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
@@ -409,9 +421,15 @@ class LineParser:
         """Framework grammars (vectorised) first, then logfmt and plain text line by line.
         `around`: the block's lines (line, blank, json, too_long and the envelope's columns)."""
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
+        errors: dict[int, str] = {}  # a record's line -> the exception of the stack trace after it
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
             # first line is the record's line, the others go on with it.
+            several = rows.filter(pl.col("text").str.contains("\n", literal=True))
+            for line, text in zip(several["line"].to_list(), several["text"].str.replace_all(ANSI_ESCAPE, "").to_list()):
+                found = exception_of(text.split("\n")[1:])
+                if found is not None:
+                    errors[line] = found
             clean = clean.str.replace(AFTER_FIRST_LINE, "")
         rows = rows.with_columns(clean=clean)
         source = self.source_of(fmt_prefix, rows.columns)
@@ -435,11 +453,14 @@ class LineParser:
             joined = _continued(grammar, rows, starts, None if joinable else source)
             if joined.height:
                 block.continuation += joined.height
+                owners = dict(zip(joined["line"].to_list(), joined["owner"].to_list()))
                 if block.owners is not None:
-                    block.owners.update(zip(joined["line"].to_list(), joined["owner"].to_list()))
+                    block.owners.update(owners)
+                traces = rows.filter(pl.col("line").is_in(joined["line"].implode()))
+                errors.update(exceptions_by_owner(owners, dict(zip(traces["line"].to_list(), traces["clean"].to_list()))))
                 rows = rows.filter(~pl.col("line").is_in(joined["line"].implode()))
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
-            rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)))
+            rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)), errors)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
@@ -473,6 +494,8 @@ class LineParser:
                 frame = pl.from_dicts(records, infer_schema_length=None)
                 frame = frame.with_columns(pl.exclude(LINE).cast(pl.String))
                 block.raws.append((frame, fmt_prefix + fmt))
+        if errors:
+            block.raws[:] = [(_with_trace_errors(raw, errors), fmt) for raw, fmt in block.raws]
         if unknown:
             block.rejects.append(_reject_frame(rows["line"].gather(unknown).to_list(), "unknown_format", rows["text"].gather(unknown).to_list()))
         if not_records:
@@ -484,9 +507,10 @@ class LineParser:
 
     @staticmethod
     def _join_traces(rows: pl.DataFrame, block: _Block, raws: list, around: pl.DataFrame | None,
-                     source: pl.Expr | None) -> pl.DataFrame:
+                     source: pl.Expr | None, errors: dict[int, str]) -> pl.DataFrame:
         """The rows less the lines of stack traces that go on with a record before them
-        (stack_lines.trace_owners), those counted as the block's continuation lines. A framework's
+        (stack_lines.trace_owners), those counted as the block's continuation lines, and the
+        exception each trace reports added to `errors` by its record's line. A framework's
         records (`raws`) and the block's JSON lines (`around`) are records such lines may go on
         with; its overlong lines end them."""
         text_lines = rows["line"]
@@ -522,6 +546,7 @@ class LineParser:
         block.continuation += len(owners)
         if block.owners is not None:
             block.owners.update(owners)
+        errors.update(exceptions_by_owner(owners, {line: text for line, text, _ in entries if text}))
         return rows.filter(~pl.col("line").is_in(pl.Series(list(owners), dtype=rows["line"].dtype).implode()))
 
     # -- envelopes --------------------------------------------------------------------

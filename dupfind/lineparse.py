@@ -10,6 +10,10 @@ LEADING_TS = re.compile(
     r"^\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?"
     r"(?:\s?(?:Z|z|UTC|[+-]\d{2}:?\d{2}))?)\]?[:\s|]\s*"
 )
+# A level word right after the leading time (`2026-.. ERROR [mailer] ..`, logback's `  WARN 1 ---`).
+LEADING_LEVEL = re.compile(
+    r"\s*\[?(?P<level>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|PANIC)\]?(?=[\s:]|$)", re.IGNORECASE,
+)
 LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
 _ESCAPES = re.compile(r"\\(.)")
 _ESCAPE_MAP = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
@@ -33,6 +37,9 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     if leading:
         record["_leading_ts"] = leading.group("ts")
         rest = text[leading.end():]
+        level = LEADING_LEVEL.match(rest)
+        if level:
+            record["_leading_level"] = level.group("level")
     pairs = LOGFMT_PAIR.findall(rest)
     if not pairs:
         return None
@@ -50,4 +57,8 @@ def parse_plain(text: str) -> dict[str, str] | None:
     leading = LEADING_TS.match(text)
     if not leading:
         return None
-    return {"_leading_ts": leading.group("ts"), "_plain_message": text[leading.end():].strip()}
+    record = {"_leading_ts": leading.group("ts"), "_plain_message": text[leading.end():].strip()}
+    level = LEADING_LEVEL.match(text, leading.end())
+    if level:
+        record["_leading_level"] = level.group("level")
+    return record

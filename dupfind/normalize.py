@@ -22,6 +22,15 @@ QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC 
 ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from its zone's offset
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
+LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
+LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
+# The exception a stack trace after the record reports (stack_lines.exception_of), for `error`.
+TRACE_ERROR = "_trace_error"
+STACK_TRACE = "(stack trace)"  # what `formats` shows when records took their error from one
+# Levels of a record that does not report an error: a stack trace after such a record (a crash
+# printed after the last line a thread logged) is not that record's error.
+_QUIET_LEVELS = ["trace", "debug", "info", "information", "informational", "notice", "verbose",
+                 "fine", "finer", "finest", "config", "t", "d", "i", "v", "n"]
 
 # Columns that keep structured (JSON object/array) values as text; all others drop them.
 STRUCTURED_OK = {"message", "error", "result"}
@@ -226,6 +235,28 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
 
 
+def _with_trace_error(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
+    """`error` from the stack trace after a record (`__trace_error`) where the record gives none,
+    or only the name of the exception the trace reports (`error=OperationalError`), and its level
+    does not say it reports none."""
+    trace = pl.col("__trace_error")
+    own = pl.col("error") if "error" in frame.columns else pl.lit(None, dtype=pl.String)
+    level = pl.col("level").cast(pl.String).str.strip_chars().str.to_lowercase() if "level" in frame.columns else pl.lit(None, dtype=pl.String)
+    named = ~own.str.contains(r"\s") & trace.str.contains(own, literal=True)
+    taken = trace.is_not_null() & (own.is_null() | named) & ~level.is_in(_QUIET_LEVELS).fill_null(False)
+    frame = frame.with_columns(error=pl.when(taken).then(trace).otherwise(own), __taken=taken)
+    _add_field_source(fields, frame.filter("__taken").rename({"__source": SOURCE}), "error", STACK_TRACE)
+    return frame.drop("__trace_error", "__taken")
+
+
+def _add_field_source(fields: dict[str, dict[str, list[str]]], rows: pl.DataFrame, column: str, label: str) -> None:
+    """`label` (not a raw field: a stack trace, the word after a text line's time) among what fed
+    `column` in the files `rows` come from (their SOURCE)."""
+    for source in rows[SOURCE].unique().to_list():
+        known = fields.get(source, {})  # a new value: files with the same fields present share theirs
+        fields[source] = {**known, column: [*known.get(column, []), label]}
+
+
 def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     """Turn one raw block into canonical rows; rows without a usable time are rejected."""
     # Only fields that carry a value somewhere in this block: most aliases are absent, and a
@@ -251,6 +282,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
+    if LEADING_LEVEL in raw.columns:
+        values = values.with_columns(raw[LEADING_LEVEL])
+        selections["level"] = pl.coalesce(selections["level"], pl.col(LEADING_LEVEL)) if "level" in selections else pl.col(LEADING_LEVEL)
     # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
     # or array) only counts for the columns that keep it, so such paths count their scalar values.
     counts: dict[str, pl.Expr] = {}
@@ -280,6 +314,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
                         found.setdefault(column, []).append(path)
             if found:
                 fields[source] = found
+    if LEADING_LEVEL in raw.columns:
+        _add_field_source(fields, values.filter(pl.col(LEADING_LEVEL).is_not_null()), "level", LEVEL_WORD)
 
     extras = {
         "__lead": raw[LEADING_TS] if LEADING_TS in raw.columns else pl.repeat(None, raw.height, dtype=pl.String, eager=True),
@@ -291,6 +327,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     ).select([f"__{col}" for col in selections]).rename({f"__{col}": col for col in selections}).with_columns(
         line=raw[LINE].cast(pl.Int64), __source=raw[SOURCE],
         __text=raw[TEXT] if TEXT in raw.columns else pl.lit(None, dtype=pl.String),
+        **({"__trace_error": raw[TRACE_ERROR]} if TRACE_ERROR in raw.columns else {}),
         **{name: series.alias(name) for name, series in extras.items()},
     )
 
@@ -355,6 +392,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         **{c: pl.col(c).cast(schema[c], strict=False) for c in FLOAT_COLUMNS if c in frame.columns},
     }
     frame = frame.with_columns(**numeric)
+    if "__trace_error" in frame.columns:
+        frame = _with_trace_error(frame, fields)
     if "retry_count" in frame.columns:
         retries = pl.col("retry_count").cast(pl.Float64, strict=False).cast(pl.Int32, strict=False) + 1
         frame = frame.with_columns(attempt=pl.coalesce(pl.col("attempt"), retries) if "attempt" in frame.columns else retries)

@@ -24,6 +24,10 @@ EXCEPTION_LINE = re.compile(_EXCEPTION_LINE)
 # For polars (one pass over a block: most blocks hold none, and are not looked at line by line).
 ANY_TRACE_LINE = f"^(?:{_TRACE_LINE}|{_EXCEPTION_LINE})"
 TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong line, rejected)
+_PYTHON_HEADER = "Traceback (most recent call last):"
+_THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
+_CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
+MAX_ERROR_CHARS = 500  # an exception's message can be a page (a SQL statement and its parameters)
 
 
 def _own_record(text: str) -> bool:
@@ -75,3 +79,33 @@ def trace_owners(lines: Iterable[tuple[int, str | None, object]], each_line_a_re
         else:
             pending.append(line)
     return owners
+
+
+def exception_of(texts: Iterable[str]) -> str | None:
+    """The exception a stack trace reports (its lines in order), None when it names none: Python's
+    line after its last `Traceback` header's frames (the exception raised last, its message's
+    first line), else the first line that names an exception (a JVM trace's first line, without
+    `Exception in thread "main" `) or a Go panic. Not a frame's function name (zap's stack)."""
+    texts = [text.rstrip() for text in texts]
+    starts = [i for i, text in enumerate(texts) if text.startswith(_PYTHON_HEADER)]
+    if starts:
+        after = (text for text in texts[starts[-1] + 1:] if text and not text[0].isspace())
+        found = next(after, None)
+    else:
+        found = next((
+            _THREAD_PREFIX.sub("", text, count=1) for text in texts
+            if text and not text[0].isspace() and (EXCEPTION_LINE.match(_THREAD_PREFIX.sub("", text, count=1)) or _CRASH_LINE.match(text))
+        ), None)
+    return found[:MAX_ERROR_CHARS] if found else None
+
+
+def exceptions_by_owner(owners: dict[int, int], texts: dict[int, str]) -> dict[int, str]:
+    """Each record a stack trace went on with (`owners`: a trace's line -> its record's line) ->
+    the exception that trace reports (exception_of), from the traces' `texts` by line."""
+    traces: dict[int, list[str]] = {}
+    for line in sorted(owners):
+        text = texts.get(line)
+        if text is not None:
+            traces.setdefault(owners[line], []).append(text)
+    found = {owner: exception_of(lines) for owner, lines in traces.items()}
+    return {owner: text for owner, text in found.items() if text is not None}

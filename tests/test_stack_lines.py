@@ -5,7 +5,17 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from dupfind.stack_lines import ANY_TRACE_LINE, EXCEPTION_LINE, TRACE_BREAK, TRACE_LINE, trace_owners
+from dupfind.lineparse import LEADING_TS
+from dupfind.stack_lines import (
+    ANY_TRACE_LINE,
+    EXCEPTION_LINE,
+    MAX_ERROR_CHARS,
+    TRACE_BREAK,
+    TRACE_LINE,
+    exception_of,
+    exceptions_by_owner,
+    trace_owners,
+)
 
 PYTHON = """\
 2026-12-03 09:41:37,496 ERROR [mailer.tasks] event=db_update_failed job_id=e8b3 attempt=1
@@ -89,3 +99,58 @@ def test_polars_check_finds_the_lines_python_s_patterns_do():
     found = lines.str.contains(ANY_TRACE_LINE).to_list()
     assert found == [bool(TRACE_LINE.match(line) or EXCEPTION_LINE.match(line)) for line in lines]
     assert sum(found) >= 10
+
+
+CHAINED = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.11/site-packages/sqlalchemy/engine/default.py", line 924, in do_execute
+    cursor.execute(statement, parameters)
+psycopg2.OperationalError: server closed the connection unexpectedly
+\tThis probably means the server terminated abnormally
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/app/mailer/repo.py", line 58, in mark_sent
+    session.execute(update(Delivery).values(status="sent"))
+sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) server closed the connection unexpectedly
+\tThis probably means the server terminated abnormally
+
+[SQL: UPDATE deliveries SET status=%(status)s WHERE deliveries.id = %(id_1)s]
+(Background on this error at: https://sqlalche.me/e/20/e3q8)"""
+
+JVM_IN_THREAD = """\
+Exception in thread "pool-2-thread-1" java.lang.IllegalStateException: ledger row 88213 is locked
+\tat com.example.billing.Ledger.debit(Ledger.java:212)
+Caused by: org.postgresql.util.PSQLException: canceling statement due to lock timeout
+\tat org.postgresql.core.v3.QueryExecutorImpl.receiveErrorResponse(QueryExecutorImpl.java:2725)"""
+
+
+@pytest.mark.parametrize(("text", "exception"), [
+    # Python: the exception raised last (after the last `Traceback` header), not the SQL after it.
+    (CHAINED, "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) server closed the connection unexpectedly"),
+    ("\n".join(PYTHON.split("\n")[1:5]), "psycopg2.OperationalError: server closed the connection unexpectedly"),
+    (JVM_IN_THREAD, "java.lang.IllegalStateException: ledger row 88213 is locked"),  # what was thrown, not its cause
+    (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
+    (ZAP_STACK, None),  # a function's name and its file name no exception
+    ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f", None),  # cut before its last line
+])
+def test_the_exception_a_trace_reports(text, exception):
+    lines = text.split("\n")
+    if LEADING_TS.match(lines[0]) or lines[0].startswith("time="):
+        lines = lines[1:-1]  # the trace alone, without the records around it
+    assert exception_of(lines) == exception
+
+
+def test_a_long_exception_message_is_cut():
+    assert exception_of(["ValueError: " + "x" * 2000]) == ("ValueError: " + "x" * 2000)[:MAX_ERROR_CHARS]
+
+
+def test_each_record_gets_its_own_traces_exception():
+    text = PYTHON + "\n" + GO_PANIC
+    lines = dict(enumerate(text.split("\n"), start=1))
+    owners = _owners(text)
+    assert exceptions_by_owner(owners, lines) == {
+        1: "psycopg2.OperationalError: server closed the connection unexpectedly",  # no header after the first
+        10: "panic: runtime error: invalid memory address or nil pointer dereference",
+    }
