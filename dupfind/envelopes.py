@@ -9,6 +9,7 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
+from dupfind import json_exact
 from dupfind.normalize import FALLBACK_TS, path_expr
 from dupfind.presets import AFTER_FIRST_LINE, ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped, text_of_bytes
 
@@ -135,7 +136,7 @@ def _decode_each(texts: list[str], keys: list[str]) -> pl.DataFrame:
     rows = []
     for text in texts:
         try:
-            value: Any = orjson.loads(text)
+            value: Any = json_exact.loads(text)
         except orjson.JSONDecodeError:
             value = None
         if not isinstance(value, dict):
@@ -144,7 +145,7 @@ def _decode_each(texts: list[str], keys: list[str]) -> pl.DataFrame:
         row = {}
         for key in keys:
             item = value.get(key)
-            row[key] = item if isinstance(item, str) or item is None else orjson.dumps(item).decode()
+            row[key] = item if isinstance(item, str) or item is None else json_exact.dumps(item).decode()
         rows.append(row)
     return pl.DataFrame(rows, schema={k: pl.String for k in keys})
 

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from dupfind import background
+from dupfind import background, json_exact
 from dupfind.assembly import (
     HeldBatch,
     LabelPool,
@@ -872,7 +872,7 @@ def _batch_lines_one_by_one(items: list[_Pending], block: _Block, joined: bytes)
 def _loaded(data: bytes) -> Any:
     """data parsed as one JSON document, or _NOT_JSON."""
     try:
-        return orjson.loads(data)
+        return json_exact.loads(data)
     except orjson.JSONDecodeError:
         return _NOT_JSON
 
@@ -1304,7 +1304,7 @@ class Ingestor:
         bad = []
         for position, record in records:
             unwrapped = unwrap_record(preset, record) if preset is not None else (
-                orjson.dumps(record).decode() if isinstance(record, dict) else None
+                json_exact.dumps(record).decode() if isinstance(record, dict) else None
             )
             if unwrapped is None:
                 bad.append(position)
@@ -1424,11 +1424,12 @@ class Ingestor:
             block = _Block()
             items: dict[str | None, list[tuple[int, Any]]] = {}
             presets: dict[str | None, Preset | None] = {}
+            load = json_exact.loader(chunk)
             for raw in chunk.split(b"\n"):
                 if not raw.strip():
                     continue
                 try:
-                    document = orjson.loads(raw)
+                    document = load(raw)
                 except orjson.JSONDecodeError:
                     position += 1
                     block.rejects.append(_reject_frame([position], "invalid_json", [raw[:REJECT_TEXT_LIMIT].decode("utf-8", "replace")]))

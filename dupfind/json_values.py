@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from dupfind import json_exact
+
 _JSON_SPACE = rb"[ \t\n\r]*"  # JSON's whitespace (not every \s)
 _SPACE = re.compile(_JSON_SPACE)
 _TEXT_SPACE = re.compile(_JSON_SPACE.decode())
@@ -287,10 +289,11 @@ def _cut(data: bytes, begin: int, in_array: bool, final: bool, separators: list 
     decoding = _Decoding(data, in_array, final)
     cuts = _ELEMENT_CUT if in_array else _OBJECT_CUT
     at = begin
+    load = json_exact.loader(data)
     while (cut := cuts.search(data, at)) is not None:
         at = cut.start() + 1
         try:
-            values.append(orjson.loads(view[begin:cut.start() + 1]))
+            values.append(load(view[begin:cut.start() + 1]))
         except orjson.JSONDecodeError:
             missed += 1
             if missed <= _MAX_MISSED_CUTS:
@@ -309,7 +312,7 @@ def _cut(data: bytes, begin: int, in_array: bool, final: bool, separators: list 
         return values, begin
     if not in_array:
         try:  # what is left is one value
-            values.append(orjson.loads(view[begin:]))
+            values.append(load(view[begin:]))
             return values, len(data)
         except orjson.JSONDecodeError:
             pass
@@ -352,7 +355,7 @@ class _Decoding:
             return None
         end = begin + len(self.text[start:stop].encode("utf-8", errors="surrogateescape"))
         try:
-            value = orjson.loads(memoryview(data)[begin:end])
+            value = json_exact.loads(memoryview(data)[begin:end])
         except orjson.JSONDecodeError:
             value = NotJson(data[begin:end])
         if not self.in_array:

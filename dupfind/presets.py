@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from dupfind import parse_memo
+from dupfind import json_exact, parse_memo
 from dupfind.errors import DupfindError
 
 # Terminal escape sequences (colours in Sidekiq/RQ text logs): stripped before parsing.
@@ -435,7 +435,7 @@ def _text(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value) if isinstance(value, float) else str(value)
-    return orjson.dumps(value).decode()
+    return json_exact.dumps(value).decode()
 
 
 _NAIVE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$")
@@ -496,18 +496,18 @@ def unwrap_record(preset: Preset, record: Any) -> Unwrapped | None:
         body = inner
         if isinstance(body, str):
             try:
-                body = orjson.loads(body)
+                body = json_exact.loads(body)
             except orjson.JSONDecodeError:
                 body = {"message": body}
         if isinstance(body, dict):
             lifted.update(body)
-        text = orjson.dumps(lifted).decode()
+        text = json_exact.dumps(lifted).decode()
     elif isinstance(inner, str):
         text = inner
     elif inner is not None:
-        text = orjson.dumps(inner).decode()
+        text = json_exact.dumps(inner).decode()
     else:
-        text = orjson.dumps(record).decode()
+        text = json_exact.dumps(record).decode()
     envelope: dict[str, str] = {}
     fallback_ts = None
     for column, paths in preset.fields.items():
