@@ -11,7 +11,9 @@ from dupfind.echoes import INSTANT_MARK, LOGGER, ORIGIN, SENT_AGAIN_MARK, STRETC
 # `stream` also tells apart a record a logger wrote to stdout and again to stderr. `origin_id`
 # (where a log pipeline collected it) differs between the two lines of a logger writing each
 # record twice, and between two pipelines collecting one file (dupfind.echoes uses it within a file).
-WHERE_READ = ("source", "line", "format", "stream", ORIGIN)
+# `stack_trace` (the exception of a stack trace after the record) is only the last copy's of a
+# record a logger wrote twice: the trace follows it.
+WHERE_READ = ("source", "line", "format", "stream", ORIGIN, "stack_trace")
 # Files a warning names; the others are counted.
 NAMED = 5
 # How a copies entry's records came twice, in the order entries and warnings are listed: an earlier

@@ -38,11 +38,11 @@ class GlueWarning:
 
 
 # Columns with a value on few records (a visibility timeout a worker states when it starts, an
-# exit code or a grace period when it stops, an error) are held apart from the correlated table,
+# exit code or a grace period when it stops, an error, a stack trace's exception) are held apart from the correlated table,
 # as the rows that have one, when at most APART_SHARE of the records do: dense, they took 23 MiB
 # of every step after the read at 1M lines for a few thousand values. Readers ask for them through
 # `columns`, `rows` and `table_with`.
-APART_COLUMNS = ("visibility_timeout_s", "grace_period_s", "exit_code", "error")
+APART_COLUMNS = ("visibility_timeout_s", "grace_period_s", "exit_code", "error", "stack_trace")
 APART_SHARE = 0.02
 
 

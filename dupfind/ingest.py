@@ -62,6 +62,7 @@ from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_owner, open_source
 from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, exception_of, exceptions_by_owner, trace_owners
 from dupfind.textcodes import Texts, coded_columns
+from dupfind.timeparse import parse_timestamps
 
 JSON_SUB_BLOCK = 8192
 SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
@@ -140,6 +141,19 @@ def _continued(grammar, rows: pl.DataFrame, starts: pl.Series, source: pl.Expr |
         if theirs.len():
             parts.append(continuation_lines(pl.concat([mine[LINE], theirs]), mine[LINE], theirs, grammar.continuing))
     return pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "owner": pl.Int64})
+
+
+def _newest_first(rows: pl.DataFrame, source: pl.Expr | None) -> set[tuple[int, Any]]:
+    """The (file, source) whose lines an envelope gives times that mostly go back in time, line
+    after line (`rows` with FALLBACK_TS, in line order)."""
+    times = rows.select(
+        file=pl.col("line") // (1 << FILE_SHIFT),
+        key=source if source is not None else pl.lit(None, dtype=pl.String),
+        ts=parse_timestamps(rows[FALLBACK_TS])["ts"],
+    ).drop_nulls("ts")
+    steps = times.with_columns(step=pl.col("ts").diff().over("file", "key").dt.total_microseconds())
+    turns = steps.group_by("file", "key").agg(back=(pl.col("step") < 0).sum(), on=(pl.col("step") > 0).sum())
+    return {(file, key) for file, key in turns.filter(pl.col("back") > pl.col("on")).select("file", "key").rows()}
 
 
 def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFrame:
@@ -540,7 +554,14 @@ class LineParser:
                 texts = [TRACE_BREAK if end else None for end in ends.to_list()]
                 entries += zip(picked["line"].to_list(), texts, keys(picked))
         entries.sort(key=lambda entry: entry[0])
-        owners = trace_owners(((n, text, (n >> FILE_SHIFT, key)) for n, text, key in entries), FALLBACK_TS in rows.columns)
+        keyed = [(n, text, (n >> FILE_SHIFT, key)) for n, text, key in entries]
+        each_line_a_record = FALLBACK_TS in rows.columns
+        backward = _newest_first(rows, source) if each_line_a_record else set()
+        # An export printed newest first (logcli's and gcloud's default): a trace whose lines are
+        # entries each comes before its record, last line first; read in time order there.
+        owners = trace_owners((e for e in keyed if e[2] not in backward), each_line_a_record)
+        if backward:
+            owners.update(trace_owners((e for e in reversed(keyed) if e[2] in backward), each_line_a_record))
         if not owners:
             return rows
         block.continuation += len(owners)

@@ -24,9 +24,9 @@ ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took thei
 PLAIN_MESSAGE = "_plain_message"
 LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
-# The exception a stack trace after the record reports (stack_lines.exception_of), for `error`.
+# The exception a stack trace after the record reports (stack_lines.exception_of): `stack_trace`.
 TRACE_ERROR = "_trace_error"
-STACK_TRACE = "(stack trace)"  # what `formats` shows when records took their error from one
+STACK_TRACE = "(lines after the record)"  # what `formats` shows as the raw field of `stack_trace`
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 _QUIET_LEVELS = ["trace", "debug", "info", "information", "informational", "notice", "verbose",
@@ -235,17 +235,15 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
 
 
-def _with_trace_error(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
-    """`error` from the stack trace after a record (`__trace_error`) where the record gives none,
-    or only the name of the exception the trace reports (`error=OperationalError`), and its level
-    does not say it reports none."""
-    trace = pl.col("__trace_error")
-    own = pl.col("error") if "error" in frame.columns else pl.lit(None, dtype=pl.String)
+def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
+    """`stack_trace`: the exception the stack trace after a record reports (`__trace_error`), for a
+    record whose level does not say it reports no error (a crash printed after an INFO record,
+    another thread's traceback after a JSON line). Beside the record's own `error`, which it may
+    only name (`error=OperationalError`), not in its place: the effects read `error`."""
     level = pl.col("level").cast(pl.String).str.strip_chars().str.to_lowercase() if "level" in frame.columns else pl.lit(None, dtype=pl.String)
-    named = ~own.str.contains(r"\s") & trace.str.contains(own, literal=True)
-    taken = trace.is_not_null() & (own.is_null() | named) & ~level.is_in(_QUIET_LEVELS).fill_null(False)
-    frame = frame.with_columns(error=pl.when(taken).then(trace).otherwise(own), __taken=taken)
-    _add_field_source(fields, frame.filter("__taken").rename({"__source": SOURCE}), "error", STACK_TRACE)
+    taken = pl.col("__trace_error").is_not_null() & ~level.is_in(_QUIET_LEVELS).fill_null(False)
+    frame = frame.with_columns(stack_trace=pl.when(taken).then(pl.col("__trace_error")), __taken=taken)
+    _add_field_source(fields, frame.filter("__taken").rename({"__source": SOURCE}), "stack_trace", STACK_TRACE)
     return frame.drop("__trace_error", "__taken")
 
 
@@ -284,7 +282,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
     if LEADING_LEVEL in raw.columns:
         values = values.with_columns(raw[LEADING_LEVEL])
-        selections["level"] = pl.coalesce(selections["level"], pl.col(LEADING_LEVEL)) if "level" in selections else pl.col(LEADING_LEVEL)
+        # The line's own word before any field: GKE names every line on stderr ERROR.
+        selections["level"] = pl.coalesce(pl.col(LEADING_LEVEL), selections["level"]) if "level" in selections else pl.col(LEADING_LEVEL)
     # Which raw fields carry a value (for `formats`), per source: a structured value (JSON object
     # or array) only counts for the columns that keep it, so such paths count their scalar values.
     counts: dict[str, pl.Expr] = {}
@@ -393,7 +392,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     }
     frame = frame.with_columns(**numeric)
     if "__trace_error" in frame.columns:
-        frame = _with_trace_error(frame, fields)
+        frame = _with_stack_trace(frame, fields)
     if "retry_count" in frame.columns:
         retries = pl.col("retry_count").cast(pl.Float64, strict=False).cast(pl.Int32, strict=False) + 1
         frame = frame.with_columns(attempt=pl.coalesce(pl.col("attempt"), retries) if "attempt" in frame.columns else retries)

@@ -31,7 +31,7 @@ ORIGIN_COLUMN = "origin_id"
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
     "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
-    "error", "stream", "object_kind", "object_name", ORIGIN_COLUMN,
+    "error", "stack_trace", "stream", "object_kind", "object_name", ORIGIN_COLUMN,
 )
 
 # Alias targets that are not columns themselves but feed one.

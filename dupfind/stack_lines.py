@@ -103,7 +103,7 @@ def exceptions_by_owner(owners: dict[int, int], texts: dict[int, str]) -> dict[i
     """Each record a stack trace went on with (`owners`: a trace's line -> its record's line) ->
     the exception that trace reports (exception_of), from the traces' `texts` by line."""
     traces: dict[int, list[str]] = {}
-    for line in sorted(owners):
+    for line in sorted(owners, key=lambda line: abs(line - owners[line])):  # a trace read newest first too
         text = texts.get(line)
         if text is not None:
             traces.setdefault(owners[line], []).append(text)

@@ -22,7 +22,7 @@ from dupfind.trace_notes import annotate
 
 # Fields shown beside each record when set, in this order (ids are added when they vary).
 DETAIL_FIELDS = (
-    "status", "result", "error", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
+    "status", "result", "error", "stack_trace", "action", "provider", "lock_key", "lock_owner", "ttl_s", "exit_code",
     "duration_ms", "visibility_timeout_s", "message",
 )
 STOP_LOOKBACK = timedelta(minutes=10)
