@@ -17,6 +17,7 @@ from typing import IO
 import orjson
 
 from dupfind.errors import DupfindError
+from dupfind.sources import ZSTD_MAGIC
 
 ARCHIVES = "archives"
 MANIFEST = "manifest.json"
@@ -121,7 +122,7 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
             _extract_zip(path, label, extraction)
         else:
             try:
-                archive = tarfile.open(path, "r:*")  # noqa: SIM115 (closed below)
+                archive = _open_tar(path)
             except _BROKEN:
                 shutil.rmtree(work, ignore_errors=True)
                 return None
@@ -228,6 +229,18 @@ def _copy(source: IO[bytes], target: Path, label: str) -> None:
 # What reading a damaged or cut-off archive raises (gzip's, bz2's and lzma's errors are OSError,
 # EOFError or their own ValueError kinds).
 _BROKEN = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error)
+
+
+def _open_tar(path: str) -> tarfile.TarFile:
+    """A tar archive, compressed or not; zstd's (`.tar.zst`, which tarfile reads from Python 3.14
+    only) read as a stream, its damaged or cut-off tail the end of what it holds."""
+    with open(path, "rb") as fh:
+        zstd = fh.read(4) == ZSTD_MAGIC
+    if not zstd:
+        return tarfile.open(path, "r:*")  # noqa: SIM115 (closed by the caller)
+    from dupfind.sources import decompressed_stream
+
+    return tarfile.open(fileobj=decompressed_stream(path, "zstd"), mode="r|")  # noqa: SIM115
 
 
 def _extract_tar(archive: tarfile.TarFile, label: str, extraction: _Extraction) -> None:

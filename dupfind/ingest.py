@@ -59,7 +59,16 @@ from dupfind.presets import (
 )
 from dupfind.record_cuts import whole_records
 from dupfind.schema import as_strings, canonical_schema
-from dupfind.sources import CHUNK_BYTES, Source, expand_inputs, iter_blocks, iter_chunks, log_owner, open_source
+from dupfind.sources import (
+    CHUNK_BYTES,
+    SUPPORTED_COMPRESSION,
+    Source,
+    expand_inputs,
+    iter_blocks,
+    iter_chunks,
+    log_owner,
+    open_source,
+)
 from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, exception_of, exceptions_by_owner, trace_owners
 from dupfind.textcodes import Texts, coded_columns
 from dupfind.timeparse import parse_timestamps
@@ -951,7 +960,7 @@ class Ingestor:
         opened = open_source(src)
         report.compression = opened.compression
         try:
-            if opened.compression not in ("none", "gzip", "bz2", "xz"):
+            if opened.compression not in SUPPORTED_COMPRESSION:  # a zip not named .zip
                 report.format = "unsupported"
                 report.lines = 1
                 report.add_rejects(_reject_frame([1], "unsupported_compression"))

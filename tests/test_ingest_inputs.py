@@ -12,6 +12,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+import zstandard
+from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,10 +23,8 @@ from dupfind.document_frames import RecordReader
 from dupfind.errors import DupfindError
 from dupfind.ingest import ingest
 from dupfind.json_values import ValueCutter, array_within, concatenated_values
-from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
 from dupfind.schema import as_strings
-
-from conftest import FIXTURES
+from dupfind.sources import Source, expand_inputs, file_identity, identities, listings_kept
 
 WORKER_LOG = FIXTURES / "formats" / "ndjson-workers" / "logs" / "notifier-worker-1.ndjson"
 
@@ -34,7 +34,13 @@ def config():
     return load_config(cwd=Path("/"))
 
 
-@pytest.mark.parametrize("name, compress", [("gzip", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress)])
+def _zstd(data: bytes) -> bytes:
+    """As the zstd command writes a file (logrotate's `compresscmd /usr/bin/zstd`): one frame, streamed."""
+    packer = zstandard.ZstdCompressor(level=3).compressobj()
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize("name, compress", [("gzip", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress), ("zstd", _zstd)])
 def test_compression_detected_by_magic_not_extension(tmp_path, config, name, compress):
     plain = ingest([str(WORKER_LOG)], config)
     target = tmp_path / "worker.log"  # misleading extension on purpose
@@ -58,6 +64,19 @@ def test_truncated_gzip_keeps_what_was_read_and_says_so(tmp_path, config):
     assert report.truncated
     assert any("truncated" in note for note in report.notes)
     assert 0 < report.records < 5000
+    assert report.lines == report.parsed + report.blank + report.rejected_total
+
+
+def test_truncated_zstd_keeps_what_was_read_and_says_so(tmp_path, config):
+    data = b"".join(
+        f'{{"ts":"2026-07-21T10:00:{i % 60:02d}.000Z","event":"job_started","job_id":"q-{i}","n":"{i * 7919 % 100003}"}}\n'.encode()
+        for i in range(20000)
+    )
+    packed = _zstd(data)
+    (tmp_path / "worker.log.zst").write_bytes(packed[: len(packed) // 2])
+    report = ingest([str(tmp_path / "worker.log.zst")], config).files[0]
+    assert report.compression == "zstd" and report.truncated
+    assert 0 < report.records < 20000
     assert report.lines == report.parsed + report.blank + report.rejected_total
 
 
@@ -394,8 +413,8 @@ def test_what_is_not_json_documents_back_to_back_is_read_line_by_line(tmp_path, 
     assert result.table.height == 0 and sum(result.files[0].rejected.values()) == result.files[0].lines >= 1
 
 
-@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lambda data: lzma.compress(data, preset=0)],
-                         ids=["gzip", "bz2", "xz"])
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lambda data: lzma.compress(data, preset=0), _zstd],
+                         ids=["gzip", "bz2", "xz", "zstd"])
 def test_many_small_members_are_read_whole_across_every_feed(tmp_path, config, compress):
     """A file of thousands of compressed members, one a record (Kinesis Data Firehose writes one a
     message), ending in zero padding: every record read, members ending anywhere in a feed of the
