@@ -13,6 +13,7 @@ import orjson
 
 from dupfind.lineparse import parse_logfmt, parse_plain
 from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset
+from dupfind.record_lines import joined_records
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_LINES = 50
@@ -96,6 +97,16 @@ def _envelope_judge(preset: Preset, presets: tuple[Preset, ...]) -> Callable[[li
     `inner_lines`, also a quarter of those a JSON object or a line of those grammar presets inside
     (a Celery log's traceback and banner lines are not, and any text after a time is not enough)."""
     search = _line_pattern(preset.line).search  # type: ignore[arg-type]
+    if preset.multiline_start and preset.multiline_end:
+        start, end = _line_pattern(preset.multiline_start), _line_pattern(preset.multiline_end)
+
+        def whole(record: str) -> bool:  # sampled lines are stripped: a record's last line of its tab
+            return search(record) is not None or ("\n" in record and start.search(record) is not None)
+
+        def records_judge(lines: list[str], total: int) -> bool:
+            records = joined_records(lines, start, end)  # most records its own, not most lines
+            return _majority_of(whole, records, len(records))
+        return records_judge
     if not preset.inner_lines:
         return lambda lines, total: _majority_of(search, lines, total)
     inner_tests = [_grammar_test(p) for p in presets if p.name in preset.inner_lines]

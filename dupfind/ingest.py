@@ -58,6 +58,7 @@ from dupfind.presets import (
     unwrap_record,
 )
 from dupfind.record_cuts import whole_records
+from dupfind.record_lines import record_runs
 from dupfind.schema import as_strings, canonical_schema
 from dupfind.sources import (
     CHUNK_BYTES,
@@ -587,6 +588,8 @@ class LineParser:
             payload = lines.joined() if lines is not None else None
             inner, loose = unwrap_json_lines(preset, rows, lambda texts, schema: self._read_json(texts, schema, payload))
         else:
+            if preset.multiline_start and preset.multiline_end:
+                rows = self._join_record_lines(rows, preset, block)
             inner, loose = unwrap_text_lines(preset, rows)
             if preset.inner_envelope:
                 inner = self._unwrap_nested(inner, self.presets[preset.inner_envelope])
@@ -621,6 +624,32 @@ class LineParser:
         ).drop([f"{c}__outer" for c in shared])
         rest = rows.join(inner.select("line"), on="line", how="anti")
         return pl.concat([inner, rest], how="diagonal_relaxed").sort("line")
+
+    @staticmethod
+    def _join_record_lines(rows: pl.DataFrame, preset: Preset, block: _Block) -> pl.DataFrame:
+        """The rows with each record of several lines (record_lines.record_runs: the preset's
+        multiline start and end) as one row, its texts joined by line breaks: its first line's,
+        the others counted as the block's continuation lines."""
+        flags = rows.select(
+            start=pl.col("text").str.contains(preset.multiline_start), end=pl.col("text").str.contains(preset.multiline_end),
+        )
+        if not (flags["start"] & ~flags["end"]).any():
+            return rows
+        runs = record_runs(flags["start"].to_list(), flags["end"].to_list())
+        if not runs:
+            return rows
+        lines, texts = rows["line"].to_list(), rows["text"].to_list()
+        joined, dropped = [], []
+        for first, last in runs:
+            joined.append((first, "\n".join(texts[first:last + 1])))
+            dropped += range(first + 1, last + 1)
+            if block.owners is not None:
+                block.owners.update((lines[k], lines[first]) for k in range(first + 1, last + 1))
+        block.continuation += len(dropped)
+        at = pl.Series([first for first, _ in joined], dtype=pl.Int64)
+        rows = rows.with_columns(rows["text"].scatter(at, pl.Series([text for _, text in joined], dtype=pl.String)))
+        keep = pl.Series([True] * rows.height).scatter(pl.Series(dropped, dtype=pl.Int64), False)
+        return rows.filter(keep)
 
     def _join_partials(self, rows: pl.DataFrame, partial: pl.Expr, block: _Block) -> pl.DataFrame:
         """Join partial lines (CRI `P`, Docker lines without newline) into the next full one."""

@@ -99,6 +99,11 @@ class Preset:
     # text grammar: groups of the line that hold `key=value` pairs (Rust tracing's span and event
     # fields), each pair a field of the record where the line's groups do not name it already
     pairs: tuple[str, ...] = ()
+    # text envelope: a record of several lines (`aws logs filter-log-events --output text` prints
+    # a message's line breaks as they are): a line matching `start` and not `end` goes on through
+    # the first later line matching `end` (record_lines), then `line` reads it whole
+    multiline_start: str | None = None
+    multiline_end: str | None = None
 
     @property
     def is_envelope(self) -> bool:
@@ -228,7 +233,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "record_list", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker", "thread", "joined", "pairs",
+        "file_worker", "thread", "joined", "pairs", "multiline",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -257,6 +262,10 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         missing = [g for g in groups if line is None or f"(?P<{g}>" not in line]
         if missing:
             raise DupfindError(f"{origin}: {key} names {missing[0]!r}, which is not a group of the line regex.")
+    multiline = data.get("multiline", {})
+    if not isinstance(multiline, dict) or (multiline and set(multiline) != {"start", "end"}):
+        raise DupfindError(f"{origin}: multiline must be a table of two regexes, start and end.")
+    multiline = {key: checked_regex(value, f"{origin}: multiline.{key}") for key, value in multiline.items()}
     pairs = data.get("record_pairs")
     if pairs is not None and not (isinstance(pairs, list) and len(pairs) == 2):
         raise DupfindError(f"{origin}: record_pairs must name the key field and the value field.")
@@ -298,6 +307,8 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
         joined=joined,
         pairs=pair_groups,
+        multiline_start=multiline.get("start"),
+        multiline_end=multiline.get("end"),
     )
     if preset.inner_lines_at and not preset.inner_lines:
         raise DupfindError(f"{origin}: inner_lines_at needs inner_lines (the presets whose lines are there).")

@@ -91,6 +91,8 @@ def test_a_user_preset_in_rules_dir_reads_a_new_export_shape(cli, tmp_path):
     ('name = "x"\nkind = "text"\nline = "^(?P<a>\\\\S+) (?P<inner>.*)$"\n[joined]\nwho = ["a", "b"]\n', "joined names 'b'"),
     ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\njoined = ["a"]\n', "joined must be a table"),
     ('name = "x"\nkind = "text"\nline = "^(?P<msg>.*)$"\npairs = ["fields"]\n', "pairs names 'fields'"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\nmultiline = { start = "^E" }\n', "multiline must be a table of two"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\nmultiline = { start = "^E", end = "(" }\n', "multiline.end has an invalid"),
 ])
 def test_a_bad_preset_is_a_one_line_error_naming_its_file(cli, tmp_path, text: str, words: str):
     (tmp_path / "presets").mkdir()

@@ -31,7 +31,7 @@ def _read_by_lines(path: Path) -> bool:
 
 LINE_FILES = sorted(p for p in (FIXTURES / "formats").glob("*/logs/**/*") if p.is_file() and _read_by_lines(p))
 # Fixtures whose records span lines: a cut falls inside one of them when the file is read in small blocks.
-MULTI_LINE = {"celery-worker", "cri-partial", "rq-worker"}
+MULTI_LINE = {"aws-cli-text", "celery-worker", "cri-partial", "rq-worker"}
 
 
 def _leading_continuations(tail: bytes, head: bytes) -> int:
