@@ -1,0 +1,38 @@
+"""Text lines read without a grammar (lineparse): a leading time and level, AWS Lambda's runtime prefixes."""
+
+from __future__ import annotations
+
+import pytest
+
+from dupfind.lineparse import AWS_REQUEST_ID, parse_logfmt, parse_plain
+
+RID = "6513270e-269e-4d37-b2a7-4de452e6b438"
+
+
+@pytest.mark.parametrize(("line", "time", "level"), [
+    ("2026-12-03 09:41:37,496 ERROR [mailer.tasks] event=db_update_failed job_id=e8b3", "2026-12-03 09:41:37,496", "ERROR"),
+    ("2026-12-04T16:20:44.390Z  WARN 1 --- [billing-worker] : event=retry_scheduled job_id=inv-1", "2026-12-04T16:20:44.390Z", "WARN"),
+    ("[2026-12-04 16:40:03 +0000] [INFO] event=worker_started worker=w-1", "2026-12-04 16:40:03 +0000", "INFO"),
+    ("2026-12-04 16:40:05,204 event=job_received job_id=ntf-71c3", "2026-12-04 16:40:05,204", None),  # no level word
+    ("2026-12-04 16:40:05,204 Errors=0 event=job_received", "2026-12-04 16:40:05,204", None),  # a key, not a level
+])
+def test_the_time_and_level_before_the_pairs(line, time, level):
+    record = parse_logfmt(line)
+    assert record["_leading_ts"] == time and record.get("_leading_level") == level
+
+
+@pytest.mark.parametrize(("line", "level", "rest"), [
+    (f"[INFO]\t2026-12-04T16:30:00.003Z\t{RID}\tevent=job_received job_id=x1 attempt=1", "INFO", {"event": "job_received", "job_id": "x1"}),
+    (f"2026-12-04T16:30:00.003Z\t{RID}\tWARN\tevent=retry_scheduled job_id=x1", "WARN", {"event": "retry_scheduled"}),  # Node's
+])
+def test_a_lambda_runtime_prefix_gives_the_time_level_and_request_id(line, level, rest):
+    record = parse_logfmt(line)
+    assert record["_leading_ts"] == "2026-12-04T16:30:00.003Z" and record["_leading_level"] == level
+    assert record[AWS_REQUEST_ID] == RID and rest.items() <= record.items()
+
+
+def test_the_lambda_runtimes_timeout_line_is_a_record_named_by_its_text():
+    record = parse_plain(f"2026-12-04T16:30:30.034Z {RID} Task timed out after 30.00 seconds")
+    assert record == {"_leading_ts": "2026-12-04T16:30:30.034Z", AWS_REQUEST_ID: RID,
+                      "msg": "Task timed out after 30.00 seconds", "_plain_message": "Task timed out after 30.00 seconds"}
+    assert parse_plain("START RequestId: 6513270e-269e-4d37-b2a7-4de452e6b438 Version: $LATEST") is None  # its envelope's time
