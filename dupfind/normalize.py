@@ -10,6 +10,7 @@ import polars as pl
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
+from dupfind.stack_lines import exception_of
 from dupfind.timeparse import parse_timestamps
 
 # Internal columns a parser may add beside the raw field paths.
@@ -27,6 +28,7 @@ LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took t
 # The exception a stack trace after the record reports (stack_lines.exception_of): `stack_trace`.
 TRACE_ERROR = "_trace_error"
 STACK_TRACE = "(lines after the record)"  # what `formats` shows as the raw field of `stack_trace`
+ERROR_TRACEBACK = "(error's traceback)"  # ... when it comes from a traceback in the record's error
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 _QUIET_LEVELS = ["trace", "debug", "info", "information", "informational", "notice", "verbose",
@@ -247,6 +249,22 @@ def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]
     return frame.drop("__trace_error", "__taken")
 
 
+def _error_traceback(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
+    """`stack_trace` from an `error` that is a whole traceback (python-json-logger's `exc_info`,
+    structlog's `exception`): the exception it reports (stack_lines.exception_of), where the
+    lines after the record gave none."""
+    several = frame["error"].str.contains("\n", literal=True).fill_null(False)
+    if not several.any():
+        return frame
+    at = several.arg_true()
+    found = pl.Series([exception_of(text.split("\n")) for text in frame["error"].gather(at).to_list()], dtype=pl.String)
+    traced = pl.Series("stack_trace", [None] * frame.height, dtype=pl.String).scatter(at, found)
+    own = frame["stack_trace"] if "stack_trace" in frame.columns else pl.Series([None] * frame.height, dtype=pl.String)
+    frame = frame.with_columns(stack_trace=pl.coalesce(own, traced))
+    _add_field_source(fields, frame.filter(own.is_null() & traced.is_not_null()).rename({"__source": SOURCE}), "stack_trace", ERROR_TRACEBACK)
+    return frame
+
+
 def _add_field_source(fields: dict[str, dict[str, list[str]]], rows: pl.DataFrame, column: str, label: str) -> None:
     """`label` (not a raw field: a stack trace, the word after a text line's time) among what fed
     `column` in the files `rows` come from (their SOURCE)."""
@@ -393,6 +411,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = frame.with_columns(**numeric)
     if "__trace_error" in frame.columns:
         frame = _with_stack_trace(frame, fields)
+    if "error" in frame.columns:
+        frame = _error_traceback(frame, fields)
     if "retry_count" in frame.columns:
         retries = pl.col("retry_count").cast(pl.Float64, strict=False).cast(pl.Int32, strict=False) + 1
         frame = frame.with_columns(attempt=pl.coalesce(pl.col("attempt"), retries) if "attempt" in frame.columns else retries)
