@@ -184,6 +184,8 @@ class AnalysisContext:
     skew_s: float = 0.5
     timeouts: dict[str, float] = field(default_factory=dict)  # queue -> visibility timeout (s)
     _details: dict[int, DetailRequest] = field(default_factory=dict, init=False, repr=False)
+    # What a detector could not judge and says instead of findings (the report's warnings).
+    detector_warnings: list[str] = field(default_factory=list, init=False, repr=False)
 
     @property
     def table(self) -> pl.DataFrame:

@@ -154,11 +154,12 @@ def _verdict(ctx: AnalysisContext, findings: list[Finding]) -> tuple[str, str]:
     def repeated() -> int:
         return ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height if ctx.executions.height else 0
 
-    return verdict_of(findings, ctx.actions.height, lambda: ctx.has_side_effect_records, repeated)
+    return verdict_of(findings, ctx.actions.height, lambda: ctx.has_side_effect_records, repeated, ctx.executions.height)
 
 
 def verdict_of(
     findings: list[Finding], actions: int, has_side_effect_records: Callable[[], bool], repeated: Callable[[], int],
+    executions: int,
 ) -> tuple[str, str]:
     """The verdict and its reason, from the findings and what the records hold."""
     harmful = [f for f in findings if f.harmful]
@@ -167,6 +168,11 @@ def verdict_of(
         return "harmful_duplicates", f"{actions} action(s) had a side effect executed more than once."
     if actions == 0:
         return "insufficient_evidence", "no job records could be correlated: no job, event, idempotency or notification ids were found."
+    if executions == 0:  # a producer's log without its workers': nothing ran that could have run twice
+        return "insufficient_evidence", (
+            f"{actions:,} action(s) were found but no execution of any (no record receives or runs a job): "
+            "add the workers' logs."
+        )
     possible = [f for f in findings if f.rule == "DF101"]
     if possible:
         return "insufficient_evidence", (
@@ -226,6 +232,7 @@ def analyze(
         f"(raise max_jobs_per_value if it is a real shared key)"
         for w in correlation.warnings
     ]
+    warnings += ctx.detector_warnings
     copied = copies_warning(result.copies)
     if copied is not None:
         warnings.append(copied)
@@ -239,7 +246,7 @@ def with_findings(report: AnalysisReport, findings: list[Finding]) -> AnalysisRe
         summary = {**report.summary, **finding_figures(findings)}
         verdict, reason = verdict_of(
             findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
-            lambda: summary["actions_with_repeated_executions"],
+            lambda: summary["actions_with_repeated_executions"], summary["executions"],
         )
         return AnalysisReport(report.inputs, findings, report.rules, verdict, reason, summary, report.warnings, None,
                               report.baseline)

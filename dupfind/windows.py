@@ -319,7 +319,7 @@ def merged_report(
     }
     verdict, reason = verdict_of(
         findings, summary["actions"], lambda: summary["side_effect_requests"] > 0,
-        lambda: summary["actions_with_repeated_executions"],
+        lambda: summary["actions_with_repeated_executions"], summary["executions"],
     )
     note = (
         f"The inputs were analysed in {_windows(plan)} of time to stay within {gigabytes(budget)} of memory, each read with "

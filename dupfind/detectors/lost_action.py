@@ -12,6 +12,7 @@ from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 
 TERMINAL = ["ack", "finish", "fail", "dedup_hit", "claim_lost"]
+CONSUMED = ["receive", "start"]
 
 
 @detector("lost_action")
@@ -25,9 +26,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     lost = ctx.action_records("kind", "ts").group_by("action_id").agg(
         pl.col("kind").is_in(["publish", "receive", "start"]).any().alias("entered"),
         pl.col("kind").is_in(TERMINAL).any().alias("terminal"),
-        pl.col("kind").is_in(["receive", "start"]).any().alias("received"),
+        pl.col("kind").is_in(CONSUMED).any().alias("received"),
         pl.col("ts").max().alias("last"),
     ).filter(pl.col("entered") & ~pl.col("terminal") & (pl.col("last") < end_of_logs - timedelta(seconds=grace))).collect()
+    lost = _followed(ctx, lost)
     if lost.height == 0:
         return []
     rids = ctx.action_records("rid").filter(pl.col("action_id").is_in(lost["action_id"].implode())).group_by("action_id").agg(
@@ -44,3 +46,22 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         ctx.attach_evidence(finding, row["rid"])
         findings.append(finding)
     return findings
+
+
+def _followed(ctx: AnalysisContext, lost: pl.DataFrame) -> pl.DataFrame:
+    """The lost actions whose consumers' logs are among the inputs. An action published to a
+    queue that no record of the inputs receives from (the producer's log exported without its
+    workers': 92,092 findings for one API's log) was not seen lost: a warning says so instead."""
+    queues = ctx.action_attributes.select("action_id", pl.col("queue").fill_null(""))
+    consumed = (ctx.action_records("kind").filter(pl.col("kind").is_in(CONSUMED)).select("action_id").unique().collect()
+                .join(queues, on="action_id", how="left")["queue"].fill_null("").unique())
+    lost = lost.join(queues, on="action_id", how="left").with_columns(pl.col("queue").fill_null(""))
+    unseen = ~pl.col("received") & ~pl.col("queue").is_in(consumed.implode())
+    for queue, count in lost.filter(unseen).group_by("queue").len().sort("queue").rows():
+        where = f"to queue {queue!r}" if queue else "with no queue named"
+        ctx.detector_warnings.append(
+            f"{count:,} action(s) published {where} were never received, and no record of the inputs receives "
+            f"{'from that queue' if queue else 'such an action'}: its workers' logs are probably not among the inputs "
+            "(DF107 left them out)"
+        )
+    return lost.filter(~unseen).drop("queue")
