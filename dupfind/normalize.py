@@ -253,11 +253,12 @@ def _error_traceback(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]
     """`stack_trace` from an `error` that is a whole traceback (python-json-logger's `exc_info`,
     structlog's `exception`): the exception it reports (stack_lines.exception_of), where the
     lines after the record gave none."""
-    several = frame["error"].str.contains("\n", literal=True).fill_null(False)
+    errors = frame["error"].cast(pl.String)
+    several = errors.str.contains("\n", literal=True).fill_null(False)
     if not several.any():
         return frame
     at = several.arg_true()
-    found = pl.Series([exception_of(text.split("\n")) for text in frame["error"].gather(at).to_list()], dtype=pl.String)
+    found = pl.Series([exception_of(text.split("\n")) for text in errors.gather(at).to_list()], dtype=pl.String)
     traced = pl.Series("stack_trace", [None] * frame.height, dtype=pl.String).scatter(at, found)
     own = frame["stack_trace"] if "stack_trace" in frame.columns else pl.Series([None] * frame.height, dtype=pl.String)
     frame = frame.with_columns(stack_trace=pl.coalesce(own, traced))
