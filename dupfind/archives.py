@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -122,12 +123,12 @@ def _extract(path: str, label: str, root: Path, key: str) -> tuple[list[str], li
             _extract_zip(path, label, extraction)
         else:
             try:
-                archive = _open_tar(path)
+                archive, stream = _open_tar(path)
             except _BROKEN:
                 shutil.rmtree(work, ignore_errors=True)
                 return None
             _said(path, label, root)
-            with archive:
+            with archive, stream or contextlib.nullcontext():
                 _extract_tar(archive, label, extraction)
         manifest = {"format": MANIFEST_FORMAT, "members": extraction.members, "left_out": extraction.left_out,
                     "cut_short": extraction.cut_short}
@@ -231,16 +232,22 @@ def _copy(source: IO[bytes], target: Path, label: str) -> None:
 _BROKEN = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error)
 
 
-def _open_tar(path: str) -> tarfile.TarFile:
-    """A tar archive, compressed or not; zstd's (`.tar.zst`, which tarfile reads from Python 3.14
-    only) read as a stream, its damaged or cut-off tail the end of what it holds."""
+def _open_tar(path: str) -> tuple[tarfile.TarFile, IO[bytes] | None]:
+    """A tar archive, compressed or not, and the stream it is read from when that is to be closed
+    with it: zstd's (`.tar.zst`, which tarfile reads from Python 3.14 only), read as a stream, its
+    damaged or cut-off tail the end of what it holds."""
     with open(path, "rb") as fh:
         zstd = fh.read(4) == ZSTD_MAGIC
     if not zstd:
-        return tarfile.open(path, "r:*")  # noqa: SIM115 (closed by the caller)
+        return tarfile.open(path, "r:*"), None
     from dupfind.sources import decompressed_stream
 
-    return tarfile.open(fileobj=decompressed_stream(path, "zstd"), mode="r|")  # noqa: SIM115
+    stream = decompressed_stream(path, "zstd")
+    try:
+        return tarfile.open(fileobj=stream, mode="r|"), stream
+    except BaseException:
+        stream.close()
+        raise
 
 
 def _extract_tar(archive: tarfile.TarFile, label: str, extraction: _Extraction) -> None:

@@ -49,6 +49,7 @@ def loader(data: bytes | bytearray | memoryview | str) -> Callable[[Any], Any]:
     number too long for 64 bits (the check made once), else loads."""
     return functools.partial(loads, checked=True) if has_long_number(data) else orjson.loads
 
+
 def dumps(value: Any) -> bytes:
     """orjson.dumps(value), compact; the standard library's writing where it holds an integer
     beyond 64 bits (which orjson refuses)."""

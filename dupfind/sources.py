@@ -452,6 +452,12 @@ class _Decompressing(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        """Closes the compressed file too (a file's handle was held until collected)."""
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
     def _fill(self) -> None:
         while not self.pending and not self.done:
             if not self.unfed:
@@ -498,7 +504,7 @@ class _Decompressing(io.RawIOBase):
 
 def decompressed_stream(path: str, compression: str) -> BinaryIO:
     """A compressed file's bytes decompressed as read (a damaged or cut-off tail ends them)."""
-    return io.BufferedReader(_Decompressing(open(path, "rb"), compression), 1 << 20)  # noqa: SIM115 (closed with it)
+    return io.BufferedReader(_Decompressing(open(path, "rb"), compression), 1 << 20)
 
 
 @dataclass
