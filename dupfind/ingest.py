@@ -42,7 +42,7 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
-from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
+from dupfind.lineparse import BRACKETED_LEVEL, LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
@@ -451,7 +451,7 @@ class LineParser:
             # first line is the record's line, the others go on with it.
             several = rows.filter(pl.col("text").str.contains("\n", literal=True))
             for line, text in zip(several["line"].to_list(), several["text"].str.replace_all(ANSI_ESCAPE, "").to_list()):
-                found = exception_of(text.split("\n")[1:])
+                found = exception_of(text.split("\n"))
                 if found is not None:
                     errors[line] = found
             clean = clean.str.replace(AFTER_FIRST_LINE, "")
@@ -505,6 +505,9 @@ class LineParser:
                 if record is None and has_envelope_time:
                     # Free text inside a Docker/CRI envelope: the envelope gives the time.
                     record = {PLAIN_MESSAGE: text.strip()}
+                    bracketed = BRACKETED_LEVEL.match(text)
+                    if bracketed:  # Lambda's `[ERROR] KeyError: ...` of an uncaught exception
+                        record["_leading_level"] = bracketed.group("level")
             if record is None:
                 unknown.append(index)
                 continue

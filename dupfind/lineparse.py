@@ -24,6 +24,8 @@ LAMBDA_PREFIX = re.compile(
     rf"|(?P<ts2>{_ISO_Z})[\t ](?P<rid2>{_UUID})[\t ](?:(?P<level2>[A-Z]+)\t)?)"
 )
 AWS_REQUEST_ID = "aws_request_id"
+# A level in brackets opening a line without a time (Lambda's `[ERROR] KeyError: ...`).
+BRACKETED_LEVEL = re.compile(r"^\[(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]\s")
 LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
 _ESCAPES = re.compile(r"\\(.)")
 _ESCAPE_MAP = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}

@@ -26,6 +26,7 @@ ANY_TRACE_LINE = f"^(?:{_TRACE_LINE}|{_EXCEPTION_LINE})"
 TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong line, rejected)
 _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
+_LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
 MAX_ERROR_CHARS = 500  # an exception's message can be a page (a SQL statement and its parameters)
 
@@ -85,12 +86,17 @@ def exception_of(texts: Iterable[str]) -> str | None:
     """The exception a stack trace reports (its lines in order), None when it names none: Python's
     line after its last `Traceback` header's frames (the exception raised last, its message's
     first line), else the first line that names an exception (a JVM trace's first line, without
-    `Exception in thread "main" `) or a Go panic. Not a frame's function name (zap's stack)."""
+    `Exception in thread "main" `) or a Go panic. Not a frame's function name (zap's stack). A
+    Python trace without its last line takes the exception named right before it (Lambda's
+    `[ERROR] KeyError: 'x'` then its traceback)."""
     texts = [text.rstrip() for text in texts]
     starts = [i for i, text in enumerate(texts) if text.startswith(_PYTHON_HEADER)]
     if starts:
         after = (text for text in texts[starts[-1] + 1:] if text and not text[0].isspace())
         found = next(after, None)
+        if found is None and starts[0] > 0:  # Lambda's runtime names it before: `[ERROR] KeyError: 'x'`
+            before = _LEVEL_PREFIX.sub("", texts[starts[0] - 1], count=1)
+            found = before if EXCEPTION_LINE.match(before) else None
     else:
         found = next((
             _THREAD_PREFIX.sub("", text, count=1) for text in texts

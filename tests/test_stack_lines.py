@@ -134,6 +134,10 @@ Caused by: org.postgresql.util.PSQLException: canceling statement due to lock ti
     (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
     (ZAP_STACK, None),  # a function's name and its file name no exception
     ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f", None),  # cut before its last line
+    # Lambda's runtime: the exception first, then the traceback without it
+    ("[ERROR] KeyError: 'order_shipped_v2'\nTraceback (most recent call last):\n  File \"/var/task/handler.py\", line 57, in handler",
+     "KeyError: 'order_shipped_v2'"),
+    ("[INFO] retrying\nTraceback (most recent call last):\n  File \"/var/task/handler.py\", line 57, in handler", None),
 ])
 def test_the_exception_a_trace_reports(text, exception):
     lines = text.split("\n")
