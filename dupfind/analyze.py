@@ -168,10 +168,11 @@ def verdict_of(
         return "harmful_duplicates", f"{actions} action(s) had a side effect executed more than once."
     if actions == 0:
         return "insufficient_evidence", "no job records could be correlated: no job, event, idempotency or notification ids were found."
-    if executions == 0:  # a producer's log without its workers': nothing ran that could have run twice
+    if executions == 0 and not has_side_effect_records():
+        # A producer's log without its workers': nothing ran, or was done, that could have been twice.
         return "insufficient_evidence", (
-            f"{actions:,} action(s) were found but no execution of any (no record receives or runs a job): "
-            "add the workers' logs."
+            f"{actions:,} action(s) were found but no execution or side effect of any (no record receives, runs "
+            "or does a job): add the workers' logs."
         )
     possible = [f for f in findings if f.rule == "DF101"]
     if possible:
