@@ -42,9 +42,9 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
-from dupfind.lineparse import BRACKETED_LEVEL, LEADING_TS, parse_logfmt, parse_plain
+from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
-from dupfind.normalize import FALLBACK_TS, LINE, PLAIN_MESSAGE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
+from dupfind.normalize import FALLBACK_TS, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
     AFTER_FIRST_LINE,
     ANSI_ESCAPE,
@@ -153,13 +153,11 @@ def _continued(grammar, rows: pl.DataFrame, starts: pl.Series, source: pl.Expr |
     return pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "owner": pl.Int64})
 
 
-def _newest_first(rows: pl.DataFrame, source: pl.Expr | None) -> set[tuple[int, Any]]:
+def _newest_first(rows: pl.DataFrame, keys: list) -> set[tuple[int, Any]]:
     """The (file, source) whose lines an envelope gives times that mostly go back in time, line
-    after line (`rows` with FALLBACK_TS, in line order)."""
+    after line (`rows` with FALLBACK_TS, in line order; `keys`: each row's source)."""
     times = rows.select(
-        file=pl.col("line") // (1 << FILE_SHIFT),
-        key=source if source is not None else pl.lit(None, dtype=pl.String),
-        ts=parse_timestamps(rows[FALLBACK_TS])["ts"],
+        file=pl.col("line") // (1 << FILE_SHIFT), key=pl.Series(keys), ts=parse_timestamps(rows[FALLBACK_TS])["ts"],
     ).drop_nulls("ts")
     steps = times.with_columns(step=pl.col("ts").diff().over("file", "key").dt.total_microseconds())
     turns = steps.group_by("file", "key").agg(back=(pl.col("step") < 0).sum(), on=(pl.col("step") > 0).sum())
@@ -480,9 +478,10 @@ class LineParser:
                 owners = dict(zip(joined["line"].to_list(), joined["owner"].to_list()))
                 if block.owners is not None:
                     block.owners.update(owners)
-                traces = rows.filter(pl.col("line").is_in(joined["line"].implode()))
+                traced = pl.col("line").is_in(joined["line"].implode())
+                traces = rows.filter(traced)
                 errors.update(exceptions_by_owner(owners, dict(zip(traces["line"].to_list(), traces["clean"].to_list()))))
-                rows = rows.filter(~pl.col("line").is_in(joined["line"].implode()))
+                rows = rows.filter(~traced)
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
             rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)), errors)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
@@ -500,14 +499,9 @@ class LineParser:
             record = parse_logfmt(text)
             target = logfmt_rows
             if record is None:
-                record = parse_plain(text)
+                # Text after a time; inside a Docker/CRI envelope, which gives the time, any text.
+                record = parse_plain(text, envelope_time=has_envelope_time)
                 target = plain_rows
-                if record is None and has_envelope_time:
-                    # Free text inside a Docker/CRI envelope: the envelope gives the time.
-                    record = {PLAIN_MESSAGE: text.strip()}
-                    bracketed = BRACKETED_LEVEL.match(text)
-                    if bracketed:  # Lambda's `[ERROR] KeyError: ...` of an uncaught exception
-                        record["_leading_level"] = bracketed.group("level")
             if record is None:
                 unknown.append(index)
                 continue
@@ -551,7 +545,8 @@ class LineParser:
             at = (lines.search_sorted(text_lines, side="left").cast(pl.Int64) - 1).unique().sort()
             return frame[at.filter(at >= 0)]
 
-        entries = list(zip(text_lines.to_list(), rows["clean"].to_list(), keys(rows)))
+        row_keys = keys(rows)
+        entries = list(zip(text_lines.to_list(), rows["clean"].to_list(), row_keys))
         for frame, _ in raws:
             picked = right_before(frame, frame[LINE])
             entries += zip(picked[LINE].to_list(), [None] * picked.height, keys(picked))
@@ -569,7 +564,7 @@ class LineParser:
         entries.sort(key=lambda entry: entry[0])
         keyed = [(n, text, (n >> FILE_SHIFT, key)) for n, text, key in entries]
         each_line_a_record = FALLBACK_TS in rows.columns
-        backward = _newest_first(rows, source) if each_line_a_record else set()
+        backward = _newest_first(rows, row_keys) if each_line_a_record else set()
         # An export printed newest first (logcli's and gcloud's default): a trace whose lines are
         # entries each comes before its record, last line first; read in time order there.
         owners = trace_owners((e for e in keyed if e[2] not in backward), each_line_a_record)

@@ -43,19 +43,8 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     Returns None when the line is not logfmt: fewer than two pairs, unless the single pair
     is all there is after the timestamp.
     """
-    rest = text
-    record: dict[str, str] = {}
-    leading = LEADING_TS.match(text)
-    lambda_prefix = LAMBDA_PREFIX.match(text)
-    if lambda_prefix:
-        record.update(_lambda_fields(lambda_prefix))
-        rest = text[lambda_prefix.end():]
-    elif leading:
-        record["_leading_ts"] = leading.group("ts")
-        rest = text[leading.end():]
-        level = LEADING_LEVEL.match(rest)
-        if level:
-            record["_leading_level"] = level.group("level")
+    record, at = _line_start(text) or ({}, 0)
+    rest = text[at:]
     pairs = LOGFMT_PAIR.findall(rest)
     if not pairs:
         return None
@@ -68,28 +57,44 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     return record
 
 
-def _lambda_fields(found: re.Match) -> dict[str, str]:
-    """The time, request id and level a Lambda runtime's prefix gives (LAMBDA_PREFIX)."""
-    fields = {"_leading_ts": found.group("ts") or found.group("ts2"), AWS_REQUEST_ID: found.group("rid") or found.group("rid2")}
-    level = found.group("level") or found.group("level2")
+def _line_start(text: str) -> tuple[dict[str, str], int] | None:
+    """What a line says before its own text, and where that text begins: a Lambda runtime's
+    prefix (its time, request id and level), else a leading time and the level word after it;
+    None when it begins with neither."""
+    found = LAMBDA_PREFIX.match(text)
+    if found:
+        fields = {"_leading_ts": found.group("ts") or found.group("ts2"), AWS_REQUEST_ID: found.group("rid") or found.group("rid2")}
+        level = found.group("level") or found.group("level2")
+        if level:
+            fields["_leading_level"] = level
+        return fields, found.end()
+    found = LEADING_TS.match(text)
+    if not found:
+        return None
+    fields = {"_leading_ts": found.group("ts")}
+    level = LEADING_LEVEL.match(text, found.end())
     if level:
-        fields["_leading_level"] = level
-    return fields
+        fields["_leading_level"] = level.group("level")
+    return fields, found.end()
 
 
-def parse_plain(text: str) -> dict[str, str] | None:
-    """A free-text line with a leading timestamp: kept as message, kind `other`."""
-    lambda_prefix = LAMBDA_PREFIX.match(text)
-    if lambda_prefix:
+def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None:
+    """A free-text line with a leading timestamp: kept as message, kind `other`. With
+    `envelope_time` (an envelope gives each line its time), any line: a line without a time keeps
+    only its bracketed level (Lambda's `[ERROR] KeyError: ...` of an uncaught exception)."""
+    start = _line_start(text)
+    if start is None:
+        if not envelope_time:
+            return None
+        record = {"_plain_message": text.strip()}
+        bracketed = BRACKETED_LEVEL.match(text)
+        if bracketed:
+            record["_leading_level"] = bracketed.group("level")
+        return record
+    record, at = start
+    record["_plain_message"] = message = text[at:].strip()
+    if AWS_REQUEST_ID in record:
         # Its text is the record's name too, as a JSON record's lone `msg` is: the runtime's `Task
         # timed out after 30.00 seconds` says the invocation was stopped (vocabulary patterns).
-        message = text[lambda_prefix.end():].strip()
-        return {**_lambda_fields(lambda_prefix), "msg": message, "_plain_message": message}
-    leading = LEADING_TS.match(text)
-    if not leading:
-        return None
-    record = {"_leading_ts": leading.group("ts"), "_plain_message": text[leading.end():].strip()}
-    level = LEADING_LEVEL.match(text, leading.end())
-    if level:
-        record["_leading_level"] = level.group("level")
+        record["msg"] = message
     return record
