@@ -54,6 +54,8 @@ class Config:
     rules_dir: Path | None = None
     sources: tuple[str, ...] = ()
     subject_kinds: dict[str, dict[str, str]] = field(default_factory=dict)  # object kind -> name -> kind
+    # Kinds a record's status decides along with its name: folded name -> lower-cased status -> kind.
+    status_kinds: dict[str, dict[str, str]] = field(default_factory=dict)
     presets: tuple[Preset, ...] = ()  # rules/presets/*.toml: export and log shapes recognised without configuration
     value_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value (per format)
     timeouts: dict[str, float] = field(default_factory=dict)  # queue ('' = every queue) -> visibility timeout (s)
@@ -65,7 +67,7 @@ class Config:
             "action_patterns": self.action_patterns, "link": self.link_keys,
             "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
             "rules": self.rules, "subjects": self.subject_kinds,
-            "presets": [repr(p) for p in self.presets], "values": self.value_maps,
+            "statuses": self.status_kinds, "presets": [repr(p) for p in self.presets], "values": self.value_maps,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
@@ -100,6 +102,7 @@ class _Builder:
         self.patterns: dict[str, list[str]] = {}
         self.action_patterns: dict[str, list[str]] = {}
         self.subject_kinds: dict[str, dict[str, str]] = {}
+        self.status_kinds: dict[str, dict[str, str]] = {}
         self.value_maps: dict[str, dict[str, str]] = {}
         self.timeouts: dict[str, float] = {}
         self.link_keys: list[str] = []
@@ -188,7 +191,7 @@ class _Builder:
     def _add_vocabulary(self, vocab: Any, origin: str) -> None:
         if not isinstance(vocab, dict):
             raise DupfindError(f"{origin}: [vocabulary] must be a table.")
-        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions", "subjects"}:
+        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions", "subjects", "statuses"}:
             raise DupfindError(f"{origin}: unknown key vocabulary.{key}.")
         for kind, names in vocab.get("kinds", {}).items():
             if kind not in KINDS:
@@ -215,6 +218,16 @@ class _Builder:
                     raise DupfindError(f"{origin}: vocabulary.subjects.{subject}.{kind} is not a canonical kind.")
                 for name in _string_list(values, f"{origin}: vocabulary.subjects.{subject}.{kind}"):
                     names[normalize_event_name(name)] = kind
+        by_name = vocab.get("statuses", {})
+        if not isinstance(by_name, dict) or not all(isinstance(v, dict) for v in by_name.values()):
+            raise DupfindError(f"{origin}: vocabulary.statuses must hold one table per event name.")
+        for name, by_kind in by_name.items():
+            statuses = self.status_kinds.setdefault(normalize_event_name(name), {})
+            for kind, values in by_kind.items():
+                if kind not in KINDS:
+                    raise DupfindError(f"{origin}: vocabulary.statuses.{name}.{kind} is not a canonical kind.")
+                for status in _string_list(values, f"{origin}: vocabulary.statuses.{name}.{kind}"):
+                    statuses[status.strip().lower()] = kind
 
     def build(self, rules_dir: Path, presets: tuple[Preset, ...] = ()) -> Config:
         tz = self.ingest.get("assume_tz", "UTC")
@@ -238,6 +251,7 @@ class _Builder:
             rules_dir=rules_dir,
             sources=tuple(self.sources),
             subject_kinds=self.subject_kinds,
+            status_kinds=self.status_kinds,
             presets=presets,
             value_maps=self.value_maps,
             timeouts=self.timeouts,

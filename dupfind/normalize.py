@@ -181,6 +181,10 @@ def _kind_expr(config: Config) -> pl.Expr:
     )
     exact = folded.replace_strict(config.kinds, default=None, return_dtype=pl.String)
     kind = pl.coalesce(exact, _first_match(pl.col("name").str.to_lowercase(), config.patterns))
+    if config.status_kinds:
+        pairs = {f"{name}\x1f{status}": k for name, by in config.status_kinds.items() for status, k in by.items()}
+        named = pl.concat_str([folded, pl.col("status").str.to_lowercase()], separator="\x1f")
+        kind = pl.coalesce(named.replace_strict(pairs, default=None, return_dtype=pl.String), kind)
     killed_by_code = pl.col("exit_code").is_in(KILL_EXIT_CODES) & (
         kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])
     )
@@ -205,7 +209,8 @@ CLASSIFIED_MAX = 100_000
 
 def _classified(config: Config) -> dict[tuple, tuple[str, str | None]]:
     """What `config` remembers of classified keys, forgotten if its vocabulary changed since."""
-    vocabulary = (tuple(config.kinds.items()), tuple(config.patterns), tuple(config.action_patterns))
+    vocabulary = (tuple(config.kinds.items()), tuple(config.patterns), tuple(config.action_patterns),
+                  tuple((name, tuple(by.items())) for name, by in config.status_kinds.items()))
     remembered = config.__dict__.get("_classified")
     if remembered is None or remembered[0] != vocabulary:
         remembered = config.__dict__["_classified"] = (vocabulary, {})
@@ -213,9 +218,10 @@ def _classified(config: Config) -> dict[tuple, tuple[str, str | None]]:
 
 
 def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
-    """Kind and side-effect type, computed once per distinct (name, exit code, action, provider):
+    """Kind and side-effect type, computed once per distinct (name, exit code, action, provider, and
+    status where the vocabulary names kinds by status):
     once per block for a key the blocks before did not have, looked up after that."""
-    keys = ["name", "exit_code", "action", "provider"]
+    keys = ["name", "exit_code", "action", "provider", *(["status"] if config.status_kinds else [])]
     distinct = frame.select(keys).unique()
     known = _classified(config)
     rows = distinct.rows()

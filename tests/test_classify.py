@@ -6,15 +6,18 @@ import copy
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from dupfind.config import load_config
 from dupfind.normalize import _classify
 
 CONFIG = load_config(cwd=Path("/"))
-KEYS = {"name": pl.String, "exit_code": pl.Int32, "action": pl.String, "provider": pl.String}
+KEYS = {"name": pl.String, "exit_code": pl.Int32, "action": pl.String, "provider": pl.String, "status": pl.String}
 
 
 def _block(rows: list[tuple]) -> pl.DataFrame:
+    """Rows of (name, exit code, action, provider[, status])."""
+    rows = [(*row, None) if len(row) == 4 else row for row in rows]
     return pl.DataFrame(rows, schema=KEYS, orient="row").with_row_index("line")
 
 
@@ -36,7 +39,7 @@ def test_later_blocks_get_what_a_fresh_classification_gives():
     for block in BLOCKS:
         assert _classify(block, config).equals(_fresh(block))
     remembered = config.__dict__["_classified"][1]
-    assert ("worker_exit", 137, None, None) in remembered and len(remembered) == 8
+    assert ("worker_exit", 137, None, None, None) in remembered and len(remembered) == 8
     kinds = dict(zip(BLOCKS[1]["name"], _classify(BLOCKS[1], config)["kind"]))
     assert kinds["job_received"] == "receive" and kinds["Something Else"] == "other"
     assert _classify(BLOCKS[0], config)["kind"].to_list()[2] == "worker_killed"
@@ -60,3 +63,34 @@ def test_a_formats_configuration_is_derived_once_and_again_after_a_change():
     config.aliases = {**config.aliases, "job_id": ["job_ref", *config.aliases["job_id"]]}
     changed = config_for_format(config, "cri+celery")
     assert changed is not first and changed.aliases["job_id"][0] == "job_ref"
+
+
+def test_a_status_decides_the_kind_where_the_vocabulary_names_it_with_the_name():
+    """Lambda's JSON platform events: `platform.report` is an invocation's end; `timeout` a kill."""
+    block = _block([
+        ("platform.report", None, None, None, "timeout"), ("platform.report", None, None, None, "success"),
+        ("platform.runtimeDone", None, None, None, "Timeout"), ("platform.start", None, None, None, None),
+        ("job_failed", None, None, None, "timeout"), ("provider_response", None, None, None, "timeout"),
+    ])
+    config = copy.deepcopy(CONFIG)
+    kinds = _classify(block, config)["kind"].to_list()
+    assert kinds == ["worker_killed", "other", "worker_killed", "other", "fail", "side_effect_result"]
+    assert _classify(block, config)["kind"].to_list() == kinds  # the same, remembered
+    config.status_kinds = {}
+    assert _classify(block, config)["kind"].to_list()[:3] == ["other", "other", "other"]
+
+
+def test_a_status_table_of_the_vocabulary_is_checked(tmp_path):
+    from dupfind.errors import DupfindError
+
+    config = tmp_path / "dupfind.toml"
+    config.write_text('[vocabulary.statuses."run.done"]\nworker_killed = ["killed", "OOM"]\n')
+    loaded = load_config(config, None, None)
+    assert loaded.status_kinds["run_done"] == {"killed": "worker_killed", "oom": "worker_killed"}
+    assert loaded.status_kinds["platform_report"] == {"timeout": "worker_killed"}  # the defaults stay
+    config.write_text('[vocabulary.statuses.run_done]\nstopped = ["killed"]\n')
+    with pytest.raises(DupfindError, match="vocabulary.statuses.run_done.stopped is not a canonical kind"):
+        load_config(config, None, None)
+    config.write_text('[vocabulary]\nstatuses = ["killed"]\n')
+    with pytest.raises(DupfindError, match="one table per event name"):
+        load_config(config, None, None)
