@@ -28,12 +28,18 @@ ATTRIBUTION_KINDS = ("publish", "fail", "lease_expired", "lock_acquire", "lock_e
 LOCK_KINDS = ("lock_acquire", "lock_expired", "lock_release")
 
 
+# Levels of a record that reports a failure (lower case): the runtime's uncaught exception in an
+# invocation's batch is logged at one, with no job id and no event name.
+ERROR_LEVELS = ("error", "err", "critical", "crit", "fatal", "severe", "panic", "dpanic", "alert", "emerg", "emergency")
+
+
 @dataclass
 class ActionFacts:
     """One action's rows attribution reads, as Python rows (see action_facts)."""
 
     executions: list[dict]  # in start order
     records: list[dict]  # records of ATTRIBUTION_KINDS, in time order
+    batches: dict[int, dict] = field(default_factory=dict)  # exec_id -> its invocation (invocation_batches)
 
 
 def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, ActionFacts]:
@@ -48,7 +54,65 @@ def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, Actio
     records = ctx.texts.decoded(records)
     by_exec = execs.rows_by_key("action_id", named=True, include_key=True)
     by_record = records.rows_by_key("action_id", named=True, include_key=True)
-    return {a: ActionFacts(by_exec.get(a, []), by_record.get(a, [])) for a in wanted.to_list()}
+    batches = invocation_batches(ctx, execs["exec_id"])
+    by_batch: dict[int, dict[int, dict]] = {}
+    for exec_id, batch in batches.items():
+        by_batch.setdefault(batch["action_id"], {})[exec_id] = batch
+    return {a: ActionFacts(by_exec.get(a, []), by_record.get(a, []), by_batch.get(a, {})) for a in wanted.to_list()}
+
+
+def invocation_batches(ctx: AnalysisContext, exec_ids: pl.Series) -> dict[int, dict]:
+    """The invocation each of these executions ran in, where it handled other messages too: an SQS
+    batch given to one AWS Lambda invocation, whose runtime names every line of it by its request
+    id. An invocation is the records of one worker that carry one request id (from the first to
+    the last, so that an uncaught exception's event between them belongs to it); it is a batch
+    when they belong to more than one action. Per execution: the request id, the invocation's
+    first and last time, how many other actions it held, and its first failure that is not the
+    execution's own action's (a failed record, or one logged at an error level)."""
+    names = ctx.present_columns(
+        "rid", "action_id", "exec_id", "worker_id", "request_id", "kind", "level", "name", "message", "ts",
+    )
+    if "request_id" not in names or "level" not in names or exec_ids.is_empty():
+        return {}
+    table = ctx.columns(*names)
+    own = (
+        table.filter(pl.col("exec_id").is_in(exec_ids.implode()) & pl.col("request_id").is_not_null())
+        .sort("ts").group_by("exec_id").agg(pl.col("worker_id", "request_id", "action_id").first())
+    )
+    if own.is_empty():
+        return {}
+    key = ["worker_id", "request_id"]
+    spans = (
+        table.join(own.select(key).unique(), on=key, how="semi").group_by(key).agg(
+            pl.col("ts").min().alias("inv_start"), pl.col("ts").max().alias("inv_end"),
+            pl.col("action_id").drop_nulls().unique().alias("inv_actions"),
+        ).filter(pl.col("inv_actions").list.len() > 1)
+    )
+    if spans.is_empty():
+        return {}
+    texts = [c for c in ("name", "message") if c in names]
+    near = table.filter(
+        pl.col("worker_id").is_in(spans["worker_id"].implode())
+        & pl.col("ts").is_between(spans["inv_start"].min(), spans["inv_end"].max())
+    ).select("rid", "worker_id", "action_id", "kind", "level", "ts", *texts)
+    near = ctx.texts.decoded(near, "level", *texts)
+    near = near.with_columns(pl.coalesce(pl.col(texts).cast(pl.String)).alias("name")).select(
+        "rid", "worker_id", "action_id", "kind", "level", "ts", "name"
+    )
+    failing = near.filter(
+        (pl.col("kind") == "fail") | pl.col("level").cast(pl.String).str.to_lowercase().is_in(ERROR_LEVELS)
+    ).rename({"action_id": "fail_action", "rid": "fail_rid", "ts": "fail_ts", "name": "fail_name"})
+    found = (
+        own.join(spans, on=key).join(failing.drop("kind", "level"), on="worker_id")
+        .filter(pl.col("fail_ts").is_between(pl.col("inv_start"), pl.col("inv_end"))
+                & (pl.col("fail_action").is_null() | (pl.col("fail_action") != pl.col("action_id"))))
+        .sort("fail_ts", "fail_rid").group_by("exec_id", maintain_order=True).first()
+    )
+    found = ctx.texts.decoded(found, "request_id")
+    return {
+        row["exec_id"]: {**row, "siblings": len(row["inv_actions"]) - 1}
+        for row in found.iter_rows(named=True)
+    }
 
 
 def _lock_overlap(ctx: AnalysisContext, first_exec: int, later_exec: int) -> str | None:
@@ -126,8 +190,14 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             fail + base_rids, notes,
         )
 
-    # How the second execution followed the first (for 5 and 6).
+    # How the second execution followed the first (for 5, 6 and 7).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
+
+    # 5. The whole batch came back: another message of the first execution's invocation failed it.
+    batch = facts.batches.get(first["exec_id"])
+    if batch is not None and not first["failed"] and later_entry >= batch["inv_end"]:
+        return _batch_retried(ctx, action_id, first, later, batch, gap, base_rids, notes)
+
     queue = ctx.action_queue.get(action_id)
     timeout = ctx.timeout_for(queue)
     expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"]
@@ -137,13 +207,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     if timeout is not None:
         figures["timeout_s"] = timeout
 
-    # 5. Two deploy generations each received the message while both were consuming.
+    # 6. Two deploy generations each received the message while both were consuming.
     if not expiry and not near_timeout:
         overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
         if overlap is not None:
             return overlap
 
-    # 6. Lease / visibility timeout expiry while the first execution was still running.
+    # 7. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -159,6 +229,31 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         "no publish, lock, kill, failure or lease expiry explains the second execution",
         base_rids, notes, figures,
     )
+
+
+def _batch_retried(
+    ctx: AnalysisContext, action_id: int, first: dict, later: dict, batch: dict, gap: float, base_rids: list[int],
+    notes: dict,
+) -> Attribution:
+    """The first execution's invocation failed on another of its messages: none of the batch was
+    deleted, so the whole batch came back, this message with it."""
+    fail_rid = int(batch["fail_rid"])
+    notes[fail_rid] = "another message of the batch failed the invocation"
+    others = batch["siblings"]
+    what = (batch["fail_name"] or "an error").strip().splitlines()[0][:80]
+    detail = (
+        f"{first['identity']} ran it in invocation {batch['request_id']}, which took up {others} other message(s) too; "
+        f"{what!r} failed that invocation, so no message of the batch was deleted and the whole batch came back "
+        f"(this one {gap:.1f} s later"
+        + (f", on {later['identity']})" if later["identity"] != first["identity"] else ")")
+        + "; report the failed messages alone (partial batch response: batchItemFailures)"
+    )
+    figures = {"gap_s": round(gap, 3), "batch_messages": float(others + 1)}
+    timeout = ctx.timeout_for(ctx.action_queue.get(action_id))
+    if timeout is not None:
+        figures["timeout_s"] = timeout
+    confidence = "certain" if first["completed"] else "likely"
+    return Attribution("batch_retry", confidence, detail, [fail_rid, *base_rids], notes, figures)
 
 
 def _killed(

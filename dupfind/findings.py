@@ -11,7 +11,8 @@ from dupfind.timefmt import iso_us
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 CAUSES = (
-    "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "lock_overlap", "unknown",
+    "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "batch_retry",
+    "lock_overlap", "unknown",
 )
 CAUSE_TITLES = {
     "double_publish": "double publish upstream (the queue is innocent)",
@@ -19,6 +20,7 @@ CAUSE_TITLES = {
     "deploy_overlap": "two deploy generations both took the message",
     "lease_expired": "lease / visibility timeout expired while the job was running",
     "partial_success_retry": "retry after a partial success (side effect done, status not saved)",
+    "batch_retry": "another message of its batch failed, and the whole batch came back",
     "lock_overlap": "two holders of one lock",
     "unknown": "unknown",
 }

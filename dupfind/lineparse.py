@@ -24,6 +24,10 @@ LAMBDA_PREFIX = re.compile(
     rf"|(?P<ts2>{_ISO_Z})[\t ](?P<rid2>{_UUID})[\t ](?:(?P<level2>[A-Z]+)\t)?)"
 )
 AWS_REQUEST_ID = "aws_request_id"
+# The runtime's lines around each invocation, without a time of their own: `START RequestId: <id>
+# Version: 14`, `END RequestId: <id>`, `REPORT RequestId: <id>\tDuration: ...`. Their request id
+# bounds the invocation on its log stream (an uncaught exception's event between them has none).
+LAMBDA_INVOCATION_LINE = re.compile(rf"^(?:START|END|REPORT) RequestId: (?P<rid>{_UUID})(?=\s|$)")
 # A level in brackets opening a line without a time (Lambda's `[ERROR] KeyError: ...`).
 BRACKETED_LEVEL = re.compile(r"^\[(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]\s")
 LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
@@ -90,6 +94,9 @@ def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None
         bracketed = BRACKETED_LEVEL.match(text)
         if bracketed:
             record["_leading_level"] = bracketed.group("level")
+        invocation = LAMBDA_INVOCATION_LINE.match(text)
+        if invocation:
+            record[AWS_REQUEST_ID] = invocation.group("rid")
         return record
     record, at = start
     record["_plain_message"] = message = text[at:].strip()

@@ -71,10 +71,11 @@ def test_a_status_decides_the_kind_where_the_vocabulary_names_it_with_the_name()
         ("platform.report", None, None, None, "timeout"), ("platform.report", None, None, None, "success"),
         ("platform.runtimeDone", None, None, None, "Timeout"), ("platform.start", None, None, None, None),
         ("job_failed", None, None, None, "timeout"), ("provider_response", None, None, None, "timeout"),
+        ("platform.report", None, None, None, "error"),
     ])
     config = copy.deepcopy(CONFIG)
     kinds = _classify(block, config)["kind"].to_list()
-    assert kinds == ["worker_killed", "other", "worker_killed", "other", "fail", "side_effect_result"]
+    assert kinds == ["worker_killed", "other", "worker_killed", "other", "fail", "side_effect_result", "fail"]
     assert _classify(block, config)["kind"].to_list() == kinds  # the same, remembered
     config.status_kinds = {}
     assert _classify(block, config)["kind"].to_list()[:3] == ["other", "other", "other"]
@@ -87,7 +88,7 @@ def test_a_status_table_of_the_vocabulary_is_checked(tmp_path):
     config.write_text('[vocabulary.statuses."run.done"]\nworker_killed = ["killed", "OOM"]\n')
     loaded = load_config(config, None, None)
     assert loaded.status_kinds["run_done"] == {"killed": "worker_killed", "oom": "worker_killed"}
-    assert loaded.status_kinds["platform_report"] == {"timeout": "worker_killed"}  # the defaults stay
+    assert loaded.status_kinds["platform_report"]["timeout"] == "worker_killed"  # the defaults stay
     config.write_text('[vocabulary.statuses.run_done]\nstopped = ["killed"]\n')
     with pytest.raises(DupfindError, match="vocabulary.statuses.run_done.stopped is not a canonical kind"):
         load_config(config, None, None)

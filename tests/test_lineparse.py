@@ -36,3 +36,16 @@ def test_the_lambda_runtimes_timeout_line_is_a_record_named_by_its_text():
     assert record == {"_leading_ts": "2026-12-04T16:30:30.034Z", AWS_REQUEST_ID: RID,
                       "msg": "Task timed out after 30.00 seconds", "_plain_message": "Task timed out after 30.00 seconds"}
     assert parse_plain("START RequestId: 6513270e-269e-4d37-b2a7-4de452e6b438 Version: $LATEST") is None  # its envelope's time
+
+
+@pytest.mark.parametrize("line", [
+    f"START RequestId: {RID} Version: $LATEST",
+    f"END RequestId: {RID}",
+    f"REPORT RequestId: {RID}\tDuration: 571.93 ms\tBilled Duration: 572 ms\tMemory Size: 256 MB\tMax Memory Used: 80 MB\t",
+])
+def test_the_lambda_runtimes_invocation_lines_name_their_request_id(line):
+    """They bound the invocation on its log stream: an uncaught exception's event between them has no id."""
+    record = parse_plain(line, envelope_time=True)
+    assert record[AWS_REQUEST_ID] == RID and record["_plain_message"] == line.strip()
+    assert AWS_REQUEST_ID not in parse_plain(f"STARTED RequestId: {RID}", envelope_time=True)
+    assert AWS_REQUEST_ID not in parse_plain("[ERROR] KeyError: 'order_shipped_v2'", envelope_time=True)
