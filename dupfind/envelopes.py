@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Collection
 from typing import Any, Callable
 
 import orjson
 import polars as pl
 
 from dupfind import json_exact
-from dupfind.normalize import FALLBACK_TS, path_expr
-from dupfind.presets import AFTER_FIRST_LINE, ANSI_ESCAPE, ENVELOPE_PREFIX, Preset, Unwrapped, text_of_bytes
+from dupfind.grammar import with_pairs
+from dupfind.normalize import FALLBACK_TS, LINE, path_expr
+from dupfind.presets import (
+    AFTER_FIRST_LINE,
+    ANSI_ESCAPE,
+    ENVELOPE_PREFIX,
+    PAIRS_PREFIX,
+    Preset,
+    Unwrapped,
+    text_of_bytes,
+)
 
 _NAIVE_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?$"
 # Prometheus label sets as logcli prints them: {app="notifier", pod="w-1"} -> JSON.
@@ -175,8 +185,12 @@ def unwrap_json_lines(
     return inner_rows, loose
 
 
-def unwrap_text_lines(preset: Preset, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Text lines in an envelope (CRI, logcli): (inner rows with envelope columns, other lines)."""
+def unwrap_text_lines(
+    preset: Preset, rows: pl.DataFrame, keys: Collection[str] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Text lines in an envelope (CRI, logcli): (inner rows with envelope columns, other lines).
+    The `key="value"` pairs of the preset's `pairs` groups (RFC 5424's structured data) are
+    `envelope.pairs.<key>` columns, of the `keys` the configuration names."""
     clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
     rows = rows.with_columns(__clean=clean)
     is_envelope = pl.col("__clean").str.contains(preset.line)
@@ -199,11 +213,20 @@ def unwrap_text_lines(preset: Preset, rows: pl.DataFrame) -> tuple[pl.DataFrame,
     else:
         preset_view = preset
     extra = groups.select(*_envelope_columns(preset_view, groups))
+    if preset.pairs:
+        extra = pl.concat([extra, _pair_columns(groups, preset.pairs, keys)], how="horizontal")
     keep = [c for c in groups.columns if c in ("inner", _partial_group(preset))]
     inner_rows = pl.concat([matched.select("line"), groups.select(keep), extra], how="horizontal")
     inner_rows = inner_rows.rename({"inner": "text"})
     inner_rows = inner_rows.with_columns(pl.col("text").fill_null(""))
     return inner_rows, other
+
+
+def _pair_columns(groups: pl.DataFrame, names: tuple[str, ...], keys: Collection[str] | None) -> pl.DataFrame:
+    """One `envelope.pairs.<key>` column per key of the `key="value"` pairs in these groups."""
+    frame = groups.select(pl.int_range(pl.len()).alias(LINE), *(g for g in names if g in groups.columns))
+    spread = with_pairs(frame, names, keys).drop(LINE, *(g for g in names if g in groups.columns))
+    return spread.rename({c: PAIRS_PREFIX + c for c in spread.columns})
 
 
 def _partial_group(preset: Preset) -> str | None:

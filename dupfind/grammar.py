@@ -75,7 +75,7 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
 _PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|[^\s,}]*)'
 
 
-def _with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
+def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
     """The records with the `key=value` pairs of these groups as fields (the first group's value
     of a key first; a field the line's groups name is kept): all pairs of a block extracted,
     split and spread into columns at once. `keys`: the only keys kept (the configuration's
@@ -156,7 +156,7 @@ def parse_grammar_lines(
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = _with_pairs(_refine(frame, preset), preset.pairs, keys).drop("clean")
+        frame = with_pairs(_refine(frame, preset), preset.pairs, keys).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

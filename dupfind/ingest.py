@@ -588,7 +588,7 @@ class LineParser:
         else:
             if preset.multiline_start and preset.multiline_end:
                 rows = self._join_record_lines(rows, preset, block)
-            inner, loose = unwrap_text_lines(preset, rows)
+            inner, loose = unwrap_text_lines(preset, rows, self.json_keys)
             if preset.inner_envelope:
                 inner = self._unwrap_nested(inner, self.presets[preset.inner_envelope])
         if loose.height and preset.context_lines:  # an export's lines about itself (the streams it searched)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
-from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX
+from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.stack_lines import exception_of
 from dupfind.timeparse import parse_timestamps
@@ -93,6 +93,9 @@ def config_for_format(config: Config, fmt: str) -> Config:
     by_name = {p.name: p for p in config.presets}
     layers = [by_name[part] for part in fmt.split("+") if part in by_name]
     aliases = {column: list(paths) for column, paths in config.aliases.items()}
+    if any(p.pairs and p.is_envelope for p in layers):
+        # An envelope's key="value" pairs (syslog's structured data) right after the record's own fields.
+        aliases = {column: [*paths, *(PAIRS_PREFIX + p for p in paths)] for column, paths in aliases.items()}
     values: dict[str, dict[str, str]] = {c: dict(m) for c, m in config.value_maps.items()}
     context_columns = {"worker_id"} | {c for p in config.presets for r in p.rules + p.context_lines for c in r.context}
     # A framework's own word for the whole file (its node name) comes before the envelope's host.

@@ -16,6 +16,9 @@ from dupfind.errors import DupfindError
 # Terminal escape sequences (colours in Sidekiq/RQ text logs): stripped before parsing.
 ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 ENVELOPE_PREFIX = "envelope."  # raw columns holding envelope values (fallbacks for the inner record)
+# Raw columns holding a text envelope's key="value" pairs (`pairs`: RFC 5424's structured data):
+# the inner record's own fields where it lacks them (normalize.config_for_format).
+PAIRS_PREFIX = ENVELOPE_PREFIX + "pairs."
 FILE_PREFIX = "file."  # raw columns holding a value found once for the whole file (a worker's node name)
 FILE_NAME_PREFIX = "filename."  # raw columns holding what the file's name says (the worker of a framework's log)
 # What follows a text's first line (an envelope's text of several lines: a record and its traceback).
@@ -97,7 +100,9 @@ class Preset:
     # apart in the line (Papertrail's system and program, between them its IP, facility and severity)
     joined: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # text grammar: groups of the line that hold `key=value` pairs (Rust tracing's span and event
-    # fields), each pair a field of the record where the line's groups do not name it already
+    # fields), each pair a field of the record where the line's groups do not name it already;
+    # text envelope: the inner record's fields where it has none of its own (RFC 5424's structured
+    # data: log4j2's MDC `[mdc@32473 jobId="..."]`)
     pairs: tuple[str, ...] = ()
     # text envelope: a record of several lines (`aws logs filter-log-events --output text` prints
     # a message's line breaks as they are): a line matching `start` and not `end` goes on through

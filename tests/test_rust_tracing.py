@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dupfind.grammar import _with_pairs
+from dupfind.grammar import with_pairs
 from dupfind.normalize import LINE
 
 from conftest import FIXTURES
@@ -48,7 +48,7 @@ def test_pairs_of_several_groups_become_fields_the_first_group_first():
         "fields": [' provider="fcm" attempt=3', "", None],
         "spans": ['worker{worker=w-1}:process_job{job_id=push-8c1e0b72 queue="push" attempt=1}:', 'process_job{job_id="a\\"b"}:', None],
     })
-    out = _with_pairs(frame, ("fields", "spans"))
+    out = with_pairs(frame, ("fields", "spans"))
     assert out.columns[:4] == frame.columns[:4]
     rows = out.select(LINE, "provider", "attempt", "worker", "job_id", "queue").rows()
     assert rows == [
@@ -60,13 +60,13 @@ def test_pairs_of_several_groups_become_fields_the_first_group_first():
 
 def test_a_pair_never_replaces_a_group_of_the_line():
     frame = pl.DataFrame({LINE: [1], "msg": ["job received"], "fields": [' msg="other" job_id=7']})
-    out = _with_pairs(frame, ("fields",))
+    out = with_pairs(frame, ("fields",))
     assert out.row(0, named=True) == {LINE: 1, "msg": "job received", "fields": ' msg="other" job_id=7', "job_id": "7"}
 
 
 def test_only_pairs_whose_keys_are_aliases_become_fields():
     # A log whose pairs hold ever new keys (a request's headers, ids as keys) would make a column each.
     frame = pl.DataFrame({LINE: list(range(1, 2001)), "fields": [f" job_id=j-{n} k{n}=v" for n in range(1, 2001)]})
-    out = _with_pairs(frame, ("fields",), frozenset({"job_id"}))
+    out = with_pairs(frame, ("fields",), frozenset({"job_id"}))
     assert out.columns == [LINE, "fields", "job_id"] and out["job_id"][1999] == "j-2000"
-    assert _with_pairs(frame.head(3), ("fields",), frozenset({"attempt"})).columns == [LINE, "fields"]
+    assert with_pairs(frame.head(3), ("fields",), frozenset({"attempt"})).columns == [LINE, "fields"]
