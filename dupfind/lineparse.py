@@ -24,6 +24,7 @@ LAMBDA_PREFIX = re.compile(
     rf"|(?P<ts2>{_ISO_Z})[\t ](?P<rid2>{_UUID})[\t ](?:(?P<level2>[A-Z]+)\t)?)"
 )
 AWS_REQUEST_ID = "aws_request_id"
+PLAIN_NAME = "_plain_name"  # a free-text line's name: its text after the time and level word (normalize)
 # The runtime's lines around each invocation, without a time of their own: `START RequestId: <id>
 # Version: 14`, `END RequestId: <id>`, `REPORT RequestId: <id>\tDuration: ...`. Their request id
 # bounds the invocation on its log stream (an uncaught exception's event between them has none).
@@ -47,7 +48,7 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     Returns None when the line is not logfmt: fewer than two pairs, unless the single pair
     is all there is after the timestamp.
     """
-    record, at = _line_start(text) or ({}, 0)
+    record, at, _ = _line_start(text) or ({}, 0, 0)
     rest = text[at:]
     pairs = LOGFMT_PAIR.findall(rest)
     if not pairs:
@@ -61,17 +62,17 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     return record
 
 
-def _line_start(text: str) -> tuple[dict[str, str], int] | None:
-    """What a line says before its own text, and where that text begins: a Lambda runtime's
-    prefix (its time, request id and level), else a leading time and the level word after it;
-    None when it begins with neither."""
+def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
+    """What a line says before its own text, where that text begins, and where it begins after
+    the level word: a Lambda runtime's prefix (its time, request id and level), else a leading
+    time and the level word after it; None when it begins with neither."""
     found = LAMBDA_PREFIX.match(text)
     if found:
         fields = {"_leading_ts": found.group("ts") or found.group("ts2"), AWS_REQUEST_ID: found.group("rid") or found.group("rid2")}
         level = found.group("level") or found.group("level2")
         if level:
             fields["_leading_level"] = level
-        return fields, found.end()
+        return fields, found.end(), found.end()
     found = LEADING_TS.match(text)
     if not found:
         return None
@@ -79,13 +80,16 @@ def _line_start(text: str) -> tuple[dict[str, str], int] | None:
     level = LEADING_LEVEL.match(text, found.end())
     if level:
         fields["_leading_level"] = level.group("level")
-    return fields, found.end()
+    return fields, found.end(), level.end() if level else found.end()
 
 
 def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None:
-    """A free-text line with a leading timestamp: kept as message, kind `other`. With
-    `envelope_time` (an envelope gives each line its time), any line: a line without a time keeps
-    only its bracketed level (Lambda's `[ERROR] KeyError: ...` of an uncaught exception)."""
+    """A free-text line with a leading timestamp: kept as message (after the time), and named by
+    its text after the level word, as a JSON record's lone message is: the vocabulary's patterns
+    read it (`Shutting down gracefully, received SIGTERM`, the Lambda runtime's `Task timed out
+    after 30.00 seconds`). With `envelope_time` (an envelope gives each line its time), any line:
+    a line without a time has its bracketed level (Lambda's `[ERROR] KeyError: ...` of an
+    uncaught exception) before its name."""
     start = _line_start(text)
     if start is None:
         if not envelope_time:
@@ -94,14 +98,12 @@ def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None
         bracketed = BRACKETED_LEVEL.match(text)
         if bracketed:
             record["_leading_level"] = bracketed.group("level")
+        record[PLAIN_NAME] = text[bracketed.end() if bracketed else 0:].strip()
         invocation = LAMBDA_INVOCATION_LINE.match(text)
         if invocation:
             record[AWS_REQUEST_ID] = invocation.group("rid")
         return record
-    record, at = start
-    record["_plain_message"] = message = text[at:].strip()
-    if AWS_REQUEST_ID in record:
-        # Its text is the record's name too, as a JSON record's lone `msg` is: the runtime's `Task
-        # timed out after 30.00 seconds` says the invocation was stopped (vocabulary patterns).
-        record["msg"] = message
+    record, at, named_at = start
+    record["_plain_message"] = text[at:].strip()
+    record[PLAIN_NAME] = text[named_at:].strip()
     return record

@@ -23,6 +23,7 @@ QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC 
 ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from its zone's offset
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
+PLAIN_NAME = "_plain_name"  # lineparse.PLAIN_NAME: a free-text line's text after its level word
 LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
 # The exception a stack trace after the record reports (stack_lines.exception_of): `stack_trace`.
@@ -308,6 +309,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if PLAIN_MESSAGE in raw.columns:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
+    if PLAIN_NAME in raw.columns:
+        values = values.with_columns(raw[PLAIN_NAME])
+        selections["name"] = pl.coalesce(selections["name"], pl.col(PLAIN_NAME)) if "name" in selections else pl.col(PLAIN_NAME)
     if LEADING_LEVEL in raw.columns:
         values = values.with_columns(raw[LEADING_LEVEL])
         # The line's own word before any field: GKE names every line on stderr ERROR.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dupfind.lineparse import AWS_REQUEST_ID, parse_logfmt, parse_plain
+from dupfind.lineparse import AWS_REQUEST_ID, PLAIN_NAME, parse_logfmt, parse_plain
 
 RID = "6513270e-269e-4d37-b2a7-4de452e6b438"
 
@@ -34,7 +34,7 @@ def test_a_lambda_runtime_prefix_gives_the_time_level_and_request_id(line, level
 def test_the_lambda_runtimes_timeout_line_is_a_record_named_by_its_text():
     record = parse_plain(f"2026-12-04T16:30:30.034Z {RID} Task timed out after 30.00 seconds")
     assert record == {"_leading_ts": "2026-12-04T16:30:30.034Z", AWS_REQUEST_ID: RID,
-                      "msg": "Task timed out after 30.00 seconds", "_plain_message": "Task timed out after 30.00 seconds"}
+                      PLAIN_NAME: "Task timed out after 30.00 seconds", "_plain_message": "Task timed out after 30.00 seconds"}
     assert parse_plain("START RequestId: 6513270e-269e-4d37-b2a7-4de452e6b438 Version: $LATEST") is None  # its envelope's time
 
 
@@ -49,3 +49,19 @@ def test_the_lambda_runtimes_invocation_lines_name_their_request_id(line):
     assert record[AWS_REQUEST_ID] == RID and record["_plain_message"] == line.strip()
     assert AWS_REQUEST_ID not in parse_plain(f"STARTED RequestId: {RID}", envelope_time=True)
     assert AWS_REQUEST_ID not in parse_plain("[ERROR] KeyError: 'order_shipped_v2'", envelope_time=True)
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("2026-07-21T10:07:07Z Shutting down gracefully, received SIGTERM", "Shutting down gracefully, received SIGTERM"),
+    ("2026-07-21 10:08:00,250 WARN  [pool-1] connection pool exhausted, waiting", "[pool-1] connection pool exhausted, waiting"),
+    ("2026-07-21 10:08:00,250 ERROR Job failed: provider timeout", "Job failed: provider timeout"),
+])
+def test_a_free_text_line_is_named_by_its_text_after_the_time_and_level(line, name):
+    """As a JSON record's lone message is: the vocabulary's patterns read it, not its level word."""
+    record = parse_plain(line)
+    assert record[PLAIN_NAME] == name and record["_plain_message"].endswith(name)
+
+
+def test_a_line_an_envelope_times_is_named_without_its_bracketed_level():
+    record = parse_plain("[ERROR] KeyError: 'order_shipped_v2'", envelope_time=True)
+    assert record[PLAIN_NAME] == "KeyError: 'order_shipped_v2'" and record["_leading_level"] == "ERROR"
