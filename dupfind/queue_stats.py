@@ -106,6 +106,8 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     dead = pl.col("name").is_in(dead_names.implode())
     # A run another log of the same worker already tells counts once.
     counted = (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | dead) & ~pl.col("echo")
+    # A record of no job, queue or job type says nothing of a queue (a service's `started` line).
+    counted = counted & pl.any_horizontal(pl.col("action_id", "queue", "job_type").is_not_null())
     if dead_names.len():  # the message a dead-letter record names: its job id, else its action
         table = table.with_columns(ctx.columns("job_id"))
         job = pl.col("job_id")
