@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 EXECUTION_ID_KEYS = ("job_id", "event_id", "idempotency_key")  # the JSON contract always carries these
 EVIDENCE_COLUMNS = ("ts", "source", "line", "worker_id", "kind", "name", "attempt")
 EVIDENCE_LIMIT = 14
+EVIDENCE_TEXT_CHARS = 120  # of a nameless record's message, its first line, shown as its name
 
 
 @dataclass
@@ -132,11 +133,17 @@ def _evidence(ctx: AnalysisContext, requests: list[DetailRequest]) -> dict[int, 
     pairs = pl.concat(parts).unique()
     if pairs.height == 0:
         return {}
-    columns = ctx.table.select(*EVIDENCE_COLUMNS)[pairs["rid"]]
+    message = ctx.present_columns("message")
+    columns = ctx.table.select(*EVIDENCE_COLUMNS, *message)[pairs["rid"]]
     rows = pl.concat([pairs, columns], how="horizontal").sort("req", "ts", "source", "line")
     # The first `limit` of each request's records only, before they become Python objects.
     limits = pl.Series([r.limit for r in requests], dtype=pl.Int64)
     rows = rows.filter(pl.int_range(pl.len()).over("req") < limits.gather(rows["req"]))
+    if message:  # a record without a name (a free-text line, an exception's event) shows its message
+        rows = ctx.texts.decoded(rows, "message").with_columns(name=pl.coalesce(
+            pl.col("name").cast(pl.String),
+            pl.col("message").cast(pl.String).str.replace(r"\r?\n[\s\S]*$", "").str.slice(0, EVIDENCE_TEXT_CHARS),
+        )).drop("message")
     evidence: dict[int, list[Evidence]] = {}
     # Each row's texts are new objects: one of each distinct text is kept (a few paths, workers
     # and kinds repeated on a quarter of a million records at 5M lines).

@@ -24,7 +24,7 @@ LAMBDA_PREFIX = re.compile(
     rf"|(?P<ts2>{_ISO_Z})[\t ](?P<rid2>{_UUID})[\t ](?:(?P<level2>[A-Z]+)\t)?)"
 )
 AWS_REQUEST_ID = "aws_request_id"
-PLAIN_NAME = "_plain_name"  # a free-text line's name: its text after the time and level word (normalize)
+PLAIN_NAME = "_plain_name"  # what names a free-text line's kind: its text after the time and level word (normalize)
 # The runtime's lines around each invocation, without a time of their own: `START RequestId: <id>
 # Version: 14`, `END RequestId: <id>`, `REPORT RequestId: <id>\tDuration: ...`. Their request id
 # bounds the invocation on its log stream (an uncaught exception's event between them has none).
@@ -84,10 +84,10 @@ def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
 
 
 def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None:
-    """A free-text line with a leading timestamp: kept as message (after the time), and named by
-    its text after the level word, as a JSON record's lone message is: the vocabulary's patterns
-    read it (`Shutting down gracefully, received SIGTERM`, the Lambda runtime's `Task timed out
-    after 30.00 seconds`). With `envelope_time` (an envelope gives each line its time), any line:
+    """A free-text line with a leading timestamp: kept as message (after the time), its kind named
+    by its text after the level word (PLAIN_NAME), as a JSON record's lone message names it: the
+    vocabulary's patterns read it (`Shutting down gracefully, received SIGTERM`, the Lambda
+    runtime's `Task timed out after 30.00 seconds`). With `envelope_time` (an envelope gives each line its time), any line:
     a line without a time has its bracketed level (Lambda's `[ERROR] KeyError: ...` of an
     uncaught exception) before its name."""
     start = _line_start(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -24,6 +25,7 @@ ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from it
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
 PLAIN_NAME = "_plain_name"  # lineparse.PLAIN_NAME: a free-text line's text after its level word
+KIND_NAME = "__kind_name"  # the text a record's kind is named by, where it is not its `name` (_classify)
 LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
 # The exception a stack trace after the record reports (stack_lines.exception_of): `stack_trace`.
@@ -170,16 +172,29 @@ def _resolve_column(
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
 
+def _merged(labelled_patterns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The patterns with each run of one label as one alternation: the same first match, in a
+    third of the passes over the text (the vocabulary lists 60 patterns of 20 kinds)."""
+    merged: list[tuple[str, list[str]]] = []
+    for label, regex in labelled_patterns:
+        if merged and merged[-1][0] == label:
+            merged[-1][1].append(regex)
+        else:
+            merged.append((label, [regex]))
+    return [(label, regexes[0] if len(regexes) == 1 else "|".join(f"(?:{r})" for r in regexes)) for label, regexes in merged]
+
+
 def _first_match(text: pl.Expr, labelled_patterns: list[tuple[str, str]]) -> pl.Expr:
     """The label of the first regex that matches `text`, in order; null when none does."""
     chain = None
-    for label, regex in labelled_patterns:
+    for label, regex in _merged(labelled_patterns):
         cond = text.str.contains(regex)
         chain = pl.when(cond).then(pl.lit(label)) if chain is None else chain.when(cond).then(pl.lit(label))
     return chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
 
 
 def _kind_expr(config: Config) -> pl.Expr:
+    """The kind of each row's name (and exit code, status)."""
     folded = (
         pl.col("name").str.to_lowercase().str.replace_all(EVENT_NAME_SEPARATORS, "_").str.strip_chars("_")
     )
@@ -193,6 +208,48 @@ def _kind_expr(config: Config) -> pl.Expr:
         kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])
     )
     return pl.when(killed_by_code).then(pl.lit("worker_killed")).otherwise(kind).fill_null("other")
+
+
+_SEPARATED = r"[\s.\-/:_]"  # what a name's separators and underscores may be before folding
+
+
+def _could_name_a_kind(config: Config) -> str:
+    """One regex that matches (lower-cased) every name the vocabulary could give a kind to: any of
+    its patterns, or an exact name with any separators (a superset: the exact lookup decides)."""
+    cached = config.__dict__.get("_could_name")
+    vocabulary = (tuple(config.kinds), tuple(config.patterns))
+    if cached is not None and cached[0] == vocabulary:
+        return cached[1]
+    exact = "|".join(sorted(
+        f"{_SEPARATED}+".join(re.escape(part) for part in name.split("_") if part) for name in config.kinds if name.strip("_")
+    ))
+    parts = [f"(?:{regex})" for _, regex in config.patterns]
+    if exact:
+        parts.append(f"^{_SEPARATED}*(?:{exact}){_SEPARATED}*$")
+    combined = "|".join(parts) or "$^"
+    config.__dict__["_could_name"] = (vocabulary, combined)
+    return combined
+
+
+def _with_kinds(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """`frame` (distinct names, exit codes, statuses) with its kinds. Only the rows whose name the
+    vocabulary could name (one regex of its patterns and exact names), or that carry an exit code
+    or a status, are classified; the others are `other` at once. Classifying every row evaluates
+    60 patterns and the folding on each: 11 of the 18 s of 500k lines of prose with ids in them
+    (most name nothing)."""
+    if frame.height < 64:
+        return frame.with_columns(kind=_kind_expr(config))
+    named = pl.col("name").str.to_lowercase().str.contains(_could_name_a_kind(config)).fill_null(False)
+    others = [c for c in ("exit_code", "status") if c in frame.columns]  # an exit code or a status decides too
+    needed = frame.select(pl.any_horizontal(named, *(pl.col(c).is_not_null() for c in others))).to_series()
+    if needed.all():
+        return frame.with_columns(kind=_kind_expr(config))
+    order = "__order"
+    numbered = frame.with_row_index(order)
+    return pl.concat([
+        numbered.filter(needed).with_columns(kind=_kind_expr(config)),
+        numbered.filter(~needed).with_columns(kind=pl.lit("other")),
+    ]).sort(order).drop(order)
 
 
 def _action_expr(config: Config) -> pl.Expr:
@@ -221,30 +278,57 @@ def _classified(config: Config) -> dict[tuple, tuple[str, str | None]]:
     return remembered[1]
 
 
+def _kinds_and_actions(fresh: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Distinct keys with their kind and (`__action`) side-effect type."""
+    fresh = _with_kinds(fresh, config).with_columns(__action=pl.col("action").str.to_lowercase())
+    effect = fresh["kind"].is_in(["side_effect", "side_effect_result"])
+    if not effect.any():
+        return fresh
+    numbered = fresh.with_row_index("__order")  # the side-effect type of side effects alone
+    return pl.concat([
+        numbered.filter(effect).with_columns(__action=_action_expr(config)),
+        numbered.filter(~effect),
+    ]).sort("__order").drop("__order")
+
+
+# Distinct keys in a block beyond which they are classified in polars without being remembered: a
+# Python tuple a key cost 2 s at 500k lines of prose, each line's name its own.
+REMEMBERED_BLOCK_KEYS = 4096
+
+
 def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     """Kind and side-effect type, computed once per distinct (name, exit code, action, provider, and
-    status where the vocabulary names kinds by status):
-    once per block for a key the blocks before did not have, looked up after that."""
+    status where the vocabulary names kinds by status): once per block for a key the blocks
+    before did not have, looked up after that (a block of many keys: each block's own)."""
     keys = ["name", "exit_code", "action", "provider", *(["status"] if config.status_kinds else [])]
+    if KIND_NAME in frame.columns:  # a free-text line's text names its kind, not the record
+        frame = frame.with_columns(pl.col("name").alias("__record_name"), pl.col(KIND_NAME).alias("name"))
     distinct = frame.select(keys).unique()
-    known = _classified(config)
-    rows = distinct.rows()
-    new = [row for row in rows if row not in known]
-    if new:
-        fresh = pl.DataFrame(new, schema=distinct.schema, orient="row")
-        fresh = fresh.with_columns(kind=_kind_expr(config)).with_columns(__action=_action_expr(config))
-        found = dict(zip(new, fresh.select("kind", "__action").rows()))
-        if len(known) < CLASSIFIED_MAX:
-            known.update(found)
+    if distinct.height > REMEMBERED_BLOCK_KEYS:
+        distinct = _kinds_and_actions(distinct, config)
     else:
-        found = {}
-    results = [found.get(row) or known[row] for row in rows]
-    distinct = distinct.with_columns(
-        kind=pl.Series([r[0] for r in results], dtype=pl.String), __action=pl.Series([r[1] for r in results], dtype=pl.String)
-    )
+        known = _classified(config)
+        rows = distinct.rows()
+        new = [row for row in rows if row not in known]
+        found: dict = {}
+        if new:
+            fresh = _kinds_and_actions(pl.DataFrame(new, schema=distinct.schema, orient="row"), config)
+            found = dict(zip(new, fresh.select("kind", "__action").rows()))
+            if len(known) < CLASSIFIED_MAX:
+                known.update(found)
+        results = [found.get(row) or known[row] for row in rows]
+        distinct = distinct.with_columns(
+            kind=pl.Series([r[0] for r in results], dtype=pl.String),
+            __action=pl.Series([r[1] for r in results], dtype=pl.String),
+        )
     # Join only the key columns, then attach the two results: joining the whole frame would copy it.
-    looked_up = frame.select(keys).join(distinct, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
+    looked_up = frame.select(keys).join(
+        distinct.select(*keys, "kind", "__action"), on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
+    frame = frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
+    if "__record_name" in frame.columns:
+        frame = frame.with_columns(name=pl.col("__record_name")).drop("__record_name", KIND_NAME)
+    return frame
 
 
 def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
@@ -310,8 +394,11 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         values = values.with_columns(raw[PLAIN_MESSAGE])
         selections["message"] = pl.coalesce(selections["message"], pl.col(PLAIN_MESSAGE)) if "message" in selections else pl.col(PLAIN_MESSAGE)
     if PLAIN_NAME in raw.columns:
+        # What a free-text line says names its kind, not the record: held as its name, every line's
+        # own text would be as many labels as lines (a label column holds 60,000), and each a name
+        # `formats` lists as unmapped. The record keeps it as its message.
         values = values.with_columns(raw[PLAIN_NAME])
-        selections["name"] = pl.coalesce(selections["name"], pl.col(PLAIN_NAME)) if "name" in selections else pl.col(PLAIN_NAME)
+        selections[KIND_NAME] = pl.coalesce(selections["name"], pl.col(PLAIN_NAME)) if "name" in selections else pl.col(PLAIN_NAME)
     if LEADING_LEVEL in raw.columns:
         values = values.with_columns(raw[LEADING_LEVEL])
         # The line's own word before any field: GKE names every line on stderr ERROR.
