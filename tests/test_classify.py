@@ -95,3 +95,36 @@ def test_a_status_table_of_the_vocabulary_is_checked(tmp_path):
     config.write_text('[vocabulary]\nstatuses = ["killed"]\n')
     with pytest.raises(DupfindError, match="one table per event name"):
         load_config(config, None, None)
+
+
+def test_kinds_picked_by_the_vocabularys_regex_are_those_every_pattern_gives():
+    """_with_kinds classifies only the names one regex of the vocabulary could name: the same kinds."""
+    from dupfind.normalize import _kind_expr, _with_kinds
+
+    names = [
+        "job_received", "Job Received", " job.received ", "job--received", "JOB/RECEIVED:", "job__received",
+        "Processed order 88412 in 35 ms", "Shutting down gracefully, received SIGTERM", "provider request sent",
+        "Sending push to device 7781", "Error R12 (Exit timeout) -> At least one process failed to exit",
+        "Process exited with status 137", "exited", "lock acquired for key a", "task timed out after 30.00 seconds",
+        "State changed from starting to up", "platform.report", "", None, "noop_already_sent", "unique constraint hit",
+    ] * 5
+    rows = [(n, 137 if i % 17 == 0 else None, None, None, "timeout" if i % 11 == 0 else None) for i, n in enumerate(names)]
+    block = _block(rows)
+    assert block.height >= 64
+    fast = _with_kinds(block, CONFIG)["kind"].to_list()
+    every = block.with_columns(kind=_kind_expr(CONFIG))["kind"].to_list()
+    assert fast == every
+    assert {"receive", "stop_signal", "side_effect", "worker_killed", "worker_start", "other"} <= set(fast)
+
+
+def test_a_block_of_many_keys_is_classified_without_the_memo():
+    from dupfind.normalize import REMEMBERED_BLOCK_KEYS
+
+    rows = [(f"Processed order {i} in {i % 900} ms", None, None, None) for i in range(REMEMBERED_BLOCK_KEYS + 10)]
+    rows += [("job_received", None, None, None), ("Sending email to customer", None, None, "sendgrid")]
+    block = _block(rows)
+    config = copy.deepcopy(CONFIG)
+    out = _classify(block, config)
+    assert out["kind"].to_list()[-2:] == ["receive", "side_effect"] and out["action"].to_list()[-1] == "email"
+    assert set(out["kind"].to_list()[:-2]) == {"other"}
+    assert "_classified" not in config.__dict__  # nothing remembered of a block of its own keys
