@@ -240,7 +240,7 @@ def _batch_retried(
     fail_rid = int(batch["fail_rid"])
     notes[fail_rid] = "another message of the batch failed the invocation"
     others = batch["siblings"]
-    what = (batch["fail_name"] or "an error").strip().splitlines()[0][:80]
+    what = ((batch["fail_name"] or "").strip().splitlines() or ["an error"])[0][:80]
     detail = (
         f"{first['identity']} ran it in invocation {batch['request_id']}, which took up {others} other message(s) too; "
         f"{what!r} failed that invocation, so no message of the batch was deleted and the whole batch came back "
