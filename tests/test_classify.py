@@ -128,3 +128,14 @@ def test_a_block_of_many_keys_is_classified_without_the_memo():
     assert out["kind"].to_list()[-2:] == ["receive", "side_effect"] and out["action"].to_list()[-1] == "email"
     assert set(out["kind"].to_list()[:-2]) == {"other"}
     assert "_classified" not in config.__dict__  # nothing remembered of a block of its own keys
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("Worker started on queue notifications", "worker_start"),
+    ("Starting process with command `python -m notifier.worker`", "worker_start"),  # Heroku's
+    ("State changed from starting to up", "worker_start"),
+    ("Job 4417 started", "start"),
+    ("Starting job 4417", "start"),
+])
+def test_a_workers_own_start_in_words_is_not_a_jobs(name, kind):
+    assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == [kind]
