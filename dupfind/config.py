@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,24 @@ def _string_list(value: Any, where: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     raise DupfindError(f"{where} must be a string or a list of strings.")
+
+
+def _add_kind_tables(
+    vocab: dict[str, Any], section: str, what: str, origin: str, into: dict[str, dict[str, str]],
+    fold_key: Callable[[str], str], fold_value: Callable[[str], str],
+) -> None:
+    """A vocabulary section of one table per `what`, then kind = [values] (`[subjects.pod]`,
+    `[statuses.platform_report]`), added to `into`: folded key -> folded value -> kind."""
+    tables = vocab.get(section, {})
+    if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+        raise DupfindError(f"{origin}: vocabulary.{section} must hold one table per {what}.")
+    for key, by_kind in tables.items():
+        values_of = into.setdefault(fold_key(key), {})
+        for kind, values in by_kind.items():
+            if kind not in KINDS:
+                raise DupfindError(f"{origin}: vocabulary.{section}.{key}.{kind} is not a canonical kind.")
+            for value in _string_list(values, f"{origin}: vocabulary.{section}.{key}.{kind}"):
+                values_of[fold_value(value)] = kind
 
 
 class _Builder:
@@ -208,26 +227,10 @@ class _Builder:
             where = f"{origin}: vocabulary.side_effect_actions.{action}"
             added = [checked_regex(r, where) for r in _string_list(regexes, where)]
             self.action_patterns[action] = added + self.action_patterns.get(action, [])
-        subjects = vocab.get("subjects", {})
-        if not isinstance(subjects, dict) or not all(isinstance(v, dict) for v in subjects.values()):
-            raise DupfindError(f"{origin}: vocabulary.subjects must hold one table per object kind.")
-        for subject, by_kind in subjects.items():
-            names = self.subject_kinds.setdefault(subject.lower(), {})
-            for kind, values in by_kind.items():
-                if kind not in KINDS:
-                    raise DupfindError(f"{origin}: vocabulary.subjects.{subject}.{kind} is not a canonical kind.")
-                for name in _string_list(values, f"{origin}: vocabulary.subjects.{subject}.{kind}"):
-                    names[normalize_event_name(name)] = kind
-        by_name = vocab.get("statuses", {})
-        if not isinstance(by_name, dict) or not all(isinstance(v, dict) for v in by_name.values()):
-            raise DupfindError(f"{origin}: vocabulary.statuses must hold one table per event name.")
-        for name, by_kind in by_name.items():
-            statuses = self.status_kinds.setdefault(normalize_event_name(name), {})
-            for kind, values in by_kind.items():
-                if kind not in KINDS:
-                    raise DupfindError(f"{origin}: vocabulary.statuses.{name}.{kind} is not a canonical kind.")
-                for status in _string_list(values, f"{origin}: vocabulary.statuses.{name}.{kind}"):
-                    statuses[status.strip().lower()] = kind
+        _add_kind_tables(vocab, "subjects", "object kind", origin, self.subject_kinds, str.lower, normalize_event_name)
+        _add_kind_tables(
+            vocab, "statuses", "event name", origin, self.status_kinds, normalize_event_name, lambda s: s.strip().lower(),
+        )
 
     def build(self, rules_dir: Path, presets: tuple[Preset, ...] = ()) -> Config:
         tz = self.ingest.get("assume_tz", "UTC")

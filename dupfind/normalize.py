@@ -244,12 +244,17 @@ def _with_kinds(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     needed = frame.select(pl.any_horizontal(named, *(pl.col(c).is_not_null() for c in others))).to_series()
     if needed.all():
         return frame.with_columns(kind=_kind_expr(config))
-    order = "__order"
-    numbered = frame.with_row_index(order)
+    return _in_parts(frame, needed, kind=(_kind_expr(config), pl.lit("other")))
+
+
+def _in_parts(frame: pl.DataFrame, rows: pl.Series, **columns: tuple[pl.Expr, pl.Expr]) -> pl.DataFrame:
+    """`frame` with each column computed by its first expression on `rows` and its second on the
+    others, in the frame's order: an expression costly on every row is evaluated on its rows alone."""
+    numbered = frame.with_row_index("__order")
     return pl.concat([
-        numbered.filter(needed).with_columns(kind=_kind_expr(config)),
-        numbered.filter(~needed).with_columns(kind=pl.lit("other")),
-    ]).sort(order).drop(order)
+        numbered.filter(rows).with_columns(**{name: pair[0] for name, pair in columns.items()}),
+        numbered.filter(~rows).with_columns(**{name: pair[1] for name, pair in columns.items()}),
+    ]).sort("__order").drop("__order")
 
 
 def _action_expr(config: Config) -> pl.Expr:
@@ -280,15 +285,12 @@ def _classified(config: Config) -> dict[tuple, tuple[str, str | None]]:
 
 def _kinds_and_actions(fresh: pl.DataFrame, config: Config) -> pl.DataFrame:
     """Distinct keys with their kind and (`__action`) side-effect type."""
-    fresh = _with_kinds(fresh, config).with_columns(__action=pl.col("action").str.to_lowercase())
+    fresh = _with_kinds(fresh, config)
+    own = pl.col("action").str.to_lowercase()
     effect = fresh["kind"].is_in(["side_effect", "side_effect_result"])
     if not effect.any():
-        return fresh
-    numbered = fresh.with_row_index("__order")  # the side-effect type of side effects alone
-    return pl.concat([
-        numbered.filter(effect).with_columns(__action=_action_expr(config)),
-        numbered.filter(~effect),
-    ]).sort("__order").drop("__order")
+        return fresh.with_columns(__action=own)
+    return _in_parts(fresh, effect, __action=(_action_expr(config), own))  # the side-effect type of side effects alone
 
 
 # Distinct keys in a block beyond which they are classified in polars without being remembered: a
@@ -301,9 +303,10 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     status where the vocabulary names kinds by status): once per block for a key the blocks
     before did not have, looked up after that (a block of many keys: each block's own)."""
     keys = ["name", "exit_code", "action", "provider", *(["status"] if config.status_kinds else [])]
-    if KIND_NAME in frame.columns:  # a free-text line's text names its kind, not the record
-        frame = frame.with_columns(pl.col("name").alias("__record_name"), pl.col(KIND_NAME).alias("name"))
-    distinct = frame.select(keys).unique()
+    # A free-text line's text names its kind, not the record: the keys' `name` is that text.
+    named = pl.col(KIND_NAME).alias("name") if KIND_NAME in frame.columns else pl.col("name")
+    key_frame = frame.select(named, *keys[1:])
+    distinct = key_frame.unique()
     if distinct.height > REMEMBERED_BLOCK_KEYS:
         distinct = _kinds_and_actions(distinct, config)
     else:
@@ -322,13 +325,10 @@ def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
             __action=pl.Series([r[1] for r in results], dtype=pl.String),
         )
     # Join only the key columns, then attach the two results: joining the whole frame would copy it.
-    looked_up = frame.select(keys).join(
+    looked_up = key_frame.join(
         distinct.select(*keys, "kind", "__action"), on=keys, how="left", nulls_equal=True, maintain_order="left"
     )
-    frame = frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"])
-    if "__record_name" in frame.columns:
-        frame = frame.with_columns(name=pl.col("__record_name")).drop("__record_name", KIND_NAME)
-    return frame
+    return frame.with_columns(kind=looked_up["kind"], action=looked_up["__action"]).drop(KIND_NAME, strict=False)
 
 
 def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
