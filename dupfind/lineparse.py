@@ -87,9 +87,9 @@ def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None
     """A free-text line with a leading timestamp: kept as message (after the time), its kind named
     by its text after the level word (PLAIN_NAME), as a JSON record's lone message names it: the
     vocabulary's patterns read it (`Shutting down gracefully, received SIGTERM`, the Lambda
-    runtime's `Task timed out after 30.00 seconds`). With `envelope_time` (an envelope gives each line its time), any line:
-    a line without a time has its bracketed level (Lambda's `[ERROR] KeyError: ...` of an
-    uncaught exception) before its name."""
+    runtime's `Task timed out after 30.00 seconds`). With `envelope_time` (an envelope gives each
+    line its time), any line: a line without a time has its bracketed level (Lambda's `[ERROR]
+    KeyError: ...` of an uncaught exception) before its name."""
     start = _line_start(text)
     if start is None:
         if not envelope_time:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
+from dupfind.lineparse import PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.stack_lines import exception_of
@@ -24,7 +25,6 @@ QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC 
 ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from its zone's offset
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
-PLAIN_NAME = "_plain_name"  # lineparse.PLAIN_NAME: a free-text line's text after its level word
 KIND_NAME = "__kind_name"  # the text a record's kind is named by, where it is not its `name` (_classify)
 LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
