@@ -292,18 +292,33 @@ NEXT_COMMANDS = {
     "timeline": ["timeline", "--format", "json"],
     # The terminal views, as an engineer runs them (written to a file here: no colour, 100 columns).
     "trace ID (table)": ["trace", "--id", "{job_id}"],
+    # An id whose trace analyze did not draw (commands/trace.py: prepare_worst_traces draws the
+    # worst finding's): the table is searched, so polars is loaded.
+    "trace other ID (table)": ["trace", "--id", "{other_id}"],
     "analyze (table)": ["analyze"],
     "stats (table)": ["stats"],
     "timeline (table)": ["timeline"],
 }
 
 
-def next_argv(template: list[str], finding: dict, logs: Path) -> list[str]:
-    """A NEXT_COMMANDS entry's command line over `logs`, for `finding` (the priming analyze's first
-    harmful one; its first job id, else its fingerprint, for `trace --id`)."""
+def next_argv(template: list[str], findings: list[dict], logs: Path) -> list[str]:
+    """A NEXT_COMMANDS entry's command line over `logs`, for the priming analyze's `findings`: its
+    first harmful one's fingerprint and first job id (else fingerprint, for `trace --id`), and as
+    `other_id` the first job id of the last harmful finding that names another (the first
+    finding's own id is the trace analyze prepares)."""
+    finding = next(f for f in findings if f.get("harmful"))
     job_id = next(iter(finding.get("ids", {}).get("job_id") or []), finding["fingerprint"])
-    argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id) for a in template]
+    prepared = next((ids[0] for f in findings if (ids := _finding_ids(f))), None)
+    other_id = next((ids[0] for f in reversed(findings) if f.get("harmful") and (ids := _finding_ids(f))
+                     and ids[0] != prepared), job_id)
+    argv = [a.format(fingerprint=finding["fingerprint"], job_id=job_id, other_id=other_id) for a in template]
     return [argv[0], str(logs), *argv[1:]]
+
+
+def _finding_ids(finding: dict) -> list[str]:
+    """The ids `trace` would be given for a finding: its job ids, else its first named ids."""
+    ids = finding.get("ids", {})
+    return ids.get("job_id") or next((values for values in ids.values() if values), [])
 
 
 def dupfind_failed(res: dict) -> bool:
@@ -670,7 +685,7 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         return res
 
     for name, template in NEXT_COMMANDS.items():
-        argv = [*next_argv(template, finding, logs), *limit]
+        argv = [*next_argv(template, doc["findings"], logs), *limit]
         firsts = [r for r in (once(argv, base) for _ in range(args.repeat)) if r]
         colds = [r for r in (once([*argv, "--no-cache"], None) for _ in range(args.repeat if args.next_cold else 0)) if r]
         if not firsts:

@@ -113,7 +113,7 @@ def next_commands(logs: Path, work: Path, root: Path, repeat: int, cold: float) 
     print(f"\nother commands, first run after analyze (trace --finding {finding['fingerprint']}):")
     print(f"{'command':28} {'median s':>9} {'min s':>7} {'peak RSS MB':>12} {'/ cold analyze':>15}")
     for name, template in NEXT_COMMANDS.items():
-        argv = next_argv(template, finding, logs)
+        argv = next_argv(template, report["findings"], logs)
         runs = []
         for _ in range(repeat):
             scratch = work / "cache-next"
