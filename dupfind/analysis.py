@@ -13,6 +13,7 @@ import polars as pl
 from dupfind import textcodes
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
+from dupfind.crashes import CRASH_HEADER
 from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
 from dupfind.effects import COUNTED, duplicate_effects, duplicated_actions, repeated_requests, side_effect_requests
 from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
@@ -516,6 +517,15 @@ class AnalysisContext:
     @cached_property
     def generation_of(self) -> dict[str, str | None]:
         return self.deploys.generation_of()
+
+    def crash_exception(self, rid: int) -> str | None:
+        """The exception of a worker's crash report (dupfind.crashes), when record `rid` is one."""
+        if not self.present_columns("stack_trace", "message"):
+            return None
+        row = as_strings(self.texts.decoded(self.rows([rid]).select("kind", "message", "stack_trace"), "message")).row(0, named=True)
+        if row["kind"] != "worker_exit" or not row["stack_trace"] or not CRASH_HEADER.match(row["message"] or ""):
+            return None
+        return row["stack_trace"]
 
     @cached_property
     def exec_killed_rows(self) -> dict[int, dict]:

@@ -268,6 +268,9 @@ def _killed(
         "worker_killed": "was killed", "worker_exit": "exited",
         "worker_gone": "went silent after its stop signal (no exit was logged)",
     }.get(kill["kill_kind"], kill["kill_kind"])
+    crash = ctx.crash_exception(kill_rid) if kill["kill_kind"] == "worker_exit" else None
+    if crash is not None:
+        how = f"crashed on an uncaught {crash}"
     detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" {how}"
     figures: dict[str, float] = {}
     window = model.window_at(kill["kill_ts"])
@@ -285,7 +288,8 @@ def _killed(
     detail += (", with the job in flight after the side effect and before the ack; the message came back"
                + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
     notes[kill_rid] = (
-        "stop signal; nothing logged after it" if kill["inferred"] else "worker ended with this job in flight"
+        "stop signal; nothing logged after it" if kill["inferred"]
+        else "worker crashed with this job in flight" if crash is not None else "worker ended with this job in flight"
     )
     rids = [kill_rid, *base_rids]
     if info.get("stop_rid") is not None and int(info["stop_rid"]) != kill_rid:

@@ -31,6 +31,7 @@ from dupfind.assembly import (
 )
 from dupfind.config import Config
 from dupfind.copies import without_copies
+from dupfind.crashes import json_crashes, with_crash_columns, with_crashes
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
@@ -444,6 +445,7 @@ class LineParser:
         `around`: the block's lines (line, blank, json, too_long and the envelope's columns)."""
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
         errors: dict[int, str] = {}  # a record's line -> the exception of the stack trace after it
+        crashes: dict[int, tuple[int, str]] = {}  # a JSON record's line -> the crash report after it (line, text)
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
             # first line is the record's line, the others go on with it.
@@ -483,7 +485,8 @@ class LineParser:
                 errors.update(exceptions_by_owner(owners, dict(zip(traces["line"].to_list(), traces["clean"].to_list()))))
                 rows = rows.filter(~traced)
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
-            rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)), errors)
+            rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)),
+                                     errors, crashes)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
@@ -517,6 +520,8 @@ class LineParser:
                 block.raws.append((frame, fmt_prefix + fmt))
         if errors:
             block.raws[:] = [(_with_trace_errors(raw, errors), fmt) for raw, fmt in block.raws]
+        if crashes:
+            block.raws[:] = [(with_crash_columns(raw, crashes, LINE), fmt) for raw, fmt in block.raws]
         if unknown:
             block.rejects.append(_reject_frame(rows["line"].gather(unknown).to_list(), "unknown_format", rows["text"].gather(unknown).to_list()))
         if not_records:
@@ -528,12 +533,14 @@ class LineParser:
 
     @staticmethod
     def _join_traces(rows: pl.DataFrame, block: _Block, raws: list, around: pl.DataFrame | None,
-                     source: pl.Expr | None, errors: dict[int, str]) -> pl.DataFrame:
+                     source: pl.Expr | None, errors: dict[int, str], crashes: dict[int, tuple[int, str]]) -> pl.DataFrame:
         """The rows less the lines of stack traces that go on with a record before them
         (stack_lines.trace_owners), those counted as the block's continuation lines, and the
         exception each trace reports added to `errors` by its record's line. A framework's
         records (`raws`) and the block's JSON lines (`around`) are records such lines may go on
-        with; its overlong lines end them."""
+        with; its overlong lines end them. A trace after a JSON record that is a crash report
+        (crashes.json_crashes) goes to `crashes` by that record's line: its first line is not a
+        continuation line but a record of its own."""
         text_lines = rows["line"]
 
         def keys(frame: pl.DataFrame) -> list:
@@ -550,12 +557,14 @@ class LineParser:
         for frame, _ in raws:
             picked = right_before(frame, frame[LINE])
             entries += zip(picked[LINE].to_list(), [None] * picked.height, keys(picked))
+        json_lines: set[int] = set()
         if around is not None:
             # JSON lines are records; an overlong line, or one rejected already (JSON cut by a
             # newline in a value), ends a trace.
             around = around.filter(~pl.col("blank") & (pl.col("json") | pl.col("too_long")))
             picked = right_before(around, around["line"]) if around.height else around
             if picked.height:
+                json_lines = set(picked.filter(pl.col("json"))["line"].to_list())
                 ends = picked["too_long"]
                 if block.rejects:
                     ends = ends | picked["line"].is_in(pl.concat([r["line"] for r in block.rejects]).implode())
@@ -572,10 +581,16 @@ class LineParser:
             owners.update(trace_owners((e for e in reversed(keyed) if e[2] in backward), each_line_a_record))
         if not owners:
             return rows
-        block.continuation += len(owners)
+        texts = {line: text for line, text, _ in entries if text}
+        # A crash report's first line after a JSON record is a record of its own (normalize).
+        crashed = json_crashes(owners, texts, json_lines) if json_lines else {}
+        heads = {line for line, _ in crashed.values()}
+        joined = {line: owner for line, owner in owners.items() if line not in heads} if heads else owners
+        block.continuation += len(joined)
         if block.owners is not None:
-            block.owners.update(owners)
-        errors.update(exceptions_by_owner(owners, {line: text for line, text, _ in entries if text}))
+            block.owners.update(joined)
+        errors.update(exceptions_by_owner(owners, texts))
+        crashes.update(crashed)
         return rows.filter(~pl.col("line").is_in(pl.Series(list(owners), dtype=rows["line"].dtype).implode()))
 
     # -- envelopes --------------------------------------------------------------------
@@ -1869,7 +1884,7 @@ def ingest(
     # After the pack took its rows: a file's entry holds what the file says alone.
     if not survey:
         table, copies = without_copies(table)
-        table = with_file_workers(table, [*ordered, *(r for r in naming if r.path not in reports)])
+        table = with_crashes(with_file_workers(table, [*ordered, *(r for r in naming if r.path not in reports)]), texts)
     else:
         # Without a Categorical column: polars keeps every text it turned into one for as long as
         # any lives, so an empty one held through the windows would keep all their texts.

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
+from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
 from dupfind.lineparse import PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
@@ -446,6 +447,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         line=raw[LINE].cast(pl.Int64), __source=raw[SOURCE],
         __text=raw[TEXT] if TEXT in raw.columns else pl.lit(None, dtype=pl.String),
         **({"__trace_error": raw[TRACE_ERROR]} if TRACE_ERROR in raw.columns else {}),
+        **({"__crash_offset": raw[CRASH_OFFSET], "__crash_text": raw[CRASH_TEXT],
+            "__crash_error": raw[TRACE_ERROR] if TRACE_ERROR in raw.columns else pl.lit(None, dtype=pl.String)}
+           if CRASH_OFFSET in raw.columns else {}),
         **{name: series.alias(name) for name, series in extras.items()},
     )
 
@@ -499,6 +503,13 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     rejects = frame.filter(pl.col("__reason").is_not_null()).select(
         pl.col("__source").alias("source"), "line", pl.col("__reason").alias("reason"), pl.col("__text").alias("text")
     )
+    if "__crash_offset" in frame.columns:  # a crash report after a rejected record goes with it
+        lost = frame.filter(pl.col("__reason").is_not_null() & pl.col("__crash_offset").is_not_null())
+        if lost.height:
+            rejects = pl.concat([rejects, lost.select(
+                pl.col("__source").alias("source"), (pl.col("line") + pl.col("__crash_offset")).alias("line"),
+                pl.col("__reason").alias("reason"), pl.col("__crash_text").alias("text"),
+            )])
     frame = frame.drop("__text").filter(pl.col("__reason").is_null())
 
     schema = canonical_schema(config.business_keys)
@@ -530,4 +541,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     )
     frame = _classify(frame, config)
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+    if "__crash_offset" in frame.columns:
+        owners = frame.filter(pl.col("__crash_offset").is_not_null())
+        if owners.height:
+            table = pl.concat([table, crash_records(owners, schema)])
+            _add_field_source(fields, owners.rename({"__source": SOURCE}), "stack_trace", STACK_TRACE)
     return Normalized(table, rejects, fields)

@@ -19,6 +19,7 @@ import orjson
 import polars as pl
 
 from dupfind.copies import copies_warning, merged_copies, without_copies
+from dupfind.crashes import with_crashes
 from dupfind.file_workers import naming_report, naming_reports, naming_state, with_file_workers
 from dupfind.malloc_tuning import trim_heap
 from dupfind.memory_check import PART_PEAK_FIXED_BYTES, PART_PEAK_PER_LOG_BYTE, log_size, needed_bytes
@@ -526,7 +527,8 @@ class Spill:
             return None
         table, texts = assemble(tables, config, labels)
         table, copies = without_copies(table)
-        return IngestResult(with_file_workers(table, self.naming), [], empty_rejects(), texts=texts, copies=copies)
+        return IngestResult(with_crashes(with_file_workers(table, self.naming), texts), [], empty_rejects(), texts=texts,
+                            copies=copies)
 
     def scan(self, condition: Callable[[list[str]], pl.Expr | None]) -> pl.DataFrame | None:
         """The time, source and line of the spilled records that meet `condition` (given the

@@ -454,7 +454,7 @@ def test_every_fixture_read_twice_reports_what_it_reports_once(logs, tmp_path):
     second download): the same verdict and findings, and a warning that names the copies."""
     twice = tmp_path / "logs"
     shutil.copytree(logs, twice)
-    for path in sorted(p for p in twice.iterdir() if p.is_file()):
+    for path in sorted(p for p in twice.rglob("*") if p.is_file()):  # a kubelet's folders too
         shutil.copy(path, path.with_name(f"{path.stem} (1){path.suffix}"))
     once, found_once = _findings(logs)
     read_twice, found_twice = _findings(twice)

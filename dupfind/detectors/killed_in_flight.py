@@ -31,9 +31,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         done = [e for e in exec_ids if e in effects_done]
         stop_ts = stops.get(worker)
         how = KILL_WORDS.get(row["kill_kind"], row["kill_kind"])
+        crash = ctx.crash_exception(int(kill_rid)) if row["kill_kind"] == "worker_exit" else None
         code = exit_codes.get(worker)
         summary = (
-            f"{how} at {iso(row['kill_ts'])}"
+            (f"crashed at {iso(row['kill_ts'])} (uncaught {crash})" if crash is not None else f"{how} at {iso(row['kill_ts'])}")
             + (f" (exit code {code})" if code is not None and not row["inferred"] else "")
             + (
                 f", {(row['kill_ts'] - stop_ts).total_seconds():.0f} s after its stop signal"
@@ -62,7 +63,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "deploy": window["deploy"] if window else None,
         }
         notes = {
-            int(kill_rid): f"worker {how}" if not row["inferred"] else "stop signal; the worker logged nothing after"
+            int(kill_rid): ("worker crashed" if crash is not None else f"worker {how}") if not row["inferred"]
+            else "stop signal; the worker logged nothing after"
         }
         ctx.attach_evidence(finding, [int(kill_rid)], notes, executions=exec_ids,
                             kinds=("receive", "start", "side_effect", "side_effect_result"))

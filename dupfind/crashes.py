@@ -1,0 +1,109 @@
+"""A process's report of an uncaught exception printed after its last line: the worker crashed."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from dupfind.textcodes import Texts
+
+# The first line of what the runtime prints when an exception ends the process: Python's
+# excepthook (`Traceback (most recent call last):`, its frames, the exception), Go's unrecovered
+# panic and its fatal runtime error. A logger's own traceback follows its ERROR line and is that
+# record's; the JVM's `Exception in thread "main"` ends the process only when no other thread
+# holds it, and is not read as a crash.
+_HEADER = r"Traceback \(most recent call last\):|(?:panic|fatal error): \S"
+CRASH_HEADER = re.compile(_HEADER)
+CRASH_HEADER_EXPR = f"^(?:{_HEADER})"
+
+# Raw columns of a JSON record a crash report was printed after (ingest): how many lines after
+# the record the report begins (a batch of small files numbers its lines apart from each file's
+# own, a distance is the same in both), and that line's text.
+CRASH_OFFSET = "_crash_offset"
+CRASH_TEXT = "_crash_text"
+# What a crash report's record keeps of the record it was printed after: where it was written,
+# and by which process; not the ids that make it a job's.
+_KEPT = ("ts", "ts_naive", "source", "format", "worker_id", "process_id", "deployment_id", "stream")
+
+
+def json_crashes(owners: dict[int, int], texts: dict[int, str], json_lines: set[int]) -> dict[int, tuple[int, str]]:
+    """The stack traces joined to a JSON record (`owners`: a trace's line -> its record's line)
+    that are a crash report, by record line: (the report's first line, its text). A JSON logger
+    writes an exception inside its record: plain trace lines after one come from the runtime
+    writing to the same stream, not from the logger."""
+    first: dict[int, int] = {}
+    for line, owner in owners.items():
+        if owner in json_lines and line > owner and (owner not in first or line < first[owner]):
+            first[owner] = line
+    return {owner: (line, texts[line]) for owner, line in first.items()
+            if line in texts and CRASH_HEADER.match(texts[line])}
+
+
+def with_crash_columns(raw: pl.DataFrame, crashes: dict[int, tuple[int, str]], line_column: str) -> pl.DataFrame:
+    """A block's raw records with CRASH_OFFSET and CRASH_TEXT on those a crash report followed."""
+    owners = pl.Series(list(crashes), dtype=pl.Int64)
+    lines = raw[line_column].cast(pl.Int64)
+    if not lines.is_in(owners.implode()).any():
+        return raw
+    offsets = pl.Series([line - owner for owner, (line, _) in crashes.items()], dtype=pl.Int64)
+    texts = pl.Series([text for _, text in crashes.values()], dtype=pl.String)
+    return raw.with_columns(
+        lines.replace_strict(owners, offsets, default=None).alias(CRASH_OFFSET),
+        lines.replace_strict(owners, texts, default=None).alias(CRASH_TEXT),
+    )
+
+
+def crash_records(owners: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """One record per crash report after a record of `owners` (rows with `__crash_offset`, their
+    exception in `__crash_error`): the report's first line, its text the message, its exception
+    the stack trace; kind `other` until confirm_crashes has seen what the worker did next."""
+    return owners.select(
+        *[pl.col(c).cast(t) if c in _KEPT else pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c != "line"],
+        line=(pl.col("line") + pl.col("__crash_offset")).cast(schema["line"]),
+    ).with_columns(
+        kind=pl.lit("other", dtype=pl.String),
+        message=owners["__crash_text"],
+        stack_trace=owners["__crash_error"],
+    ).select(list(schema))
+
+
+def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
+    """The assembled table (copies counted once), each crash report's record (its first line, with
+    the exception of the trace after it, of kind `other`) made a `worker_exit` where nothing of its
+    worker follows it in its file, or what follows is the worker starting again (its restart's
+    banner): a worker that goes on with its work printed a traceback and lived. A report that
+    names no worker (the runtime's lines on stderr, in a pod's log beside its JSON records) is the
+    worker's of the record before it in its file."""
+    if "stack_trace" not in table.columns or table["stack_trace"].null_count() == table.height:
+        return table
+    kinds = table["kind"].cast(pl.String)
+    at = (table["stack_trace"].is_not_null() & (kinds == "other")).arg_true()
+    messages = table["message"].gather(at)
+    if messages.dtype != pl.String:
+        messages = texts.decode(messages)
+    at = at.filter(messages.str.contains(CRASH_HEADER_EXPR).fill_null(False))
+    if not len(at):
+        return table
+    where = table.select("source", "worker_id", "line", "kind").with_columns(pl.col(pl.Categorical).cast(pl.String))
+    candidates = where[at].with_columns(row=at).sort("line")
+    rows = where.with_row_index("row").filter(pl.col("source").is_in(candidates["source"].unique().implode())).sort("line")
+    named = rows.filter(pl.col("worker_id").is_not_null()).select("source", prev_line="line", prev_worker="worker_id")
+    candidates = candidates.join_asof(
+        named, left_on="line", right_on="prev_line", by="source", strategy="backward", allow_exact_matches=False,
+        check_sortedness=False,
+    ).select("row", "source", "line", worker=pl.coalesce("worker_id", "prev_worker"))
+    following = candidates.with_columns(pl.col("worker").fill_null("")).join_asof(
+        rows.select("source", worker=pl.col("worker_id").fill_null(""), next_line="line", next_kind="kind"),
+        left_on="line", right_on="next_line", by=["source", "worker"], strategy="forward", allow_exact_matches=False,
+        check_sortedness=False,
+    )
+    ended = following.filter(pl.col("next_kind").is_null() | (pl.col("next_kind") == "worker_start"))
+    if not ended.height:
+        return table
+    crashed = ended["row"].cast(pl.Int64)
+    workers = table["worker_id"].cast(pl.String).scatter(crashed, ended["worker"].replace("", None))
+    return table.with_columns(
+        kinds.scatter(crashed, "worker_exit").cast(table["kind"].dtype).alias("kind"),
+        pl.coalesce(table["worker_id"].cast(pl.String), workers).cast(table["worker_id"].dtype).alias("worker_id"),
+    )
