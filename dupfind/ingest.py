@@ -582,8 +582,14 @@ class LineParser:
         if not owners:
             return rows
         texts = {line: text for line, text, _ in entries if text}
-        # A crash report's first line after a JSON record is a record of its own (normalize).
+        # A crash report's first line after a JSON record is a record of its own: where each
+        # line has its own time, that line's record with the report's other lines after it; in a
+        # file of lines, one with the JSON record's time (normalize).
         crashed = json_crashes(owners, texts, json_lines) if json_lines else {}
+        if crashed and each_line_a_record:
+            heads = {owner: head for owner, (head, _) in crashed.items()}
+            owners = {line: heads.get(owner, owner) for line, owner in owners.items() if line not in heads.values()}
+            crashed = {}
         heads = {line for line, _ in crashed.values()}
         joined = {line: owner for line, owner in owners.items() if line not in heads} if heads else owners
         block.continuation += len(joined)

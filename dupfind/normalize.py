@@ -366,7 +366,8 @@ def _add_field_source(fields: dict[str, dict[str, list[str]]], rows: pl.DataFram
     `column` in the files `rows` come from (their SOURCE)."""
     for source in rows[SOURCE].unique().to_list():
         known = fields.get(source, {})  # a new value: files with the same fields present share theirs
-        fields[source] = {**known, column: [*known.get(column, []), label]}
+        if label not in known.get(column, []):
+            fields[source] = {**known, column: [*known.get(column, []), label]}
 
 
 def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:

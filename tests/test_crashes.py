@@ -1,0 +1,145 @@
+"""A crash report printed after a worker's last line (dupfind.crashes): a record of its own, the
+worker's end where nothing of the worker follows it in its file or its restart's banner does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+from dupfind.schema import as_strings
+
+from conftest import FIXTURES
+
+CONFIG = load_config(cwd=Path("/"))
+KUBECTL = FIXTURES / "scenarios" / "kubectl-logs-previous-crash" / "logs"
+KUBELET = FIXTURES / "scenarios" / "k8s-worker-crash-redelivered" / "logs"
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "/app/worker.py", line 142, in <module>
+    main()
+  File "/app/store.py", line 41, in mark_sent
+    cur.execute(
+psycopg2.OperationalError: server closed the connection unexpectedly
+\tThis probably means the server terminated abnormally"""
+GO_PANIC = """\
+panic: runtime error: invalid memory address or nil pointer dereference
+[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x6f2c3e]
+
+goroutine 27 [running]:
+main.(*Sender).record(0x0, {0xc0002a4000, 0x24})
+\t/app/cmd/pusher/sender.go:88 +0x3e"""
+
+
+def _json(ms: int, event: str, level: str = "info", **fields) -> str:
+    return json.dumps({"ts": f"2026-12-03T14:02:11.{ms:03d}Z", "level": level, "event": event, "worker": "w-1",
+                       "job_id": "j-1", **fields})
+
+
+def _read(tmp_path: Path, text: str, name: str = "worker.log"):
+    path = tmp_path / name
+    path.write_text(text + "\n")
+    result = ingest([str(tmp_path)], CONFIG)
+    rows = as_strings(result.text_table()).sort("line").select(
+        "line", "kind", "worker_id", "job_id", "message", "stack_trace", "ts").rows(named=True)
+    return result.files[0], {row["line"]: row for row in rows}
+
+
+@pytest.mark.parametrize("report, exception", [
+    (TRACEBACK, "psycopg2.OperationalError: server closed the connection unexpectedly"),
+    (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
+])
+def test_a_crash_report_after_the_last_json_line_is_the_workers_exit(tmp_path, report, exception):
+    lines = [_json(100, "job_started"), _json(300, "email_sent"), report]
+    file, rows = _read(tmp_path, "\n".join(lines))
+    crash = rows[3]
+    assert crash["kind"] == "worker_exit" and crash["stack_trace"] == exception
+    assert crash["message"] == report.splitlines()[0]
+    # The process that printed it, at the time of its last record; none of the job's ids.
+    assert crash["worker_id"] == "w-1" and crash["job_id"] is None and crash["ts"] == rows[2]["ts"]
+    assert (file.records, file.parsed + file.blank, file.lines) == (3, file.lines, 2 + len(report.splitlines()))
+
+
+def test_a_worker_that_goes_on_after_a_traceback_did_not_crash(tmp_path):
+    lines = [_json(100, "job_started"), TRACEBACK, _json(200, "job_failed", "error"), _json(900, "job_started", job_id="j-2")]
+    file, rows = _read(tmp_path, "\n".join(lines))
+    assert rows[2]["kind"] == "other" and rows[2]["stack_trace"].startswith("psycopg2.OperationalError")
+    assert not any(row["kind"] == "worker_exit" for row in rows.values())
+    assert file.records == 4 and file.parsed == file.lines
+
+
+def test_a_restart_banner_after_the_traceback_confirms_the_crash(tmp_path):
+    lines = [_json(100, "job_started"), TRACEBACK, _json(950, "worker_started", job_id=None)]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    assert rows[2]["kind"] == "worker_exit" and rows[9]["kind"] == "worker_start"
+
+
+def test_another_workers_lines_after_it_do_not_keep_it_alive(tmp_path):
+    lines = [_json(100, "job_started"), TRACEBACK, _json(700, "job_started", worker="w-2", job_id="j-9")]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    assert rows[2]["kind"] == "worker_exit" and rows[2]["worker_id"] == "w-1"
+
+
+def test_a_threads_traceback_is_no_crash_report(tmp_path):
+    """`Exception in thread ...` before the traceback: a thread ended, not the process."""
+    lines = [_json(100, "job_started"), "Exception in thread Thread-3 (flush_metrics):", TRACEBACK]
+    file, rows = _read(tmp_path, "\n".join(lines))
+    assert list(rows) == [1] and file.parsed == file.lines
+
+
+def test_a_loggers_own_traceback_after_its_error_line_stays_that_records(tmp_path):
+    text = "2026-12-03 14:02:11,300 ERROR [mailer] event=db_update_failed job_id=j-1\n" + TRACEBACK
+    file, rows = _read(tmp_path, text)
+    assert list(rows) == [1] and rows[1]["stack_trace"].startswith("psycopg2.OperationalError")
+    assert file.parsed == file.lines
+
+
+def test_a_crash_report_after_a_rejected_record_is_rejected_with_it(tmp_path):
+    lines = [_json(100, "job_started"), json.dumps({"ts": "not a time", "event": "email_sent", "job_id": "j-1"}), TRACEBACK]
+    file, rows = _read(tmp_path, "\n".join(lines))
+    assert list(rows) == [1]
+    assert file.rejected == {"bad_timestamp": 2}
+    assert file.parsed + sum(file.rejected.values()) == file.lines
+
+
+def test_small_files_read_together_number_the_report_by_its_own_file(tmp_path):
+    """A batch of small files numbers its lines apart from each file's: the report's line is its file's."""
+    for k in range(30):
+        (tmp_path / f"worker-{k:02d}.log").write_text(_json(k, "job_started", worker=f"w-{k}", job_id=f"j-{k}") + "\n")
+    result = ingest([str(tmp_path)], CONFIG)
+    assert result.table.height == 30
+    (tmp_path / "worker-17.log").write_text("\n".join([_json(17, "job_started", worker="w-17"), TRACEBACK]) + "\n")
+    table = as_strings(ingest([str(tmp_path)], CONFIG).text_table())
+    crash = table.filter(table["kind"] == "worker_exit").rows(named=True)
+    assert [(Path(r["source"]).name, r["line"], r["worker_id"]) for r in crash] == [("worker-17.log", 2, "w-17")]
+
+
+def _analysis(logs: Path):
+    report = analyze(ingest([str(logs)], CONFIG), CONFIG, load_rules(CONFIG))
+    return {f.rule: f for f in report.findings if f.rule == "DF101"}, [f for f in report.findings if f.rule == "DF203"]
+
+
+def test_the_duplicate_after_a_crash_names_the_crash_and_its_exception():
+    df101, df203 = _analysis(KUBECTL)
+    found = df101["DF101"]
+    assert (found.cause, found.confidence) == ("worker_killed", "certain")
+    assert "crashed on an uncaught psycopg2.OperationalError" in found.cause_detail
+    assert sorted(f.summary.split(" (uncaught ")[1].split(":")[0] for f in df203) == [
+        "psycopg2.OperationalError", "requests.exceptions.JSONDecodeError"]
+
+
+def test_without_the_traceback_the_same_return_is_a_visibility_timeout_expiry(tmp_path):
+    """The crash report taken out of the kubelet's file: nothing says the worker ended."""
+    logs = tmp_path / "logs"
+    shutil.copytree(KUBELET, logs)
+    for path in logs.rglob("*.log"):
+        path.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if " stderr F " not in line))
+    df101, df203 = _analysis(logs)
+    assert df101["DF101"].cause == "lease_expired" and not df203
