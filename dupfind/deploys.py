@@ -370,7 +370,9 @@ def _interrupted(
 
     An explicit kill or exit of the worker after the execution's last record ends it; a worker
     that got a stop signal and then went silent (a Kubernetes Killing event, no exit logged)
-    ends it too, inferred, when the execution was active near the signal.
+    ends it too, inferred, when the execution was active near the signal. An execution whose
+    failure is its worker's kill (within the clock-skew tolerance of it: Sidekiq's hard shutdown
+    raises in the jobs still running, and each logs `fail` right after) was cut by it too.
     """
     ts_type = _ts_dtype(table)
     schema = {
@@ -395,8 +397,8 @@ def _interrupted(
     # The kill is often logged by another host (the orchestrator): within the clock-skew
     # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
-        resumed.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded"))
-        .select("exec_id", "worker_id", "start", "end", "next_start")
+        resumed.filter(~pl.col("completed") & ~pl.col("guarded"))
+        .select("exec_id", "worker_id", "start", "end", "next_start", "failed")
         .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
         .sort("end_tolerant")
     )
@@ -420,12 +422,13 @@ def _interrupted(
         .filter(
             pl.col("kill_ts").is_not_null()
             & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
+            & (~pl.col("failed") | ((pl.col("kill_kind") == "worker_killed") & (pl.col("kill_ts") <= pl.col("end"))))
         )
         .select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
     )
     gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")
     inferred = (
-        open_execs.join(explicit.select("exec_id"), on="exec_id", how="anti")
+        open_execs.filter(~pl.col("failed")).join(explicit.select("exec_id"), on="exec_id", how="anti")
         .join(gone, on="worker_id")
         .filter(
             (pl.col("end") >= pl.col("stop_ts") - timedelta(seconds=IN_FLIGHT_LOOKBACK_S))

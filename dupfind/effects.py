@@ -11,13 +11,20 @@ from dupfind import schema
 #   uncertain - timed out (incl. 504) or no answer logged (may have happened)
 #   replay   - the provider recognised an idempotency key and did nothing (does not count)
 #   rejected - the provider answered with an error (4xx/5xx other than 504): not done
-_REPLAY = r"replay|idempoten|already[_ ]?(?:processed|sent|exists)|duplicate[_ ]?request|\b409\b"
+# (An idempotency key named in the text is not the provider saying it knew it: `idempotent`, not
+# `idempotency_key=...`.)
+_REPLAY = r"replay|idempotent|idempotency[_ -]?(?:hit|match|conflict)|already[_ ]?(?:processed|sent|exists)|duplicate[_ ]?request|\b409\b"
 _TIMEOUT = r"time[d_ ]?out|timeout|deadline|\b504\b|\b408\b|econnreset|connection reset"
 # An error answer means the provider did not do it; only silence or a timeout is uncertain.
 _REJECTED = r"reject|invalid|denied|bounce|unauthori[sz]ed|forbidden|unavailable|\b[45]\d\d\b|error|fail"
 _SUCCESS = r"\bok\b|accept|sent|success|deliver|\b20\d\b|queued|done|complete|captured|created|deducted|charged"
-# Names that say the side effect already happened (not merely "sending").
-_COMPLETED_NAME = r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
+# Names that say the side effect already happened (not merely "sending"): `email_sent`, and a
+# text's first words (`email sent order_id=... status=202`, `Sent email to ...`), not `email not sent`.
+_COMPLETED_NAME = (r"(?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)$"
+                   r"|^(?:[\w-]+ ){0,2}(?:sent|delivered|deducted|decremented|charged|captured)\b")
+_NOT_COMPLETED = r"\bnot[ _](?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)\b"
+
+_PAIR = r"\b[A-Za-z_][\w.]*=\S*"
 
 COUNTED = ("success", "uncertain")
 # The confidences of a duplicate that count as harmful (duplicate_effects' `confidence`).
@@ -70,11 +77,14 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
     name = pl.col("name").cast(pl.String).fill_null("").str.to_lowercase()
     effects = effects.with_columns(scope=scope)
-    effects = effects.with_columns(_effect_names(effects), completed_name=name.str.contains(_COMPLETED_NAME))
+    effects = effects.with_columns(_effect_names(effects), completed_name=name.str.contains(_COMPLETED_NAME) & ~name.str.contains(_NOT_COMPLETED))
     effects = effects.with_columns(_sequence_columns(effects))
     own = pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" ")
+    # A name that is a line's text keeps its `key=value` fields, read already (`duration_ms=480` is
+    # no HTTP 480, `idempotency_key=...` no replay).
+    words = pl.col("name").cast(pl.String).fill_null("").str.replace_all(_PAIR, "")
     result_text = pl.concat_str(
-        [pl.col("status").fill_null(""), pl.col("result").fill_null(""), pl.col("name").fill_null(""), pl.col("error").fill_null("")],
+        [pl.col("status").fill_null(""), pl.col("result").fill_null(""), words, pl.col("error").fill_null("")],
         separator=" ",
     )
     results = effects.filter((pl.col("role") == "result") & (pl.col("request_seq") > 0))
