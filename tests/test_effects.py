@@ -95,3 +95,35 @@ def test_sequence_columns_equal_the_per_run_shift_and_count(records):
     expected = _reference(runs)
     assert role.to_list() == expected["role"].to_list()
     assert seq.cast(pl.Int64).to_list() == expected["request_seq"].to_list()
+
+
+def test_a_text_that_says_the_send_happened_answers_the_request_before_it():
+    """Sidekiq's `logger.info "email sent order_id=... status=202 ..."` after `sending email via ...`:
+    its first words say the send happened; its `key=value` fields are not its words."""
+    table = _table([
+        {"exec_id": 10, "name": "sending email via sink-mail order_id=ord_5104 to=u_2038", "action": "email"},
+        {"exec_id": 10, "name": "email sent order_id=ord_5104 idempotency_key=order-shipped:ord_5104:email "
+                                "status=202 duration_ms=480", "action": "email", "status": "202"},
+        {"exec_id": 11, "name": "Sent email to u_2038 in 412 ms", "action": "email"},
+        {"exec_id": 12, "name": "sending email via sink-mail order_id=ord_5105", "action": "email"},
+        {"exec_id": 12, "name": "email not sent: recipient unsubscribed", "action": "email"},
+    ])
+    requests = side_effect_requests(table).sort("rid")
+    assert requests.select("rid", "exec_id", "outcome", "result_rid").rows() == [
+        (0, 10, "success", 1),      # not a replay (idempotency_key=), not an HTTP 480 (duration_ms=480)
+        (2, 11, "success", None),   # a completion alone: the send happened
+        (3, 12, "uncertain", None),  # no answer: the next line is another request, not its answer
+        (4, 12, "uncertain", None),
+    ]
+
+
+def test_a_provider_saying_it_knew_the_key_is_still_a_replay():
+    table = _table([
+        {"exec_id": 10, "name": "provider_request", "action": "email"},
+        {"exec_id": 10, "kind": "side_effect_result", "name": "provider_response", "action": "email",
+         "status": "200", "result": "Idempotent-Replayed: true"},
+        {"exec_id": 11, "name": "provider_request", "action": "email"},
+        {"exec_id": 11, "kind": "side_effect_result", "name": "provider_response idempotency_key=k-1", "action": "email",
+         "status": "200"},
+    ])
+    assert side_effect_requests(table).sort("rid")["outcome"].to_list() == ["replay", "success"]
