@@ -6,6 +6,8 @@ import re
 
 import polars as pl
 
+from dupfind.lineparse import parse_logfmt, parse_plain
+from dupfind.stack_lines import QUIET_LEVELS
 from dupfind.textcodes import Texts
 
 # The first line of what the runtime prints when an exception ends the process: Python's
@@ -17,6 +19,7 @@ _HEADER = r"Traceback \(most recent call last\):|(?:panic|fatal error): \S"
 CRASH_HEADER = re.compile(_HEADER)
 CRASH_HEADER_EXPR = f"^(?:{_HEADER})"
 
+LEADING_LEVEL = "_leading_level"  # lineparse's field of a line's level word (normalize.LEADING_LEVEL)
 # Raw columns of a JSON record a crash report was printed after (ingest): how many lines after
 # the record the report begins (a batch of small files numbers its lines apart from each file's
 # own, a distance is the same in both), and that line's text.
@@ -27,17 +30,28 @@ CRASH_TEXT = "_crash_text"
 _KEPT = ("ts", "ts_naive", "source", "format", "worker_id", "process_id", "deployment_id", "stream")
 
 
-def json_crashes(owners: dict[int, int], texts: dict[int, str], json_lines: set[int]) -> dict[int, tuple[int, str]]:
-    """The stack traces joined to a JSON record (`owners`: a trace's line -> its record's line)
-    that are a crash report, by record line: (the report's first line, its text). A JSON logger
-    writes an exception inside its record: plain trace lines after one come from the runtime
-    writing to the same stream, not from the logger."""
+def crash_reports(owners: dict[int, int], texts: dict[int, str], json_lines: set[int]) -> dict[int, tuple[int, str]]:
+    """The stack traces joined to a record (`owners`: a trace's line -> its record's line) that
+    are a crash report, by record line: (the report's first line, its text). After a JSON record
+    (`json_lines`): a JSON logger writes an exception inside its record, plain trace lines after
+    one are the runtime's on the same stream. After a line of text or logfmt at a level that
+    reports no error (`texts` holds it: logrus' `level=info msg="sending push"`, then Go's panic):
+    a logger's own traceback follows its ERROR line."""
     first: dict[int, int] = {}
     for line, owner in owners.items():
-        if owner in json_lines and line > owner and (owner not in first or line < first[owner]):
+        if line > owner and (owner not in first or line < first[owner]):
             first[owner] = line
     return {owner: (line, texts[line]) for owner, line in first.items()
-            if line in texts and CRASH_HEADER.match(texts[line])}
+            if line in texts and CRASH_HEADER.match(texts[line])
+            and (owner in json_lines or (owner in texts and _quiet(texts[owner])))}
+
+
+def _quiet(text: str) -> bool:
+    """Whether a line of text or logfmt says a level that reports no error: its word after the
+    time, or its `level=` pair."""
+    record = parse_logfmt(text) or parse_plain(text) or {}
+    level = next((record[k] for k in (LEADING_LEVEL, "level", "lvl", "severity") if k in record), None)
+    return level is not None and level.strip().lower() in QUIET_LEVELS
 
 
 def with_crash_columns(raw: pl.DataFrame, crashes: dict[int, tuple[int, str]], line_column: str) -> pl.DataFrame:

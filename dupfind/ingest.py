@@ -31,7 +31,7 @@ from dupfind.assembly import (
 )
 from dupfind.config import Config
 from dupfind.copies import without_copies
-from dupfind.crashes import json_crashes, with_crash_columns, with_crashes
+from dupfind.crashes import crash_reports, with_crash_columns, with_crashes
 from dupfind.document_frames import RecordReader
 from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines, unwrapped_frame
 from dupfind.errors import DupfindError
@@ -585,7 +585,7 @@ class LineParser:
         # A crash report's first line after a JSON record is a record of its own: where each
         # line has its own time, that line's record with the report's other lines after it; in a
         # file of lines, one with the JSON record's time (normalize).
-        crashed = json_crashes(owners, texts, json_lines) if json_lines else {}
+        crashed = crash_reports(owners, texts, json_lines)
         if crashed and each_line_a_record:
             heads = {owner: head for owner, (head, _) in crashed.items()}
             owners = {line: heads.get(owner, owner) for line, owner in owners.items() if line not in heads.values()}

@@ -13,7 +13,7 @@ from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
 from dupfind.lineparse import PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
-from dupfind.stack_lines import exception_of
+from dupfind.stack_lines import QUIET_LEVELS, exception_of
 from dupfind.timeparse import parse_timestamps
 
 # Internal columns a parser may add beside the raw field paths.
@@ -33,10 +33,6 @@ LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took t
 TRACE_ERROR = "_trace_error"
 STACK_TRACE = "(lines after the record)"  # what `formats` shows as the raw field of `stack_trace`
 ERROR_TRACEBACK = "(error's traceback)"  # ... when it comes from a traceback in the record's error
-# Levels of a record that does not report an error: a stack trace after such a record (a crash
-# printed after the last line a thread logged) is not that record's error.
-_QUIET_LEVELS = ["trace", "debug", "info", "information", "informational", "notice", "verbose",
-                 "fine", "finer", "finest", "config", "t", "d", "i", "v", "n"]
 
 # Columns that keep structured (JSON object/array) values as text; all others drop them.
 STRUCTURED_OK = {"message", "error", "result"}
@@ -338,7 +334,7 @@ def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]
     another thread's traceback after a JSON line). Beside the record's own `error`, which it may
     only name (`error=OperationalError`), not in its place: the effects read `error`."""
     level = pl.col("level").cast(pl.String).str.strip_chars().str.to_lowercase() if "level" in frame.columns else pl.lit(None, dtype=pl.String)
-    taken = pl.col("__trace_error").is_not_null() & ~level.is_in(_QUIET_LEVELS).fill_null(False)
+    taken = pl.col("__trace_error").is_not_null() & ~level.is_in(QUIET_LEVELS).fill_null(False)
     frame = frame.with_columns(stack_trace=pl.when(taken).then(pl.col("__trace_error")), __taken=taken)
     _add_field_source(fields, frame.filter("__taken").rename({"__source": SOURCE}), "stack_trace", STACK_TRACE)
     return frame.drop("__trace_error", "__taken")

@@ -28,6 +28,10 @@ _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
+# Levels of a record that does not report an error: a stack trace after such a record (a crash
+# printed after the last line a thread logged) is not that record's error.
+QUIET_LEVELS = ("trace", "debug", "info", "information", "informational", "notice", "verbose",
+                "fine", "finer", "finest", "config", "t", "d", "i", "v", "n")
 MAX_ERROR_CHARS = 500  # an exception's message can be a page (a SQL statement and its parameters)
 
 

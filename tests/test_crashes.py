@@ -101,6 +101,19 @@ def test_a_loggers_own_traceback_after_its_error_line_stays_that_records(tmp_pat
     assert file.parsed == file.lines
 
 
+@pytest.mark.parametrize("last", [
+    '2026-12-03 14:02:11,300 INFO [notifier.worker] sending email job_id=j-1 worker=w-1',
+    'time="2026-12-03T14:02:11Z" level=info msg="sending email" job_id=j-1 worker=w-1',
+])
+def test_a_crash_report_after_a_quiet_line_of_text_is_the_workers_exit(tmp_path, last):
+    """Python's logging or logrus at INFO, then the runtime's report: not that record's own traceback."""
+    for report in (TRACEBACK, GO_PANIC):
+        file, rows = _read(tmp_path, last + "\n" + report)
+        assert rows[1]["stack_trace"] is None
+        assert rows[2]["kind"] == "worker_exit" and rows[2]["worker_id"] == "w-1" and rows[2]["ts"] == rows[1]["ts"]
+        assert file.records == 2 and file.parsed + file.blank == file.lines
+
+
 def test_a_crash_report_after_a_rejected_record_is_rejected_with_it(tmp_path):
     lines = [_json(100, "job_started"), json.dumps({"ts": "not a time", "event": "email_sent", "job_id": "j-1"}), TRACEBACK]
     file, rows = _read(tmp_path, "\n".join(lines))
