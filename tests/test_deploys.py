@@ -135,6 +135,7 @@ def test_a_real_hard_shutdown_cut_the_jobs_it_pushed_back(folder: str):
     df203 = [f for f in report.findings if f.rule == "DF203"]
     assert [f.figures["in_flight"] for f in df203] == [len(pushed)]
     assert df203[0].figures["side_effect_done"] == truth["counters"]["pushed_back_after_side_effect"]
+    assert "exit code" not in df203[0].summary  # the process exited 0 after its jobs were killed
     assert [f.rule for f in report.findings if f.rule in ("DF201", "DF202")] == []
     assert [f.figures["grace_s"] for f in report.findings if f.rule == "DF204"] == [truth["params"]["shutdown_timeout_s"]]
 

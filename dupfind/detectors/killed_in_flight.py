@@ -35,7 +35,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         code = exit_codes.get(worker)
         summary = (
             (f"crashed at {iso(row['kill_ts'])} (uncaught {crash})" if crash is not None else f"{how} at {iso(row['kill_ts'])}")
-            + (f" (exit code {code})" if code is not None and not row["inferred"] else "")
+            # (A process that exits 0 after its jobs were killed, as Sidekiq's after its hard
+            # shutdown, was not killed by that code.)
+            + (f" (exit code {code})" if code is not None and not row["inferred"]
+               and not (code == 0 and row["kill_kind"] == "worker_killed") else "")
             + (
                 f", {(row['kill_ts'] - stop_ts).total_seconds():.0f} s after its stop signal"
                 if stop_ts and row["kill_ts"] >= stop_ts
