@@ -29,7 +29,7 @@ EVIDENCE_KINDS = (
     "fail", "retry", "lease_expired", "claim", "claim_lost", "dedup_hit", "lock_acquire",
     "lock_release", "lock_denied", "lock_expired",
 )
-WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal")
+WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal", "process_killed")
 TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
 # Ids that belong to one action only but are not link keys: a record carrying one of the action's
 # values but no link key (an HTTP access line with the request id, a provider webhook) is part of

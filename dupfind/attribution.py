@@ -265,7 +265,7 @@ def _killed(
     info = model.worker_rows.get(first["worker_id"], {})
     generation = info.get("generation")
     how = {
-        "worker_killed": "was killed", "worker_exit": "exited",
+        "worker_killed": "was killed", "worker_exit": "exited", "process_killed": "lost the pool process running it (killed)",
         "worker_gone": "went silent after its stop signal (no exit was logged)",
     }.get(kill["kill_kind"], kill["kill_kind"])
     crash = ctx.crash_exception(kill_rid) if kill["kill_kind"] == "worker_exit" else None

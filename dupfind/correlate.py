@@ -22,8 +22,9 @@ CONSUMER_KINDS = (
     "retry", "claim", "claim_lost", "dedup_hit", "lock_acquire", "lock_release", "lock_denied",
     "lock_expired", "lease_extended",
 )
-# Kinds a prefork pool's main process logs (not the child doing the work).
-MAIN_PROCESS_KINDS = ("receive", "ack")
+# Kinds a prefork pool's main process logs (not the child doing the work): it receives, acks,
+# and hands a message back (a reject with requeue, after its child died).
+MAIN_PROCESS_KINDS = ("receive", "ack", "retry")
 # A `start` right after one of these is the same execution, not a new one.
 STARTUP_KINDS = ("receive", "start", "claim", "lock_acquire", "other", "publish")
 
@@ -465,6 +466,9 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
             pl.col("attempt_ff").drop_nulls().first().alias("attempt"),
             pl.col("ts").min().alias("start"),
             pl.col("ts").max().alias("end"),
+            # The last record of the work itself, not the main process' ack or requeue after it
+            # (what a kill cut: deploys._interrupted).
+            pl.col("ts").filter(~is_kind(*MAIN_PROCESS_KINDS)).max().alias("work_end"),
             pl.col("ts").filter(is_kind("receive", "start")).min().alias("entry_ts"),
             pl.col("ts").filter(is_kind("receive")).min().alias("receive_ts"),
             pl.col("ts").filter(is_kind("commit")).min().alias("commit_ts"),

@@ -16,6 +16,9 @@ from dupfind.sources import log_stem
 
 LIFECYCLE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
 END_KINDS = ("worker_exit", "worker_killed")
+# One process of a worker killed (a prefork pool's child): the executions it ran end; the worker,
+# which starts another, goes on.
+PROCESS_KILLED = "process_killed"
 DEPLOY_KINDS = ("deploy_start", "deploy_finish")
 # Kubernetes pod names: <deployment>-<pod-template-hash>-<5 chars>, both from this alphabet.
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
@@ -390,7 +393,8 @@ def _interrupted(
     # Only the columns read below are sorted: the executions' 24 columns, lists among them, were
     # a 19 MB copy at 1M lines.
     resumed = executions.select(
-        "exec_id", "action_id", "worker_id", "start", "end", "completed", "failed", "guarded",
+        "exec_id", "action_id", "worker_id", "process_id", "start", pl.coalesce("work_end", "end").alias("end"),
+        "completed", "failed", "guarded",
     ).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.when(same_pair).then(pl.col("start").shift(-1))
     )
@@ -398,32 +402,41 @@ def _interrupted(
     # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
         resumed.filter(~pl.col("completed") & ~pl.col("guarded"))
-        .select("exec_id", "worker_id", "start", "end", "next_start", "failed")
+        .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed")
         .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
-        .sort("end_tolerant")
+        .pipe(as_strings)
     )
     if open_execs.height == 0:
         return pl.DataFrame(schema=schema)
     ends = (
-        table.filter(pl.col("kind").is_in(END_KINDS) & pl.col("worker_id").is_not_null())
+        table.filter(pl.col("kind").is_in([*END_KINDS, PROCESS_KILLED]) & pl.col("worker_id").is_not_null())
         .select(
             "worker_id",
+            pl.col("process_id").alias("kill_process"),
             pl.col("ts").alias("kill_ts"),
             pl.col("rid").alias("kill_rid"),
             pl.col("kind").alias("kill_kind"),
         )
         .pipe(as_strings)
-        .sort("kill_ts")
+    )
+    # A pool process killed ends the executions it ran, not its worker's others: where both name
+    # their process by its number (an application's `pid` and Celery's `pid:17049`), they must agree.
+    other_process = (
+        (pl.col("kill_kind") == PROCESS_KILLED)
+        & pl.col("kill_process").str.contains(r"^\d+$").fill_null(False)
+        & pl.col("process_id").str.contains(r"^\d+$").fill_null(False)
+        & (pl.col("kill_process") != pl.col("process_id"))
     )
     explicit = (
-        open_execs.join_asof(
-            ends, left_on="end_tolerant", right_on="kill_ts", by="worker_id", strategy="forward", check_sortedness=False
-        )
+        open_execs.join(ends, on="worker_id")
         .filter(
-            pl.col("kill_ts").is_not_null()
+            (pl.col("kill_ts") >= pl.col("end_tolerant"))
             & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
-            & (~pl.col("failed") | ((pl.col("kill_kind") == "worker_killed") & (pl.col("kill_ts") <= pl.col("end"))))
+            & (~pl.col("failed") | (pl.col("kill_kind").is_in(["worker_killed", PROCESS_KILLED]) & (pl.col("kill_ts") <= pl.col("end"))))
+            & ~other_process
         )
+        .sort("kill_ts", "kill_rid")
+        .group_by("exec_id", maintain_order=True).first()  # the first end after the execution's last record
         .select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
     )
     gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")

@@ -8,7 +8,7 @@ KINDS = (
     "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack",
     "finish", "fail", "retry", "lease_expired", "lease_extended", "claim", "claim_lost", "dedup_hit",
     "lock_acquire", "lock_release", "lock_denied", "lock_expired", "deploy_start",
-    "deploy_finish", "worker_start", "stop_signal", "worker_exit", "worker_killed", "other",
+    "deploy_finish", "worker_start", "stop_signal", "worker_exit", "worker_killed", "process_killed", "other",
 )
 
 # Identifier columns that can link records into one business action (see correlation).

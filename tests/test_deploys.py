@@ -140,6 +140,24 @@ def test_a_real_hard_shutdown_cut_the_jobs_it_pushed_back(folder: str):
     assert [f.figures["grace_s"] for f in report.findings if f.rule == "DF204"] == [truth["params"]["shutdown_timeout_s"]]
 
 
+@pytest.mark.parametrize("folder", [p.name for p in REAL if json.loads((p / "truth.json").read_text()).get("worker_kills")])
+def test_a_real_pool_process_killed_cuts_its_job_not_its_worker(folder: str):
+    """Celery's prefork child SIGKILLed (recorded): the execution it ran was cut by that kill (its
+    exit line), the node went on (no end, no grace period cut short), and the main process'
+    requeue of the task is not an execution of its own."""
+    report, truth = analyze_folder(FIXTURES / "real" / folder)
+    model = report.context.deploys
+    cut = report.context.executions.filter(pl.col("exec_id").is_in(model.interrupted["exec_id"].to_list()))
+    assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(k["job_id"] for k in truth["worker_kills"])
+    assert set(model.interrupted["kill_kind"].to_list()) == {"process_killed"}
+    assert report.context.executions.height == truth["counters"]["executions"]
+    ends = dict(model.workers.select("worker_id", "end_kind").rows())
+    assert "killed" not in ends.values()
+    assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201", "DF202", "DF204")] == []
+    done = sum(f.figures["side_effect_done"] for f in report.findings if f.rule == "DF203")
+    assert done == truth["counters"]["killed_after_side_effect"]
+
+
 def _k8s_report(name: str):
     config = load_config(cwd=Path("/"))
     return analyze(ingest([str(FIXTURES / "scenarios" / name / "logs")], config), config, load_rules(config))

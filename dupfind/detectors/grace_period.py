@@ -39,7 +39,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     cut = (
         model.interrupted.join(workers, on="worker_id")
         .join(ctx.executions.select("exec_id", "action_id", "start"), on="exec_id")
-        .filter(pl.col("stop_ts").is_not_null() & (pl.col("start") < pl.col("stop_ts")))
+        # Ended by the stop signal's grace running out, not by a kill before it (a pool process
+        # killed while the worker ran on).
+        .filter(pl.col("stop_ts").is_not_null() & (pl.col("start") < pl.col("stop_ts")) & (pl.col("kill_ts") >= pl.col("stop_ts")))
     )
     if cut.height == 0:
         return []

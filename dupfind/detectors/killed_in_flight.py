@@ -11,7 +11,8 @@ from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 from dupfind.timefmt import iso, iso_us
 
-KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)"}
+KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)",
+              "process_killed": "lost a pool process (killed)"}
 
 
 @detector("killed_in_flight")
