@@ -121,7 +121,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         table.filter(counted).select(
             *cols,
             published=pl.col("kind") == "publish",
-            received=pl.col("kind") == "receive",
+            received=_received(),
             started=pl.col("kind") == "start",
             retried=pl.col("kind") == "retry",
             lease_expired_logged=pl.col("kind") == "lease_expired",
@@ -146,6 +146,13 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         ctx,
     ).with_columns(lost=pl.lit(True))
     return [records, execs, gaps, extra, lost]
+
+
+def _received(kind: pl.Expr = pl.col("kind")) -> pl.Expr:
+    """A delivery of a message: its receive record, or where its consumers log none (Sidekiq logs
+    a job's `start` only) its start records; over rows of counted kinds with their `action_id`."""
+    logged = (kind == "receive").any().over("action_id")
+    return (kind == "receive") | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
 
 
 def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
@@ -251,9 +258,10 @@ def _timeline(events: pl.DataFrame, redelivered: pl.DataFrame, requested_s: floa
         ).unique(maintain_order=True).alias("deploys"),
     )
     counts = counts.join(deploys, on="bucket", how="left")
-    buckets = pl.DataFrame(
-        {"bucket": pl.datetime_range(first.replace(microsecond=0), last, every, eager=True, time_zone="UTC")}
-    ).with_columns(pl.col("bucket").dt.truncate(every))
+    # From the first event's bucket to the last's: a range from the first event itself, a step at a
+    # time, could stop short of the last event's bucket (and its counts were lost).
+    edges = pl.select(pl.lit(first).dt.truncate(every).alias("a"), pl.lit(last).dt.truncate(every).alias("b")).row(0)
+    buckets = pl.DataFrame({"bucket": pl.datetime_range(edges[0], edges[1], every, eager=True, time_zone="UTC")})
     joined = (
         buckets.unique("bucket")
         .join(counts, on="bucket", how="left")
@@ -315,9 +323,11 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
     )
     deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
     events = as_strings(  # the deployment only of a deploy's records, as a window keeps them
-        ctx.columns("ts", "kind", "deployment_id")
-        .filter(pl.col("kind").is_in(["publish", "receive", "deploy_start", "deploy_finish"]))
-        .select("ts", "kind", pl.lit(None, dtype=pl.String).alias("name"), pl.when(deploy).then(pl.col("deployment_id")))
+        ctx.columns("ts", "kind", "deployment_id", "action_id", "echo")
+        .filter(pl.col("kind").is_in(["publish", "receive", "start", "deploy_start", "deploy_finish"]) & ~pl.col("echo"))
+        .filter((pl.col("kind") != "start") | _received())
+        .select("ts", pl.col("kind").cast(pl.String).replace("start", "receive"), pl.lit(None, dtype=pl.String).alias("name"),
+                pl.when(deploy).then(pl.col("deployment_id")))
     )
     return StatsFacts(
         counts=_count_frames(ctx, lost_actions),

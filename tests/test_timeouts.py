@@ -50,12 +50,25 @@ def test_simulated_timeout_is_recovered_within_a_second(timeout_s, slow_s, tmp_p
         assert estimate.spread_s < 1.0
 
 
-@pytest.mark.parametrize("folder", REAL, ids=[p.name for p in REAL])
+def _killed(folder: Path) -> bool:
+    truth = orjson.loads((folder / "truth.json").read_bytes())
+    return bool(truth.get("worker_kills") or truth.get("shutdowns"))
+
+
+@pytest.mark.parametrize("folder", [p for p in REAL if not _killed(p)], ids=lambda p: p.name)
 def test_real_broker_timeout_is_recovered_within_a_second(folder: Path):
     truth = orjson.loads((folder / "truth.json").read_bytes())
     estimate = _only_estimate(_context(folder / "logs"))
     assert abs(estimate.estimate_s - truth["params"]["visibility_timeout_s"]) <= 1.0, estimate
     assert estimate.reliable
+
+
+@pytest.mark.parametrize("folder", [p for p in REAL if _killed(p)], ids=lambda p: p.name)
+def test_jobs_handed_back_by_a_killed_worker_infer_no_timeout(folder: Path):
+    """Celery's requeue of a killed child's task, Sidekiq's push back at its hard shutdown: the
+    message comes back at once, not after a lease; nothing may be inferred from those gaps."""
+    ctx = _context(folder / "logs")
+    assert ctx.inferred_timeouts == {}
 
 
 @pytest.mark.parametrize("preset", ["lock-atomic-control", "db-update-fails", "baseline"])
