@@ -148,9 +148,10 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     return [records, execs, gaps, extra, lost]
 
 
-def _received(kind: pl.Expr = pl.col("kind")) -> pl.Expr:
+def _received() -> pl.Expr:
     """A delivery of a message: its receive record, or where its consumers log none (Sidekiq logs
     a job's `start` only) its start records; over rows of counted kinds with their `action_id`."""
+    kind = pl.col("kind")
     logged = (kind == "receive").any().over("action_id")
     return (kind == "receive") | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
 
