@@ -394,7 +394,7 @@ def _interrupted(
     # a 19 MB copy at 1M lines.
     resumed = executions.select(
         "exec_id", "action_id", "worker_id", "process_id", "start", pl.coalesce("work_end", "end").alias("end"),
-        "completed", "failed", "guarded",
+        "completed", "failed", "guarded", "first_source",
     ).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.when(same_pair).then(pl.col("start").shift(-1))
     )
@@ -402,7 +402,7 @@ def _interrupted(
     # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
         resumed.filter(~pl.col("completed") & ~pl.col("guarded"))
-        .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed")
+        .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed", "first_source")
         .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
         .pipe(as_strings)
     )
@@ -416,8 +416,16 @@ def _interrupted(
             pl.col("ts").alias("kill_ts"),
             pl.col("rid").alias("kill_rid"),
             pl.col("kind").alias("kill_kind"),
+            pl.col("source").alias("kill_source"),
         )
         .pipe(as_strings)
+    )
+    # A failure is the kill's doing where it follows the kill in the same log (one clock: Sidekiq's
+    # jobs log `fail` as its hard shutdown raises in them), not a failure of its own another host's
+    # kill record, within the clock-skew tolerance, happens to come before.
+    failed_by_kill = (
+        pl.col("kill_kind").is_in(["worker_killed", PROCESS_KILLED]) & (pl.col("kill_ts") <= pl.col("end"))
+        & (pl.col("kill_source") == pl.col("first_source"))
     )
     # A pool process killed ends the executions it ran, not its worker's others: where both name
     # their process by its number (an application's `pid` and Celery's `pid:17049`), they must agree.
@@ -432,7 +440,7 @@ def _interrupted(
         .filter(
             (pl.col("kill_ts") >= pl.col("end_tolerant"))
             & (pl.col("next_start").is_null() | (pl.col("next_start") > pl.col("kill_ts")))
-            & (~pl.col("failed") | (pl.col("kill_kind").is_in(["worker_killed", PROCESS_KILLED]) & (pl.col("kill_ts") <= pl.col("end"))))
+            & (~pl.col("failed") | failed_by_kill)
             & ~other_process
         )
         .sort("kill_ts", "kill_rid")

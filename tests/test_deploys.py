@@ -223,3 +223,31 @@ def test_window_at_is_the_latest_started_window_covering_the_time():
         expected = max(hits, key=lambda w: w["start"])["deploy"] if hits else None
         found = model.window_at(ts, tail_s=tail)
         assert (found["deploy"] if found else None) == expected
+
+
+def _killed_with_failure(tmp_path: Path, kill_in_own_log: bool) -> list[str]:
+    """A job failing 0.1 s after its worker's kill record: the job ids the kill cut."""
+    def line(ms: int, event: str, **fields) -> str:
+        return json.dumps({"ts": f"2026-07-21T18:09:18.{ms:03d}Z", "event": event, "worker_id": "w-1", **fields}) + "\n"
+    job = {"job_id": "j-1", "queue": "notifications"}
+    worker = [line(100, "job_received", **job), line(150, "job_started", **job), line(350, "provider_request", **job,
+              side_effect="email"), line(459, "job_failed", **job, error="HTTP 500")]
+    kill = line(357, "worker_killed", exit_code=137)
+    if kill_in_own_log:
+        worker.insert(3, kill)
+    (tmp_path / "w-1.log").write_text("".join(worker))
+    (tmp_path / "deploy.log").write_text(line(0, "deploy_started", deployment_id="v2") + ("" if kill_in_own_log else kill))
+    config = load_config(cwd=Path("/"))
+    report = analyze(ingest([str(tmp_path)], config), config, load_rules(config))
+    cut = report.context.executions.filter(pl.col("exec_id").is_in(report.context.deploys.interrupted["exec_id"].to_list()))
+    return [jobs[0] for jobs in cut["job_ids"].to_list()]
+
+
+def test_a_failure_after_its_own_logs_kill_line_is_the_kill_another_hosts_kill_record_is_not(tmp_path):
+    """Sidekiq's jobs log `fail` as its hard shutdown raises in them, in the same log: that failure
+    is the kill's. A job that failed on its own, its log's clock a little ahead of the host that
+    logged the kill, was not killed (the 1M benchmark export's synthetic deploys)."""
+    for name in ("own", "other"):
+        (tmp_path / name).mkdir()
+    assert _killed_with_failure(tmp_path / "own", True) == ["j-1"]
+    assert _killed_with_failure(tmp_path / "other", False) == []
