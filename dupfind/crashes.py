@@ -56,15 +56,17 @@ def _quiet(text: str) -> bool:
 
 def with_crash_columns(raw: pl.DataFrame, crashes: dict[int, tuple[int, str]], line_column: str) -> pl.DataFrame:
     """A block's raw records with CRASH_OFFSET and CRASH_TEXT on those a crash report followed."""
-    owners = pl.Series(list(crashes), dtype=pl.Int64)
-    lines = raw[line_column].cast(pl.Int64)
-    if not lines.is_in(owners.implode()).any():
+    lines = raw[line_column]
+    low, high = lines.min(), lines.max()
+    if low is None or not any(low <= owner <= high for owner in crashes):
         return raw
-    offsets = pl.Series([line - owner for owner, (line, _) in crashes.items()], dtype=pl.Int64)
-    texts = pl.Series([text for _, text in crashes.values()], dtype=pl.String)
+    at = lines.is_in(pl.Series(list(crashes), dtype=lines.dtype).implode()).arg_true()
+    if not len(at):
+        return raw
+    owners = lines.gather(at).to_list()
     return raw.with_columns(
-        lines.replace_strict(owners, offsets, default=None).alias(CRASH_OFFSET),
-        lines.replace_strict(owners, texts, default=None).alias(CRASH_TEXT),
+        pl.repeat(None, raw.height, dtype=pl.Int64, eager=True).scatter(at, [crashes[o][0] - o for o in owners]).alias(CRASH_OFFSET),
+        pl.repeat(None, raw.height, dtype=pl.String, eager=True).scatter(at, [crashes[o][1] for o in owners]).alias(CRASH_TEXT),
     )
 
 

@@ -582,20 +582,23 @@ class LineParser:
         if not owners:
             return rows
         texts = {line: text for line, text, _ in entries if text}
-        # A crash report's first line after a JSON record is a record of its own: where each
-        # line has its own time, that line's record with the report's other lines after it; in a
-        # file of lines, one with the JSON record's time (normalize).
-        crashed = crash_reports(owners, texts, json_lines)
+        found = exceptions_by_owner(owners, texts)
+        # A crash report (one that names its exception: a header alone is not one) is a record of
+        # its own at its first line: where each line has its own time, that line's record with the
+        # report's other lines after it; in a file of lines, one with the time of the record it
+        # follows (normalize).
+        crashed = {owner: head for owner, head in crash_reports(owners, texts, json_lines).items() if owner in found}
         if crashed and each_line_a_record:
             heads = {owner: head for owner, (head, _) in crashed.items()}
             owners = {line: heads.get(owner, owner) for line, owner in owners.items() if line not in heads.values()}
+            found = exceptions_by_owner(owners, texts)
             crashed = {}
         heads = {line for line, _ in crashed.values()}
         joined = {line: owner for line, owner in owners.items() if line not in heads} if heads else owners
         block.continuation += len(joined)
         if block.owners is not None:
             block.owners.update(joined)
-        errors.update(exceptions_by_owner(owners, texts))
+        errors.update(found)
         crashes.update(crashed)
         return rows.filter(~pl.col("line").is_in(pl.Series(list(owners), dtype=rows["line"].dtype).implode()))
 

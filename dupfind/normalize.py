@@ -541,6 +541,6 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if "__crash_offset" in frame.columns:
         owners = frame.filter(pl.col("__crash_offset").is_not_null())
         if owners.height:
-            table = pl.concat([table, crash_records(owners, schema)])
+            table = pl.concat([table, crash_records(owners, schema)], rechunk=False)
             _add_field_source(fields, owners.rename({"__source": SOURCE}), "stack_trace", STACK_TRACE)
     return Normalized(table, rejects, fields)

@@ -87,6 +87,13 @@ def test_another_workers_lines_after_it_do_not_keep_it_alive(tmp_path):
     assert rows[2]["kind"] == "worker_exit" and rows[2]["worker_id"] == "w-1"
 
 
+def test_a_header_that_names_no_exception_is_no_crash_report(tmp_path):
+    """`Traceback (most recent call last):` and a frame, cut off: it goes on with its record, as before."""
+    lines = [_json(100, "job_started"), "\n".join(TRACEBACK.splitlines()[:3])]
+    file, rows = _read(tmp_path, "\n".join(lines))
+    assert list(rows) == [1] and file.parsed == file.lines
+
+
 def test_a_threads_traceback_is_no_crash_report(tmp_path):
     """`Exception in thread ...` before the traceback: a thread ended, not the process."""
     lines = [_json(100, "job_started"), "Exception in thread Thread-3 (flush_metrics):", TRACEBACK]
