@@ -73,7 +73,7 @@ def with_crash_columns(raw: pl.DataFrame, crashes: dict[int, tuple[int, str]], l
 def crash_records(owners: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """One record per crash report after a record of `owners` (rows with `__crash_offset`, their
     exception in `__crash_error`): the report's first line, its text the message, its exception
-    the stack trace; kind `other` until confirm_crashes has seen what the worker did next."""
+    the stack trace; kind `other` until with_crashes has seen what the worker did next."""
     return owners.select(
         *[pl.col(c).cast(t) if c in _KEPT else pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c != "line"],
         line=(pl.col("line") + pl.col("__crash_offset")).cast(schema["line"]),
@@ -93,17 +93,21 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
     worker's of the record before it in its file."""
     if "stack_trace" not in table.columns or table["stack_trace"].null_count() == table.height:
         return table
-    kinds = table["kind"].cast(pl.String)
-    at = (table["stack_trace"].is_not_null() & (kinds == "other")).arg_true()
+    # Only the few rows with a stack trace, and the files that hold them, are cast and looked at.
+    at = table["stack_trace"].is_not_null().arg_true()
+    at = at.filter(table["kind"].gather(at).cast(pl.String) == "other")
     messages = table["message"].gather(at)
     if messages.dtype != pl.String:
         messages = texts.decode(messages)
     at = at.filter(messages.str.contains(CRASH_HEADER_EXPR).fill_null(False))
     if not len(at):
         return table
-    where = table.select("source", "worker_id", "line", "kind").with_columns(pl.col(pl.Categorical).cast(pl.String))
-    candidates = where[at].with_columns(row=at).sort("line")
-    rows = where.with_row_index("row").filter(pl.col("source").is_in(candidates["source"].unique().implode())).sort("line")
+    where = table.select("source", "worker_id", "line", "kind").with_row_index("row")
+    rows = (
+        where.filter(pl.col("source").is_in(where["source"].gather(at).unique().implode()))
+        .with_columns(pl.col(pl.Categorical).cast(pl.String)).sort("line")
+    )
+    candidates = rows.filter(pl.col("row").is_in(at.implode()))
     named = rows.filter(pl.col("worker_id").is_not_null()).select("source", prev_line="line", prev_worker="worker_id")
     candidates = candidates.join_asof(
         named, left_on="line", right_on="prev_line", by="source", strategy="backward", allow_exact_matches=False,
@@ -118,8 +122,9 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
     if not ended.height:
         return table
     crashed = ended["row"].cast(pl.Int64)
-    workers = table["worker_id"].cast(pl.String).scatter(crashed, ended["worker"].replace("", None))
+    named_now = table["worker_id"].gather(crashed).cast(pl.String).to_list()
+    workers = [own or found or None for own, found in zip(named_now, ended["worker"].to_list())]
     return table.with_columns(
-        kinds.scatter(crashed, "worker_exit").cast(table["kind"].dtype).alias("kind"),
-        pl.coalesce(table["worker_id"].cast(pl.String), workers).cast(table["worker_id"].dtype).alias("worker_id"),
+        table["kind"].scatter(crashed, ["worker_exit"] * len(crashed)),
+        table["worker_id"].scatter(crashed, workers),
     )
