@@ -445,7 +445,7 @@ class LineParser:
         `around`: the block's lines (line, blank, json, too_long and the envelope's columns)."""
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
         errors: dict[int, str] = {}  # a record's line -> the exception of the stack trace after it
-        crashes: dict[int, tuple[int, str]] = {}  # a JSON record's line -> the crash report after it (line, text)
+        crashes: dict[int, tuple[int, str]] = {}  # a record's line -> the crash report after it (line, text)
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
             # first line is the record's line, the others go on with it.
@@ -538,8 +538,8 @@ class LineParser:
         (stack_lines.trace_owners), those counted as the block's continuation lines, and the
         exception each trace reports added to `errors` by its record's line. A framework's
         records (`raws`) and the block's JSON lines (`around`) are records such lines may go on
-        with; its overlong lines end them. A trace after a JSON record that is a crash report
-        (crashes.json_crashes) goes to `crashes` by that record's line: its first line is not a
+        with; its overlong lines end them. A trace that is a crash report (crashes.crash_reports)
+        goes to `crashes` by the line of the record it follows: its first line is not a
         continuation line but a record of its own."""
         text_lines = rows["line"]
 

@@ -334,7 +334,7 @@ def _with_stack_trace(frame: pl.DataFrame, fields: dict[str, dict[str, list[str]
     another thread's traceback after a JSON line). Beside the record's own `error`, which it may
     only name (`error=OperationalError`), not in its place: the effects read `error`."""
     level = pl.col("level").cast(pl.String).str.strip_chars().str.to_lowercase() if "level" in frame.columns else pl.lit(None, dtype=pl.String)
-    taken = pl.col("__trace_error").is_not_null() & ~level.is_in(QUIET_LEVELS).fill_null(False)
+    taken = pl.col("__trace_error").is_not_null() & ~level.is_in(list(QUIET_LEVELS)).fill_null(False)
     frame = frame.with_columns(stack_trace=pl.when(taken).then(pl.col("__trace_error")), __taken=taken)
     _add_field_source(fields, frame.filter("__taken").rename({"__source": SOURCE}), "stack_trace", STACK_TRACE)
     return frame.drop("__trace_error", "__taken")
