@@ -469,6 +469,9 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
             # The last record of the work itself, not the main process' ack or requeue after it
             # (what a kill cut: deploys._interrupted).
             pl.col("ts").filter(~is_kind(*MAIN_PROCESS_KINDS)).max().alias("work_end"),
+            # The process the work's own records name (an application's pid), where the run's
+            # identity needs none (deploys._interrupted: which of a worker's pool processes a kill hit).
+            pl.col("process_id").filter(~is_kind(*MAIN_PROCESS_KINDS)).drop_nulls().first().alias("work_pid"),
             pl.col("ts").filter(is_kind("receive", "start")).min().alias("entry_ts"),
             pl.col("ts").filter(is_kind("receive")).min().alias("receive_ts"),
             pl.col("ts").filter(is_kind("commit")).min().alias("commit_ts"),

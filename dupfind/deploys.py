@@ -393,7 +393,8 @@ def _interrupted(
     # Only the columns read below are sorted: the executions' 24 columns, lists among them, were
     # a 19 MB copy at 1M lines.
     resumed = executions.select(
-        "exec_id", "action_id", "worker_id", "process_id", "start", pl.coalesce("work_end", "end").alias("end"),
+        "exec_id", "action_id", "worker_id", pl.coalesce("process_id", "work_pid").alias("process_id"), "start",
+        pl.coalesce("work_end", "end").alias("end"),
         "completed", "failed", "guarded", "first_source",
     ).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.when(same_pair).then(pl.col("start").shift(-1))

@@ -85,7 +85,7 @@ from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.mapped_file import MappedFile, close_mapped, map_file
 from dupfind.textcodes import Texts
 
-SET_FORMAT = "8"  # 8: executions hold work_end; crash reports are records (dupfind.crashes)
+SET_FORMAT = "9"  # 8: executions hold work_end; crash reports are records (dupfind.crashes); 9: and work_pid
 FILES_NAME = "files.json"  # the file reports, read when a command needs them (20,000 took 0.3 s to parse)
 ANALYSIS_FORMAT = "5"
 VALUE_FORMAT = "value-1"

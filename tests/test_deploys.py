@@ -13,6 +13,7 @@ from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.ingest import ingest
 from dupfind.rules_registry import load_rules
+from dupfind.schema import as_strings
 from dupfind.synth import write_scenario
 
 from conftest import FIXTURES
@@ -150,6 +151,13 @@ def test_a_real_pool_process_killed_cuts_its_job_not_its_worker(folder: str):
     cut = report.context.executions.filter(pl.col("exec_id").is_in(model.interrupted["exec_id"].to_list()))
     assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(k["job_id"] for k in truth["worker_kills"])
     assert set(model.interrupted["kill_kind"].to_list()) == {"process_killed"}
+    # Each by the exit line of its own process (two children killed 10 ms apart in the control).
+    kill_pids = dict(zip(
+        model.interrupted["exec_id"].to_list(),
+        as_strings(report.context.rows(model.interrupted["kill_rid"].to_list()))["process_id"].to_list(),
+    ))
+    by_job = {jobs[0]: kill_pids[e] for e, jobs in cut.select("exec_id", "job_ids").rows()}
+    assert by_job == {k["job_id"]: str(k["pid"]) for k in truth["worker_kills"]}
     assert report.context.executions.height == truth["counters"]["executions"]
     ends = dict(model.workers.select("worker_id", "end_kind").rows())
     assert "killed" not in ends.values()
