@@ -13,7 +13,6 @@ import polars as pl
 from dupfind import textcodes
 from dupfind.config import Config
 from dupfind.correlate import Correlation, GlueWarning
-from dupfind.crashes import CRASH_HEADER
 from dupfind.deploys import DEPLOY_KINDS, DeployModel, build_deploy_model
 from dupfind.effects import COUNTED, duplicate_effects, duplicated_actions, repeated_requests, side_effect_requests
 from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailRequest, fill_details, ids_and_spans
@@ -21,6 +20,7 @@ from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS, as_strings
+from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
 from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from dupfind.lineparse import parse_logfmt, parse_plain
-from dupfind.stack_lines import QUIET_LEVELS
+from dupfind.lineparse import LEVEL_FIELD, parse_logfmt, parse_plain
+from dupfind.stack_lines import CRASH_HEADER, QUIET_LEVELS, values_at_lines
 from dupfind.textcodes import Texts
 
-# The first line of what the runtime prints when an exception ends the process: Python's
-# excepthook (`Traceback (most recent call last):`, its frames, the exception), Go's unrecovered
-# panic and its fatal runtime error. A logger's own traceback follows its ERROR line and is that
-# record's; the JVM's `Exception in thread "main"` ends the process only when no other thread
-# holds it, and is not read as a crash.
-_HEADER = r"Traceback \(most recent call last\):|(?:panic|fatal error): \S"
-CRASH_HEADER = re.compile(_HEADER)
-CRASH_HEADER_EXPR = f"^(?:{_HEADER})"
+# A crash report's first line (stack_lines.CRASH_HEADER: Python's excepthook, Go's unrecovered
+# panic and fatal runtime error), for polars. A logger's own traceback follows its ERROR line and
+# is that record's; the JVM's `Exception in thread "main"` ends the process only when no other
+# thread holds it, and is not read as a crash.
+CRASH_HEADER_EXPR = f"^(?:{CRASH_HEADER.pattern})"
 
-LEADING_LEVEL = "_leading_level"  # lineparse's field of a line's level word (normalize.LEADING_LEVEL)
 # Raw columns of a JSON record a crash report was printed after (ingest): how many lines after
 # the record the report begins (a batch of small files numbers its lines apart from each file's
 # own, a distance is the same in both), and that line's text.
@@ -50,23 +44,18 @@ def _quiet(text: str) -> bool:
     """Whether a line of text or logfmt says a level that reports no error: its word after the
     time, or its `level=` pair."""
     record = parse_logfmt(text) or parse_plain(text) or {}
-    level = next((record[k] for k in (LEADING_LEVEL, "level", "lvl", "severity") if k in record), None)
+    level = next((record[k] for k in (LEVEL_FIELD, "level", "lvl", "severity") if k in record), None)
     return level is not None and level.strip().lower() in QUIET_LEVELS
 
 
 def with_crash_columns(raw: pl.DataFrame, crashes: dict[int, tuple[int, str]], line_column: str) -> pl.DataFrame:
     """A block's raw records with CRASH_OFFSET and CRASH_TEXT on those a crash report followed."""
-    lines = raw[line_column]
-    low, high = lines.min(), lines.max()
-    if low is None or not any(low <= owner <= high for owner in crashes):
+    offsets = values_at_lines(raw[line_column], {owner: line - owner for owner, (line, _) in crashes.items()}, pl.Int64)
+    if offsets is None:
         return raw
-    at = lines.is_in(pl.Series(list(crashes), dtype=lines.dtype).implode()).arg_true()
-    if not len(at):
-        return raw
-    owners = lines.gather(at).to_list()
     return raw.with_columns(
-        pl.repeat(None, raw.height, dtype=pl.Int64, eager=True).scatter(at, [crashes[o][0] - o for o in owners]).alias(CRASH_OFFSET),
-        pl.repeat(None, raw.height, dtype=pl.String, eager=True).scatter(at, [crashes[o][1] for o in owners]).alias(CRASH_TEXT),
+        offsets.alias(CRASH_OFFSET),
+        values_at_lines(raw[line_column], {owner: text for owner, (_, text) in crashes.items()}, pl.String).alias(CRASH_TEXT),
     )
 
 

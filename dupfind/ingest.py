@@ -71,7 +71,14 @@ from dupfind.sources import (
     log_owner,
     open_source,
 )
-from dupfind.stack_lines import ANY_TRACE_LINE, TRACE_BREAK, exception_of, exceptions_by_owner, trace_owners
+from dupfind.stack_lines import (
+    ANY_TRACE_LINE,
+    TRACE_BREAK,
+    exception_of,
+    exceptions_by_owner,
+    trace_owners,
+    values_at_lines,
+)
 from dupfind.textcodes import Texts, coded_columns
 from dupfind.timeparse import parse_timestamps
 
@@ -168,12 +175,11 @@ def _newest_first(rows: pl.DataFrame, keys: list) -> set[tuple[int, Any]]:
 def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFrame:
     """A block's raw records with TRACE_ERROR, the exception of the stack trace after each record
     one went on with (`errors` by the record's line)."""
-    lines = pl.Series(list(errors), dtype=pl.Int64)
-    if not raw[LINE].cast(pl.Int64).is_in(lines.implode()).any():
+    found = values_at_lines(raw[LINE], errors, pl.String)
+    if found is None:
         return raw
-    found = pl.col(LINE).cast(pl.Int64).replace_strict(lines, pl.Series(list(errors.values()), dtype=pl.String), default=None)
     if TRACE_ERROR in raw.columns:
-        found = pl.coalesce(pl.col(TRACE_ERROR), found)
+        found = raw[TRACE_ERROR].fill_null(found)
     return raw.with_columns(found.alias(TRACE_ERROR))
 
 
@@ -589,8 +595,8 @@ class LineParser:
         # follows (normalize).
         crashed = {owner: head for owner, head in crash_reports(owners, texts, json_lines).items() if owner in found}
         if crashed and each_line_a_record:
-            heads = {owner: head for owner, (head, _) in crashed.items()}
-            owners = {line: heads.get(owner, owner) for line, owner in owners.items() if line not in heads.values()}
+            head_of = {owner: head for owner, (head, _) in crashed.items()}
+            owners = {line: head_of.get(owner, owner) for line, owner in owners.items() if line not in head_of.values()}
             found = exceptions_by_owner(owners, texts)
             crashed = {}
         heads = {line for line, _ in crashed.values()}

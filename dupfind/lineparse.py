@@ -24,6 +24,7 @@ LAMBDA_PREFIX = re.compile(
     rf"|(?P<ts2>{_ISO_Z})[\t ](?P<rid2>{_UUID})[\t ](?:(?P<level2>[A-Z]+)\t)?)"
 )
 AWS_REQUEST_ID = "aws_request_id"
+LEVEL_FIELD = "_leading_level"  # a line's level word after its leading time, or in brackets (normalize, crashes)
 PLAIN_NAME = "_plain_name"  # what names a free-text line's kind: its text after the time and level word (normalize)
 # The runtime's lines around each invocation, without a time of their own: `START RequestId: <id>
 # Version: 14`, `END RequestId: <id>`, `REPORT RequestId: <id>\tDuration: ...`. Their request id
@@ -71,7 +72,7 @@ def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
         fields = {"_leading_ts": found.group("ts") or found.group("ts2"), AWS_REQUEST_ID: found.group("rid") or found.group("rid2")}
         level = found.group("level") or found.group("level2")
         if level:
-            fields["_leading_level"] = level
+            fields[LEVEL_FIELD] = level
         return fields, found.end(), found.end()
     found = LEADING_TS.match(text)
     if not found:
@@ -79,7 +80,7 @@ def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
     fields = {"_leading_ts": found.group("ts")}
     level = LEADING_LEVEL.match(text, found.end())
     if level:
-        fields["_leading_level"] = level.group("level")
+        fields[LEVEL_FIELD] = level.group("level")
     return fields, found.end(), level.end() if level else found.end()
 
 
@@ -97,7 +98,7 @@ def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None
         record = {"_plain_message": text.strip()}
         bracketed = BRACKETED_LEVEL.match(text)
         if bracketed:
-            record["_leading_level"] = bracketed.group("level")
+            record[LEVEL_FIELD] = bracketed.group("level")
         record[PLAIN_NAME] = text[bracketed.end() if bracketed else 0:].strip()
         invocation = LAMBDA_INVOCATION_LINE.match(text)
         if invocation:

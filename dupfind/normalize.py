@@ -10,7 +10,7 @@ import polars as pl
 
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
-from dupfind.lineparse import PLAIN_NAME
+from dupfind.lineparse import LEVEL_FIELD, PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.stack_lines import QUIET_LEVELS, exception_of
@@ -27,7 +27,7 @@ ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from it
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
 KIND_NAME = "__kind_name"  # the text a record's kind is named by, where it is not its `name` (_classify)
-LEADING_LEVEL = "_leading_level"  # a text line's level word after its leading time (lineparse)
+LEADING_LEVEL = LEVEL_FIELD  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
 # The exception a stack trace after the record reports (stack_lines.exception_of): `stack_trace`.
 TRACE_ERROR = "_trace_error"

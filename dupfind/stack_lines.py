@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import polars as pl
+
 from dupfind.lineparse import LEADING_TS, LOGFMT_PAIR, parse_logfmt
 
 # A line that begins or goes on with a stack trace wherever it stands after a record: indented (a
@@ -28,6 +30,9 @@ _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
+# The first line of what a runtime prints when an exception ends the process: Python's excepthook,
+# Go's unrecovered panic and fatal runtime error (dupfind.crashes).
+CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{_CRASH_LINE.pattern}")
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 QUIET_LEVELS = ("trace", "debug", "info", "information", "informational", "notice", "verbose",
@@ -119,3 +124,17 @@ def exceptions_by_owner(owners: dict[int, int], texts: dict[int, str]) -> dict[i
             traces.setdefault(owners[line], []).append(text)
     found = {owner: exception_of(lines) for owner, lines in traces.items()}
     return {owner: text for owner, text in found.items() if text is not None}
+
+
+def values_at_lines(lines: pl.Series, by_line: dict[int, object], dtype: pl.DataType) -> pl.Series | None:
+    """A column beside `lines` (a block's record lines) holding `by_line`'s value on each line it
+    names (the exception of the trace after a record, a crash report after it), null elsewhere;
+    None when it names none of them."""
+    low, high = lines.min(), lines.max()
+    inside = [line for line in by_line if low is not None and low <= line <= high]  # (the block's other raws' lines)
+    if not inside:
+        return None
+    at = lines.is_in(pl.Series(inside, dtype=lines.dtype).implode()).arg_true()
+    if not len(at):
+        return None
+    return pl.repeat(None, lines.len(), dtype=dtype, eager=True).scatter(at, [by_line[line] for line in lines.gather(at).to_list()])
