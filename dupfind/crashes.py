@@ -76,8 +76,9 @@ def crash_records(owners: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.Da
 def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
     """The assembled table (copies counted once), each crash report's record (its first line, with
     the exception of the trace after it, of kind `other`) made a `worker_exit` where nothing of its
-    worker follows it in its file, or what follows is the worker starting again (its restart's
-    banner): a worker that goes on with its work printed a traceback and lived. A report that
+    worker follows it in its file, or the first of its worker's records that follow and are not of
+    kind `other` is the worker starting again (its restart's banner, after its connections' lines):
+    a worker that goes on with its work printed a traceback and lived. A report that
     names no worker (the runtime's lines on stderr, in a pod's log beside its JSON records) is the
     worker's of the record before it in its file."""
     if "stack_trace" not in table.columns or table["stack_trace"].null_count() == table.height:
@@ -102,12 +103,15 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
         named, left_on="line", right_on="prev_line", by="source", strategy="backward", allow_exact_matches=False,
         check_sortedness=False,
     ).select("row", "source", "line", worker=pl.coalesce("worker_id", "prev_worker"))
-    following = candidates.with_columns(pl.col("worker").fill_null("")).join_asof(
-        rows.select("source", worker=pl.col("worker_id").fill_null(""), next_line="line", next_kind="kind"),
-        left_on="line", right_on="next_line", by=["source", "worker"], strategy="forward", allow_exact_matches=False,
-        check_sortedness=False,
-    )
-    ended = following.filter(pl.col("next_kind").is_null() | (pl.col("next_kind") == "worker_start"))
+    after = rows.select("source", worker=pl.col("worker_id").fill_null(""), next_line="line", next_kind="kind")
+    following = candidates.with_columns(pl.col("worker").fill_null(""))
+    for kept, name in ((after, "next_kind"), (after.filter(pl.col("next_kind") != "other"), "next_work")):
+        following = following.join_asof(
+            kept.rename({"next_kind": name}), left_on="line", right_on="next_line", by=["source", "worker"],
+            strategy="forward", allow_exact_matches=False, check_sortedness=False,
+        ).drop("next_line")
+    # The restart's own lines (`connected to redis`) may come before its banner.
+    ended = following.filter(pl.col("next_kind").is_null() | (pl.col("next_work") == "worker_start"))
     if not ended.height:
         return table
     crashed = ended["row"].cast(pl.Int64)

@@ -25,6 +25,16 @@ _COMPLETED_NAME = (r"(?:sent|delivered|deducted|decremented|charged|captured|cre
 _NOT_COMPLETED = r"\bnot[ _](?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)\b"
 
 _PAIR = r"\b[A-Za-z_][\w.]*=\S*"
+# A failure's status and error (lower-cased) that name the HTTP status a provider answered with: its
+# status field (`status=503`), an HTTP client's error (`"statusCode":503`, `Request failed with status
+# code 503`, `503 Server Error: ...`, httpx's `Server error '503 Service Unavailable'`, `Postmark
+# responded 503`).
+_HTTP_ERROR_ANSWERS = (
+    r"^([45]\d\d)\b",
+    r"(?:status|code|responded(?: with)?|returned|http(?:/[\d.]+)?)[\"':=\s]{0,3}([45]\d\d)\b",
+    r"\b([45]\d\d) (?:server|client) error\b",
+    r"\berror\W{1,3}([45]\d\d)\b",
+)
 
 COUNTED = ("success", "uncertain")
 # The confidences of a duplicate that count as harmful (duplicate_effects' `confidence`).
@@ -100,16 +110,47 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     requests = effects.filter(pl.col("role") == "request")
     requests = requests.with_columns(own_outcome=_outcomes(requests, own))
     requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
+    requests = requests.join(_failed_answers(table), on="rid", how="left")
     outcome = pl.coalesce(
         pl.col("result_outcome"),
         pl.when(pl.col("own_outcome").is_not_null()).then(pl.col("own_outcome")),
         pl.when(pl.col("completed_name")).then(pl.lit("success")),
+        pl.col("failed_answer"),
         pl.lit("uncertain"),
     )
     protected = ~pl.col("provider_idempotency").cast(pl.String).fill_null("").str.to_lowercase().str.strip_chars().is_in(
         ["", "false", "0", "no", "none", "null", "off"]
     )
     return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
+
+
+def _failed_answers(table: pl.DataFrame) -> pl.DataFrame:
+    """rid of each side-effect request the next record of its execution is a failure naming the
+    HTTP status the provider answered with (a job framework's `job failed` with its HTTP client's
+    error, where the app logs no answer of its own), and the outcome that status says: a conflict
+    a replay, a timeout uncertain, any other error rejected (not done)."""
+    empty = pl.DataFrame(schema={"rid": table.schema["rid"], "failed_answer": pl.String})
+    if "error" not in table.columns or "exec_id" not in table.columns:
+        return empty
+    fails = table.filter((pl.col("kind") == "fail") & pl.col("exec_id").is_not_null())
+    if not fails.height:
+        return empty
+    text = pl.concat_str([pl.col("status").cast(pl.String).fill_null(""), pl.col("error").cast(pl.String).fill_null("")],
+                         separator=" ").str.to_lowercase()
+    code = pl.coalesce(*[text.str.extract(pattern, 1) for pattern in _HTTP_ERROR_ANSWERS]).cast(pl.Int32)
+    fails = fails.select("rid", "exec_id", code=code).filter(pl.col("code").is_not_null())
+    if not fails.height:
+        return empty
+    runs = (
+        table.filter(pl.col("exec_id").is_in(fails["exec_id"].unique().implode()))
+        .select("rid", "exec_id", "ts", "source", "line", kind=pl.col("kind").cast(pl.String))
+        .sort("exec_id", "ts", "source", "line")
+        .with_columns(before=pl.col("rid").shift(1), before_kind=pl.col("kind").shift(1), same=pl.col("exec_id").shift(1) == pl.col("exec_id"))
+    )
+    answered = runs.join(fails.select("rid", "code"), on="rid").filter(pl.col("same") & (pl.col("before_kind") == "side_effect"))
+    outcome = (pl.when(pl.col("code") == 409).then(pl.lit("replay"))
+               .when(pl.col("code").is_in([408, 504])).then(pl.lit("uncertain")).otherwise(pl.lit("rejected")))
+    return answered.select(rid=pl.col("before").cast(table.schema["rid"]), failed_answer=outcome).unique("rid", keep="first")
 
 
 def _effect_names(effects: pl.DataFrame) -> pl.Series:

@@ -18,9 +18,14 @@ _TRACE_LINE = (
     r"|During handling of the above exception|The above exception was the direct cause"
     r"|Caused by: |Exception in thread "
     r"|panic: |fatal error: |goroutine \d+ \["
+    # Node's: the event an unhandled error came from, the version it ends with, an error's fields' brace.
+    r"|Emitted '[^']+' event |Node\.js v\d+\.\d+\.\d+$|[}\]]+$"
 )
 # An exception's own line (Python's last line, a JVM trace's first): a class name and its message.
-_EXCEPTION_LINE = r"[A-Za-z_$][\w$.]*(?:Error|Exception|Throwable|Exit|Interrupt|Warning|Fault|Exceeded)(?::|$)"
+# Bare `Error: ...` (Node's, JavaScript's) and `Exception: ...` (Python's `raise Exception(...)`) too,
+# and Node's `SystemError [ERR_X]: ...`, `[UnhandledPromiseRejection: ...]`.
+_EXCEPTION_LINE = (r"\[?(?:[A-Za-z_$][\w$.]*)?(?:Error|Exception|Throwable|Exit|Interrupt|Warning|Fault|Exceeded|Rejection)"
+                   r"(?: \[[A-Z][A-Z0-9_]*\])?(?::|$)")
 TRACE_LINE = re.compile(_TRACE_LINE)
 EXCEPTION_LINE = re.compile(_EXCEPTION_LINE)
 # For polars (one pass over a block: most blocks hold none, and are not looked at line by line).
@@ -30,9 +35,13 @@ _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
+# Node's first line of an uncaught exception's report: the script and line that threw (then its
+# source line, a caret, the error and its stack, `Node.js v20.18.1`); node's own code for an
+# unhandled promise rejection (`node:internal/process/promises:391`).
+_NODE_HEADER = re.compile(r"(?:node:internal/[\w/]+|(?:file://)?(?:/|[A-Za-z]:\\|\./)?[^\s:]+\.[cm]?[jt]sx?):\d+$")
 # The first line of what a runtime prints when an exception ends the process: Python's excepthook,
-# Go's unrecovered panic and fatal runtime error (dupfind.crashes).
-CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{_CRASH_LINE.pattern}")
+# Go's unrecovered panic and fatal runtime error, Node's uncaught exception (dupfind.crashes).
+CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{_CRASH_LINE.pattern}|{_NODE_HEADER.pattern}")
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 QUIET_LEVELS = ("trace", "debug", "info", "information", "informational", "notice", "verbose",
@@ -94,8 +103,9 @@ def trace_owners(lines: Iterable[tuple[int, str | None, object]], each_line_a_re
 def exception_of(texts: Iterable[str]) -> str | None:
     """The exception a stack trace reports (its lines in order), None when it names none: Python's
     line after its last `Traceback` header's frames (the exception raised last, its message's
-    first line), else the first line that names an exception (a JVM trace's first line, without
-    `Exception in thread "main" `) or a Go panic. Not a frame's function name (zap's stack). A
+    first line), Node's line after its report's source line and caret, else the first line that
+    names an exception (a JVM trace's first line, without `Exception in thread "main" `) or a Go
+    panic. Not a frame's function name (zap's stack). A
     Python trace without its last line takes the exception named right before it (Lambda's
     `[ERROR] KeyError: 'x'` then its traceback)."""
     texts = [text.rstrip() for text in texts]
@@ -106,6 +116,9 @@ def exception_of(texts: Iterable[str]) -> str | None:
         if found is None and starts[0] > 0:  # Lambda's runtime names it before: `[ERROR] KeyError: 'x'`
             before = _LEVEL_PREFIX.sub("", texts[starts[0] - 1], count=1)
             found = before if EXCEPTION_LINE.match(before) else None
+    elif texts and _NODE_HEADER.match(texts[0]):  # the error: the first line after the source line's caret
+        caret = next((i for i, text in enumerate(texts[:4]) if text.strip() == "^"), 0)
+        found = next((text for text in texts[caret + 1:] if text and not text[0].isspace()), None)
     else:
         found = next((
             _THREAD_PREFIX.sub("", text, count=1) for text in texts

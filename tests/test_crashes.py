@@ -37,6 +37,30 @@ goroutine 27 [running]:
 main.(*Sender).record(0x0, {0xc0002a4000, 0x24})
 \t/app/cmd/pusher/sender.go:88 +0x3e"""
 
+NODE_REPORT = """\
+/app/node_modules/pg/lib/client.js:132
+      const error = this._ending ? new Error('Connection terminated') : new Error('Connection terminated unexpectedly')
+                                                                        ^
+
+Error: Connection terminated unexpectedly
+    at Connection.<anonymous> (/app/node_modules/pg/lib/client.js:132:73)
+    at Socket.emit (node:events:519:28)
+Emitted 'error' event on Client instance at:
+    at Client._handleErrorEvent (/app/node_modules/pg/lib/client.js:319:10)
+    [... lines matching original stack trace ...]
+
+Node.js v20.18.1"""
+NODE_REJECTION = """\
+node:internal/process/promises:391
+    triggerUncaughtException(err, true /* fromPromise */);
+    ^
+
+[UnhandledPromiseRejection: This error originated either by throwing inside of an async function without a catch block, or by rejecting a promise which was not handled with .catch(). The promise rejected with the reason "lock lost".] {
+  code: 'ERR_UNHANDLED_REJECTION'
+}
+
+Node.js v20.18.1"""
+
 
 def _json(ms: int, event: str, level: str = "info", **fields) -> str:
     return json.dumps({"ts": f"2026-12-03T14:02:11.{ms:03d}Z", "level": level, "event": event, "worker": "w-1",
@@ -55,6 +79,10 @@ def _read(tmp_path: Path, text: str, name: str = "worker.log"):
 @pytest.mark.parametrize("report, exception", [
     (TRACEBACK, "psycopg2.OperationalError: server closed the connection unexpectedly"),
     (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
+    (NODE_REPORT, "Error: Connection terminated unexpectedly"),
+    (NODE_REJECTION, "[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
+                     "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
+                     "The promise rejected with the reason \"lock lost\".] {"),
 ])
 def test_a_crash_report_after_the_last_json_line_is_the_workers_exit(tmp_path, report, exception):
     lines = [_json(100, "job_started"), _json(300, "email_sent"), report]
@@ -79,6 +107,34 @@ def test_a_restart_banner_after_the_traceback_confirms_the_crash(tmp_path):
     lines = [_json(100, "job_started"), TRACEBACK, _json(950, "worker_started", job_id=None)]
     _, rows = _read(tmp_path, "\n".join(lines))
     assert rows[2]["kind"] == "worker_exit" and rows[9]["kind"] == "worker_start"
+
+
+def test_the_restarts_own_lines_before_its_banner_confirm_the_crash(tmp_path):
+    """Node's worker restarted by Docker logs `connected to redis`, then `worker ready`."""
+    lines = [_json(100, "job_started"), NODE_REPORT, _json(950, "connected to redis", job_id=None),
+             _json(961, "worker_ready", job_id=None)]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    crash = len(NODE_REPORT.splitlines()) + 1
+    assert rows[2]["kind"] == "worker_exit" and (rows[crash + 1]["kind"], rows[crash + 2]["kind"]) == ("other", "worker_start")
+
+
+def test_a_worker_that_goes_on_with_its_jobs_after_other_lines_did_not_crash(tmp_path):
+    lines = [_json(100, "job_started"), TRACEBACK, _json(300, "heartbeat", job_id=None), _json(900, "job_started", job_id="j-2")]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    assert rows[2]["kind"] == "other" and not any(row["kind"] == "worker_exit" for row in rows.values())
+
+
+def test_a_node_crash_in_a_container_log_of_timed_lines_is_the_workers_exit(tmp_path):
+    """The kubelet's CRI lines (each with its time and stream): the report's first line is the record."""
+    def cri(ms: int, stream: str, text: str) -> str:
+        return f"2026-12-03T14:02:11.{ms:03d}000000Z {stream} F {text}"
+    lines = [cri(100, "stdout", _json(100, "job_started")), cri(300, "stdout", _json(300, "email_sent"))]
+    lines += [cri(400 + i, "stderr", text) for i, text in enumerate(NODE_REPORT.splitlines())]
+    _, rows = _read(tmp_path, "\n".join(lines), name="0.log")
+    crash = rows[3]
+    assert crash["kind"] == "worker_exit" and crash["message"] == NODE_REPORT.splitlines()[0]
+    assert crash["stack_trace"] == "Error: Connection terminated unexpectedly"
+    assert [row["kind"] for row in rows.values()].count("worker_exit") == 1 and max(rows) == 3
 
 
 def test_another_workers_lines_after_it_do_not_keep_it_alive(tmp_path):

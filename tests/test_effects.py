@@ -127,3 +127,29 @@ def test_a_provider_saying_it_knew_the_key_is_still_a_replay():
          "status": "200"},
     ])
     assert side_effect_requests(table).sort("rid")["outcome"].to_list() == ["replay", "success"]
+
+
+def test_a_failure_right_after_a_request_naming_the_providers_http_error_is_its_answer():
+    """BullMQ's `job failed` with the HTTP client's error, the app logging no answer of its own: the
+    status the provider answered with decides (an error not done, a conflict a replay, a timeout
+    uncertain); a failure after another record, or naming no status, leaves the request uncertain."""
+    error = '{"type":"Error","message":"Postmark responded 503 Service Unavailable","statusCode":503}'
+    table = _table([
+        {"exec_id": 10, "name": "sending email", "action": "email"},
+        {"exec_id": 10, "kind": "fail", "name": "job failed", "error": error},
+        {"exec_id": 11, "name": "sending email", "action": "email"},
+        {"exec_id": 11, "kind": "fail", "name": "job failed", "error": "AxiosError: Request failed with status code 409"},
+        {"exec_id": 12, "name": "sending email", "action": "email"},
+        {"exec_id": 12, "kind": "fail", "name": "job failed", "error": "httpx.HTTPStatusError: Server error '504 Gateway Timeout'"},
+        {"exec_id": 13, "name": "sending email", "action": "email"},
+        {"exec_id": 13, "kind": "commit", "name": "status updated"},
+        {"exec_id": 13, "kind": "fail", "name": "job failed", "error": "requests.HTTPError: 500 Server Error: for url"},
+        {"exec_id": 14, "name": "sending email", "action": "email"},
+        {"exec_id": 14, "kind": "fail", "name": "job failed", "error": "error: relation \"notifications\" does not exist"},
+        {"exec_id": 15, "name": "sending email", "action": "email"},
+        {"exec_id": 15, "kind": "fail", "name": "job failed", "status": "503"},
+    ])
+    requests = side_effect_requests(table).sort("rid")
+    assert requests.select("exec_id", "outcome").rows() == [
+        (10, "rejected"), (11, "replay"), (12, "uncertain"), (13, "uncertain"), (14, "uncertain"), (15, "rejected"),
+    ]

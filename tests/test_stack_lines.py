@@ -95,7 +95,9 @@ def test_a_record_read_apart_takes_a_trace_and_a_break_ends_one():
 
 def test_polars_check_finds_the_lines_python_s_patterns_do():
     # ANY_TRACE_LINE is run by polars (Rust's regex) on a whole block before any line is looked at.
-    lines = pl.Series([*PYTHON.split("\n"), *GO_PANIC.split("\n"), *ZAP_STACK.split("\n")])
+    node = ["/app/worker.js:42", "      throw err;", "      ^", "Error: boom", "Emitted 'error' event on Client instance at:",
+            "Node.js v20.18.1", "}", "[UnhandledPromiseRejection: x] {", "SystemError [ERR_TTY_INIT_FAILED]: x"]
+    lines = pl.Series([*PYTHON.split("\n"), *GO_PANIC.split("\n"), *ZAP_STACK.split("\n"), *node])
     found = lines.str.contains(ANY_TRACE_LINE).to_list()
     assert found == [bool(TRACE_LINE.match(line) or EXCEPTION_LINE.match(line)) for line in lines]
     assert sum(found) >= 10
@@ -138,6 +140,12 @@ Caused by: org.postgresql.util.PSQLException: canceling statement due to lock ti
     ("[ERROR] KeyError: 'order_shipped_v2'\nTraceback (most recent call last):\n  File \"/var/task/handler.py\", line 57, in handler",
      "KeyError: 'order_shipped_v2'"),
     ("[INFO] retrying\nTraceback (most recent call last):\n  File \"/var/task/handler.py\", line 57, in handler", None),
+    # Node: the line after the source line and its caret, even where the source line is not indented
+    ("/app/worker.mjs:12\nawait main();\n^\n\nTypeError: Cannot read properties of undefined (reading 'id')\n"
+     "    at main (file:///app/worker.mjs:9:21)\n\nNode.js v22.11.0", "TypeError: Cannot read properties of undefined (reading 'id')"),
+    ("node:internal/process/promises:391\n    triggerUncaughtException(err, true /* fromPromise */);\n    ^\n\n"
+     "Error: Redis connection lost\n    at RedisConnection.handleClose (/app/node_modules/bullmq/dist/cjs/classes/redis-connection.js:102:15)",
+     "Error: Redis connection lost"),
 ])
 def test_the_exception_a_trace_reports(text, exception):
     lines = text.split("\n")
