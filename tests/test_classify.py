@@ -139,3 +139,21 @@ def test_a_block_of_many_keys_is_classified_without_the_memo():
 ])
 def test_a_workers_own_start_in_words_is_not_a_jobs(name, kind):
     assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == [kind]
+
+
+@pytest.mark.parametrize("name", [
+    # RabbitMQ 3.10's log when a consumer held a delivery past consumer_timeout, and the channel exception
+    "[warning] <0.698.0> Consumer 4 on channel 1 has timed out waiting for delivery acknowledgement. Timeout used: "
+    "15000 ms. This timeout value can be configured, see consumers doc guide to learn more",
+    "[error] <0.698.0> operation none caused a channel exception precondition_failed: delivery acknowledgement on "
+    "channel 1 timed out. Timeout value used: 15000 ms. This timeout value can be configured, see consumers doc guide "
+    "to learn more",
+    # Celery 5's worker on that channel close (the message's name is not a failure of a job)
+    "Unrecoverable error: PreconditionFailed(406, 'PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed "
+    "out. Timeout value used: 15000 ms. This timeout value can be configured, see consumers doc guide to learn "
+    "more', (0, 0), '')",
+    # RabbitMQ 3.8's wording
+    "PRECONDITION_FAILED - consumer ack timed out on channel 1",
+])
+def test_rabbitmqs_consumer_timeout_is_the_brokers_lease_expiry(name):
+    assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == ["lease_expired"]
