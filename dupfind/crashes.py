@@ -85,7 +85,8 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
         return table
     # Only the few rows with a stack trace, and the files that hold them, are cast and looked at.
     at = table["stack_trace"].is_not_null().arg_true()
-    at = at.filter(table["kind"].gather(at).cast(pl.String) == "other")
+    # (A report's first line read as a line of text may say a failure: `PHP Fatal error: ...`.)
+    at = at.filter(table["kind"].gather(at).cast(pl.String).is_in(["other", "fail"]))
     messages = table["message"].gather(at)
     if messages.dtype != pl.String:
         messages = texts.decode(messages)

@@ -73,6 +73,7 @@ from dupfind.sources import (
 )
 from dupfind.stack_lines import (
     ANY_TRACE_LINE,
+    CRASH_HEADER,
     TRACE_BREAK,
     exception_of,
     exceptions_by_owner,
@@ -585,6 +586,10 @@ class LineParser:
         owners = trace_owners((e for e in keyed if e[2] not in backward), each_line_a_record)
         if backward:
             owners.update(trace_owners((e for e in reversed(keyed) if e[2] in backward), each_line_a_record))
+        if each_line_a_record:  # a crash report of one line, a record of its own (PHP's fatal error)
+            heads = set(owners.values())
+            errors.update((line, found) for line, text, _ in entries if text and line not in owners and line not in heads
+                          and CRASH_HEADER.match(text) and (found := exception_of([text])) is not None)
         if not owners:
             return rows
         texts = {line: text for line, text, _ in entries if text}

@@ -20,28 +20,41 @@ _TRACE_LINE = (
     r"|panic: |fatal error: |goroutine \d+ \["
     # Node's: the event an unhandled error came from, the version it ends with, an error's fields' brace.
     r"|Emitted '[^']+' event |Node\.js v\d+\.\d+\.\d+$|[}\]]+$"
+    # .NET's unhandled exception, PHP's fatal error (one line: what ends the script), Ruby's
+    # uncaught exception (`/app/worker.rb:42:in `deliver': ... (NoMethodError)`, then `\tfrom` lines).
+    r"|Unhandled exception\. |(?:PHP )?Fatal error: |\S+\.rb:\d+:in [`'][^`']*': .* \([A-Z][\w:]*\)$"
+    r"|Stack trace:$|#\d+ (?:/|\{main\}|\[internal function\])"  # PHP's frames after an uncaught exception
 )
 # An exception's own line (Python's last line, a JVM trace's first): a class name and its message.
 # Bare `Error: ...` (Node's, JavaScript's) and `Exception: ...` (Python's `raise Exception(...)`) too,
-# and Node's `SystemError [ERR_X]: ...`, `[UnhandledPromiseRejection: ...]`.
+# and Node's `SystemError [ERR_X]: ...`, `[UnhandledPromiseRejection: ...]`, .NET's HRESULT
+# (`Npgsql.NpgsqlException (0x80004005): ...`).
 _EXCEPTION_LINE = (r"\[?(?:[A-Za-z_$][\w$.]*)?(?:Error|Exception|Throwable|Exit|Interrupt|Warning|Fault|Exceeded|Rejection)"
-                   r"(?: \[[A-Z][A-Z0-9_]*\])?(?::|$)")
+                   r"(?: \[[A-Z][A-Z0-9_]*\]| \(0x[0-9A-Fa-f]{8}\))?(?::|$)")
 TRACE_LINE = re.compile(_TRACE_LINE)
 EXCEPTION_LINE = re.compile(_EXCEPTION_LINE)
 # For polars (one pass over a block: most blocks hold none, and are not looked at line by line).
 ANY_TRACE_LINE = f"^(?:{_TRACE_LINE}|{_EXCEPTION_LINE})"
 TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong line, rejected)
 _PYTHON_HEADER = "Traceback (most recent call last):"
-_THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" ')
+_THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" |Unhandled exception\. ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
 # Node's first line of an uncaught exception's report: the script and line that threw (then its
 # source line, a caret, the error and its stack, `Node.js v20.18.1`); node's own code for an
 # unhandled promise rejection (`node:internal/process/promises:391`).
 _NODE_HEADER = re.compile(r"(?:node:internal/[\w/]+|(?:file://)?(?:/|[A-Za-z]:\\|\./)?[^\s:]+\.[cm]?[jt]sx?):\d+$")
+# .NET's (`Unhandled exception. System.InvalidOperationException: ...`, then `   at` frames: on any
+# thread, it ends the process), PHP's fatal error (`PHP Fatal error:  Allowed memory size of ...
+# exhausted ...`, `PHP Fatal error:  Uncaught RuntimeException: ...`), Ruby's uncaught exception.
+_DOTNET_HEADER = re.compile(r"Unhandled exception\. \S")
+_PHP_FATAL = re.compile(r"(?:PHP )?Fatal error: +(?P<error>\S.*)")
+_RUBY_HEADER = re.compile(r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$")
 # The first line of what a runtime prints when an exception ends the process: Python's excepthook,
-# Go's unrecovered panic and fatal runtime error, Node's uncaught exception (dupfind.crashes).
-CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{_CRASH_LINE.pattern}|{_NODE_HEADER.pattern}")
+# Go's unrecovered panic and fatal runtime error, Node's, .NET's, PHP's and Ruby's (dupfind.crashes).
+CRASH_HEADER = re.compile("|".join(
+    [re.escape(_PYTHON_HEADER), *(header.pattern for header in (_CRASH_LINE, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER))]
+))
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 QUIET_LEVELS = ("trace", "debug", "info", "information", "informational", "notice", "verbose",
@@ -103,9 +116,10 @@ def trace_owners(lines: Iterable[tuple[int, str | None, object]], each_line_a_re
 def exception_of(texts: Iterable[str]) -> str | None:
     """The exception a stack trace reports (its lines in order), None when it names none: Python's
     line after its last `Traceback` header's frames (the exception raised last, its message's
-    first line), Node's line after its report's source line and caret, else the first line that
-    names an exception (a JVM trace's first line, without `Exception in thread "main" `) or a Go
-    panic. Not a frame's function name (zap's stack). A
+    first line), Node's line after its report's source line and caret, PHP's fatal error, Ruby's
+    uncaught exception (`NoMethodError: undefined method ...`), else the first line that names an
+    exception (a JVM trace's first line, without `Exception in thread "main" `; .NET's, without
+    `Unhandled exception. `) or a Go panic. Not a frame's function name (zap's stack). A
     Python trace without its last line takes the exception named right before it (Lambda's
     `[ERROR] KeyError: 'x'` then its traceback)."""
     texts = [text.rstrip() for text in texts]
@@ -116,6 +130,10 @@ def exception_of(texts: Iterable[str]) -> str | None:
         if found is None and starts[0] > 0:  # Lambda's runtime names it before: `[ERROR] KeyError: 'x'`
             before = _LEVEL_PREFIX.sub("", texts[starts[0] - 1], count=1)
             found = before if EXCEPTION_LINE.match(before) else None
+    elif texts and (fatal := _PHP_FATAL.match(texts[0])):
+        found = "Fatal error: " + fatal["error"]
+    elif texts and (uncaught := _RUBY_HEADER.match(texts[0])):
+        found = f"{uncaught['exception']}: {uncaught['message']}"
     elif texts and _NODE_HEADER.match(texts[0]):  # the error: the first line after the source line's caret
         caret = next((i for i, text in enumerate(texts[:4]) if text.strip() == "^"), 0)
         found = next((text for text in texts[caret + 1:] if text and not text[0].isspace()), None)
@@ -129,8 +147,13 @@ def exception_of(texts: Iterable[str]) -> str | None:
 
 def exceptions_by_owner(owners: dict[int, int], texts: dict[int, str]) -> dict[int, str]:
     """Each record a stack trace went on with (`owners`: a trace's line -> its record's line) ->
-    the exception that trace reports (exception_of), from the traces' `texts` by line."""
+    the exception that trace reports (exception_of), from the traces' `texts` by line; a record
+    that is a crash report's first line (.NET's `Unhandled exception. X: ...`) is read with it."""
     traces: dict[int, list[str]] = {}
+    for owner in set(owners.values()):  # a crash report's first line, a record, may name its exception
+        text = texts.get(owner)
+        if text is not None and CRASH_HEADER.match(text):
+            traces[owner] = [text]
     for line in sorted(owners, key=lambda line: abs(line - owners[line])):  # a trace read newest first too
         text = texts.get(line)
         if text is not None:

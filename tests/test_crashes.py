@@ -61,6 +61,25 @@ node:internal/process/promises:391
 
 Node.js v20.18.1"""
 
+DOTNET_REPORT = """\
+Unhandled exception. Npgsql.NpgsqlException (0x80004005): Exception while reading from stream
+ ---> System.IO.EndOfStreamException: Attempted to read past the end of the stream.
+   at Npgsql.Internal.NpgsqlReadBuffer.<Ensure>g__EnsureLong|55_0(NpgsqlReadBuffer buffer, Int32 count, Boolean async)
+   --- End of inner exception stack trace ---
+   at Notifier.Worker.MarkSentAsync(Guid notificationId) in /src/Notifier/Worker.cs:line 88"""
+PHP_FATAL = ("PHP Fatal error:  Allowed memory size of 134217728 bytes exhausted (tried to allocate 20480 bytes) in "
+             "/var/www/vendor/guzzlehttp/psr7/src/Stream.php on line 123")
+PHP_UNCAUGHT = """\
+PHP Fatal error:  Uncaught PDOException: SQLSTATE[HY000]: General error: 2006 MySQL server has gone away in /var/www/app/Jobs/SendConfirmation.php:42
+Stack trace:
+#0 /var/www/app/Jobs/SendConfirmation.php(42): PDOStatement->execute()
+#1 {main}
+  thrown in /var/www/app/Jobs/SendConfirmation.php on line 42"""
+RUBY_REPORT = """\
+/app/lib/mailer_consumer.rb:57:in `mark_sent': undefined method `[]' for nil:NilClass (NoMethodError)
+\tfrom /app/lib/mailer_consumer.rb:31:in `block in run'
+\tfrom /app/bin/consumer:12:in `<main>'"""
+
 
 def _json(ms: int, event: str, level: str = "info", **fields) -> str:
     return json.dumps({"ts": f"2026-12-03T14:02:11.{ms:03d}Z", "level": level, "event": event, "worker": "w-1",
@@ -83,6 +102,10 @@ def _read(tmp_path: Path, text: str, name: str = "worker.log"):
     (NODE_REJECTION, "[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
                      "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
                      "The promise rejected with the reason \"lock lost\".] {"),
+    (DOTNET_REPORT, "Npgsql.NpgsqlException (0x80004005): Exception while reading from stream"),
+    (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
+    (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
+    (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
 ])
 def test_a_crash_report_after_the_last_json_line_is_the_workers_exit(tmp_path, report, exception):
     lines = [_json(100, "job_started"), _json(300, "email_sent"), report]
@@ -124,17 +147,25 @@ def test_a_worker_that_goes_on_with_its_jobs_after_other_lines_did_not_crash(tmp
     assert rows[2]["kind"] == "other" and not any(row["kind"] == "worker_exit" for row in rows.values())
 
 
-def test_a_node_crash_in_a_container_log_of_timed_lines_is_the_workers_exit(tmp_path):
+@pytest.mark.parametrize("report, exception", [
+    (NODE_REPORT, "Error: Connection terminated unexpectedly"),
+    (DOTNET_REPORT, "Npgsql.NpgsqlException (0x80004005): Exception while reading from stream"),
+    (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
+    (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
+    (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
+])
+def test_a_crash_in_a_container_log_of_timed_lines_is_the_workers_exit(tmp_path, report, exception):
     """The kubelet's CRI lines (each with its time and stream): the report's first line is the record."""
     def cri(ms: int, stream: str, text: str) -> str:
         return f"2026-12-03T14:02:11.{ms:03d}000000Z {stream} F {text}"
     lines = [cri(100, "stdout", _json(100, "job_started")), cri(300, "stdout", _json(300, "email_sent"))]
-    lines += [cri(400 + i, "stderr", text) for i, text in enumerate(NODE_REPORT.splitlines())]
-    _, rows = _read(tmp_path, "\n".join(lines), name="0.log")
+    lines += [cri(400 + i, "stderr", text) for i, text in enumerate(report.splitlines())]
+    file, rows = _read(tmp_path, "\n".join(lines), name="0.log")
     crash = rows[3]
-    assert crash["kind"] == "worker_exit" and crash["message"] == NODE_REPORT.splitlines()[0]
-    assert crash["stack_trace"] == "Error: Connection terminated unexpectedly"
+    assert crash["kind"] == "worker_exit" and crash["message"] == report.splitlines()[0]
+    assert crash["stack_trace"] == exception
     assert [row["kind"] for row in rows.values()].count("worker_exit") == 1 and max(rows) == 3
+    assert file.parsed + file.blank == file.lines
 
 
 def test_another_workers_lines_after_it_do_not_keep_it_alive(tmp_path):
@@ -148,6 +179,17 @@ def test_a_header_that_names_no_exception_is_no_crash_report(tmp_path):
     lines = [_json(100, "job_started"), "\n".join(TRACEBACK.splitlines()[:3])]
     file, rows = _read(tmp_path, "\n".join(lines))
     assert list(rows) == [1] and file.parsed == file.lines
+
+
+@pytest.mark.parametrize("line", [
+    "PHP Warning:  Undefined array key \"email\" in /var/www/app/Jobs/SendConfirmation.php on line 30",
+    "/app/lib/mailer_consumer.rb:57:in `mark_sent'",
+    "      An unhandled exception has occurred while executing the request.",
+])
+def test_a_runtimes_warning_or_a_frame_alone_is_no_crash_report(tmp_path, line):
+    lines = [_json(100, "job_started"), line]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    assert not any(row["kind"] == "worker_exit" for row in rows.values())
 
 
 def test_a_threads_traceback_is_no_crash_report(tmp_path):

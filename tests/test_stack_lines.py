@@ -96,7 +96,11 @@ def test_a_record_read_apart_takes_a_trace_and_a_break_ends_one():
 def test_polars_check_finds_the_lines_python_s_patterns_do():
     # ANY_TRACE_LINE is run by polars (Rust's regex) on a whole block before any line is looked at.
     node = ["/app/worker.js:42", "      throw err;", "      ^", "Error: boom", "Emitted 'error' event on Client instance at:",
-            "Node.js v20.18.1", "}", "[UnhandledPromiseRejection: x] {", "SystemError [ERR_TTY_INIT_FAILED]: x"]
+            "Node.js v20.18.1", "}", "[UnhandledPromiseRejection: x] {", "SystemError [ERR_TTY_INIT_FAILED]: x",
+            "Unhandled exception. System.InvalidOperationException: x", "PHP Fatal error:  Allowed memory size",
+            "Stack trace:", "#0 /var/www/app/Jobs/SendEmail.php(42): x()", "#1 {main}",
+            "/app/worker.rb:42:in `deliver': undefined method `id' for nil:NilClass (NoMethodError)",
+            "/app/worker.rb:42:in `deliver'", "#hashtag", "Unhandled exceptions are logged"]
     lines = pl.Series([*PYTHON.split("\n"), *GO_PANIC.split("\n"), *ZAP_STACK.split("\n"), *node])
     found = lines.str.contains(ANY_TRACE_LINE).to_list()
     assert found == [bool(TRACE_LINE.match(line) or EXCEPTION_LINE.match(line)) for line in lines]
@@ -146,6 +150,16 @@ Caused by: org.postgresql.util.PSQLException: canceling statement due to lock ti
     ("node:internal/process/promises:391\n    triggerUncaughtException(err, true /* fromPromise */);\n    ^\n\n"
      "Error: Redis connection lost\n    at RedisConnection.handleClose (/app/node_modules/bullmq/dist/cjs/classes/redis-connection.js:102:15)",
      "Error: Redis connection lost"),
+    # .NET, PHP, Ruby: what ends the process, the exception as its runtime names it
+    ("Unhandled exception. System.Net.Http.HttpRequestException: Connection refused (db:5432)\n"
+     "   at Npgsql.Internal.NpgsqlConnector.Open()\n   --- End of stack trace from previous location ---",
+     "System.Net.Http.HttpRequestException: Connection refused (db:5432)"),
+    ("PHP Fatal error:  Allowed memory size of 134217728 bytes exhausted (tried to allocate 20480 bytes) in "
+     "/var/www/vendor/guzzlehttp/psr7/src/Stream.php on line 123",
+     "Fatal error: Allowed memory size of 134217728 bytes exhausted (tried to allocate 20480 bytes) in "
+     "/var/www/vendor/guzzlehttp/psr7/src/Stream.php on line 123"),
+    ("/app/worker.rb:42:in `deliver': undefined method `id' for nil:NilClass (NoMethodError)\n"
+     "\tfrom /app/worker.rb:10:in `block in <main>'", "NoMethodError: undefined method `id' for nil:NilClass"),
 ])
 def test_the_exception_a_trace_reports(text, exception):
     lines = text.split("\n")
