@@ -14,6 +14,7 @@ import orjson
 from dupfind.lineparse import parse_logfmt, parse_plain
 from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset
 from dupfind.record_lines import joined_records
+from dupfind.stack_lines import EXCEPTION_LINE, TRACE_LINE
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_LINES = 50
@@ -56,13 +57,19 @@ def sample_end(head: bytes) -> int:
     return max(SAMPLE_BYTES, head.rfind(b"\n") + 1 if whole is None else whole)
 
 
-def _sample_lines(head: bytes) -> list[str]:
+def _sample_lines(head: bytes, strip: bool = True) -> list[str]:
     end = sample_end(head)
     text = head[:end].decode("utf-8", errors="replace").removeprefix("\ufeff")
-    lines = [line.strip() for line in text.split("\n")]
+    lines = [line.strip() if strip else line.rstrip("\r") for line in text.split("\n")]
     if len(head) > end and lines:
         lines.pop()  # probably cut in the middle
-    return [line for line in lines if line][:SAMPLE_LINES]
+    return [line for line in lines if line and (strip or not line.isspace())][:SAMPLE_LINES]
+
+
+def _trace_lines(head: bytes) -> int:
+    """How many of the sampled lines look like a stack trace's (read with their indentation)."""
+    return sum(1 for line in _sample_lines(head, strip=False)
+               if TRACE_LINE.match(_without_ansi(line)) or EXCEPTION_LINE.match(_without_ansi(line)))
 
 
 _ANSI = re.compile(ANSI_ESCAPE)
@@ -305,11 +312,20 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             return FormatSniff(preset.label)
     grammar_hits = 0
     grammar_label = None
+    grammar_total = len(lines)
+    traced = None
     for preset, test in groups.grammars:
+        # A framework whose records go on over several lines (Celery's error and its traceback) is
+        # judged on the other lines: a long traceback in the first block is no vote against it.
+        total = len(lines)
+        if preset.continuation:
+            if traced is None:
+                traced = _trace_lines(head)
+            total -= traced
         # A preset that cannot match most lines is not counted out: only a majority is used below.
-        hits = _passing(test, clean, len(lines))
+        hits = _passing(test, clean, total)
         if hits > grammar_hits:
-            grammar_hits, grammar_label = hits, preset.label
+            grammar_hits, grammar_label, grammar_total = hits, preset.label, total
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}
     for line in clean:
         if line.startswith("{"):
@@ -318,7 +334,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             votes["logfmt"] += 1
         elif parse_plain(line) is not None:
             votes["text"] += 1
-    if grammar_label and _majority(grammar_hits, len(lines)):
+    if grammar_label and _majority(grammar_hits, grammar_total):
         return FormatSniff(grammar_label)
     label = max(votes, key=lambda k: votes[k])
     if votes[label] == 0:

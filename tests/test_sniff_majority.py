@@ -93,3 +93,26 @@ def test_every_json_preset_stays_in_the_running_for_records_it_matches():
                 tried += 1
                 assert preset.may_match({key.split(".", 1)[0] for key in record}), preset.name
     assert tried >= 10
+
+
+def test_a_frameworks_long_traceback_in_the_first_block_does_not_outvote_its_lines(tmp_path):
+    """Celery's CRITICAL line and a 12-line traceback among 8 of its lines (RabbitMQ's consumer
+    timeout, fixtures/real/celery_rabbitmq_consumer_timeout): still Celery's log, not text."""
+    from pathlib import Path
+
+    from dupfind.ingest import ingest
+
+    celery = [f"[2026-12-06 21:54:{20 + i:02d},{100 + i:03d}: INFO/MainProcess] Task notify.send_email[{i:08x}-"
+              f"c1de-4c8e-9c4f-1b2a3c4d5e6f] received" for i in range(7)]
+    traceback = [
+        "[2026-12-06 21:55:20,712: CRITICAL/MainProcess] Unrecoverable error: PreconditionFailed(406, "
+        "'PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out.')",
+        "Traceback (most recent call last):",
+        *[f'  File "/usr/lib/python3/dist-packages/celery/worker/consumer/consumer.py", line {300 + i}, in start'
+          f"\n    blueprint.start(self)" for i in range(5)],
+        "amqp.exceptions.PreconditionFailed: (0, 0): (406) PRECONDITION_FAILED - delivery acknowledgement timed out",
+    ]
+    (tmp_path / "celery-worker1.log").write_text("\n".join([*celery, *traceback]) + "\n")
+    result = ingest([str(tmp_path)], load_config(cwd=Path("/")))
+    assert result.files[0].format == "celery"
+    assert result.files[0].records == 8 and result.files[0].parsed == result.files[0].lines
