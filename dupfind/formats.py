@@ -319,8 +319,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         # judged on the other lines: a long traceback in the first block is no vote against it.
         total = len(lines)
         if preset.continuation:
-            if traced is None:
-                traced = _trace_lines(head)
+            if traced is None:  # (no trace among JSON lines: most files of an export, not read again)
+                traced = _trace_lines(head) if any(not line.startswith("{") for line in clean) else 0
             total -= traced
         # A preset that cannot match most lines is not counted out: only a majority is used below.
         hits = _passing(test, clean, total)
