@@ -106,6 +106,21 @@ def test_timeout_sources_in_order_configured_logged_inferred():
     assert configured.timeout_source("other-queue") == (30.0, "logged")
 
 
+def test_jetstream_ack_wait_and_num_delivered_are_read():
+    """NATS JetStream workers log the consumer's AckWait (`ack_wait_s`, on worker_ready) and each
+    message's `num_delivered` (on message_received / message_acked): the first is the queue's lease,
+    logged, not inferred; the second is the delivery's attempt (1, then 2 for a redelivery)."""
+    folder = FIXTURES / "real" / "nats_jetstream_ack_wait_redelivery"
+    assert _context(folder / "logs", strip_stated=False).timeout_source("notifications") == (5.0, "logged")
+    truth = orjson.loads((folder / "truth.json").read_bytes())
+    delivered = sorted((a["ids"]["job_id"][0], d["num_delivered"]) for a in truth["actions"] for d in a["deliveries"])
+    assert max(n for _, n in delivered) == 2
+    table = ingest([str(folder / "logs")], CONFIG).text_table()
+    for name in ("message_received", "message_acked"):
+        rows = table.filter(pl.col("name") == name).select("job_id", "attempt")
+        assert sorted(zip(rows["job_id"].to_list(), rows["attempt"].to_list())) == delivered, name
+
+
 def test_config_file_timeouts(tmp_path: Path):
     from dupfind.errors import DupfindError
 
