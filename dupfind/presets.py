@@ -600,10 +600,29 @@ def document_records(preset: Preset, document: Any, known: bool = False) -> tupl
     return empty
 
 
+@functools.cache
+def _object_keys(records: tuple[str, ...]) -> frozenset[str]:
+    """The keys one of which a JSON object must hold for one of these record paths to lead to
+    anything in it (`hits.hits[]._source`: `hits` or `hits.hits`; `[].logEvents[]`: `logEvents`;
+    `[]`, a list at the root: none)."""
+    keys: set[str] = set()
+    for path in records:
+        segments = _segments(path)
+        first = segments[1] if path.startswith("[].") else segments[0]
+        parts = first.split(".") if first else []
+        keys.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+    return frozenset(keys)
+
+
 def find_document_preset(presets: tuple[Preset, ...], document: Any) -> tuple[Preset, list, str] | None:
-    """The first preset whose record paths lead to records it recognises."""
+    """The first preset whose record paths lead to records it recognises. (Every JSON file's first
+    line is asked: an object without any key a preset's paths start with is not walked by it,
+    which was half of the sniff of each of 20,000 small NDJSON files.)"""
+    keys = document.keys() if isinstance(document, dict) else None
     for preset in presets:
         if preset.records:
+            if keys is not None and _object_keys(preset.records).isdisjoint(keys):
+                continue
             found = document_records(preset, document)
             if found is not None:
                 return preset, found[0], found[1]

@@ -116,3 +116,29 @@ def test_a_frameworks_long_traceback_in_the_first_block_does_not_outvote_its_lin
     result = ingest([str(tmp_path)], load_config(cwd=Path("/")))
     assert result.files[0].format == "celery"
     assert result.files[0].records == 8 and result.files[0].parsed == result.files[0].lines
+
+
+def test_a_document_preset_is_never_skipped_for_an_object_its_paths_lead_into():
+    """find_document_preset skips a preset for an object holding none of the keys its record paths
+    start with (presets._object_keys): every built-in path, nested or as a literal dotted key, keeps it."""
+    from pathlib import Path
+
+    from dupfind.presets import _object_keys, _segments
+
+    presets = [p for p in load_config(cwd=Path("/")).presets if p.records]
+    assert len(presets) >= 10
+    for preset in presets:
+        keys = _object_keys(preset.records)
+        for path in preset.records:
+            segments = _segments(path)
+            first = segments[1] if path.startswith("[].") else segments[0]
+            if not first:
+                continue  # `[]`: a list at the root, never an object
+            nested: dict = {}
+            node = nested
+            for part in first.split("."):
+                node[part] = {}
+                node = node[part]
+            for document in (nested, {first: []}):
+                assert not keys.isdisjoint(document.keys()), (preset.name, path, document)
+        assert keys.isdisjoint({"ts", "level", "event", "job_id", "worker"}), preset.name
