@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.lineparse import LEVEL_FIELD, parse_logfmt, parse_plain
-from dupfind.stack_lines import CRASH_HEADER, QUIET_LEVELS, values_at_lines
+from dupfind.stack_lines import CRASH_HEADER, FATAL_HEADER, QUIET_LEVELS, values_at_lines
 from dupfind.textcodes import Texts
 
 # A crash report's first line (stack_lines.CRASH_HEADER: Python's excepthook, Go's unrecovered
@@ -13,6 +13,7 @@ from dupfind.textcodes import Texts
 # is that record's; the JVM's `Exception in thread "main"` ends the process only when no other
 # thread holds it, and is not read as a crash.
 CRASH_HEADER_EXPR = f"^(?:{CRASH_HEADER.pattern})"
+_FATAL_HEADER_EXPR = f"^(?:{FATAL_HEADER.pattern})"
 
 # Raw columns of a JSON record a crash report was printed after (ingest): how many lines after
 # the record the report begins (a batch of small files numbers its lines apart from each file's
@@ -78,7 +79,9 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
     the exception of the trace after it, of kind `other`) made a `worker_exit` where nothing of its
     worker follows it in its file, or the first of its worker's records that follow and are not of
     kind `other` is the worker starting again (its restart's banner, after its connections' lines):
-    a worker that goes on with its work printed a traceback and lived. A report that
+    a worker that goes on with its work printed a traceback and lived. A report only an ending
+    process prints (stack_lines.FATAL_HEADER: all but Python's) is the worker's end whatever
+    follows (its restart by a supervisor, its next job). A report that
     names no worker (the runtime's lines on stderr, in a pod's log beside its JSON records) is the
     worker's of the record before it in its file."""
     if "stack_trace" not in table.columns or table["stack_trace"].null_count() == table.height:
@@ -90,7 +93,9 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
     messages = table["message"].gather(at)
     if messages.dtype != pl.String:
         messages = texts.decode(messages)
-    at = at.filter(messages.str.contains(CRASH_HEADER_EXPR).fill_null(False))
+    crash = messages.str.contains(CRASH_HEADER_EXPR).fill_null(False)
+    fatal = at.filter(crash & messages.str.contains(_FATAL_HEADER_EXPR).fill_null(False))
+    at = at.filter(crash)
     if not len(at):
         return table
     where = table.select("source", "worker_id", "line", "kind").with_row_index("row")
@@ -111,8 +116,11 @@ def with_crashes(table: pl.DataFrame, texts: Texts) -> pl.DataFrame:
             kept.rename({"next_kind": name}), left_on="line", right_on="next_line", by=["source", "worker"],
             strategy="forward", allow_exact_matches=False, check_sortedness=False,
         ).drop("next_line")
-    # The restart's own lines (`connected to redis`) may come before its banner.
-    ended = following.filter(pl.col("next_kind").is_null() | (pl.col("next_work") == "worker_start"))
+    # The restart's own lines (`connected to redis`) may come before its banner; a runtime's report
+    # that only an ending process prints needs neither (a supervisor's restart may print no banner).
+    ended = following.filter(
+        pl.col("next_kind").is_null() | (pl.col("next_work") == "worker_start") | pl.col("row").is_in(fatal.implode())
+    )
     if not ended.height:
         return table
     crashed = ended["row"].cast(pl.Int64)

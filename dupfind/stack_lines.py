@@ -52,9 +52,10 @@ _PHP_FATAL = re.compile(r"(?:PHP )?Fatal error: +(?P<error>\S.*)")
 _RUBY_HEADER = re.compile(r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$")
 # The first line of what a runtime prints when an exception ends the process: Python's excepthook,
 # Go's unrecovered panic and fatal runtime error, Node's, .NET's, PHP's and Ruby's (dupfind.crashes).
-CRASH_HEADER = re.compile("|".join(
-    [re.escape(_PYTHON_HEADER), *(header.pattern for header in (_CRASH_LINE, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER))]
-))
+# All but Python's are printed only as the process ends (a Python program may print a traceback
+# and go on: traceback.print_exc()).
+FATAL_HEADER = re.compile("|".join(header.pattern for header in (_CRASH_LINE, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER)))
+CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{FATAL_HEADER.pattern}")
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.
 QUIET_LEVELS = ("trace", "debug", "info", "information", "informational", "notice", "verbose",

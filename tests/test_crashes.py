@@ -141,6 +141,15 @@ def test_the_restarts_own_lines_before_its_banner_confirm_the_crash(tmp_path):
     assert rows[2]["kind"] == "worker_exit" and (rows[crash + 1]["kind"], rows[crash + 2]["kind"]) == ("other", "worker_start")
 
 
+@pytest.mark.parametrize("report", [PHP_FATAL, NODE_REPORT, GO_PANIC, DOTNET_REPORT, RUBY_REPORT])
+def test_a_report_only_an_ending_process_prints_is_its_end_whatever_follows(tmp_path, report):
+    """supervisord restarts `php artisan queue:work`, which prints no banner: its next job follows."""
+    lines = [_json(100, "job_started"), report, _json(900, "job_started", job_id="j-2")]
+    _, rows = _read(tmp_path, "\n".join(lines))
+    assert rows[2]["kind"] == "worker_exit" and rows[2]["worker_id"] == "w-1"
+    assert rows[len(report.splitlines()) + 2]["kind"] == "start"
+
+
 def test_a_worker_that_goes_on_with_its_jobs_after_other_lines_did_not_crash(tmp_path):
     lines = [_json(100, "job_started"), TRACEBACK, _json(300, "heartbeat", job_id=None), _json(900, "job_started", job_id="j-2")]
     _, rows = _read(tmp_path, "\n".join(lines))
