@@ -112,6 +112,8 @@ def _parse_general(values: pl.Series, assume_tz: str) -> pl.DataFrame:
     frame = pl.DataFrame({"raw": values})
     cleaned = (
         pl.col("raw").str.strip_chars()
+        # Go's log package (`2026/12/06 22:04:14.860574`, LstdFlags|Lmicroseconds): the date with slashes
+        .str.replace(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d)", "${1}-${2}-${3}T${4}")
         .str.replace(r"^(\d{4}-\d{2}-\d{2})[ _](\d)", "${1}T${2}")
         .str.replace(r"(T\d{2}:\d{2}:\d{2}),(\d)", "${1}.${2}")
         .str.replace(r"(?i)(?:z| ?utc| ?gmt)$", "+00:00")
