@@ -58,6 +58,13 @@ def _leases_expired(folder: Path) -> bool:
     return truth["params"].get("visibility_timeout_s") is not None and not handed_back
 
 
+def _checked_on_a_tick(folder: Path) -> bool:
+    """Whether the broker takes a delivery back only when it next checks (RabbitMQ's consumer
+    timeout, looked at on each channel's tick): a redelivery comes between the timeout and the
+    timeout plus the tick after the delivery, not at the timeout."""
+    return "consumer_timeout_check" in orjson.loads((folder / "truth.json").read_bytes())["params"]
+
+
 @pytest.mark.parametrize("folder", [p for p in REAL if _leases_expired(p)], ids=lambda p: p.name)
 def test_real_broker_timeout_is_recovered_within_a_second(folder: Path):
     truth = orjson.loads((folder / "truth.json").read_bytes())
@@ -66,7 +73,19 @@ def test_real_broker_timeout_is_recovered_within_a_second(folder: Path):
     assert estimate.reliable
 
 
-@pytest.mark.parametrize("folder", [p for p in REAL if not _leases_expired(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", [p for p in REAL if _checked_on_a_tick(p)], ids=lambda p: p.name)
+def test_a_timeout_checked_on_a_tick_is_inferred_between_it_and_the_tick(folder: Path):
+    """fixtures/real/celery_rabbitmq_consumer_timeout*: consumer_timeout 15 s, checked every 60 s;
+    the deliveries came back 50-57 s after they were delivered."""
+    params = orjson.loads((folder / "truth.json").read_bytes())["params"]
+    timeout_s = params["consumer_timeout_ms"] / 1000
+    tick_s = params["consumer_timeout_check"]["channel_tick_interval_ms"] / 1000
+    estimate = _only_estimate(_context(folder / "logs"))
+    assert timeout_s <= estimate.estimate_s <= timeout_s + tick_s, estimate
+
+
+@pytest.mark.parametrize("folder", [p for p in REAL if not _leases_expired(p) and not _checked_on_a_tick(p)],
+                         ids=lambda p: p.name)
 def test_jobs_handed_back_by_their_framework_infer_no_timeout(folder: Path):
     """Celery's requeue of a killed child's task, Sidekiq's push back at its hard shutdown, RQ's
     retry after a job timeout: the job comes back when asked, not after a lease; nothing may be
