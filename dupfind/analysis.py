@@ -292,7 +292,7 @@ class AnalysisContext:
     @cached_property
     def side_effects(self) -> pl.DataFrame:
         """One row per side-effect request with its outcome (see effects.py)."""
-        return side_effect_requests(self.table_with("error"))
+        return side_effect_requests(self.table_with("error"), self.texts)
 
     @cached_property
     def effect_counts(self) -> pl.DataFrame:

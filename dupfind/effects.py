@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind import schema
+from dupfind.textcodes import Texts
 
 # How a provider request ended, from its own status or the response that followed it.
 #   success  - the provider did it (counts, certain)
@@ -66,7 +67,7 @@ def _outcomes(frame: pl.DataFrame, text: pl.Expr) -> pl.Series:
     return texts.replace_strict(distinct, pl.select(_classify(pl.lit(distinct))).to_series(), return_dtype=pl.String)
 
 
-def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
+def side_effect_requests(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataFrame:
     """One row per side-effect request, with `outcome` in success|uncertain|replay|rejected.
 
     A completion record ("email_sent") right after a request record ("provider_request") of the
@@ -110,7 +111,7 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     requests = effects.filter(pl.col("role") == "request")
     requests = requests.with_columns(own_outcome=_outcomes(requests, own))
     requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
-    requests = requests.join(_failed_answers(table), on="rid", how="left")
+    requests = requests.join(_failed_answers(table, texts), on="rid", how="left")
     outcome = pl.coalesce(
         pl.col("result_outcome"),
         pl.when(pl.col("own_outcome").is_not_null()).then(pl.col("own_outcome")),
@@ -124,19 +125,24 @@ def side_effect_requests(table: pl.DataFrame) -> pl.DataFrame:
     return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
 
 
-def _failed_answers(table: pl.DataFrame) -> pl.DataFrame:
-    """rid of each side-effect request the next record of its execution is a failure naming the
-    HTTP status the provider answered with (a job framework's `job failed` with its HTTP client's
-    error, where the app logs no answer of its own), and the outcome that status says: a conflict
-    a replay, a timeout uncertain, any other error rejected (not done)."""
+def _failed_answers(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataFrame:
+    """rid of each side-effect request the next record of its execution is a failure or a retry
+    naming the HTTP status the provider answered with (a job framework's `job failed`, Laravel's
+    `released_after_exception`, with its HTTP client's error, where the app logs no answer of its
+    own), and the outcome that status says: a conflict a replay, a timeout uncertain, any other
+    error rejected (not done). `texts`: the table's coded messages."""
     empty = pl.DataFrame(schema={"rid": table.schema["rid"], "failed_answer": pl.String})
     if "error" not in table.columns or "exec_id" not in table.columns:
         return empty
-    fails = table.filter((pl.col("kind") == "fail") & pl.col("exec_id").is_not_null())
+    fails = table.filter(pl.col("kind").is_in(["fail", "retry"]) & pl.col("exec_id").is_not_null())
     if not fails.height:
         return empty
-    text = pl.concat_str([pl.col("status").cast(pl.String).fill_null(""), pl.col("error").cast(pl.String).fill_null("")],
-                         separator=" ").str.to_lowercase()
+    said = [pl.col(c).cast(pl.String).fill_null("") for c in ("status", "error") if c in fails.columns]
+    if "message" in fails.columns:
+        message = fails["message"] if fails["message"].dtype == pl.String or texts is None else texts.decode(fails["message"])
+        fails = fails.with_columns(message.cast(pl.String).alias("message"))
+        said.append(pl.col("message").fill_null(""))
+    text = pl.concat_str(said, separator=" ").str.to_lowercase()
     code = pl.coalesce(*[text.str.extract(pattern, 1) for pattern in _HTTP_ERROR_ANSWERS]).cast(pl.Int32)
     fails = fails.select("rid", "exec_id", code=code).filter(pl.col("code").is_not_null())
     if not fails.height:

@@ -321,7 +321,7 @@ class LineParser:
         raw = pl.concat([rows.select(pl.col("line").alias(LINE), *text, *carried), frame], how="horizontal")
         base = fmt.removesuffix("ndjson")
         for shape in self.record_shapes:
-            if not (shape.prefer or shape.values or shape.lift):
+            if not (shape.prefer or shape.values or shape.lift or shape.ignore):
                 continue  # a shape that only names the file (pino): its rows read like any NDJSON
             required = (*shape.detect_all, *shape.detect_text, *shape.detect_numbers)
             if not all(k in frame.columns for k in required):
@@ -332,22 +332,24 @@ class LineParser:
                 conditions.append(pl.any_horizontal([pl.col(k).is_not_null() for k in shape.detect_any if k in frame.columns] or [pl.lit(False)]))
             fits = raw.select(pl.all_horizontal(conditions)).to_series()
             if fits.any():
-                block.raws.append((self._lifted(raw.filter(fits), shape.lift), base + shape.name))
+                shaped = raw.filter(fits).drop(shape.ignore, strict=False)
+                block.raws.append((self._lifted(shaped, shape.lift, shape.ignore), base + shape.name))
                 raw = raw.filter(~fits)
         if raw.height:
             block.raws.append((raw, fmt))
 
-    def _lifted(self, raw: pl.DataFrame, paths: tuple[str, ...]) -> pl.DataFrame:
+    def _lifted(self, raw: pl.DataFrame, paths: tuple[str, ...], ignore: tuple[str, ...] = ()) -> pl.DataFrame:
         """The records with the alias keys of their objects at `paths` as fields of their own
         (tracing's event `fields`, its current `span`; `spans[]`: the first object of a list that
-        has the key, its outer spans'). A field the record has already, or an earlier path gave, is
-        kept. The objects are read as their JSON text (json_keys names their keys)."""
+        has the key, its outer spans'), but those `ignore` names as `<path>.<key>`. A field the
+        record has already, or an earlier path gave, is kept. The objects are read as their JSON
+        text (json_keys names their keys)."""
         for path in paths:
             column = path.removesuffix("[]")
             if column not in raw.columns:
                 continue
             texts = raw[column].drop_nulls()
-            keys = [k for k in self._present_keys(texts) if "'" not in k] if texts.len() else []
+            keys = [k for k in self._present_keys(texts) if "'" not in k and f"{column}.{k}" not in ignore] if texts.len() else []
             step = "$[*]" if path.endswith("[]") else "$"
             values = {k: pl.col(column).str.json_path_match(f"{step}['{k}']") for k in keys}
             raw = raw.with_columns(**{k: pl.coalesce(pl.col(k), v) if k in raw.columns else v for k, v in values.items()})

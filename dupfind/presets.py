@@ -86,6 +86,8 @@ class Preset:
     kv_lists: tuple[str, ...] = ()  # [{key, value: {stringValue: ...}}] lists turned into objects
     tag_lists: tuple[str, ...] = ()  # ["key:value", ...] lists turned into objects
     lift: tuple[str, ...] = ()  # objects whose keys become fields of the record
+    ignore: tuple[str, ...] = ()  # a record's keys that are no field (Monolog's `channel`, its logger's
+    # name), and lifted objects' keys as `<object>.<key>` (Monolog's `extra.uid`, a run's unique id)
     fields: dict[str, tuple[str, ...]] = field(default_factory=dict)  # column -> envelope paths (fallbacks)
     prefer: dict[str, tuple[str, ...]] = field(default_factory=dict)  # column -> record paths tried first
     values: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value
@@ -238,7 +240,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "record_list", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker", "thread", "joined", "pairs", "multiline",
+        "file_worker", "thread", "joined", "pairs", "multiline", "ignore",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -300,6 +302,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         kv_lists=_strings(lists.get("kv", []), f"{origin}: lists.kv"),
         tag_lists=_strings(lists.get("tags", []), f"{origin}: lists.tags"),
         lift=_strings(lists.get("lift", []), f"{origin}: lists.lift"),
+        ignore=_strings(data.get("ignore", []), f"{origin}: ignore"),
         fields=fields,
         prefer=prefer,
         values={col: {str(k): str(v) for k, v in table.items()} for col, table in values.items()},

@@ -89,11 +89,18 @@ _NUMBERED = re.compile(r"\d+(?:\.log)?")
 _KUBELET_POD = re.compile(r"[^_/]+_(?P<pod>[^_/]+)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+# A second download's name (`worker (1).log`, as browsers and desktops name it): the same log.
+_DOWNLOAD_COPY = re.compile(r" \(\d{1,3}\)(?=(?:\.[\w-]+)*$)")
+
+
 def log_owner(path: str) -> str:
     """The path whose last name names the process that wrote a log: its stem (log_stem, without
-    compression), or for a file named by a number its folder: the pod of the kubelet's
-    `<namespace>_<pod>_<uid>/<container>/0.log`, the log stream of a CloudWatch Logs export to S3
-    (`<task>/<stream>/000000.gz`)."""
+    compression, nor a second download's ` (1)`), or for a file named by a number its folder: the
+    pod of the kubelet's `<namespace>_<pod>_<uid>/<container>/0.log`, the log stream of a
+    CloudWatch Logs export to S3 (`<task>/<stream>/000000.gz`)."""
+    folder, _, name = path.rpartition("/")
+    if " (" in name:
+        path = f"{folder}/{_DOWNLOAD_COPY.sub('', name, count=1)}" if folder else _DOWNLOAD_COPY.sub("", name, count=1)
     stem = _COMPRESSED.sub("", log_stem(path))
     folder, _, name = stem.rpartition("/")
     if not folder or not _NUMBERED.fullmatch(name):

@@ -9,6 +9,10 @@ import polars as pl
 
 from dupfind.lineparse import LEADING_TS, LOGFMT_PAIR, parse_logfmt
 
+# Node's first line of an uncaught exception's report: the script and line that threw (then its
+# source line, a caret, the error and its stack, `Node.js v20.18.1`); node's own code for an
+# unhandled promise rejection (`node:internal/process/promises:391`).
+_NODE_SCRIPT_LINE = r"(?:node:internal/[\w/]+|(?:file://)?(?:/|[A-Za-z]:\\|\./)?[^\s:]+\.[cm]?[jt]sx?):\d+$"
 # A line that begins or goes on with a stack trace wherever it stands after a record: indented (a
 # Python frame and its code, Java's `\tat`, Go's `\t/app/main.go:42`) or one of the header lines
 # Python, the JVM and Go write.
@@ -24,6 +28,7 @@ _TRACE_LINE = (
     # uncaught exception (`/app/worker.rb:42:in `deliver': ... (NoMethodError)`, then `\tfrom` lines).
     r"|Unhandled exception\. |(?:PHP )?Fatal error: |\S+\.rb:\d+:in [`'][^`']*': .* \([A-Z][\w:]*\)$"
     r"|Stack trace:$|#\d+ (?:/|\{main\}|\[internal function\])"  # PHP's frames after an uncaught exception
+    f"|{_NODE_SCRIPT_LINE}"  # Node's report's first line, the script and line that threw
 )
 # An exception's own line (Python's last line, a JVM trace's first): a class name and its message.
 # Bare `Error: ...` (Node's, JavaScript's) and `Exception: ...` (Python's `raise Exception(...)`) too,
@@ -40,10 +45,7 @@ _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" |Unhandled exception\. ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
-# Node's first line of an uncaught exception's report: the script and line that threw (then its
-# source line, a caret, the error and its stack, `Node.js v20.18.1`); node's own code for an
-# unhandled promise rejection (`node:internal/process/promises:391`).
-_NODE_HEADER = re.compile(r"(?:node:internal/[\w/]+|(?:file://)?(?:/|[A-Za-z]:\\|\./)?[^\s:]+\.[cm]?[jt]sx?):\d+$")
+_NODE_HEADER = re.compile(_NODE_SCRIPT_LINE)
 # .NET's (`Unhandled exception. System.InvalidOperationException: ...`, then `   at` frames: on any
 # thread, it ends the process), PHP's fatal error (`PHP Fatal error:  Allowed memory size of ...
 # exhausted ...`, `PHP Fatal error:  Uncaught RuntimeException: ...`), Ruby's uncaught exception.
@@ -136,7 +138,7 @@ def exception_of(texts: Iterable[str]) -> str | None:
     elif texts and (uncaught := _RUBY_HEADER.match(texts[0])):
         found = f"{uncaught['exception']}: {uncaught['message']}"
     elif texts and _NODE_HEADER.match(texts[0]):  # the error: the first line after the source line's caret
-        caret = next((i for i, text in enumerate(texts[:4]) if text.strip() == "^"), 0)
+        caret = next((i for i, text in enumerate(texts) if text.strip() == "^"), 0)
         found = next((text for text in texts[caret + 1:] if text and not text[0].isspace()), None)
     else:
         found = next((

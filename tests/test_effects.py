@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dupfind.effects import _sequence_columns, side_effect_requests
 
 T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
-TEXT = ("name", "action", "status", "result", "error", "provider_idempotency", "idempotency_key", "source")
+TEXT = ("name", "action", "status", "result", "error", "provider_idempotency", "idempotency_key", "source", "message")
 
 
 def _table(rows: list[dict]) -> pl.DataFrame:
@@ -148,8 +148,13 @@ def test_a_failure_right_after_a_request_naming_the_providers_http_error_is_its_
         {"exec_id": 14, "kind": "fail", "name": "job failed", "error": "error: relation \"notifications\" does not exist"},
         {"exec_id": 15, "name": "sending email", "action": "email"},
         {"exec_id": 15, "kind": "fail", "name": "job failed", "status": "503"},
+        # Laravel's `queue:work --json`: the job released for a retry, its exception's message apart
+        {"exec_id": 16, "name": "Sending email: order confirmation", "action": "email"},
+        {"exec_id": 16, "kind": "retry", "name": "released_after_exception", "error": "Illuminate\\Http\\Client\\RequestException",
+         "message": 'HTTP request returned status code 503:\n{"ErrorCode":701}'},
     ])
     requests = side_effect_requests(table).sort("rid")
     assert requests.select("exec_id", "outcome").rows() == [
         (10, "rejected"), (11, "replay"), (12, "uncertain"), (13, "uncertain"), (14, "uncertain"), (15, "rejected"),
+        (16, "rejected"),
     ]

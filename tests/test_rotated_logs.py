@@ -50,6 +50,10 @@ def test_log_stem_names_the_log_a_rotated_part_belongs_to(path, stem):
     ("var/log/pods/prod_notifier-7d9f8c6b5-x2x9k_b27db204-6765-47a7-8717-18d2ff28e85f/worker/1.log.20261205-101500.gz",
      "var/log/pods/notifier-7d9f8c6b5-x2x9k"),
     ("0.log", "0.log"),  # no folder to name it
+    # a second download of a log (a browser's name for it): the same writer, as Laravel's worker.log
+    ("logs/worker (1).log", "logs/worker.log"),
+    ("celery-w1 (2).log.1.gz", "celery-w1.log"),
+    ("logs/my (notes).log", "logs/my (notes).log"),
 ])
 def test_log_owner_names_the_path_whose_name_names_the_writer(path, owner):
     assert log_owner(path) == owner
