@@ -99,9 +99,9 @@ def _read(tmp_path: Path, text: str, name: str = "worker.log"):
     (TRACEBACK, "psycopg2.OperationalError: server closed the connection unexpectedly"),
     (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
     (NODE_REPORT, "Error: Connection terminated unexpectedly"),
-    (NODE_REJECTION, "[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
-                     "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
-                     "The promise rejected with the reason \"lock lost\".] {"),
+    (NODE_REJECTION, ("[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
+                      "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
+                      "The promise rejected with the reason \"lock lost\".] {")),
     (DOTNET_REPORT, "Npgsql.NpgsqlException (0x80004005): Exception while reading from stream"),
     (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
     (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
