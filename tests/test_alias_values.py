@@ -48,3 +48,16 @@ def test_values_are_stripped_as_python_strips_them(tmp_path_factory, parts):
     workers = [f"{a}{b}{c}" for a, b, c in parts]
     table = _read(tmp_path_factory.mktemp("pads"), workers, ["q"] * len(workers))
     assert table["worker_id"].to_list() == [_expected(w) for w in workers]
+
+
+def test_a_consumer_shared_by_the_workers_does_not_name_them(tmp_path):
+    """NATS JetStream's durable consumer (and Kafka's group) is one name for every worker that pulls
+    from it: where a record names its host too, the host is the worker (fixtures/real/nats_*)."""
+    lines = [json.dumps({"ts": f"2026-12-06T22:03:0{i}Z", "event": "job_started", "job_id": f"n-{i}",
+                         "consumer": "notify-workers", "hostname": f"notifier-{i % 2}"}) for i in range(4)]
+    lines.append(json.dumps({"ts": "2026-12-06T22:03:05Z", "event": "job_started", "job_id": "n-5",
+                             "consumer": "notify-workers-7f3c"}))  # no host: the consumer is all it says
+    (tmp_path / "w.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = ingest([str(tmp_path / "w.log")], CONFIG).table.sort("line")
+    assert table["worker_id"].cast(pl.String).to_list() == [
+        "notifier-0", "notifier-1", "notifier-0", "notifier-1", "notify-workers-7f3c"]
