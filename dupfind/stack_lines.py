@@ -29,6 +29,10 @@ _TRACE_LINE = (
     r"|Unhandled exception\. |(?:PHP )?Fatal error: |\S+\.rb:\d+:in [`'][^`']*': .* \([A-Z][\w:]*\)$"
     r"|Stack trace:$|#\d+ (?:/|\{main\}|\[internal function\])"  # PHP's frames after an uncaught exception
     f"|{_NODE_SCRIPT_LINE}"  # Node's report's first line, the script and line that threw
+    # V8 out of memory (`<--- Last few GCs --->`, the GC lines, `FATAL ERROR: ...`, native frames);
+    # Python's faulthandler (`Fatal Python error: Segmentation fault`, then each thread's frames).
+    r"|<--- (?:Last few GCs|JS stacktrace) --->|\[\d+:0x[0-9a-f]+\]|FATAL ERROR: |----- Native stack trace -----"
+    r"|Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: "
 )
 # An exception's own line (Python's last line, a JVM trace's first): a class name and its message.
 # Bare `Error: ...` (Node's, JavaScript's) and `Exception: ...` (Python's `raise Exception(...)`) too,
@@ -44,7 +48,9 @@ TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong
 _PYTHON_HEADER = "Traceback (most recent call last):"
 _THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" |Unhandled exception\. ')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
-_CRASH_LINE = re.compile(r"(?:panic|fatal error): \S")
+# Go's panic and fatal runtime error, V8's fatal error (out of memory), CPython's fatal error.
+_CRASH_LINE = re.compile(r"(?:panic|fatal error|FATAL ERROR|Fatal Python error): \S")
+_NODE_OOM = re.compile(r"<--- Last few GCs --->")
 _NODE_HEADER = re.compile(_NODE_SCRIPT_LINE)
 # .NET's (`Unhandled exception. System.InvalidOperationException: ...`, then `   at` frames: on any
 # thread, it ends the process), PHP's fatal error (`PHP Fatal error:  Allowed memory size of ...
@@ -52,11 +58,14 @@ _NODE_HEADER = re.compile(_NODE_SCRIPT_LINE)
 _DOTNET_HEADER = re.compile(r"Unhandled exception\. \S")
 _PHP_FATAL = re.compile(r"(?:PHP )?Fatal error: +(?P<error>\S.*)")
 _RUBY_HEADER = re.compile(r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$")
-# The first line of what a runtime prints when an exception ends the process: Python's excepthook,
-# Go's unrecovered panic and fatal runtime error, Node's, .NET's, PHP's and Ruby's (dupfind.crashes).
+# The first line of what a runtime prints when an exception ends the process: Python's excepthook
+# and fatal error, Go's unrecovered panic and fatal runtime error, Node's (and V8 out of memory),
+# .NET's, PHP's and Ruby's (dupfind.crashes).
 # All but Python's are printed only as the process ends (a Python program may print a traceback
 # and go on: traceback.print_exc()).
-FATAL_HEADER = re.compile("|".join(header.pattern for header in (_CRASH_LINE, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER)))
+FATAL_HEADER = re.compile("|".join(
+    header.pattern for header in (_CRASH_LINE, _NODE_OOM, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER)
+))
 CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{FATAL_HEADER.pattern}")
 # Levels of a record that does not report an error: a stack trace after such a record (a crash
 # printed after the last line a thread logged) is not that record's error.

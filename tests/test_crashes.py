@@ -75,6 +75,26 @@ Stack trace:
 #0 /var/www/app/Jobs/SendConfirmation.php(42): PDOStatement->execute()
 #1 {main}
   thrown in /var/www/app/Jobs/SendConfirmation.php on line 42"""
+NODE_OOM = """\
+<--- Last few GCs --->
+
+[1:0x6b1c2f0]   412907 ms: Mark-Compact 2035.1 (2084.9) -> 2031.6 (2085.6) MB, 1734.21 / 0.00 ms  (average mu = 0.113, current mu = 0.046) allocation failure; scavenge might not succeed
+
+<--- JS stacktrace --->
+
+FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory
+----- Native stack trace -----
+
+ 1: 0xb8d0a3 node::OOMErrorHandler(char const*, v8::OOMDetails const&) [node]
+ 2: 0xf06460 v8::Utils::ReportOOMFailure(v8::internal::Isolate*, char const*, v8::OOMDetails const&) [node]"""
+PYTHON_FATAL = """\
+Fatal Python error: Segmentation fault
+
+Current thread 0x00007f3b2c1ff740 (most recent call first):
+  File "/app/notifier/pdf.py", line 88 in render_receipt
+  File "/app/notifier/worker.py", line 131 in handle
+
+Extension modules: psycopg2._psycopg, lxml.etree (total: 2)"""
 RUBY_REPORT = """\
 /app/lib/mailer_consumer.rb:57:in `mark_sent': undefined method `[]' for nil:NilClass (NoMethodError)
 \tfrom /app/lib/mailer_consumer.rb:31:in `block in run'
@@ -106,6 +126,8 @@ def _read(tmp_path: Path, text: str, name: str = "worker.log"):
     (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
     (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
     (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
+    (NODE_OOM, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
+    (PYTHON_FATAL, "Fatal Python error: Segmentation fault"),
 ])
 def test_a_crash_report_after_the_last_json_line_is_the_workers_exit(tmp_path, report, exception):
     lines = [_json(100, "job_started"), _json(300, "email_sent"), report]
@@ -141,7 +163,7 @@ def test_the_restarts_own_lines_before_its_banner_confirm_the_crash(tmp_path):
     assert rows[2]["kind"] == "worker_exit" and (rows[crash + 1]["kind"], rows[crash + 2]["kind"]) == ("other", "worker_start")
 
 
-@pytest.mark.parametrize("report", [PHP_FATAL, NODE_REPORT, GO_PANIC, DOTNET_REPORT, RUBY_REPORT])
+@pytest.mark.parametrize("report", [PHP_FATAL, NODE_REPORT, GO_PANIC, DOTNET_REPORT, RUBY_REPORT, NODE_OOM, PYTHON_FATAL])
 def test_a_report_only_an_ending_process_prints_is_its_end_whatever_follows(tmp_path, report):
     """supervisord restarts `php artisan queue:work`, which prints no banner: its next job follows."""
     lines = [_json(100, "job_started"), report, _json(900, "job_started", job_id="j-2")]
@@ -162,6 +184,8 @@ def test_a_worker_that_goes_on_with_its_jobs_after_other_lines_did_not_crash(tmp
     (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
     (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
     (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
+    (NODE_OOM, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
+    (PYTHON_FATAL, "Fatal Python error: Segmentation fault"),
 ])
 def test_a_crash_in_a_container_log_of_timed_lines_is_the_workers_exit(tmp_path, report, exception):
     """The kubelet's CRI lines (each with its time and stream): the report's first line is the record."""

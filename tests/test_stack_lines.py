@@ -100,7 +100,9 @@ def test_polars_check_finds_the_lines_python_s_patterns_do():
             "Unhandled exception. System.InvalidOperationException: x", "PHP Fatal error:  Allowed memory size",
             "Stack trace:", "#0 /var/www/app/Jobs/SendEmail.php(42): x()", "#1 {main}",
             "/app/worker.rb:42:in `deliver': undefined method `id' for nil:NilClass (NoMethodError)",
-            "/app/worker.rb:42:in `deliver'", "#hashtag", "Unhandled exceptions are logged"]
+            "/app/worker.rb:42:in `deliver'", "#hashtag", "Unhandled exceptions are logged",
+            "<--- Last few GCs --->", "[1:0x6b1c2f0]   412907 ms: Mark-Compact 2035.1", "FATAL ERROR: Reached heap limit",
+            "Fatal Python error: Segmentation fault", "Current thread 0x00007f3b2c1ff740 (most recent call first):"]
     lines = pl.Series([*PYTHON.split("\n"), *GO_PANIC.split("\n"), *ZAP_STACK.split("\n"), *node])
     found = lines.str.contains(ANY_TRACE_LINE).to_list()
     assert found == [bool(TRACE_LINE.match(line) or EXCEPTION_LINE.match(line)) for line in lines]
