@@ -190,16 +190,27 @@ def _first_match(text: pl.Expr, labelled_patterns: list[tuple[str, str]]) -> pl.
     return chain.otherwise(None) if chain is not None else pl.lit(None, dtype=pl.String)
 
 
+# A name's `key=value` fields after its words (a line of text whose fields follow its event:
+# Spring's `job_started job_id=j-2`, structlog's console `job_started    job_id=j-1`).
+_TRAILING_PAIRS = r'(?:\s+[A-Za-z_][\w.\-]*=(?:"[^"]*"|\'[^\']*\'|\S*))+\s*$'
+
+
+def _folded(name: pl.Expr) -> pl.Expr:
+    return name.str.to_lowercase().str.replace_all(EVENT_NAME_SEPARATORS, "_").str.strip_chars("_")
+
+
 def _kind_expr(config: Config) -> pl.Expr:
-    """The kind of each row's name (and exit code, status)."""
-    folded = (
-        pl.col("name").str.to_lowercase().str.replace_all(EVENT_NAME_SEPARATORS, "_").str.strip_chars("_")
+    """The kind of each row's name (and exit code, status): an exact name, else the words before
+    its trailing `key=value` fields as an exact name, else the first pattern that matches."""
+    bare = pl.col("name").str.replace(_TRAILING_PAIRS, "")
+    exact = pl.coalesce(
+        _folded(pl.col("name")).replace_strict(config.kinds, default=None, return_dtype=pl.String),
+        _folded(bare).replace_strict(config.kinds, default=None, return_dtype=pl.String),
     )
-    exact = folded.replace_strict(config.kinds, default=None, return_dtype=pl.String)
     kind = pl.coalesce(exact, _first_match(pl.col("name").str.to_lowercase(), config.patterns))
     if config.status_kinds:
         pairs = {f"{name}\x1f{status}": k for name, by in config.status_kinds.items() for status, k in by.items()}
-        named = pl.concat_str([folded, pl.col("status").str.to_lowercase()], separator="\x1f")
+        named = pl.concat_str([_folded(pl.col("name")), pl.col("status").str.to_lowercase()], separator="\x1f")
         kind = pl.coalesce(named.replace_strict(pairs, default=None, return_dtype=pl.String), kind)
     killed_by_code = pl.col("exit_code").is_in(KILL_EXIT_CODES) & (
         kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])
@@ -222,7 +233,7 @@ def _could_name_a_kind(config: Config) -> str:
     ))
     parts = [f"(?:{regex})" for _, regex in config.patterns]
     if exact:
-        parts.append(f"^{_SEPARATED}*(?:{exact}){_SEPARATED}*$")
+        parts.append(f"^{_SEPARATED}*(?:{exact})(?:{_SEPARATED}*$|{_TRAILING_PAIRS})")
     combined = "|".join(parts) or "$^"
     config.__dict__["_could_name"] = (vocabulary, combined)
     return combined

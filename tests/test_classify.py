@@ -157,3 +157,23 @@ def test_a_workers_own_start_in_words_is_not_a_jobs(name, kind):
 ])
 def test_rabbitmqs_consumer_timeout_is_the_brokers_lease_expiry(name):
     assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == ["lease_expired"]
+
+
+@pytest.mark.parametrize("size", [3, 80])  # below and above the size the prefilter starts at
+def test_an_event_name_with_its_fields_after_it_is_that_events(size):
+    """Spring's `job_started job_id=j-2 order_id=ord_2`, structlog's console `email_sent    job_id=j-1
+    status=202`: the words before the trailing fields name the kind; a name whose words are no
+    event's stays other, and fields alone name nothing."""
+    named = [
+        ("job_started job_id=j-2 order_id=ord_2", "start"),
+        ("email_sent                     job_id=j-1 provider_message_id=0100019c status=202", "side_effect"),
+        ("db_update_failed job_id=j-1 error='server closed the connection'", "fail"),
+        ("ack offset=18842", "ack"),
+        ("cache_warmed entries=3120", "other"),
+        ("status=200 latency_ms=12", "other"),
+    ]
+    filler = [(f"heartbeat_{i} seq={i}", "other") for i in range(size)]
+    rows = [(name, None, None, None) for name, _ in named + filler]
+    kinds = _fresh(_block(rows))["kind"].to_list()
+    assert kinds[:len(named)] == [kind for _, kind in named]
+    assert set(kinds[len(named):]) == {"other"}
