@@ -115,19 +115,25 @@ def _read(tmp_path: Path, text: str, name: str = "worker.log"):
     return result.files[0], {row["line"]: row for row in rows}
 
 
-@pytest.mark.parametrize("report, exception", [
-    (TRACEBACK, "psycopg2.OperationalError: server closed the connection unexpectedly"),
-    (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
+# Reports only an ending process prints, each with the exception it names.
+FATAL_REPORTS = [
     (NODE_REPORT, "Error: Connection terminated unexpectedly"),
-    (NODE_REJECTION, ("[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
-                      "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
-                      "The promise rejected with the reason \"lock lost\".] {")),
     (DOTNET_REPORT, "Npgsql.NpgsqlException (0x80004005): Exception while reading from stream"),
     (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
     (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
     (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
     (NODE_OOM, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
     (PYTHON_FATAL, "Fatal Python error: Segmentation fault"),
+]
+
+
+@pytest.mark.parametrize("report, exception", [
+    (TRACEBACK, "psycopg2.OperationalError: server closed the connection unexpectedly"),
+    (GO_PANIC, "panic: runtime error: invalid memory address or nil pointer dereference"),
+    (NODE_REJECTION, ("[UnhandledPromiseRejection: This error originated either by throwing inside of an async "
+                      "function without a catch block, or by rejecting a promise which was not handled with .catch(). "
+                      "The promise rejected with the reason \"lock lost\".] {")),
+    *FATAL_REPORTS,
 ])
 def test_a_crash_report_after_the_last_json_line_is_the_workers_exit(tmp_path, report, exception):
     lines = [_json(100, "job_started"), _json(300, "email_sent"), report]
@@ -163,7 +169,7 @@ def test_the_restarts_own_lines_before_its_banner_confirm_the_crash(tmp_path):
     assert rows[2]["kind"] == "worker_exit" and (rows[crash + 1]["kind"], rows[crash + 2]["kind"]) == ("other", "worker_start")
 
 
-@pytest.mark.parametrize("report", [PHP_FATAL, NODE_REPORT, GO_PANIC, DOTNET_REPORT, RUBY_REPORT, NODE_OOM, PYTHON_FATAL])
+@pytest.mark.parametrize("report", [GO_PANIC, *(report for report, _ in FATAL_REPORTS)])
 def test_a_report_only_an_ending_process_prints_is_its_end_whatever_follows(tmp_path, report):
     """supervisord restarts `php artisan queue:work`, which prints no banner: its next job follows."""
     lines = [_json(100, "job_started"), report, _json(900, "job_started", job_id="j-2")]
@@ -178,15 +184,7 @@ def test_a_worker_that_goes_on_with_its_jobs_after_other_lines_did_not_crash(tmp
     assert rows[2]["kind"] == "other" and not any(row["kind"] == "worker_exit" for row in rows.values())
 
 
-@pytest.mark.parametrize("report, exception", [
-    (NODE_REPORT, "Error: Connection terminated unexpectedly"),
-    (DOTNET_REPORT, "Npgsql.NpgsqlException (0x80004005): Exception while reading from stream"),
-    (PHP_FATAL, PHP_FATAL.replace("PHP Fatal error:  ", "Fatal error: ")),
-    (PHP_UNCAUGHT, PHP_UNCAUGHT.splitlines()[0].replace("PHP Fatal error:  ", "Fatal error: ")),
-    (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
-    (NODE_OOM, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
-    (PYTHON_FATAL, "Fatal Python error: Segmentation fault"),
-])
+@pytest.mark.parametrize("report, exception", FATAL_REPORTS)
 def test_a_crash_in_a_container_log_of_timed_lines_is_the_workers_exit(tmp_path, report, exception):
     """The kubelet's CRI lines (each with its time and stream): the report's first line is the record."""
     def cri(ms: int, stream: str, text: str) -> str:
