@@ -169,6 +169,7 @@ def test_an_event_name_with_its_fields_after_it_is_that_events(size):
         ("email_sent                     job_id=j-1 provider_message_id=0100019c status=202", "side_effect"),
         ("db_update_failed job_id=j-1 error='server closed the connection'", "fail"),
         ("ack offset=18842", "ack"),
+        ("job_finished                   [notifier.worker] job_id=j-1 duration_ms=412", "finish"),  # structlog's logger name
         ("cache_warmed entries=3120", "other"),
         ("status=200 latency_ms=12", "other"),
     ]
