@@ -8,10 +8,11 @@ from dupfind.lineparse import LEVEL_FIELD, parse_logfmt, parse_plain
 from dupfind.stack_lines import CRASH_HEADER, FATAL_HEADER, QUIET_LEVELS, values_at_lines
 from dupfind.textcodes import Texts
 
-# A crash report's first line (stack_lines.CRASH_HEADER: Python's excepthook, Go's unrecovered
-# panic and fatal runtime error), for polars. A logger's own traceback follows its ERROR line and
-# is that record's; the JVM's `Exception in thread "main"` ends the process only when no other
-# thread holds it, and is not read as a crash.
+# A crash report's first line (stack_lines.CRASH_HEADER: Python's excepthook and fatal error, Go's
+# unrecovered panic and fatal runtime error, Node's, V8's, .NET's, PHP's and Ruby's), for polars;
+# those only an ending process prints (FATAL_HEADER: all but Python's traceback). A logger's own
+# traceback follows its ERROR line and is that record's; the JVM's `Exception in thread "main"`
+# ends the process only when no other thread holds it, and is not read as a crash.
 CRASH_HEADER_EXPR = f"^(?:{CRASH_HEADER.pattern})"
 _FATAL_HEADER_EXPR = f"^(?:{FATAL_HEADER.pattern})"
 
