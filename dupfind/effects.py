@@ -137,11 +137,9 @@ def _failed_answers(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataF
     fails = table.filter(pl.col("kind").is_in(["fail", "retry"]) & pl.col("exec_id").is_not_null())
     if not fails.height:
         return empty
-    said = [pl.col(c).cast(pl.String).fill_null("") for c in ("status", "error") if c in fails.columns]
-    if "message" in fails.columns:
-        message = fails["message"] if fails["message"].dtype == pl.String or texts is None else texts.decode(fails["message"])
-        fails = fails.with_columns(message.cast(pl.String).alias("message"))
-        said.append(pl.col("message").fill_null(""))
+    if texts is not None:
+        fails = texts.decoded(fails, "message")
+    said = [pl.col(c).cast(pl.String).fill_null("") for c in ("status", "error", "message") if c in fails.columns]
     text = pl.concat_str(said, separator=" ").str.to_lowercase()
     code = pl.coalesce(*[text.str.extract(pattern, 1) for pattern in _HTTP_ERROR_ANSWERS]).cast(pl.Int32)
     fails = fails.select("rid", "exec_id", code=code).filter(pl.col("code").is_not_null())

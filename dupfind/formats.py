@@ -68,8 +68,8 @@ def _sample_lines(head: bytes, strip: bool = True) -> list[str]:
 
 def _trace_lines(head: bytes) -> int:
     """How many of the sampled lines look like a stack trace's (read with their indentation)."""
-    return sum(1 for line in _sample_lines(head, strip=False)
-               if TRACE_LINE.match(_without_ansi(line)) or EXCEPTION_LINE.match(_without_ansi(line)))
+    clean = (_without_ansi(line) for line in _sample_lines(head, strip=False))
+    return sum(1 for line in clean if TRACE_LINE.match(line) or EXCEPTION_LINE.match(line))
 
 
 _ANSI = re.compile(ANSI_ESCAPE)

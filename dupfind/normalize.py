@@ -203,15 +203,16 @@ def _folded(name: pl.Expr) -> pl.Expr:
 def _kind_expr(config: Config) -> pl.Expr:
     """The kind of each row's name (and exit code, status): an exact name, else the words before
     its trailing `key=value` fields as an exact name, else the first pattern that matches."""
+    folded = _folded(pl.col("name"))
     bare = pl.col("name").str.replace(_TRAILING_PAIRS, "")
     exact = pl.coalesce(
-        _folded(pl.col("name")).replace_strict(config.kinds, default=None, return_dtype=pl.String),
+        folded.replace_strict(config.kinds, default=None, return_dtype=pl.String),
         _folded(bare).replace_strict(config.kinds, default=None, return_dtype=pl.String),
     )
     kind = pl.coalesce(exact, _first_match(pl.col("name").str.to_lowercase(), config.patterns))
     if config.status_kinds:
         pairs = {f"{name}\x1f{status}": k for name, by in config.status_kinds.items() for status, k in by.items()}
-        named = pl.concat_str([_folded(pl.col("name")), pl.col("status").str.to_lowercase()], separator="\x1f")
+        named = pl.concat_str([folded, pl.col("status").str.to_lowercase()], separator="\x1f")
         kind = pl.coalesce(named.replace_strict(pairs, default=None, return_dtype=pl.String), kind)
     killed_by_code = pl.col("exit_code").is_in(KILL_EXIT_CODES) & (
         kind.is_null() | kind.is_in(["worker_exit", "other", "fail"])

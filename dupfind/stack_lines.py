@@ -9,30 +9,41 @@ import polars as pl
 
 from dupfind.lineparse import LEADING_TS, LOGFMT_PAIR, parse_logfmt
 
-# Node's first line of an uncaught exception's report: the script and line that threw (then its
-# source line, a caret, the error and its stack, `Node.js v20.18.1`); node's own code for an
-# unhandled promise rejection (`node:internal/process/promises:391`).
+_PYTHON_HEADER = "Traceback (most recent call last):"
+# The first lines of the reports other runtimes print as an exception ends the process (their
+# patterns below, dupfind.crashes). Go's panic and fatal runtime error, V8's fatal error (out of
+# memory), CPython's fatal error:
+_CRASH_PREFIX = r"(?:panic|fatal error|FATAL ERROR|Fatal Python error): "
+# Node's uncaught exception: the script and line that threw (then its source line, a caret, the
+# error and its stack, `Node.js v20.18.1`); node's own code for an unhandled promise rejection
+# (`node:internal/process/promises:391`). V8 out of memory (`<--- Last few GCs --->`, the GC lines,
+# `FATAL ERROR: ...`, native frames).
 _NODE_SCRIPT_LINE = r"(?:node:internal/[\w/]+|(?:file://)?(?:/|[A-Za-z]:\\|\./)?[^\s:]+\.[cm]?[jt]sx?):\d+$"
+_NODE_OOM_LINE = r"<--- Last few GCs --->"
+# .NET's (`Unhandled exception. System.InvalidOperationException: ...`, then `   at` frames: on any
+# thread, it ends the process), PHP's fatal error (`PHP Fatal error:  Allowed memory size of ...
+# exhausted ...`, one line: what ends the script; `PHP Fatal error:  Uncaught RuntimeException:
+# ...`), Ruby's uncaught exception (`/app/worker.rb:42:in `deliver': ... (NoMethodError)`, then
+# `\tfrom` lines).
+_DOTNET_PREFIX = r"Unhandled exception\. "
+_PHP_FATAL_PREFIX = r"(?:PHP )?Fatal error: "
+_RUBY_UNCAUGHT = r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$"
 # A line that begins or goes on with a stack trace wherever it stands after a record: indented (a
 # Python frame and its code, Java's `\tat`, Go's `\t/app/main.go:42`) or one of the header lines
-# Python, the JVM and Go write.
+# runtimes write.
 _TRACE_LINE = (
     r"[ \t]+\S"
     r"|Traceback \(most recent call last\):"
     r"|During handling of the above exception|The above exception was the direct cause"
     r"|Caused by: |Exception in thread "
-    r"|panic: |fatal error: |goroutine \d+ \["
+    rf"|{_CRASH_PREFIX}|goroutine \d+ \["
     # Node's: the event an unhandled error came from, the version it ends with, an error's fields' brace.
     r"|Emitted '[^']+' event |Node\.js v\d+\.\d+\.\d+$|[}\]]+$"
-    # .NET's unhandled exception, PHP's fatal error (one line: what ends the script), Ruby's
-    # uncaught exception (`/app/worker.rb:42:in `deliver': ... (NoMethodError)`, then `\tfrom` lines).
-    r"|Unhandled exception\. |(?:PHP )?Fatal error: |\S+\.rb:\d+:in [`'][^`']*': .* \([A-Z][\w:]*\)$"
+    rf"|{_DOTNET_PREFIX}|{_PHP_FATAL_PREFIX}|{_RUBY_UNCAUGHT}"
     r"|Stack trace:$|#\d+ (?:/|\{main\}|\[internal function\])"  # PHP's frames after an uncaught exception
-    f"|{_NODE_SCRIPT_LINE}"  # Node's report's first line, the script and line that threw
-    # V8 out of memory (`<--- Last few GCs --->`, the GC lines, `FATAL ERROR: ...`, native frames);
-    # Python's faulthandler (`Fatal Python error: Segmentation fault`, then each thread's frames).
-    r"|<--- (?:Last few GCs|JS stacktrace) --->|\[\d+:0x[0-9a-f]+\]|FATAL ERROR: |----- Native stack trace -----"
-    r"|Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: "
+    rf"|{_NODE_SCRIPT_LINE}|{_NODE_OOM_LINE}|<--- JS stacktrace --->|\[\d+:0x[0-9a-f]+\]|----- Native stack trace -----"
+    # Python's faulthandler: each thread's frames after its fatal error.
+    r"|(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: "
 )
 # An exception's own line (Python's last line, a JVM trace's first): a class name and its message.
 # Bare `Error: ...` (Node's, JavaScript's) and `Exception: ...` (Python's `raise Exception(...)`) too,
@@ -45,19 +56,14 @@ EXCEPTION_LINE = re.compile(_EXCEPTION_LINE)
 # For polars (one pass over a block: most blocks hold none, and are not looked at line by line).
 ANY_TRACE_LINE = f"^(?:{_TRACE_LINE}|{_EXCEPTION_LINE})"
 TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong line, rejected)
-_PYTHON_HEADER = "Traceback (most recent call last):"
-_THREAD_PREFIX = re.compile(r'Exception in thread "[^"]*" |Unhandled exception\. ')
+_THREAD_PREFIX = re.compile(rf'Exception in thread "[^"]*" |{_DOTNET_PREFIX}')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
-# Go's panic and fatal runtime error, V8's fatal error (out of memory), CPython's fatal error.
-_CRASH_LINE = re.compile(r"(?:panic|fatal error|FATAL ERROR|Fatal Python error): \S")
-_NODE_OOM = re.compile(r"<--- Last few GCs --->")
+_CRASH_LINE = re.compile(_CRASH_PREFIX + r"\S")
+_NODE_OOM = re.compile(_NODE_OOM_LINE)
 _NODE_HEADER = re.compile(_NODE_SCRIPT_LINE)
-# .NET's (`Unhandled exception. System.InvalidOperationException: ...`, then `   at` frames: on any
-# thread, it ends the process), PHP's fatal error (`PHP Fatal error:  Allowed memory size of ...
-# exhausted ...`, `PHP Fatal error:  Uncaught RuntimeException: ...`), Ruby's uncaught exception.
-_DOTNET_HEADER = re.compile(r"Unhandled exception\. \S")
-_PHP_FATAL = re.compile(r"(?:PHP )?Fatal error: +(?P<error>\S.*)")
-_RUBY_HEADER = re.compile(r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$")
+_DOTNET_HEADER = re.compile(_DOTNET_PREFIX + r"\S")
+_PHP_FATAL = re.compile(_PHP_FATAL_PREFIX + r" *(?P<error>\S.*)")
+_RUBY_HEADER = re.compile(_RUBY_UNCAUGHT)
 # The first line of what a runtime prints when an exception ends the process: Python's excepthook
 # and fatal error, Go's unrecovered panic and fatal runtime error, Node's (and V8 out of memory),
 # .NET's, PHP's and Ruby's (dupfind.crashes).
