@@ -98,9 +98,9 @@ def log_owner(path: str) -> str:
     compression, nor a second download's ` (1)`), or for a file named by a number its folder: the
     pod of the kubelet's `<namespace>_<pod>_<uid>/<container>/0.log`, the log stream of a
     CloudWatch Logs export to S3 (`<task>/<stream>/000000.gz`)."""
-    folder, _, name = path.rpartition("/")
+    head, sep, name = path.rpartition("/")
     if " (" in name:
-        path = f"{folder}/{_DOWNLOAD_COPY.sub('', name, count=1)}" if folder else _DOWNLOAD_COPY.sub("", name, count=1)
+        path = head + sep + _DOWNLOAD_COPY.sub("", name, count=1)
     stem = _COMPRESSED.sub("", log_stem(path))
     folder, _, name = stem.rpartition("/")
     if not folder or not _NUMBERED.fullmatch(name):

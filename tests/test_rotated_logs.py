@@ -53,6 +53,7 @@ def test_log_stem_names_the_log_a_rotated_part_belongs_to(path, stem):
     # a second download of a log (a browser's name for it): the same writer, as Laravel's worker.log
     ("logs/worker (1).log", "logs/worker.log"),
     ("celery-w1 (2).log.1.gz", "celery-w1.log"),
+    ("/worker (1).log", "/worker.log"),  # at the root: its slash kept
     ("logs/my (notes).log", "logs/my (notes).log"),
 ])
 def test_log_owner_names_the_path_whose_name_names_the_writer(path, owner):
