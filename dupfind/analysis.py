@@ -6,6 +6,7 @@ import bisect
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property
 
 import polars as pl
@@ -465,10 +466,14 @@ class AnalysisContext:
 
     @cached_property
     def worker_events(self) -> pl.DataFrame:
-        """Stop signals, exits and kills per worker (records of the worker, not of a job)."""
+        """Stop signals, exits and kills per worker, and the lease expiries a worker logged outside
+        any action (records of the worker, not of a job)."""
         return as_strings(self.columns(
-            "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id"
-        ).filter(pl.col("kind").is_in(WORKER_END_KINDS) & pl.col("worker_id").is_not_null())).sort("ts")
+            "rid", "ts", "kind", "worker_id", "name", "source", "line", "exit_code", "deployment_id", "action_id"
+        ).filter(
+            (pl.col("kind").is_in(WORKER_END_KINDS) | ((pl.col("kind") == "lease_expired") & pl.col("action_id").is_null()))
+            & pl.col("worker_id").is_not_null()
+        ).drop("action_id")).sort("ts")
 
     @cached_property
     def deploys(self) -> DeployModel:
@@ -526,6 +531,27 @@ class AnalysisContext:
         if row["kind"] != "worker_exit" or not row["stack_trace"] or not CRASH_HEADER.match(row["message"] or ""):
             return None
         return row["stack_trace"]
+
+    @cached_property
+    def worker_lease_expiries(self) -> dict[str, tuple[list, list[int]]]:
+        """Lease expiries a worker logged outside any action, per worker: (times, rids) in time
+        order. The Kafka client's `consumer poll timeout has expired` and Celery's channel error
+        on RabbitMQ's consumer timeout name no job: they end the lease of every message the
+        worker held."""
+        frame = self.worker_events.filter((pl.col("kind") == "lease_expired") & pl.col("ts").is_not_null()).sort("ts", "rid")
+        if frame.height == 0:
+            return {}
+        grouped = frame.group_by("worker_id", maintain_order=True).agg("ts", "rid")
+        return {w: (ts, rids) for w, ts, rids in grouped.iter_rows()}
+
+    def worker_lease_expiry(self, worker_id: str | None, start, end, later_entry) -> list[int]:
+        """The rids of the lease expiries (worker_lease_expiries) the worker of an execution
+        running from `start` to `end` logged while it ran, before a later execution of its action
+        began at `later_entry` (within the clock skew)."""
+        times, rids = self.worker_lease_expiries.get(worker_id, ([], [])) if worker_id is not None else ([], [])
+        skew = timedelta(seconds=self.skew_s)
+        first = bisect.bisect_left(times, start - skew)
+        return rids[first:bisect.bisect_right(times, min(end, later_entry) + skew)]
 
     @cached_property
     def exec_killed_rows(self) -> dict[int, dict]:

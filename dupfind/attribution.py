@@ -200,7 +200,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
 
     queue = ctx.action_queue.get(action_id)
     timeout = ctx.timeout_for(queue)
-    expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"]
+    expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"] or ctx.worker_lease_expiry(
+        first["worker_id"], first["start"], first["end"], later_entry)
     near_timeout = timeout is not None and abs(gap - timeout) <= max(2.0, 0.25 * timeout)
     running = later_entry < first["end"]
     figures = {"gap_s": round(gap, 3)}

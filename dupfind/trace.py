@@ -238,7 +238,8 @@ def _side_effect_summary(ctx: AnalysisContext, action_id: int | None) -> list[di
 
 def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, execs: pl.DataFrame) -> list[int]:
     """Records outside the action that belong to its story: per-action ids without a link key,
-    its workers' stop signals and kills while it ran, and deploys during it."""
+    its workers' stop signals and kills while it ran, the lease expiries they logged while it ran
+    (no job named), and deploys during it."""
     unlinked = ctx.unlinked_ids
     rids: list[int] = []
     for column in unlinked.columns[1:]:
@@ -254,6 +255,8 @@ def _related_rids(ctx: AnalysisContext, action_id: int, records: pl.DataFrame, e
             pl.col("ts").is_between(pl.col("from"), pl.col("to"))
         )
         rids += stops["rid"].unique().to_list()
+        for worker, start, end in execs.select("worker_id", "start", "end").iter_rows():
+            rids += ctx.worker_lease_expiry(worker, start, end, end)
     first, last = records["ts"].min(), records["ts"].max()
     rids += ctx.deploy_records.filter(pl.col("ts").is_between(first, last))["rid"].to_list()
     return rids

@@ -151,6 +151,8 @@ def _side_effects(story: _Story) -> None:
 def _lease_expiries(story: _Story) -> None:
     for row in story.of_kind("lease_expired").iter_rows(named=True):
         running = story.in_flight(row["ts"])
+        if row["action_id"] is None:  # a worker's own (no job named): the leases of the jobs it held
+            running = [e for e in running if story.execs[e]["worker_id"] == row["worker_id"]]
         if not running:
             _lease_after_end(story, row)
             continue

@@ -55,7 +55,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         timeout = ctx.timeout_for(ctx.action_queue.get(action_id))
         gap = first["gap_s"]
         near = timeout is not None and abs(gap - timeout) <= max(1.0, tolerance * timeout)
-        evidence_of_expiry = action_id in expiry_rids_of or near
+        expiry_rids = expiry_rids_of.get(action_id) or ctx.worker_lease_expiry(
+            first["worker_id_a"], first["start_a"], first["end_a"], first["entry_ts_b"] or first["start_b"])
+        evidence_of_expiry = bool(expiry_rids) or near
         summary = (
             f"attempt {first['attempt_b'] or '?'} started {gap:.1f} s after attempt {first['attempt_a'] or '?'} "
             f"while it was still running (overlap {first['overlap_s']:.2f} s)"
@@ -79,7 +81,6 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if timeout is not None:
             finding.figures["timeout_s"] = timeout
             finding.figures["duration_over_timeout"] = round(duration / timeout, 2) if timeout else None
-        expiry_rids = expiry_rids_of.get(action_id, [])
         notes = {r: "lease expired" for r in expiry_rids}
         ctx.attach_evidence(finding, expiry_rids, notes, executions=exec_ids,
                             kinds=("receive", "start", "side_effect", "commit", "ack", "finish"))
