@@ -394,6 +394,14 @@ class AnalysisContext:
         found = self.timeout_source(queue)
         return found[0] if found else None
 
+    def timeout_words(self, queue: str | None) -> str | None:
+        """`visibility timeout 30 s`, `inferred visibility timeout 50.879 s` (no configuration nor
+        log states it: an estimate from redelivery gaps), None when unknown."""
+        found = self.timeout_source(queue)
+        if found is None:
+            return None
+        return f"{'inferred ' if found[1] == 'inferred' else ''}visibility timeout {found[0]:g} s"
+
     @cached_property
     def action_queue(self) -> dict[int, str]:
         rows = self.action_attributes.filter(pl.col("queue").is_not_null()).select("action_id", "queue")

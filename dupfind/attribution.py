@@ -9,6 +9,7 @@ import polars as pl
 
 from dupfind import schema
 from dupfind.analysis import AnalysisContext
+from dupfind.findings import two_runs
 from dupfind.locks import longest_overlap
 
 
@@ -219,10 +220,11 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
         confidence = "certain" if running and (expiry or near_timeout) else "likely"
-        where = "while the first was still running" if running else "after the first stopped logging"
-        detail = f"attempt {later['attempt'] or 2} started {gap:.1f} s after attempt {first['attempt'] or 1} {where}"
+        where = "while it was still running" if running else "once it had stopped logging"
+        earlier, again = two_runs(first["attempt"], later["attempt"])
+        detail = f"{again} started {gap:.1f} s after {earlier} {where}"
         if timeout is not None:
-            detail += f" (visibility timeout {timeout:g} s)"
+            detail += f" ({ctx.timeout_words(queue)})"
         return Attribution("lease_expired", confidence, detail, evidence + base_rids, notes, figures)
 
     return Attribution(

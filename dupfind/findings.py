@@ -26,6 +26,15 @@ CAUSE_TITLES = {
 }
 
 
+def two_runs(first_attempt: int | None, later_attempt: int | None) -> tuple[str, str]:
+    """How a summary names two runs of one message: `attempt 2` after `attempt 1` when each logged
+    its own number, else `a second run (of attempt 1)` after `the first`."""
+    if first_attempt is not None and later_attempt is not None and first_attempt != later_attempt:
+        return f"attempt {first_attempt}", f"attempt {later_attempt}"
+    number = first_attempt if first_attempt is not None else later_attempt
+    return "the first", "a second run" + (f" of attempt {number}" if number is not None else "")
+
+
 def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity)
 

@@ -41,7 +41,8 @@ class _Story:
         killed = ctx.exec_killed.filter(pl.col("exec_id").is_in(list(labels)))
         self.killed = dict(killed.select("exec_id", "kill_ts").rows())
         self.notes: dict[int, list[str]] = defaultdict(list)
-        self.timeout = ctx.timeout_for(ctx.action_queue.get(action_id))
+        found = ctx.timeout_source(ctx.action_queue.get(action_id))
+        self.timeout, self.timeout_inferred = (found[0], found[1] == "inferred") if found else (None, False)
 
     def note(self, rid: int | None, text: str) -> None:
         if rid is not None and text not in self.notes[rid]:
@@ -64,9 +65,10 @@ class _Story:
     def timeout_phrase(self, gap: float) -> str:
         if self.timeout is None:
             return ""
+        inferred = "inferred " if self.timeout_inferred else ""
         if abs(gap - self.timeout) <= max(2.0, 0.25 * self.timeout):
-            return f", close to the {self.timeout:g} s visibility timeout"
-        return f"; visibility timeout {self.timeout:g} s"
+            return f", close to the {inferred}{self.timeout:g} s visibility timeout"
+        return f"; {inferred}visibility timeout {self.timeout:g} s"
 
 
 def _entries(story: _Story) -> None:

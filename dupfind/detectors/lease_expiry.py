@@ -6,7 +6,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import action_finding, seconds
-from dupfind.findings import Finding
+from dupfind.findings import Finding, two_runs
 from dupfind.rules_registry import Rule, detector
 
 
@@ -58,12 +58,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         expiry_rids = expiry_rids_of.get(action_id) or ctx.worker_lease_expiry(
             first["worker_id_a"], first["start_a"], first["end_a"], first["entry_ts_b"] or first["start_b"])
         evidence_of_expiry = bool(expiry_rids) or near
-        summary = (
-            f"attempt {first['attempt_b'] or '?'} started {gap:.1f} s after attempt {first['attempt_a'] or '?'} "
-            f"while it was still running (overlap {first['overlap_s']:.2f} s)"
-        )
+        earlier, again = two_runs(first["attempt_a"], first["attempt_b"])
+        summary = f"{again} started {gap:.1f} s after {earlier} while it was still running (overlap {first['overlap_s']:.2f} s)"
         if timeout is not None:
-            summary += f"; visibility timeout {timeout:g} s"
+            summary += f"; {ctx.timeout_words(ctx.action_queue.get(action_id))}"
         guarded = bool(first["all_guarded"])
         if guarded:
             summary += "; the redelivery was stopped by a guard"

@@ -1,0 +1,56 @@
+"""How a lease expiry's cause names its timeout and its runs: an inferred timeout says so (no
+configuration nor log states it), and two runs that logged no distinct attempt numbers are not
+given invented ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.findings import two_runs
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
+
+RABBITMQ = FIXTURES / "real" / "celery_rabbitmq_consumer_timeout" / "logs"
+
+
+def _lease_findings(logs: Path, timeouts: dict[str, float] | None = None):
+    config = load_config(cwd=Path("/"))
+    report = analyze(ingest([str(logs)], config), config, load_rules(config), timeouts=timeouts)
+    causes = [f for f in report.findings if f.rule == "DF101" and f.cause == "lease_expired"]
+    redeliveries = [f for f in report.findings if f.rule == "DF103"]
+    assert causes and redeliveries
+    return causes, redeliveries
+
+
+def test_a_timeout_inferred_from_redelivery_gaps_is_called_inferred():
+    """RabbitMQ's consumer timeout is stated nowhere in the workers' logs: dupfind's figure is an
+    estimate (about 51 s: the 15 s timeout checked on a 60 s tick)."""
+    causes, redeliveries = _lease_findings(RABBITMQ)
+    for finding in causes:
+        assert "(inferred visibility timeout 5" in finding.cause_detail, finding.cause_detail
+    for finding in redeliveries:
+        assert "; inferred visibility timeout 5" in finding.summary, finding.summary
+
+
+def test_a_configured_timeout_is_not_called_inferred():
+    causes, redeliveries = _lease_findings(RABBITMQ, timeouts={"": 15.0})
+    for finding in causes:
+        assert finding.cause_detail.endswith("(visibility timeout 15 s)"), finding.cause_detail
+    for finding in redeliveries:
+        assert "; visibility timeout 15 s" in finding.summary and "inferred" not in finding.summary
+
+
+@pytest.mark.parametrize(("first", "later", "names"), [
+    (1, 2, ("attempt 1", "attempt 2")),
+    (1, 1, ("the first", "a second run of attempt 1")),
+    (None, 3, ("the first", "a second run of attempt 3")),
+    (None, None, ("the first", "a second run")),
+    (0, 1, ("attempt 0", "attempt 1")),
+])
+def test_two_runs_are_named_by_the_attempt_numbers_they_logged(first, later, names):
+    assert two_runs(first, later) == names
