@@ -541,6 +541,10 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if "duration_s" in frame.columns:
         seconds = pl.col("duration_s").cast(pl.Float64, strict=False) * 1000.0
         frame = frame.with_columns(duration_ms=pl.coalesce(pl.col("duration_ms"), seconds) if "duration_ms" in frame.columns else seconds)
+    if "visibility_timeout_ms" in frame.columns:
+        seconds = pl.col("visibility_timeout_ms").cast(pl.Float64, strict=False) / 1000.0
+        frame = frame.with_columns(visibility_timeout_s=pl.coalesce(pl.col("visibility_timeout_s"), seconds)
+                                   if "visibility_timeout_s" in frame.columns else seconds)
     missing = {c: pl.lit(None, dtype=t) for c, t in schema.items() if c not in frame.columns}
     frame = frame.with_columns(**missing)
     frame = frame.with_columns(

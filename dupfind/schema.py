@@ -35,7 +35,7 @@ TEXT_COLUMNS = (
 )
 
 # Alias targets that are not columns themselves but feed one.
-DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count"}
+DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count", "visibility_timeout_ms"}
 
 
 def _ts_type() -> pl.DataType:

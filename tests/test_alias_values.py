@@ -61,3 +61,19 @@ def test_a_consumer_shared_by_the_workers_does_not_name_them(tmp_path):
     table = ingest([str(tmp_path / "w.log")], CONFIG).table.sort("line")
     assert table["worker_id"].cast(pl.String).to_list() == [
         "notifier-0", "notifier-1", "notifier-0", "notifier-1", "notify-workers-7f3c"]
+
+
+def test_a_timeout_in_milliseconds_is_read_in_seconds(tmp_path):
+    """`consumer_timeout_ms` (RabbitMQ), `max_poll_interval_ms` (Kafka): the timeout in seconds; a
+    field in seconds on the same record wins; a value that is no number is no timeout."""
+    records = [
+        {"ts": "2026-07-21T10:00:00Z", "event": "worker_started", "worker": "w1", "consumer_timeout_ms": 15000},
+        {"ts": "2026-07-21T10:00:01Z", "event": "worker_started", "worker": "w2", "max_poll_interval_ms": "300000"},
+        {"ts": "2026-07-21T10:00:02Z", "event": "worker_started", "worker": "w3", "visibility_timeout_ms": 4500,
+         "visibility_timeout": 30},
+        {"ts": "2026-07-21T10:00:03Z", "event": "worker_started", "worker": "w4", "visibility_timeout_ms": "soon"},
+        {"ts": "2026-07-21T10:00:04Z", "event": "worker_started", "worker": "w5"},
+    ]
+    (tmp_path / "w.log").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    table = ingest([str(tmp_path / "w.log")], CONFIG).table.sort("line")
+    assert table["visibility_timeout_s"].to_list() == [15.0, 300.0, 30.0, None, None]

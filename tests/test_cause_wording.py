@@ -1,9 +1,10 @@
-"""How a lease expiry's cause names its timeout and its runs: an inferred timeout says so (no
-configuration nor log states it), and two runs that logged no distinct attempt numbers are not
-given invented ones."""
+"""How a lease expiry's cause names its timeout and its runs: the timeout a broker logs is taken,
+an inferred timeout says so (no configuration nor log states it), and two runs that logged no
+distinct attempt numbers are not given invented ones."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from dupfind.ingest import ingest
 from dupfind.rules_registry import load_rules
 
 RABBITMQ = FIXTURES / "real" / "celery_rabbitmq_consumer_timeout" / "logs"
+BROKER_LOG = "rabbit@localhost.log"
 
 
 def _lease_findings(logs: Path, timeouts: dict[str, float] | None = None):
@@ -27,22 +29,43 @@ def _lease_findings(logs: Path, timeouts: dict[str, float] | None = None):
     return causes, redeliveries
 
 
-def test_a_timeout_inferred_from_redelivery_gaps_is_called_inferred():
-    """RabbitMQ's consumer timeout is stated nowhere in the workers' logs: dupfind's figure is an
-    estimate (about 51 s: the 15 s timeout checked on a 60 s tick)."""
-    causes, redeliveries = _lease_findings(RABBITMQ)
+def _workers_only(tmp_path: Path) -> Path:
+    """The recording as exported without the broker's own log (the workers' logs only)."""
+    logs = tmp_path / "logs"
+    shutil.copytree(RABBITMQ, logs)
+    (logs / BROKER_LOG).unlink()
+    return logs
+
+
+def test_a_timeout_inferred_from_redelivery_gaps_is_called_inferred(tmp_path):
+    """Without the broker's log, RabbitMQ's consumer timeout is stated nowhere: dupfind's figure is
+    an estimate (about 51 s: the 15 s timeout checked on a 60 s tick)."""
+    causes, redeliveries = _lease_findings(_workers_only(tmp_path))
     for finding in causes:
         assert "(inferred visibility timeout 5" in finding.cause_detail, finding.cause_detail
     for finding in redeliveries:
         assert "; inferred visibility timeout 5" in finding.summary, finding.summary
 
 
-def test_a_configured_timeout_is_not_called_inferred():
-    causes, redeliveries = _lease_findings(RABBITMQ, timeouts={"": 15.0})
+def test_the_consumer_timeout_rabbitmq_logs_is_the_timeout():
+    """`... timed out waiting for delivery acknowledgement. Timeout used: 15000 ms.` in the broker's log."""
+    assert "Timeout used: 15000 ms" in (RABBITMQ / BROKER_LOG).read_text()
+    causes, redeliveries = _lease_findings(RABBITMQ)
     for finding in causes:
         assert finding.cause_detail.endswith("(visibility timeout 15 s)"), finding.cause_detail
     for finding in redeliveries:
         assert "; visibility timeout 15 s" in finding.summary and "inferred" not in finding.summary
+
+
+def test_a_configured_timeout_comes_before_the_logged_one(tmp_path):
+    causes, redeliveries = _lease_findings(_workers_only(tmp_path), timeouts={"": 20.0})
+    for finding in causes:
+        assert finding.cause_detail.endswith("(visibility timeout 20 s)"), finding.cause_detail
+    causes, redeliveries = _lease_findings(RABBITMQ, timeouts={"": 20.0})
+    for finding in causes:
+        assert finding.cause_detail.endswith("(visibility timeout 20 s)"), finding.cause_detail
+    for finding in redeliveries:
+        assert "; visibility timeout 20 s" in finding.summary
 
 
 @pytest.mark.parametrize(("first", "later", "names"), [
