@@ -23,7 +23,7 @@ from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
-from dupfind.timeouts import InferredTimeout, infer_timeouts, redelivery_gaps
+from dupfind.timeouts import KILL_HANDBACK_S, InferredTimeout, infer_timeouts, redelivery_gaps
 
 EVIDENCE_KINDS = (
     "publish", "receive", "start", "side_effect", "side_effect_result", "commit", "ack", "finish",
@@ -366,9 +366,19 @@ class AnalysisContext:
 
     @cached_property
     def redelivery_gaps(self) -> pl.DataFrame:
-        """Deliveries of a message that no failure or retry asked for, with the gap since the previous one."""
+        """Deliveries of a message that no failure or retry asked for, with the gap since the
+        previous one; `after_kill`: the previous run's worker was killed just before it."""
         table = self.columns(*self.present_columns("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id"))
-        return redelivery_gaps(table, self.action_attributes.select("action_id", "queue"), self.texts)
+        gaps = redelivery_gaps(table, self.action_attributes.select("action_id", "queue"), self.texts)
+        handed_back: list[int] = []
+        if gaps.height and self.exec_killed.height:
+            near = gaps.select("rid", "prev_exec_id").join(
+                self.exec_killed.select(pl.col("exec_id").alias("prev_exec_id"), "kill_ts"), on="prev_exec_id",
+            )
+            if near.height:
+                after = (self.rows(near["rid"].to_list())["ts"] - near["kill_ts"]).dt.total_microseconds() / 1e6
+                handed_back = near.filter(after.is_between(-self.skew_s, KILL_HANDBACK_S))["rid"].to_list()
+        return gaps.with_columns(after_kill=pl.col("rid").is_in(handed_back))
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:

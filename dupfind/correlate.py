@@ -432,6 +432,11 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
     base = base.with_columns(
         attempt_ff=pl.when(filled != stop).then(filled),
         prev_kind=pl.when(~new_group.fill_null(True)).then(pl.col("kind").shift(1)),
+        # The previous row is another log's end of a run within the same millisecond: a framework
+        # logging in milliseconds (Dramatiq's `Acknowledging` at ,962) may seem to end the run
+        # before the application's start at .962303 that it follows.
+        end_tied=pl.col("kind").shift(1).is_in(["ack", "finish"]) & (pl.col("source") != pl.col("source").shift(1))
+        & (pl.col("ts").dt.truncate("1ms") == pl.col("ts").shift(1).dt.truncate("1ms")),
         first_in_group=new_group.fill_null(True),
     ).with_columns(
         prev_attempt=pl.when(~pl.col("first_in_group")).then(pl.col("attempt_ff").shift(1)),
@@ -443,7 +448,7 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
         | (pl.col("attempt").is_not_null() & pl.col("prev_attempt").is_not_null()
            & (pl.col("attempt") != pl.col("prev_attempt")) & ~pl.col("prev_kind").is_in(["receive", "claim", "lock_acquire"]))
         | ((pl.col("kind") == "receive") & (pl.col("prev_kind") != "receive"))
-        | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS))
+        | ((pl.col("kind") == "start") & ~pl.col("prev_kind").is_in(STARTUP_KINDS) & ~pl.col("end_tied").fill_null(False))
     )
     base = base.with_columns(seg=boundary.cast(pl.Int64).cum_sum())
     # Segments with consumer work are executions, numbered in order; rows stay sorted by

@@ -6,10 +6,13 @@ import polars as pl
 
 from dupfind.ingest_result import FileReport
 
-# The kinds both a framework's own log and the application's log write for one job's run (Celery:
-# "Task ... received" and the app's job_received; "succeeded" and job_finished), and how close in
-# time the two records of one moment are (two processes' clocks are one host's).
-ECHO_KINDS = ("receive", "start", "finish", "fail", "retry")
+# The moments of one job's run both a framework's own log and the application's log write (Celery:
+# "Task ... received" and the app's job_received; "succeeded" and job_finished), by the kinds that
+# tell them: a run's beginning is the framework's receive or the app's start (Dramatiq's
+# `Received message` and the app's job_started, 1-2 ms apart), its end an ack or a finish. And how
+# close in time the two records of one moment are (two processes' clocks are one host's).
+ECHO_MOMENTS = {"receive": "begin", "start": "begin", "finish": "end", "ack": "end", "fail": "fail", "retry": "retry"}
+ECHO_KINDS = tuple(ECHO_MOMENTS)
 ECHO_WITHIN_US = 1_000_000
 # Of a file's records of those kinds, the share one other worker repeats for it to be that worker,
 # at least this many of them, and against the next most repeating worker, this many times as many.
@@ -31,14 +34,16 @@ def echoed_workers(table: pl.DataFrame, reports: list[FileReport], renamed: set[
     sources = pl.DataFrame({"source": list(named), "file_worker": list(named.values())}, schema={"source": pl.String, "file_worker": pl.String})
     records = table.lazy().select(
         pl.col("source").cast(pl.String), pl.col("worker_id").cast(pl.String), pl.col("kind").cast(pl.String), "job_id", "ts",
-    ).filter(pl.col("kind").is_in(ECHO_KINDS) & pl.col("job_id").is_not_null() & pl.col("worker_id").is_not_null())
+    ).filter(pl.col("kind").is_in(ECHO_KINDS) & pl.col("job_id").is_not_null() & pl.col("worker_id").is_not_null()).with_columns(
+        moment=pl.col("kind").replace_strict(ECHO_MOMENTS),
+    )
     own = records.join(sources.lazy(), on="source").filter(pl.col("worker_id") == pl.col("file_worker"))
     others = records.join(sources.lazy(), on="source", how="anti").select(
-        "job_id", "kind", pl.col("worker_id").alias("other"), pl.col("ts").alias("other_ts"),
+        "job_id", "moment", pl.col("worker_id").alias("other"), pl.col("ts").alias("other_ts"),
     )
     apart = (pl.col("other_ts") - pl.col("ts")).dt.total_microseconds().abs()
     repeated = (
-        own.with_row_index("row").join(others, on=["job_id", "kind"]).filter(apart <= ECHO_WITHIN_US)
+        own.with_row_index("row").join(others, on=["job_id", "moment"]).filter(apart <= ECHO_WITHIN_US)
         .select("source", "row", "other").unique()
         .group_by("source", "other").len()
     )

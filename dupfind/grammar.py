@@ -71,8 +71,10 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
 
 
 # A `key=value` pair in a group of pairs: after the group's start, a space, a comma or a span's
-# `{`; the value quoted (Rust's Debug of a string, escapes inside) or up to a space, comma or `}`.
-_PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|[^\s,}]*)'
+# `{`; the value quoted (Rust's Debug of a string, escapes inside; Python's repr of one with a
+# space, as structlog's console prints it: `error='Connection reset by peer'`) or up to a space,
+# comma or `}`.
+_PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[^\s,}]*)'
 
 
 def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
@@ -91,7 +93,8 @@ def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[st
         return frame
     pair = pl.col("pair").str.strip_chars_start(" \t{,")
     value = pair.str.splitn("=", 2).struct.field("field_1")
-    quoted = value.str.starts_with('"') & value.str.ends_with('"') & (value.str.len_chars() >= 2)
+    quoted = ((value.str.starts_with('"') & value.str.ends_with('"')) | (value.str.starts_with("'") & value.str.ends_with("'"))) \
+        & (value.str.len_chars() >= 2)
     unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1")).otherwise(value)
     spread = pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
     if keys is not None:

@@ -192,8 +192,9 @@ def _first_match(text: pl.Expr, labelled_patterns: list[tuple[str, str]]) -> pl.
 
 # A name's `key=value` fields after its words (a line of text whose fields follow its event:
 # Spring's `job_started job_id=j-2`, structlog's console `job_started    job_id=j-1`, with its
-# logger's name before them when it adds it: `job_started  [notifier.worker] job_id=j-1`).
-_TRAILING_PAIRS = r'(?:\s+\[[\w.:\-]+\])?(?:\s+[A-Za-z_][\w.\-]*=(?:"[^"]*"|\'[^\']*\'|\S*))+\s*$'
+# logger's name before them when it adds it: `job_started  [notifier.worker] job_id=j-1`; a value
+# quoted, or a dict or list as Python prints it: `meta={'a': 'b c'}`).
+_TRAILING_PAIRS = r'(?:\s+\[[\w.:\-]+\])?(?:\s+[A-Za-z_][\w.\-]*=(?:"[^"]*"|\'[^\']*\'|\{[^{}]*\}|\[[^\[\]]*\]|\S*))+\s*$'
 
 
 def _folded(name: pl.Expr) -> pl.Expr:

@@ -215,8 +215,17 @@ def infer_timeout(
     )
 
 
+# A message its broker took back the moment its consumer's connection closed (a worker killed on
+# RabbitMQ: redelivered 9-137 ms after the SIGKILL in fixtures/real/dramatiq_rabbitmq_*) comes
+# again within this long of the kill: its gap tells when it was first received, not a lease.
+KILL_HANDBACK_S = 2.0
+
+
 def infer_timeouts(gaps: pl.DataFrame) -> dict[str, InferredTimeout]:
-    """One estimate per queue that had unrequested redeliveries."""
+    """One estimate per queue that had unrequested redeliveries (but those right after their
+    worker's kill, `after_kill`)."""
+    if "after_kill" in gaps.columns:
+        gaps = gaps.filter(~pl.col("after_kill"))
     found: dict[str, InferredTimeout] = {}
     for (queue,), group in gaps.group_by("queue", maintain_order=True):
         estimate = infer_timeout(queue, group["gap_s"])

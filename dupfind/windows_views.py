@@ -321,7 +321,7 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
         end_of_logs=held.max() if held.len() else None,
         timeouts=TimeoutFacts(
             t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "duration_s"),
-            own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id"), extensions,
+            own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id", "after_kill"), extensions,
         ),
     )
 

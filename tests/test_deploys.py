@@ -141,7 +141,11 @@ def test_a_real_hard_shutdown_cut_the_jobs_it_pushed_back(folder: str):
     assert [f.figures["grace_s"] for f in report.findings if f.rule == "DF204"] == [truth["params"]["shutdown_timeout_s"]]
 
 
-@pytest.mark.parametrize("folder", [p.name for p in REAL if json.loads((p / "truth.json").read_text()).get("worker_kills")])
+def _truth(folder: Path) -> dict:
+    return json.loads((folder / "truth.json").read_text())
+
+
+@pytest.mark.parametrize("folder", [p.name for p in REAL if _truth(p).get("worker_kills") and not _truth(p).get("node_kills")])
 def test_a_real_pool_process_killed_cuts_its_job_not_its_worker(folder: str):
     """Celery's prefork child SIGKILLed (recorded): the execution it ran was cut by that kill (its
     exit line), the node went on (no end, no grace period cut short), and the main process'
@@ -164,6 +168,28 @@ def test_a_real_pool_process_killed_cuts_its_job_not_its_worker(folder: str):
     assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201", "DF202", "DF204")] == []
     done = sum(f.figures["side_effect_done"] for f in report.findings if f.rule == "DF203")
     assert done == truth["counters"]["killed_after_side_effect"]
+
+
+@pytest.mark.parametrize("folder", [p.name for p in REAL if _truth(p).get("node_kills")])
+def test_a_real_node_killed_in_a_rollout_cuts_the_runs_it_held(folder: str):
+    """Dramatiq on RabbitMQ (recorded): a rollout SIGTERMs worker1 and SIGKILLs its processes 5 s
+    later with four runs held; RabbitMQ hands their messages to worker2 at once. Dramatiq's own
+    log (named after its file) and the application's log of worker1 are one worker: each run is
+    counted once, and the kill (the deploy log's line) cut exactly the runs it held."""
+    report, truth = analyze_folder(FIXTURES / "real" / folder)
+    model = report.context.deploys
+    assert report.context.executions.height == truth["counters"]["executions"]
+    cut = report.context.executions.filter(pl.col("exec_id").is_in(model.interrupted["exec_id"].to_list()))
+    assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(k["job_id"] for k in truth["worker_kills"])
+    assert set(model.interrupted["kill_kind"].to_list()) == {"worker_killed"}
+    (df203,) = [f for f in report.findings if f.rule == "DF203"]
+    assert df203.figures["in_flight"] == len(truth["worker_kills"])
+    assert df203.figures["side_effect_done"] == truth["counters"]["killed_after_side_effect"]
+    duplicated = [f for f in report.findings if f.rule == "DF101"]
+    assert len(duplicated) == truth["counters"]["duplicated_actions"]
+    assert {(f.cause, f.confidence) for f in duplicated} <= {("worker_killed", "certain")}
+    assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201", "DF202")] == []
+    assert report.context.inferred_timeouts == {}  # handed back at the kill, not after a lease
 
 
 def _k8s_report(name: str):

@@ -85,6 +85,12 @@ def test_real_recordings_count_each_run_once(folder: Path):
         "shutdowns": ("failed", "pushed_back_jobs"),  # Sidekiq's `fail` of the jobs it pushes back
         "job_timeouts": ("retried", "retries_enqueued"),  # RQ's retry of a job its timeout ended
     }
+    if truth.get("node_kills"):
+        # A whole node killed on RabbitMQ (Dramatiq): the broker took back what its connection held.
+        # The runs the kill cut came again, redeliveries; the messages prefetched there but never
+        # started (seen only in Dramatiq's `Pushing message` lines) are no run of that node.
+        assert totals["redelivered"] == counters["redeliveries"] - counters["prefetched_unstarted_at_kill"]
+        return
     asked = [counted for key, counted in handed_back.items() if truth.get(key)]
     if asked:
         assert totals["redelivered"] == 0
