@@ -184,6 +184,28 @@ def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFram
     return raw.with_columns(found.alias(TRACE_ERROR))
 
 
+def _continuation_fields(raws: list, traces: pl.DataFrame, owners: dict[int, int], stated: dict[str, dict[int, str]]) -> None:
+    """Into `stated`, the fields grammars' records state on their continuation lines
+    (Preset.continuation_fields), by the record's line: the first line of a record that holds one."""
+    wanted = {column: regex for _, preset in raws for column, regex in preset.continuation_fields.items()}
+    for column, regex in wanted.items():
+        group = re.compile(regex).groupindex["value"]
+        found = traces.select("line", value=pl.col("clean").str.extract(regex, group)).drop_nulls().sort("line")
+        by_owner = stated.setdefault(column, {})
+        for line, value in found.iter_rows():
+            by_owner.setdefault(owners[line], value)
+
+
+def _with_values(raw: pl.DataFrame, column: str, by_line: dict[int, str]) -> pl.DataFrame:
+    """A block's raw records with `column` set from `by_line` (a record's line -> value) where they have none."""
+    found = values_at_lines(raw[LINE], by_line, pl.String)
+    if found is None:
+        return raw
+    if column in raw.columns:
+        found = raw[column].cast(pl.String).fill_null(found)
+    return raw.with_columns(found.alias(column))
+
+
 def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
     lines = list(lines)
     data = {"line": pl.Series(lines, dtype=pl.Int64), "reason": pl.Series([reason] * len(lines), dtype=pl.String)}
@@ -455,6 +477,7 @@ class LineParser:
         clean = pl.col("text").str.replace_all(ANSI_ESCAPE, "")
         errors: dict[int, str] = {}  # a record's line -> the exception of the stack trace after it
         crashes: dict[int, tuple[int, str]] = {}  # a record's line -> the crash report after it (line, text)
+        stated: dict[str, dict[int, str]] = {}  # a field -> a record's line -> what its continuation lines state
         if rows["text"].str.contains("\n", literal=True).any():
             # An envelope's text of several lines (a Cloud Run entry with its traceback): its
             # first line is the record's line, the others go on with it.
@@ -492,6 +515,7 @@ class LineParser:
                 traced = pl.col("line").is_in(joined["line"].implode())
                 traces = rows.filter(traced)
                 errors.update(exceptions_by_owner(owners, dict(zip(traces["line"].to_list(), traces["clean"].to_list()))))
+                _continuation_fields(grammar.raws, traces, owners, stated)
                 rows = rows.filter(~traced)
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
             rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)),
@@ -529,6 +553,8 @@ class LineParser:
                 block.raws.append((frame, fmt_prefix + fmt))
         if errors:
             block.raws[:] = [(_with_trace_errors(raw, errors), fmt) for raw, fmt in block.raws]
+        for column, by_line in stated.items():
+            block.raws[:] = [(_with_values(raw, column, by_line), fmt) for raw, fmt in block.raws]
         if crashes:
             block.raws[:] = [(with_crash_columns(raw, crashes, LINE), fmt) for raw, fmt in block.raws]
         if unknown:

@@ -106,6 +106,10 @@ class Preset:
     # text envelope: the inner record's fields where it has none of its own (RFC 5424's structured
     # data: log4j2's MDC `[mdc@32473 jobId="..."]`)
     pairs: tuple[str, ...] = ()
+    # text grammar: fields a record's continuation lines state, column -> a regex whose group
+    # `value` is the field's value (the Kafka client's `ConsumerConfig values:` record and its
+    # `\tmax.poll.interval.ms = 300000` line)
+    continuation_fields: dict[str, str] = field(default_factory=dict)
     # text envelope: a record of several lines (`aws logs filter-log-events --output text` prints
     # a message's line breaks as they are): a line matching `start` and not `end` goes on through
     # the first later line matching `end` (record_lines), then `line` reads it whole
@@ -240,7 +244,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "name", "title", "label", "kind", "detect", "records", "lines", "csv", "record_pairs", "record_list", "inner",
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
-        "file_worker", "thread", "joined", "pairs", "multiline", "ignore",
+        "file_worker", "thread", "joined", "pairs", "multiline", "ignore", "continuation_fields",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -269,6 +273,15 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         missing = [g for g in groups if line is None or f"(?P<{g}>" not in line]
         if missing:
             raise DupfindError(f"{origin}: {key} names {missing[0]!r}, which is not a group of the line regex.")
+    continued = data.get("continuation_fields", {})
+    if not isinstance(continued, dict):
+        raise DupfindError(f"{origin}: continuation_fields must be a table of column = regex.")
+    for column, regex in continued.items():
+        if column not in columns:
+            raise DupfindError(f"{origin}: continuation_fields.{column} is not a canonical column.")
+        if "(?P<value>" not in str(regex):
+            raise DupfindError(f"{origin}: continuation_fields.{column} must hold a group named value.")
+        checked_regex(regex, f"{origin}: continuation_fields.{column}")
     multiline = data.get("multiline", {})
     if not isinstance(multiline, dict) or (multiline and set(multiline) != {"start", "end"}):
         raise DupfindError(f"{origin}: multiline must be a table of two regexes, start and end.")
@@ -315,6 +328,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
         joined=joined,
         pairs=pair_groups,
+        continuation_fields={str(c): str(r) for c, r in continued.items()},
         multiline_start=multiline.get("start"),
         multiline_end=multiline.get("end"),
     )

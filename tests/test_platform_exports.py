@@ -93,6 +93,10 @@ def test_a_user_preset_in_rules_dir_reads_a_new_export_shape(cli, tmp_path):
     ('name = "x"\nkind = "text"\nline = "^(?P<msg>.*)$"\npairs = ["fields"]\n', "pairs names 'fields'"),
     ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\nmultiline = { start = "^E" }\n', "multiline must be a table of two"),
     ('name = "x"\nkind = "text"\nline = "^(?P<inner>.*)$"\nmultiline = { start = "^E", end = "(" }\n', "multiline.end has an invalid"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<m>.*)$"\ncontinuation_fields = { who = "(?P<value>.)" }\n', "continuation_fields.who is not a canonical"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<m>.*)$"\ncontinuation_fields = { queue = "q=(.+)" }\n', "must hold a group named value"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<m>.*)$"\ncontinuation_fields = { queue = "(?P<value>" }\n', "continuation_fields.queue has an invalid"),
+    ('name = "x"\nkind = "text"\nline = "^(?P<m>.*)$"\ncontinuation_fields = ["a"]\n', "continuation_fields must be a table"),
 ])
 def test_a_bad_preset_is_a_one_line_error_naming_its_file(cli, tmp_path, text: str, words: str):
     (tmp_path / "presets").mkdir()
