@@ -30,6 +30,19 @@ EVIDENCE_KINDS = (
     "fail", "retry", "lease_expired", "claim", "claim_lost", "dedup_hit", "lock_acquire",
     "lock_release", "lock_denied", "lock_expired",
 )
+# A Celery node is named `<name>@<host>`: two nodes of one host read one clock.
+_NODE_HOST = r"@([^@\s]+)$"
+
+
+def other_hosts(a: str, b: str) -> pl.Expr:
+    """Whether the workers of columns `a` and `b` run on different hosts, whose clocks may differ
+    by the skew tolerance: different workers, but not two `<name>@<host>` nodes of one host."""
+    def host(column: str) -> pl.Expr:
+        name = pl.col(column).cast(pl.String)
+        return pl.coalesce(name.str.extract(_NODE_HOST, 1), name)
+    return (pl.col(a).cast(pl.String) != pl.col(b).cast(pl.String)) & (host(a) != host(b))
+
+
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal", "process_killed")
 TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
 # Ids that belong to one action only but are not link keys: a record carrying one of the action's
@@ -432,7 +445,7 @@ class AnalysisContext:
         )
         overlap_end = pl.min_horizontal("end_a", "end_b")
         overlap_s = (overlap_end - pl.col("start_b")).dt.total_microseconds() / 1e6
-        cross_host = pl.col("worker_id_a") != pl.col("worker_id_b")
+        cross_host = other_hosts("worker_id_a", "worker_id_b")
         return joined.with_columns(
             overlap_s=pl.when(overlap_s > 0).then(overlap_s).otherwise(0.0),
             gap_s=(pl.coalesce("receive_ts_b", "entry_ts_b", "start_b") - pl.coalesce("receive_ts_a", "entry_ts_a", "start_a")).dt.total_microseconds() / 1e6,

@@ -154,17 +154,22 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     notes = {first_req["rid"]: "first side effect", later_req["rid"]: "repeated side effect"}
     later_entry = later["entry_ts"] or later["start"]
 
-    # 1. Lock overlap: both executions held one lock key during intersecting intervals.
+    publishes = [r for r in records if r["kind"] == "publish"]
+    published_jobs = {r["job_id"] for r in publishes if r["job_id"] is not None}
+    published_twice = set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or len(publishes) >= 2)
+
+    # 1. Lock overlap: both executions held one lock key during intersecting intervals (the
+    # safeguard that failed, whatever brought the second execution: a double publish is said too).
     overlap = _lock_overlap(ctx, first["exec_id"], later["exec_id"])
     if overlap is not None:
         locks = [r["rid"] for r in records if r["kind"] in LOCK_KINDS and r["exec_id"] in wanted]
         notes.update({r: "lock" for r in locks})
+        if published_twice:
+            overlap += f"; they ran different messages of one event, published {max(len(published_jobs), len(publishes))} times"
         return Attribution("lock_overlap", "certain", overlap, locks[:6] + base_rids, notes)
 
     # 2. Double publish: the two executions ran different messages of one event.
-    publishes = [r for r in records if r["kind"] == "publish"]
-    published_jobs = {r["job_id"] for r in publishes if r["job_id"] is not None}
-    if set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or len(publishes) >= 2):
+    if published_twice:
         pub_rids = [r["rid"] for r in publishes[:4]]
         notes.update({r: "publish" for r in pub_rids})
         count = max(len(published_jobs), len(publishes))

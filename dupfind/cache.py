@@ -23,7 +23,7 @@ from dupfind.atomic_files import write_atomic
 from dupfind.ingest_result import FileReport
 from dupfind.sources import IDENTITY_FIELDS, file_identity
 
-CACHE_FORMAT = "16"  # 5: a pack may hold near-empty columns apart (APART_NAME); 6: crash reports are records; 7: Node's too, bare `Error:` lines; 8: .NET's, PHP's, Ruby's; 9: Node's first line joins the record before it; 10: V8's and CPython's fatal errors; 11: a name's words before its trailing pairs classified; 12: and before a logger's name in brackets; 13: worker_events holds a worker's lease expiries outside any action; 14: timeouts in milliseconds, RabbitMQ's stated consumer timeout; 15: single-quoted pair values, Dramatiq's actor lines, echoes by moment, a start tied to another log's ack, gaps after a kill; 16: fields a record's continuation lines state (Kafka's max.poll.interval.ms)
+CACHE_FORMAT = "17"  # 5: a pack may hold near-empty columns apart (APART_NAME); 6: crash reports are records; 7: Node's too, bare `Error:` lines; 8: .NET's, PHP's, Ruby's; 9: Node's first line joins the record before it; 10: V8's and CPython's fatal errors; 11: a name's words before its trailing pairs classified; 12: and before a logger's name in brackets; 13: worker_events holds a worker's lease expiries outside any action; 14: timeouts in milliseconds, RabbitMQ's stated consumer timeout; 15: single-quoted pair values, Dramatiq's actor lines, echoes by moment, a start tied to another log's ack, gaps after a kill; 16: fields a record's continuation lines state (Kafka's max.poll.interval.ms); 17: a lock denied is a guard, nodes of one host, Redis's log
 ENV_DIR = "DUPFIND_CACHE_DIR"
 PACKS = "packs"
 APART_NAME = "apart.arrow"  # a pack's columns held apart from its table: rid and their values

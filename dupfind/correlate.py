@@ -399,6 +399,13 @@ def build_executions(
     return table.with_columns(exec_id=exec_ids, echo=echo), executions
 
 
+def _denied_last() -> pl.Expr:
+    """In an execution's aggregation: a lock was denied to it, and it did not take one after."""
+    denied = pl.col("ts").filter(pl.col("kind") == "lock_denied").max()
+    acquired = pl.col("ts").filter(pl.col("kind") == "lock_acquire").max()
+    return denied.is_not_null() & (acquired.is_null() | (denied > acquired)).fill_null(False)
+
+
 def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Executions of whole actions' records, numbered from `first_id`: (rid, exec_id) of the
     records in a run, the executions in number order, and the rids of echo records."""
@@ -485,7 +492,9 @@ def _executions_of(base: pl.DataFrame, first_id: int) -> tuple[pl.DataFrame, pl.
             pl.col("kind").last().alias("last_kind"),
             is_kind("ack", "finish").any().alias("completed"),
             is_kind("fail").any().alias("failed"),
-            is_kind("dedup_hit", "claim_lost").any().alias("guarded"),
+            # Stopped by a guard: a dedup hit, a lost claim, or a lock denied it (and it did not
+            # take the lock after: a blocking lock logs `busy` until it has it).
+            (is_kind("dedup_hit", "claim_lost").any() | _denied_last()).alias("guarded"),
             is_kind("lease_expired").any().alias("lease_expired_logged"),
             pl.col("job_id").drop_nulls().unique().sort().alias("job_ids"),
             pl.col("lock_key").filter(is_kind("lock_acquire")).drop_nulls().unique().alias("locks"),

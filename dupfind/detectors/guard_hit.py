@@ -6,6 +6,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.detectors._common import action_finding
+from dupfind.effects import COUNTED
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
 
@@ -13,6 +14,9 @@ from dupfind.rules_registry import Rule, detector
 @detector("guard_hit")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     guards = ctx.action_records("kind", "rid", "exec_id", "name").filter(pl.col("kind").is_in(["dedup_hit", "claim_lost"])).select("action_id", "rid", "exec_id", pl.col("name").cast(pl.String)).collect()
+    denials = _lock_denials(ctx)
+    if denials.height:
+        guards = pl.concat([guards, denials.select(guards.columns).cast(guards.schema)])
     replays = ctx.side_effects.filter(pl.col("outcome") == "replay").select(
         "action_id", pl.coalesce("result_rid", "rid").alias("rid"), "exec_id", pl.lit("provider replay").alias("name")
     ) if ctx.side_effects.height else None
@@ -31,3 +35,21 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         ctx.attach_evidence(finding, rids, {r: "guard" for r in rids})
         findings.append(finding)
     return findings
+
+
+def _lock_denials(ctx: AnalysisContext) -> pl.DataFrame:
+    """The last lock denial of each execution a lock stopped (guarded, no side effect requested
+    by it) where another execution of its action requested the side effect: the repeat the lock
+    kept out (SET NX's second comer), not a blocking lock's wait nor a denial before the only run."""
+    stopped = ctx.executions.filter(pl.col("guarded")).select("exec_id", "action_id")
+    if stopped.height == 0 or ctx.side_effects.height == 0:
+        return pl.DataFrame()
+    requested = ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED)).select("action_id", "exec_id").unique()
+    stopped = stopped.join(requested, on="exec_id", how="anti").join(
+        requested.select("action_id").unique(), on="action_id",
+    )
+    return ctx.action_records("kind", "rid", "exec_id", "name", "ts").filter(pl.col("kind") == "lock_denied").join(
+        stopped.lazy().select("exec_id"), on="exec_id",
+    ).sort("ts").group_by("exec_id", maintain_order=True).last().select(
+        "action_id", "rid", "exec_id", pl.col("name").cast(pl.String),
+    ).collect()

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from dupfind.analysis import AnalysisContext
+from dupfind.analysis import AnalysisContext, other_hosts
 from dupfind.detectors._common import action_finding, execution_ids, seconds
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
@@ -74,7 +74,7 @@ def _other_holds(holds: pl.DataFrame, prefix: str) -> pl.DataFrame:
 def _cross_host_skew(ctx: AnalysisContext, other_worker: str) -> pl.Expr:
     """The clock-skew tolerance when `other_worker` is another host than the row's worker, else zero."""
     return (
-        pl.when(pl.col(other_worker) != pl.col("worker_id"))
+        pl.when(other_hosts(other_worker, "worker_id"))
         .then(pl.duration(microseconds=int(ctx.skew_s * 1e6)))
         .otherwise(pl.duration(microseconds=0))
     )
@@ -93,8 +93,7 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     if pairs.height == 0:
         return []
     race_s = float(rule.param("race_window_s", 1.0))
-    cross_host = pl.col("worker_id_a") != pl.col("worker_id_b")
-    pairs = pairs.with_columns(certain=~cross_host | (pl.col("overlap_s") >= ctx.skew_s))
+    pairs = pairs.with_columns(certain=~other_hosts("worker_id_a", "worker_id_b") | (pl.col("overlap_s") >= ctx.skew_s))
     # Within the skew tolerance, a second acquisition in the last quarter of the first hold (just
     # before its release or TTL end), or by a run that then found the work done, reads as a clean
     # hand-over; otherwise as a race.
