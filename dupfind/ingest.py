@@ -74,6 +74,7 @@ from dupfind.sources import (
 from dupfind.stack_lines import (
     ANY_TRACE_LINE,
     CRASH_HEADER,
+    QUIET_LEVELS,
     TRACE_BREAK,
     exception_of,
     exceptions_by_owner,
@@ -182,6 +183,18 @@ def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFram
     if TRACE_ERROR in raw.columns:
         found = raw[TRACE_ERROR].fill_null(found)
     return raw.with_columns(found.alias(TRACE_ERROR))
+
+
+def _quiet_records(raws: list, lines: set[int]) -> set[int]:
+    """Of these lines, those of grammars' records at a level that reports no error."""
+    quiet: set[int] = set()
+    wanted = pl.Series(list(lines), dtype=pl.Int64)
+    for frame, _ in raws:
+        if "level" in frame.columns:
+            rows = frame.filter(pl.col(LINE).cast(pl.Int64).is_in(wanted.implode()))
+            quiet.update(line for line, level in zip(rows[LINE].to_list(), rows["level"].cast(pl.String).to_list())
+                         if level is not None and level.strip().lower() in QUIET_LEVELS)
+    return quiet
 
 
 def _continuation_fields(raws: list, traces: pl.DataFrame, owners: dict[int, int], stated: dict[str, dict[int, str]]) -> None:
@@ -508,14 +521,24 @@ class LineParser:
             starts = rows.select(pl.col("clean").str.contains(LEADING_TS.pattern)).to_series()
             joined = _continued(grammar, rows, starts, None if joinable else source)
             if joined.height:
-                block.continuation += joined.height
                 owners = dict(zip(joined["line"].to_list(), joined["owner"].to_list()))
-                if block.owners is not None:
-                    block.owners.update(owners)
                 traced = pl.col("line").is_in(joined["line"].implode())
                 traces = rows.filter(traced)
-                errors.update(exceptions_by_owner(owners, dict(zip(traces["line"].to_list(), traces["clean"].to_list()))))
+                texts = dict(zip(traces["line"].to_list(), traces["clean"].to_list()))
+                found = exceptions_by_owner(owners, texts)
+                errors.update(found)
                 _continuation_fields(grammar.raws, traces, owners, stated)
+                # A crash report (one that names its exception) after a framework's line at a quiet
+                # level (the JVM's `Terminating due to java.lang.OutOfMemoryError` after logback's
+                # INFO line): a record of its own.
+                crashed = {owner: head for owner, head in crash_reports(
+                    owners, texts, set(), _quiet_records(grammar.raws, set(owners.values()))).items() if owner in found}
+                crashes.update(crashed)
+                heads = {line for line, _ in crashed.values()}
+                kept = {line: owner for line, owner in owners.items() if line not in heads}
+                block.continuation += len(kept)
+                if block.owners is not None:
+                    block.owners.update(kept)
                 rows = rows.filter(~traced)
         if rows.height and (joinable or source is not None) and rows["clean"].str.contains(ANY_TRACE_LINE).any():
             rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)),

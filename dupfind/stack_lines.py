@@ -26,6 +26,10 @@ _NODE_OOM_LINE = r"<--- Last few GCs --->"
 # ...`), Ruby's uncaught exception (`/app/worker.rb:42:in `deliver': ... (NoMethodError)`, then
 # `\tfrom` lines).
 _DOTNET_PREFIX = r"Unhandled exception\. "
+# The JVM ending on its first OutOfMemoryError (-XX:+ExitOnOutOfMemoryError, a container's usual
+# setting: `Terminating due to java.lang.OutOfMemoryError: Java heap space`; CrashOnOutOfMemoryError's
+# `Aborting due to ...`, its hs_err report after it).
+_JVM_OOM_PREFIX = r"(?:Terminating|Aborting) due to java\.lang\.OutOfMemoryError: "
 _PHP_FATAL_PREFIX = r"(?:PHP )?Fatal error: "
 _RUBY_UNCAUGHT = r"\S+\.rb:\d+:in [`'][^`']*': (?P<message>.*) \((?P<exception>[A-Z][\w:]*)\)$"
 # A line that begins or goes on with a stack trace wherever it stands after a record: indented (a
@@ -39,7 +43,7 @@ _TRACE_LINE = (
     rf"|{_CRASH_PREFIX}|goroutine \d+ \["
     # Node's: the event an unhandled error came from, the version it ends with, an error's fields' brace.
     r"|Emitted '[^']+' event |Node\.js v\d+\.\d+\.\d+$|[}\]]+$"
-    rf"|{_DOTNET_PREFIX}|{_PHP_FATAL_PREFIX}|{_RUBY_UNCAUGHT}"
+    rf"|{_DOTNET_PREFIX}|{_PHP_FATAL_PREFIX}|{_RUBY_UNCAUGHT}|{_JVM_OOM_PREFIX}"
     r"|Stack trace:$|#\d+ (?:/|\{main\}|\[internal function\])"  # PHP's frames after an uncaught exception
     rf"|{_NODE_SCRIPT_LINE}|{_NODE_OOM_LINE}|<--- JS stacktrace --->|\[\d+:0x[0-9a-f]+\]|----- Native stack trace -----"
     # Python's faulthandler: each thread's frames after its fatal error.
@@ -56,7 +60,7 @@ EXCEPTION_LINE = re.compile(_EXCEPTION_LINE)
 # For polars (one pass over a block: most blocks hold none, and are not looked at line by line).
 ANY_TRACE_LINE = f"^(?:{_TRACE_LINE}|{_EXCEPTION_LINE})"
 TRACE_BREAK = ""  # trace_owners: a line that no trace goes on past (an overlong line, rejected)
-_THREAD_PREFIX = re.compile(rf'Exception in thread "[^"]*" |{_DOTNET_PREFIX}')
+_THREAD_PREFIX = re.compile(rf'Exception in thread "[^"]*" |{_DOTNET_PREFIX}|(?:Terminating|Aborting) due to (?=java\.lang\.)')
 _LEVEL_PREFIX = re.compile(r"^\[[A-Z]+\]\s+")
 _CRASH_LINE = re.compile(_CRASH_PREFIX + r"\S")
 _NODE_OOM = re.compile(_NODE_OOM_LINE)
@@ -64,13 +68,14 @@ _NODE_HEADER = re.compile(_NODE_SCRIPT_LINE)
 _DOTNET_HEADER = re.compile(_DOTNET_PREFIX + r"\S")
 _PHP_FATAL = re.compile(_PHP_FATAL_PREFIX + r" *(?P<error>\S.*)")
 _RUBY_HEADER = re.compile(_RUBY_UNCAUGHT)
+_JVM_OOM = re.compile(_JVM_OOM_PREFIX + r"\S")
 # The first line of what a runtime prints when an exception ends the process: Python's excepthook
 # and fatal error, Go's unrecovered panic and fatal runtime error, Node's (and V8 out of memory),
-# .NET's, PHP's and Ruby's (dupfind.crashes).
+# .NET's, PHP's, Ruby's and the JVM's out of memory exit (dupfind.crashes).
 # All but Python's are printed only as the process ends (a Python program may print a traceback
 # and go on: traceback.print_exc()).
 FATAL_HEADER = re.compile("|".join(
-    header.pattern for header in (_CRASH_LINE, _NODE_OOM, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER)
+    header.pattern for header in (_CRASH_LINE, _NODE_OOM, _NODE_HEADER, _DOTNET_HEADER, _PHP_FATAL, _RUBY_HEADER, _JVM_OOM)
 ))
 CRASH_HEADER = re.compile(f"{re.escape(_PYTHON_HEADER)}|{FATAL_HEADER.pattern}")
 # Levels of a record that does not report an error: a stack trace after such a record (a crash

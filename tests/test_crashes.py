@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from dupfind.analyze import analyze
@@ -95,6 +96,7 @@ Current thread 0x00007f3b2c1ff740 (most recent call first):
   File "/app/notifier/worker.py", line 131 in handle
 
 Extension modules: psycopg2._psycopg, lxml.etree (total: 2)"""
+JVM_OOM_EXIT = "Terminating due to java.lang.OutOfMemoryError: Java heap space"
 RUBY_REPORT = """\
 /app/lib/mailer_consumer.rb:57:in `mark_sent': undefined method `[]' for nil:NilClass (NoMethodError)
 \tfrom /app/lib/mailer_consumer.rb:31:in `block in run'
@@ -124,6 +126,7 @@ FATAL_REPORTS = [
     (RUBY_REPORT, "NoMethodError: undefined method `[]' for nil:NilClass"),
     (NODE_OOM, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
     (PYTHON_FATAL, "Fatal Python error: Segmentation fault"),
+    (JVM_OOM_EXIT, "java.lang.OutOfMemoryError: Java heap space"),
 ]
 
 
@@ -216,6 +219,8 @@ def test_a_header_that_names_no_exception_is_no_crash_report(tmp_path):
     "PHP Warning:  Undefined array key \"email\" in /var/www/app/Jobs/SendConfirmation.php on line 30",
     "/app/lib/mailer_consumer.rb:57:in `mark_sent'",
     "      An unhandled exception has occurred while executing the request.",
+    # One thread's end (the JVM goes on while another thread that is no daemon runs).
+    'Exception in thread "kafka-coordinator-heartbeat-thread | notifier" java.lang.OutOfMemoryError: Java heap space',
 ])
 def test_a_runtimes_warning_or_a_frame_alone_is_no_crash_report(tmp_path, line):
     lines = [_json(100, "job_started"), line]
@@ -292,3 +297,53 @@ def test_without_the_traceback_the_same_return_is_a_visibility_timeout_expiry(tm
         path.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if " stderr F " not in line))
     df101, df203 = _analysis(logs)
     assert df101["DF101"].cause == "lease_expired" and not df203
+
+
+SPRING_KAFKA = FIXTURES / "scenarios" / "spring-kafka-max-poll-rebalance" / "logs"
+
+
+def test_a_jvm_out_of_memory_exit_after_a_spring_line_is_the_pods_end(tmp_path):
+    """The Kafka scenario's first pod ends on `Terminating due to java.lang.OutOfMemoryError` right
+    after its send of ord_55520 (-XX:+ExitOnOutOfMemoryError) instead of hanging; the other pod
+    sends again: the duplicate's cause is the pod's end, not a poll timeout. Before 2026-12-07 the
+    line went on with logback's INFO line before it, as its trace."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SPRING_KAFKA, logs)
+    first = logs / "notifier-7b9c6d5f4-2kq8x.log"
+    lines = first.read_text().splitlines()
+    sent = next(i for i, line in enumerate(lines) if "Sending email order_id=ord_55520" in line)
+    first.write_text("\n".join([*lines[:sent + 1], JVM_OOM_EXIT]) + "\n")
+    report = analyze(ingest([str(logs)], CONFIG), CONFIG, load_rules(CONFIG))
+    (duplicate,) = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("worker_killed", "certain"), duplicate.cause_detail
+    assert "OutOfMemoryError" in duplicate.cause_detail
+    exits = report.context.columns("kind", "line", "source").filter(pl.col("kind") == "worker_exit")
+    assert exits.height == 1 and exits["line"][0] == sent + 2
+
+
+def _spring_with(tmp_path: Path, text: str) -> list[str]:
+    """The kinds of the spring-boot format fixture's records with `text` after its last line."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "formats" / "spring-boot" / "logs", logs)
+    target = next(logs.iterdir())
+    target.write_text(target.read_text() + text + "\n")
+    table = as_strings(ingest([str(logs)], CONFIG).text_table())
+    return table.filter(pl.col("source").str.ends_with(target.name)).sort("line")["kind"].to_list()
+
+
+SPRING_ERROR = ("2026-12-06T10:14:21.900Z ERROR 1 --- [notifier] [ntainer#0-0-C-1] c.e.n.OrderConfirmationListener"
+                "          : Postmark call failed order_id=ord_55520")
+
+
+def test_the_jvms_out_of_memory_exit_after_an_error_line_is_still_its_end(tmp_path):
+    """No logger prints `Terminating due to ...`: the JVM does, as it exits, whatever came before."""
+    kinds = _spring_with(tmp_path, f"{SPRING_ERROR}\n{JVM_OOM_EXIT}")
+    assert kinds[-1] == "worker_exit" and kinds.count("worker_exit") == 1
+
+
+def test_the_exception_logback_logs_after_its_error_line_is_no_crash(tmp_path):
+    """logback's ERROR line and the exception it logs (its trace): the JVM goes on."""
+    trace = (f"{SPRING_ERROR}\njava.net.SocketTimeoutException: Read timed out\n"
+             "\tat java.base/sun.nio.ch.NioSocketImpl.timedRead(NioSocketImpl.java:278)\n"
+             "\tat com.example.notifier.PostmarkClient.send(PostmarkClient.java:61)")
+    assert "worker_exit" not in _spring_with(tmp_path, trace)
