@@ -32,17 +32,24 @@ def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
 
 
 def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
-    """When each execution after an action's first one started (a redelivery, retry or repeat)."""
+    """When each execution after an action's first one started (a redelivery or retry), but those
+    of another message than every earlier execution of the action ran (a second publish's: a
+    repeat, not the queue's redelivery)."""
     ex = ctx.executions
     if ex.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
-    later = (  # only the two columns it needs: a sort of every column would copy the executions
-        ex.select("action_id", entry.alias("entry"))
-        .sort("entry")
-        .filter(~pl.col("action_id").is_first_distinct())
+    # Not every column: a sort would copy them. `order`: the executions' order by entry.
+    runs = ex.select("action_id", "exec_id", "job_ids", entry.alias("entry")).sort("entry", "exec_id").with_row_index("order")
+    later = runs.filter(~pl.col("action_id").is_first_distinct())
+    jobs = runs.explode("job_ids").drop_nulls("job_ids")
+    first_seen = jobs.group_by("action_id", "job_ids").agg(pl.col("order").min().alias("first"))
+    new_message = (  # later executions each of whose message ids no earlier execution of the action ran
+        jobs.join(later.select("exec_id"), on="exec_id").join(first_seen, on=["action_id", "job_ids"])
+        .group_by("exec_id").agg((pl.col("first") < pl.col("order")).any().alias("seen"))
+        .filter(~pl.col("seen"))
     )
-    return later["entry"].sort()
+    return later.join(new_message, on="exec_id", how="anti")["entry"].sort()
 
 
 def _assign(times: pl.Series, rows: list[dict], spans: list[tuple[datetime, datetime]]) -> dict[str, list[datetime]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import FIXTURES
 
 from dupfind.analyze import analyze
@@ -56,3 +57,16 @@ def test_one_process_publishing_twice_names_no_processes():
     """A double click: one API process published both messages."""
     published = [f for f in _report(DOUBLE_CLICK).findings if f.rule == "DF105"]
     assert published and all(f.figures["publishers"] == 1 and "processes" not in f.summary for f in published)
+
+
+REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file())
+
+
+@pytest.mark.parametrize("folder", REAL, ids=[p.name for p in REAL])
+def test_the_deploy_summarys_redeliveries_are_runs_of_a_message_again(folder: Path):
+    """summary.deploys.concentration.redeliveries: each execution after an action's first that
+    runs a message again (a lease's, a kill's, a retry's), not a second publish's new message."""
+    counters = _truth(folder)["counters"]
+    report = _report(folder / "logs")
+    again = counters["executions"] - counters["actions"] - counters.get("double_published_actions", 0)
+    assert report.to_dict()["summary"]["deploys"]["concentration"]["redeliveries"]["total"] == again
