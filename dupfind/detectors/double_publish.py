@@ -13,13 +13,10 @@ from dupfind.rules_registry import Rule, detector
 
 @detector("double_publish")
 def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
-    publishes = ctx.action_records("kind", "job_id", "event_id", "ts", "rid", "worker_id", "process_id", "source").filter(
-        pl.col("kind") == "publish"
-    ).select("action_id", "job_id", "event_id", "ts", "rid", publisher=_publisher()).collect()
+    publishes = ctx.action_records("kind", "job_id", "event_id", "ts", "rid").filter(pl.col("kind") == "publish").select("action_id", "job_id", "event_id", "ts", "rid").collect()
     if publishes.height == 0:
         return []
-    per_action = publishes.sort("ts", "rid").group_by("action_id").agg(
-        pl.col("publisher").drop_nulls().unique(maintain_order=True).alias("publishers"),
+    per_action = publishes.group_by("action_id").agg(
         pl.col("job_id").drop_nulls().n_unique().alias("jobs"),
         pl.col("event_id").drop_nulls().n_unique().alias("events"),
         pl.len().alias("publishes"),
@@ -40,31 +37,13 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         gap = (row["last"] - row["first"]).total_seconds()
         variant = "two event ids sharing one idempotency key" if row["events"] >= 2 else "one event id"
         summary = f"published {max(row['jobs'], row['publishes'])} times ({variant}) {gap:.2f} s apart"
-        if len(row["publishers"]) > 1:  # an outbox relay restarted before it marked its batch sent
-            summary += f" by {len(row['publishers'])} processes ({_listed(row['publishers'])})"
         harm = action_id in duplicated
         summary += "; the side effect repeated" if harm else "; the consumer did not repeat the side effect"
         finding = action_finding(ctx, rule, action_id, exec_ids, summary, severity=None if harm else "low")
         finding.cause = "double_publish"
         finding.confidence = "certain"
-        finding.figures = {"publishes": row["publishes"], "messages": row["jobs"], "event_ids": row["events"],
-                           "publishers": len(row["publishers"]), "publish_gap_s": seconds(gap)}
+        finding.figures = {"publishes": row["publishes"], "messages": row["jobs"], "event_ids": row["events"], "publish_gap_s": seconds(gap)}
         ctx.attach_evidence(finding, row["rid"], {r: "publish" for r in row["rid"]}, executions=exec_ids,
                             kinds=("receive", "side_effect", "dedup_hit", "claim_lost"))
         findings.append(finding)
     return findings
-
-
-def _publisher() -> pl.Expr:
-    """Who published a record: its worker (else its file's name), and its process id where logged."""
-    where = pl.coalesce(pl.col("worker_id").cast(pl.String), pl.col("source").cast(pl.String).str.replace(r"^.*/", ""))
-    pid = pl.col("process_id").cast(pl.String)
-    return pl.when(pid.is_not_null()).then(pl.concat_str(where, pl.lit(" pid "), pid)).otherwise(where)
-
-
-def _listed(publishers: list[str]) -> str:
-    """`relay.ndjson: pid 12496, then pid 13010` (one log's processes), else each in full."""
-    wheres = {p.rpartition(" pid ")[0] or p for p in publishers}
-    if len(wheres) == 1 and all(" pid " in p for p in publishers):
-        return f"{wheres.pop()}: " + ", then ".join("pid " + p.rpartition(" pid ")[2] for p in publishers)
-    return ", then ".join(publishers)
