@@ -168,7 +168,17 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             overlap += f"; they ran different messages of one event, published {max(len(published_jobs), len(publishes))} times"
         return Attribution("lock_overlap", "certain", overlap, locks[:6] + base_rids, notes)
 
-    # 2. Double publish: the two executions ran different messages of one event.
+    # 2. Double publish: the two executions ran different messages of one event. Without the
+    # publishes in the logs (a scheduler's `Sending due task` names no message), two messages'
+    # runs still tell it: a queue redelivers the message it handed out, not another.
+    other_message = bool(first["job_ids"]) and bool(later["job_ids"]) and set(first["job_ids"]).isdisjoint(later["job_ids"])
+    if other_message and not publishes:
+        return Attribution(
+            "double_publish", "likely",
+            f"the two executions ran different messages of one action ({', '.join([*first['job_ids'], *later['job_ids']][:3])}): "
+            "it was published twice (no publish is in these logs); each message was processed once",
+            base_rids, notes,
+        )
     if published_twice:
         pub_rids = [r["rid"] for r in publishes[:4]]
         notes.update({r: "publish" for r in pub_rids})

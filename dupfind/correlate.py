@@ -330,21 +330,27 @@ def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
 def _assign_processes(base: pl.DataFrame) -> pl.DataFrame:
     """For (action, worker) pairs whose work was logged by several processes. Prefork pools
     (Celery) log receive and ack from the main process and the work from a child: a receive
-    belongs to the child that starts next, everything else to the child that logged last.
+    belongs to the child that starts its message next (else the next to start), everything else
+    to the child that logged its message last (else the last to log): two messages of one action
+    received together (two schedulers' publishes) each go to their own run.
     Adds pid_filled and identity (worker, or worker/process where needed)."""
     base = base.sort("action_id", "worker_id", "ts", "source", "line")
     pair = ["action_id", "worker_id"]
+    message = [*pair, "job_id"]
     work_pid = pl.when(~pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.col("process_id"))
     start_pid = pl.when(pl.col("kind") == "start").then(pl.col("process_id"))
     own_is_work = pl.col("work_pids").list.contains(pl.col("process_id")).fill_null(False)
+    of_message = pl.col("job_id").is_not_null()
     return base.with_columns(
         pid_filled=pl.when(own_is_work).then(pl.col("process_id"))
-        .when(pl.col("kind") == "receive").then(
-            pl.coalesce(start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair))
-        )
-        .when(pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(
-            pl.coalesce(work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair))
-        )
+        .when(pl.col("kind") == "receive").then(pl.coalesce(
+            pl.when(of_message).then(start_pid.backward_fill().over(message)),
+            start_pid.backward_fill().over(pair), work_pid.backward_fill().over(pair), work_pid.forward_fill().over(pair),
+        ))
+        .when(pl.col("kind").is_in(MAIN_PROCESS_KINDS)).then(pl.coalesce(
+            pl.when(of_message).then(work_pid.forward_fill().over(message)),
+            work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair),
+        ))
         .otherwise(pl.coalesce(pl.col("process_id"), work_pid.forward_fill().over(pair), work_pid.backward_fill().over(pair)))
     ).with_columns(
         identity=pl.when(pl.col("pid_filled").is_not_null())

@@ -32,18 +32,15 @@ def crash_reports(owners: dict[int, int], texts: dict[int, str], json_lines: set
     are a crash report, by record line: (the report's first line, its text). After a JSON record
     (`json_lines`): a JSON logger writes an exception inside its record, plain trace lines after
     one are the runtime's on the same stream. After a line of text or logfmt at a level that
-    reports no error (`texts` holds it: logrus' `level=info msg="sending push"`, then Python's
-    traceback; or `quiet`, a framework's records read so): a logger's own traceback follows its
-    ERROR line. After any record, a report only an ending process prints (FATAL_HEADER: Go's
-    panic, the JVM's out of memory exit, Node's, .NET's, PHP's, Ruby's): no logger writes those."""
+    reports no error (`texts` holds it: logrus' `level=info msg="sending push"`, then Go's panic;
+    or `quiet`, records read so by their caller): a logger's own traceback follows its ERROR line."""
     first: dict[int, int] = {}
     for line, owner in owners.items():
         if line > owner and (owner not in first or line < first[owner]):
             first[owner] = line
     return {owner: (line, texts[line]) for owner, line in first.items()
             if line in texts and CRASH_HEADER.match(texts[line])
-            and (FATAL_HEADER.match(texts[line]) or owner in json_lines or owner in quiet
-                 or (owner in texts and _quiet(texts[owner])))}
+            and (owner in json_lines or owner in quiet or (owner in texts and _quiet(texts[owner])))}
 
 
 def _quiet(text: str) -> bool:

@@ -74,6 +74,7 @@ from dupfind.sources import (
 from dupfind.stack_lines import (
     ANY_TRACE_LINE,
     CRASH_HEADER,
+    FATAL_HEADER,
     QUIET_LEVELS,
     TRACE_BREAK,
     exception_of,
@@ -529,10 +530,16 @@ class LineParser:
                 errors.update(found)
                 _continuation_fields(grammar.raws, traces, owners, stated)
                 # A crash report (one that names its exception) after a framework's line at a quiet
-                # level (the JVM's `Terminating due to java.lang.OutOfMemoryError` after logback's
-                # INFO line): a record of its own.
+                # level, or one only an ending process prints after any (the JVM's `Terminating due
+                # to java.lang.OutOfMemoryError` after logback's ERROR line: no logger writes it):
+                # a record of its own.
+                first: dict[int, int] = {}
+                for line, owner in owners.items():
+                    if owner not in first or line < first[owner]:
+                        first[owner] = line
+                ending = {owner for owner, line in first.items() if FATAL_HEADER.match(texts.get(line, ""))}
                 crashed = {owner: head for owner, head in crash_reports(
-                    owners, texts, set(), _quiet_records(grammar.raws, set(owners.values()))).items() if owner in found}
+                    owners, texts, set(), _quiet_records(grammar.raws, set(owners.values())) | ending).items() if owner in found}
                 crashes.update(crashed)
                 heads = {line for line, _ in crashed.values()}
                 kept = {line: owner for line, owner in owners.items() if line not in heads}

@@ -255,19 +255,6 @@ def test_a_crash_report_after_a_quiet_line_of_text_is_the_workers_exit(tmp_path,
         assert file.records == 2 and file.parsed + file.blank == file.lines
 
 
-@pytest.mark.parametrize("last", [
-    '2026-12-03 14:02:11,300 ERROR [notifier.worker] send failed job_id=j-1 worker=w-1',
-    'time="2026-12-03T14:02:11Z" level=error msg="send failed" job_id=j-1 worker=w-1',
-])
-def test_after_an_error_line_only_a_report_an_ending_process_prints_is_its_exit(tmp_path, last):
-    """logger.exception's traceback after its ERROR line is that record's; Go's panic after
-    logrus' error line (`log.Error(err); panic(err)`) is the runtime's, as the process ends."""
-    _, rows = _read(tmp_path, last + "\n" + TRACEBACK)
-    assert list(rows) == [1] and rows[1]["stack_trace"].startswith("psycopg2.OperationalError")
-    _, rows = _read(tmp_path, last + "\n" + GO_PANIC)
-    assert rows[2]["kind"] == "worker_exit" and rows[2]["stack_trace"].startswith("panic: runtime error")
-
-
 def test_a_crash_report_after_a_rejected_record_is_rejected_with_it(tmp_path):
     lines = [_json(100, "job_started"), json.dumps({"ts": "not a time", "event": "email_sent", "job_id": "j-1"}), TRACEBACK]
     file, rows = _read(tmp_path, "\n".join(lines))
