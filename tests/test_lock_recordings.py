@@ -11,28 +11,20 @@ from pathlib import Path
 
 import polars as pl
 from conftest import FIXTURES
+from truth_compare import analyze_logs, truth_of
 
 from dupfind.analysis import other_hosts
-from dupfind.analyze import analyze
-from dupfind.config import load_config
-from dupfind.ingest import ingest
-from dupfind.rules_registry import load_rules
 
 CONTROL = FIXTURES / "real" / "celery_redis_lock_atomic_control"
 RACE = FIXTURES / "real" / "celery_redis_lock_get_then_set_race"
 
 
-def _report(logs: Path):
-    config = load_config(cwd=Path("/"))
-    return analyze(ingest([str(logs)], config), config, load_rules(config))
-
-
 def _counters(folder: Path) -> dict:
-    return json.loads((folder / "truth.json").read_text())["counters"]
+    return truth_of(folder)["counters"]
 
 
 def test_an_atomic_lock_that_denies_the_second_comer_is_a_guard_that_worked():
-    report = _report(CONTROL / "logs")
+    report = analyze_logs(CONTROL / "logs")
     counters = _counters(CONTROL)
     assert report.verdict == "no_harmful_duplicates"
     guards = [f for f in report.findings if f.rule == "DF106"]
@@ -59,14 +51,14 @@ def test_a_lock_taken_after_its_denial_is_no_guard(tmp_path):
     taken = {**denied, "ts": ts, "level": "info", "event": "lock_acquired", "msg": "lock acquired after waiting"}
     lines.insert(at + 1, json.dumps(taken, separators=(",", ":")) + "\n")
     path.write_text("".join(lines))
-    report = _report(logs)
+    report = analyze_logs(logs)
     guards = [f for f in report.findings if f.rule == "DF106"]
     assert len(guards) == _counters(CONTROL)["double_published_denied"] - 1
     assert denied["job_id"] not in {job for f in guards for job in f.ids.get("job_id", [])}
 
 
 def test_a_get_then_set_lock_both_took_is_the_cause_with_the_double_publish_said():
-    report = _report(RACE / "logs")
+    report = analyze_logs(RACE / "logs")
     counters = _counters(RACE)
     duplicates = [f for f in report.findings if f.rule == "DF101"]
     assert len(duplicates) == counters["duplicated_actions"] == counters["lock_races"]

@@ -9,30 +9,17 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-
-from dupfind.analyze import analyze
-from dupfind.config import load_config
-from dupfind.ingest import ingest
-from dupfind.rules_registry import load_rules
+from truth_compare import analyze_logs, truth_of
 
 NAIVE = FIXTURES / "real" / "celery_redis_outbox_relay_double_publish"
 CONTROL = FIXTURES / "real" / "celery_redis_outbox_relay_guarded_control"
 
 
-def _report(logs: Path):
-    config = load_config(cwd=Path("/"))
-    return analyze(ingest([str(logs)], config), config, load_rules(config))
-
-
-def _truth(folder: Path) -> dict:
-    return json.loads((folder / "truth.json").read_text())
-
-
 def test_a_restarted_relays_second_publish_cites_both_processes():
-    truth = _truth(NAIVE)
+    truth = truth_of(NAIVE)
     (killed,) = truth["relay_kills"]
     (restart,) = truth["relay_restarts"]
-    report = _report(NAIVE / "logs")
+    report = analyze_logs(NAIVE / "logs")
     duplicates = [f for f in report.findings if f.rule == "DF101"]
     assert len(duplicates) == truth["counters"]["duplicated_actions"]
     assert {(f.cause, f.confidence) for f in duplicates} == {("double_publish", "certain")}
@@ -48,11 +35,11 @@ def test_a_restarted_relays_second_publish_cites_both_processes():
 
 
 def test_the_guarded_consumer_keeps_the_relays_second_publish_harmless():
-    report = _report(CONTROL / "logs")
+    report = analyze_logs(CONTROL / "logs")
     assert report.verdict == "no_harmful_duplicates"
     published = [f for f in report.findings if f.rule == "DF105"]
     assert published and {f.severity for f in published} == {"low"}
-    assert len([f for f in report.findings if f.rule == "DF106"]) == _truth(CONTROL)["counters"]["double_published_actions"]
+    assert len([f for f in report.findings if f.rule == "DF106"]) == truth_of(CONTROL)["counters"]["double_published_actions"]
 
 
 REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file())
@@ -62,7 +49,7 @@ REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_
 def test_the_deploy_summarys_redeliveries_are_runs_of_a_message_again(folder: Path):
     """summary.deploys.concentration.redeliveries: each execution after an action's first that
     runs a message again (a lease's, a kill's, a retry's), not a second publish's new message."""
-    counters = _truth(folder)["counters"]
-    report = _report(folder / "logs")
+    counters = truth_of(folder)["counters"]
+    report = analyze_logs(folder / "logs")
     again = counters["executions"] - counters["actions"] - counters.get("double_published_actions", 0)
     assert report.to_dict()["summary"]["deploys"]["concentration"]["redeliveries"]["total"] == again

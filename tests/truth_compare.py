@@ -53,10 +53,18 @@ class Comparison:
         return "; ".join(parts)
 
 
+def truth_of(folder: Path) -> dict:
+    """A recording's or simulation's truth.json."""
+    return orjson.loads((folder / "truth.json").read_bytes())
+
+
+def analyze_logs(logs: Path) -> AnalysisReport:
+    """The analysis of a folder of logs with the default configuration and rules."""
+    return analyze(ingest([str(logs)], CONFIG), CONFIG, RULES)
+
+
 def analyze_folder(folder: Path) -> tuple[AnalysisReport, dict]:
-    truth = orjson.loads((folder / "truth.json").read_bytes())
-    result = ingest([str(folder / "logs")], CONFIG)
-    return analyze(result, CONFIG, RULES), truth
+    return analyze_logs(folder / "logs"), truth_of(folder)
 
 
 def compare(folder: Path, primary_cause: bool = True) -> Comparison:
