@@ -156,7 +156,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
 
     publishes = [r for r in records if r["kind"] == "publish"]
     published_jobs = {r["job_id"] for r in publishes if r["job_id"] is not None}
-    published_twice = set(first["job_ids"]).isdisjoint(later["job_ids"]) and (len(published_jobs) >= 2 or len(publishes) >= 2)
+    apart = set(first["job_ids"]).isdisjoint(later["job_ids"])  # no message ran in both
+    published_twice = apart and (len(published_jobs) >= 2 or len(publishes) >= 2)
 
     # 1. Lock overlap: both executions held one lock key during intersecting intervals (the
     # safeguard that failed, whatever brought the second execution: a double publish is said too).
@@ -171,8 +172,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     # 2. Double publish: the two executions ran different messages of one event. Without the
     # publishes in the logs (a scheduler's `Sending due task` names no message), two messages'
     # runs still tell it: a queue redelivers the message it handed out, not another.
-    other_message = bool(first["job_ids"]) and bool(later["job_ids"]) and set(first["job_ids"]).isdisjoint(later["job_ids"])
-    if other_message and not publishes:
+    if apart and first["job_ids"] and later["job_ids"] and not publishes:
         return Attribution(
             "double_publish", "likely",
             f"the two executions ran different messages of one action ({', '.join([*first['job_ids'], *later['job_ids']][:3])}): "

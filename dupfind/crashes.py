@@ -27,20 +27,23 @@ _KEPT = ("ts", "ts_naive", "source", "format", "worker_id", "process_id", "deplo
 
 
 def crash_reports(owners: dict[int, int], texts: dict[int, str], json_lines: set[int],
-                  quiet: set[int] = frozenset()) -> dict[int, tuple[int, str]]:
+                  quiet: set[int] = frozenset(), ending_after_any: bool = False) -> dict[int, tuple[int, str]]:
     """The stack traces joined to a record (`owners`: a trace's line -> its record's line) that
     are a crash report, by record line: (the report's first line, its text). After a JSON record
     (`json_lines`): a JSON logger writes an exception inside its record, plain trace lines after
     one are the runtime's on the same stream. After a line of text or logfmt at a level that
     reports no error (`texts` holds it: logrus' `level=info msg="sending push"`, then Go's panic;
-    or `quiet`, records read so by their caller): a logger's own traceback follows its ERROR line."""
+    or `quiet`, records read so by their caller): a logger's own traceback follows its ERROR line.
+    `ending_after_any`: after any record, a report only an ending process prints (FATAL_HEADER;
+    a framework's records, whose lines no logger's trace repeats)."""
     first: dict[int, int] = {}
     for line, owner in owners.items():
         if line > owner and (owner not in first or line < first[owner]):
             first[owner] = line
     return {owner: (line, texts[line]) for owner, line in first.items()
             if line in texts and CRASH_HEADER.match(texts[line])
-            and (owner in json_lines or owner in quiet or (owner in texts and _quiet(texts[owner])))}
+            and (owner in json_lines or owner in quiet or (owner in texts and _quiet(texts[owner]))
+                 or (ending_after_any and FATAL_HEADER.match(texts[line]) is not None))}
 
 
 def _quiet(text: str) -> bool:

@@ -74,7 +74,6 @@ from dupfind.sources import (
 from dupfind.stack_lines import (
     ANY_TRACE_LINE,
     CRASH_HEADER,
-    FATAL_HEADER,
     QUIET_LEVELS,
     TRACE_BREAK,
     exception_of,
@@ -175,15 +174,16 @@ def _newest_first(rows: pl.DataFrame, keys: list) -> set[tuple[int, Any]]:
     return {(file, key) for file, key in turns.filter(pl.col("back") > pl.col("on")).select("file", "key").rows()}
 
 
-def _with_trace_errors(raw: pl.DataFrame, errors: dict[int, str]) -> pl.DataFrame:
-    """A block's raw records with TRACE_ERROR, the exception of the stack trace after each record
-    one went on with (`errors` by the record's line)."""
-    found = values_at_lines(raw[LINE], errors, pl.String)
+def _with_values(raw: pl.DataFrame, column: str, by_line: dict[int, str]) -> pl.DataFrame:
+    """A block's raw records with `column` set from `by_line` (a record's line -> value) where
+    they have none: TRACE_ERROR, the exception of the stack trace after each record one went on
+    with; a field its continuation lines state."""
+    found = values_at_lines(raw[LINE], by_line, pl.String)
     if found is None:
         return raw
-    if TRACE_ERROR in raw.columns:
-        found = raw[TRACE_ERROR].fill_null(found)
-    return raw.with_columns(found.alias(TRACE_ERROR))
+    if column in raw.columns:
+        found = raw[column].cast(pl.String).fill_null(found)
+    return raw.with_columns(found.alias(column))
 
 
 def _quiet_records(raws: list, lines: set[int]) -> set[int]:
@@ -208,16 +208,6 @@ def _continuation_fields(raws: list, traces: pl.DataFrame, owners: dict[int, int
         by_owner = stated.setdefault(column, {})
         for line, value in found.iter_rows():
             by_owner.setdefault(owners[line], value)
-
-
-def _with_values(raw: pl.DataFrame, column: str, by_line: dict[int, str]) -> pl.DataFrame:
-    """A block's raw records with `column` set from `by_line` (a record's line -> value) where they have none."""
-    found = values_at_lines(raw[LINE], by_line, pl.String)
-    if found is None:
-        return raw
-    if column in raw.columns:
-        found = raw[column].cast(pl.String).fill_null(found)
-    return raw.with_columns(found.alias(column))
 
 
 def _reject_frame(lines: Iterable[int], reason: str, texts: Iterable[str] | None = None) -> pl.DataFrame:
@@ -533,13 +523,9 @@ class LineParser:
                 # level, or one only an ending process prints after any (the JVM's `Terminating due
                 # to java.lang.OutOfMemoryError` after logback's ERROR line: no logger writes it):
                 # a record of its own.
-                first: dict[int, int] = {}
-                for line, owner in owners.items():
-                    if owner not in first or line < first[owner]:
-                        first[owner] = line
-                ending = {owner for owner, line in first.items() if FATAL_HEADER.match(texts.get(line, ""))}
                 crashed = {owner: head for owner, head in crash_reports(
-                    owners, texts, set(), _quiet_records(grammar.raws, set(owners.values())) | ending).items() if owner in found}
+                    owners, texts, set(), _quiet_records(grammar.raws, set(owners.values())), ending_after_any=True,
+                ).items() if owner in found}
                 crashes.update(crashed)
                 heads = {line for line, _ in crashed.values()}
                 kept = {line: owner for line, owner in owners.items() if line not in heads}
@@ -582,7 +568,7 @@ class LineParser:
                 frame = frame.with_columns(pl.exclude(LINE).cast(pl.String))
                 block.raws.append((frame, fmt_prefix + fmt))
         if errors:
-            block.raws[:] = [(_with_trace_errors(raw, errors), fmt) for raw, fmt in block.raws]
+            block.raws[:] = [(_with_values(raw, TRACE_ERROR, errors), fmt) for raw, fmt in block.raws]
         for column, by_line in stated.items():
             block.raws[:] = [(_with_values(raw, column, by_line), fmt) for raw, fmt in block.raws]
         if crashes:
