@@ -20,6 +20,7 @@ from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailReq
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
+from dupfind.schedules import RUN_AFTER_SEND_S, SEND_COLUMNS, doubled_sends, scheduled_sends, scheduler_pairs
 from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
@@ -583,6 +584,49 @@ class AnalysisContext:
         skew = timedelta(seconds=self.skew_s)
         first = bisect.bisect_left(times, start - skew)
         return rids[first:bisect.bisect_right(times, min(end, later_entry) + skew)]
+
+    @cached_property
+    def doubled_sends(self) -> pl.DataFrame:
+        """Scheduled sends (a scheduler's publishes that name no message) two schedulers made of
+        one due entry at once, each with the other's (schedules.doubled_sends)."""
+        names = self.present_columns("rid", "ts", "kind", "job_id", "job_type", "object_name", "worker_id", "source", "line", "action_id")
+        if "job_type" not in names and "object_name" not in names:
+            return doubled_sends(pl.DataFrame(schema={
+                **dict.fromkeys(SEND_COLUMNS, pl.String), "rid": pl.Int64, "ts": pl.Datetime("us", "UTC"), "line": pl.UInt32,
+            }))
+        table = self.columns(*names)
+        candidates = table.filter((pl.col("kind") == "publish") & pl.col("job_id").is_null() & pl.col("action_id").is_null())
+        missing = [pl.lit(None, dtype=pl.String).alias(c) for c in ("job_type", "object_name", "worker_id") if c not in names]
+        return doubled_sends(scheduled_sends(as_strings(candidates.with_columns(missing))))
+
+    @cached_property
+    def scheduler_pairs(self) -> pl.DataFrame:
+        """doubled_sends once per pair of sends (schedules.scheduler_pairs)."""
+        return scheduler_pairs(self.doubled_sends)
+
+    def scheduler_sends_of(self, job_type: str | None, first_entry, later_entry, id_values: set[str]) -> tuple[dict, bool] | None:
+        """The two schedulers' sends of one entry of this task that made an action's two runs
+        (entered at `first_entry` and `later_entry`): the latest doubled pair whose first send came
+        before the first run entered and whose second before the later one (within the clock skew),
+        at most RUN_AFTER_SEND_S before. An entry
+        named after one of the action's ids (`reminder-ord_5076`) is taken before another; the
+        flag says whether the pair is the action's own (so named, or the only entry doubled then)."""
+        pairs = self.scheduler_pairs
+        if pairs.is_empty() or first_entry is None:
+            return None
+        skew = timedelta(seconds=self.skew_s)
+        sent, first_sent = pl.max_horizontal("ts_a", "ts_b"), pl.min_horizontal("ts_a", "ts_b")
+        near = pairs.filter(
+            (pl.col("job_type") == (job_type or "")) & (first_sent <= first_entry + skew)
+            & (sent <= (later_entry or first_entry) + skew)
+            & (first_sent >= first_entry - timedelta(seconds=RUN_AFTER_SEND_S))
+        )
+        if near.is_empty():
+            return None
+        rows = near.sort(sent, "rid_a").rows(named=True)
+        named = [r for r in rows if any(len(v) >= 4 and v in r["entry"] for v in id_values)]
+        own = bool(named) or len({r["entry"] for r in rows}) == 1
+        return (named or rows)[-1], own
 
     @cached_property
     def exec_killed_rows(self) -> dict[int, dict]:

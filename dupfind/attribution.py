@@ -11,6 +11,7 @@ from dupfind import schema
 from dupfind.analysis import AnalysisContext
 from dupfind.findings import two_runs
 from dupfind.locks import longest_overlap
+from dupfind.timefmt import iso
 
 
 @dataclass
@@ -173,6 +174,9 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     # publishes in the logs (a scheduler's `Sending due task` names no message), two messages'
     # runs still tell it: a queue redelivers the message it handed out, not another.
     if apart and first["job_ids"] and later["job_ids"] and not publishes:
+        scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
+        if scheduled is not None:
+            return scheduled
         return Attribution(
             "double_publish", "likely",
             f"the two executions ran different messages of one action ({', '.join([*first['job_ids'], *later['job_ids']][:3])}): "
@@ -246,6 +250,42 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         "unknown", "possible",
         "no publish, lock, kill, failure or lease expiry explains the second execution",
         base_rids, notes, figures,
+    )
+
+
+def _scheduled_twice(
+    ctx: AnalysisContext, action_id: int, first: dict, later: dict, base_rids: list[int], notes: dict,
+) -> Attribution | None:
+    """Two schedulers sent the task the two executions ran (DF108's sends): the publishes a
+    scheduler logs name no message, so they are told by task, entry and time."""
+    if ctx.scheduler_pairs.is_empty():
+        return None
+    attributes = ctx.action_attributes.filter(pl.col("action_id") == action_id)
+    job_type = attributes["job_type"][0] if attributes.height else None
+    id_values = {v for values in ctx.action_ids(action_id).values() for v in values if v}
+    found = ctx.scheduler_sends_of(
+        job_type, first["entry_ts"] or first["start"], later["entry_ts"] or later["start"], id_values,
+    )
+    if found is None:
+        return None
+    pair, own = found
+    (ts_a, who_a, rid_a), (ts_b, who_b, rid_b) = sorted(
+        [(pair["ts_a"], pair["publisher_a"], pair["rid_a"]), (pair["ts_b"], pair["publisher_b"], pair["rid_b"])]
+    )
+    notes[int(rid_a)] = f"scheduler {who_a} sent the task"
+    notes[int(rid_b)] = f"scheduler {who_b} sent it too"
+    gap = (ts_b - ts_a).total_seconds()
+    task = f"{pair['entry']} ({job_type})" if pair["entry"] != job_type else f"{job_type}"
+    messages = ", ".join([*first["job_ids"], *later["job_ids"]][:3])
+    if own:
+        detail = f"two schedulers sent it: {who_a} sent {task} at {iso(ts_a)} and {who_b} {gap:.3f} s later"
+    else:
+        detail = (f"two schedulers were sending {job_type} at once: {who_a} and {who_b} both sent {task} at "
+                  f"{iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry this action's task was)")
+    return Attribution(
+        "double_publish", "certain" if own else "likely",
+        f"{detail}; the two executions ran the two messages ({messages}), each processed once",
+        [int(rid_a), int(rid_b), *base_rids], notes, {"send_gap_s": round(gap, 3)},
     )
 
 

@@ -1,6 +1,7 @@
 """The recorded overlap of two `celery beat` schedulers (fixtures/real/celery_redis_beat_overlap_*):
-beat's `Sending due task` lines are publishes, and the reminders both beats published and both
-runs sent are double publishes, told by the two runs' different task ids (beat names none)."""
+beat's `Sending due task` lines are publishes of a schedule entry, the two beats' sends of one
+entry for one due time are DF108's, and a reminder both beats published and both runs sent is a
+double publish shown by those two lines (beat names no task id: they are told by entry and time)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,51 @@ def test_beats_sending_due_task_lines_are_publishes():
     published = beats.filter(pl.col("kind") == "publish")
     assert published.height == sum(_counters(NAIVE)["sending_due_task_lines"].values())
     assert set(published["job_type"].to_list()) == {"notify.send_reminder"}
+    entries = {e["name"] for e in json.loads((NAIVE / "truth.json").read_text())["params"]["beat"]["entries"]}
+    assert set(published["object_name"].to_list()) == entries
 
 
 def test_both_beats_publishes_sent_twice_are_double_publishes_not_lease_expiries():
     report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
     duplicates = [f for f in report.findings if f.rule == "DF101"]
     assert len(duplicates) == _counters(NAIVE)["duplicated_actions"]
-    assert {(f.cause, f.confidence) for f in duplicates} == {("double_publish", "likely")}
+    assert {(f.cause, f.confidence) for f in duplicates} == {("double_publish", "certain")}
     assert not [f for f in report.findings if f.rule == "DF103"]  # no message came back
+
+
+def _beat_lines(action: dict) -> set[tuple[str, int]]:
+    return {(p["beat_log_line"]["file"], p["beat_log_line"]["line"]) for p in action["beat_publishes"]}
+
+
+def test_each_reminder_sent_twice_cites_both_beats_lines_that_published_it():
+    truth = json.loads((NAIVE / "truth.json").read_text())
+    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
+    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    duplicates = [f for f in report.findings if f.rule == "DF101"]
+    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
+    for finding in duplicates:
+        action = by_key[finding.ids["idempotency_key"][0]]
+        assert len(action["beat_publishes"]) == 2
+        cited = {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == "publish"}
+        assert cited == _beat_lines(action), finding.cause_detail
+        assert action["schedule_entry"] in finding.cause_detail
+
+
+def test_the_two_beats_overlap_is_one_finding_that_counts_what_truth_counts():
+    truth = json.loads((NAIVE / "truth.json").read_text())
+    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    (overlap,) = [f for f in report.findings if f.rule == "DF108"]
+    counters = truth["counters"]
+    assert sorted(overlap.workers) == sorted(b["instance"] for b in truth["beats"])
+    assert overlap.figures["doubled_sends"] == counters["ticks_by_both_beats"] * counters["schedule_entries"]
+    assert overlap.figures["actions_run_twice"] == counters["double_published_actions"]
+    assert overlap.figures["actions_repeated"] == counters["double_published_sent_twice"] == counters["duplicated_actions"]
+    # the overlap's lines: the second beat's start and the first one's stop signal (deploy.ndjson)
+    notes = {(Path(e.source).name, e.line): e.note for e in overlap.evidence}
+    assert "scheduler celery-beat-v2 started" in notes.values()
+    assert "scheduler celery-beat-v1 stop signal" in notes.values()
+    doubled = {line for a in truth["actions"] if a["published_by_both_beats"] for line in _beat_lines(a)}
+    assert {k for k, note in notes.items() if note == "sent by both schedulers"} <= doubled
 
 
 def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
@@ -46,3 +84,7 @@ def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
     assert report.verdict == "no_harmful_duplicates"
     assert len([f for f in report.findings if f.rule == "DF106"]) == _counters(CONTROL)["double_published_actions"]
     assert not [f for f in report.findings if f.rule == "DF103"]
+    (overlap,) = [f for f in report.findings if f.rule == "DF108"]
+    assert overlap.severity == "low" and not overlap.harmful
+    assert overlap.figures["actions_run_twice"] == _counters(CONTROL)["double_published_actions"]
+    assert overlap.figures["actions_repeated"] == 0

@@ -1,4 +1,6 @@
-"""Hand-written scenarios (fixtures/scenarios/<name>/): each states the findings it must and must not produce."""
+"""Hand-written scenarios (fixtures/scenarios/<name>/) and the real-broker recordings that carry an
+expected.json beside their truth (fixtures/real/<name>/): each states the findings it must and must
+not produce."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from dupfind.rules_registry import load_rules
 
 from conftest import FIXTURES
 
-CASES = sorted(p for p in (FIXTURES / "scenarios").iterdir() if (p / "expected.json").is_file())
+CASES = [
+    p for folder in ("scenarios", "real")
+    for p in sorted((FIXTURES / folder).iterdir()) if (p / "expected.json").is_file()
+]
 
 
 def _case_id(case: Path) -> str:

@@ -9,6 +9,7 @@ MODULES = {
     "lease_expiry": "lease_expiry",
     "status_ordering": "status_ordering",
     "double_publish": "double_publish",
+    "two_schedulers": "two_schedulers",
     "guard_hit": "guard_hit",
     "lost_action": "lost_action",
     "cross_generation_overlap": "cross_generation",
