@@ -88,3 +88,16 @@ def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
     assert overlap.severity == "low" and not overlap.harmful
     assert overlap.figures["actions_run_twice"] == _counters(CONTROL)["double_published_actions"]
     assert overlap.figures["actions_repeated"] == 0
+
+
+def test_a_status_check_that_stopped_late_repeats_is_not_credited_alone():
+    """The naive task's status read stopped the reminders whose second task started after the
+    first wrote `sent`; it let the concurrent ones through: DF106 says so, the claim's does not."""
+    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    stopped = [f for f in report.findings if f.rule == "DF106"]
+    assert len(stopped) == _counters(NAIVE)["noop_already_sent"]
+    for finding in stopped:
+        assert finding.figures["repeated_same_job_type"] == _counters(NAIVE)["duplicated_actions"]
+        assert "does not stop every repeat" in finding.summary
+    control = analyze(ingest([str(CONTROL / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    assert not [f for f in control.findings if f.rule == "DF106" and "repeated_same_job_type" in f.figures]
