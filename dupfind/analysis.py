@@ -629,6 +629,21 @@ class AnalysisContext:
         return (named or rows)[-1], own
 
     @cached_property
+    def process_spans(self) -> dict[tuple[str, str], dict]:
+        """Per log and process id (source, process_id): its first and last record's time and rid,
+        what a log says of a process's life where it logs no start or exit."""
+        if "process_id" not in self.present_columns("process_id"):
+            return {}
+        frame = self.columns("source", "process_id", "ts", "rid").filter(
+            pl.col("process_id").is_not_null() & pl.col("ts").is_not_null()
+        ).sort("ts", "rid")
+        spans = as_strings(frame.group_by("source", "process_id").agg(
+            pl.col("ts").first().alias("first_ts"), pl.col("rid").first().alias("first_rid"),
+            pl.col("ts").last().alias("last_ts"), pl.col("rid").last().alias("last_rid"),
+        ))
+        return {(r["source"], r["process_id"]): r for r in spans.iter_rows(named=True)}
+
+    @cached_property
     def exec_killed_rows(self) -> dict[int, dict]:
         """exec_killed by exec_id."""
         return {row["exec_id"]: row for row in self.exec_killed.iter_rows(named=True)}

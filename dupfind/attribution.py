@@ -50,10 +50,14 @@ def action_facts(ctx: AnalysisContext, action_ids: list[int]) -> dict[int, Actio
     execs = ctx.executions.filter(pl.col("action_id").is_in(wanted.implode())).sort(
         "action_id", "start", maintain_order=True
     )
-    records = ctx.action_records("kind", "ts", "source", "line", "rid", "exec_id", "job_id").filter(
+    process = ctx.present_columns("process_id")
+    records = ctx.action_records("kind", "ts", "source", "line", "rid", "exec_id", "job_id", *process).filter(
         pl.col("action_id").is_in(wanted.implode()) & pl.col("kind").is_in(ATTRIBUTION_KINDS)
-    ).sort("action_id", "ts", "source", "line", maintain_order=True).select("action_id", "rid", "ts", "kind", "exec_id", "job_id").collect()
-    records = ctx.texts.decoded(records)
+    ).sort("action_id", "ts", "source", "line", maintain_order=True).select(
+        "action_id", "rid", "ts", "kind", "exec_id", "job_id", "source",
+        pl.col("process_id") if process else pl.lit(None, dtype=pl.String).alias("process_id"),
+    ).collect()
+    records = schema.as_strings(ctx.texts.decoded(records))
     by_exec = execs.rows_by_key("action_id", named=True, include_key=True)
     by_record = records.rows_by_key("action_id", named=True, include_key=True)
     batches = invocation_batches(ctx, execs["exec_id"])
@@ -187,12 +191,15 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         pub_rids = [r["rid"] for r in publishes[:4]]
         notes.update({r: "publish" for r in pub_rids})
         count = max(len(published_jobs), len(publishes))
-        return Attribution(
-            "double_publish", "certain",
-            f"the event was published {count} times as different messages "
-            f"({', '.join(sorted(published_jobs)[:3])}); each was processed once",
-            pub_rids + base_rids, notes, {"publishes": float(count)},
-        )
+        detail = (f"the event was published {count} times as different messages "
+                  f"({', '.join(sorted(published_jobs)[:3])}); each was processed once")
+        restart = _publisher_restart(ctx, publishes)
+        if restart is not None:
+            words, restart_rids, restart_notes = restart
+            detail += f"; {words}"
+            notes.update(restart_notes)
+            pub_rids = [*pub_rids[:2], *restart_rids, *pub_rids[2:]]
+        return Attribution("double_publish", "certain", detail, pub_rids + base_rids, notes, {"publishes": float(count)})
 
     # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
     # worker went silent after its stop signal): a deploy or crash cause, not a timeout.
@@ -251,6 +258,29 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         "no publish, lock, kill, failure or lease expiry explains the second execution",
         base_rids, notes, figures,
     )
+
+
+def _publisher_restart(ctx: AnalysisContext, publishes: list[dict]) -> tuple[str, list[int], dict[int, str]] | None:
+    """The second publish came from a new process of the publisher (one log, another pid) that
+    started after the first process had published and gone silent: a publisher (an outbox relay)
+    restarted between its publish and its mark, and published again what it had not marked."""
+    first = publishes[0]
+    later = next((p for p in publishes[1:] if p["source"] == first["source"] and p["process_id"] is not None
+                  and first["process_id"] is not None and p["process_id"] != first["process_id"]), None)
+    if later is None:
+        return None
+    spans = ctx.process_spans
+    old, new = spans.get((first["source"], first["process_id"])), spans.get((later["source"], later["process_id"]))
+    skew = timedelta(seconds=ctx.skew_s)
+    if old is None or new is None or new["first_ts"] < first["ts"] or old["last_ts"] > new["first_ts"] + skew:
+        return None
+    words = (f"process {first['process_id']} published it at {iso(first['ts'])} and logged nothing after "
+             f"{iso(old['last_ts'])}; process {later['process_id']} of the same publisher started at "
+             f"{iso(new['first_ts'])} and published it again: the publisher restarted before it marked the "
+             "first publish done")
+    notes = {int(old["last_rid"]): f"process {first['process_id']}'s last line",
+             int(new["first_rid"]): f"process {later['process_id']}'s first line"}
+    return words, list(notes), notes
 
 
 def _scheduled_twice(

@@ -34,6 +34,21 @@ def test_a_restarted_relays_second_publish_cites_both_processes():
     assert not [f for f in report.findings if f.rule in ("DF103", "DF201", "DF202", "DF203", "DF204")]
 
 
+def test_each_duplicate_says_the_relay_restarted_before_it_marked_the_batch():
+    """The killed relay logs no exit (SIGKILL): its last line and the new process's first tell it."""
+    truth = truth_of(NAIVE)
+    (killed,) = truth["relay_kills"]
+    relay = (NAIVE / "logs" / "outbox-relay.ndjson").read_text().splitlines()
+    report = analyze_logs(NAIVE / "logs")
+    for finding in [f for f in report.findings if f.rule == "DF101"]:
+        assert "the publisher restarted before it marked the first publish done" in finding.cause_detail
+        assert f"process {killed['pid']} published it" in finding.cause_detail
+        lines = {ev.note: json.loads(relay[ev.line - 1]) for ev in finding.evidence if ev.note and "line" in ev.note}
+        last, first = lines[f"process {killed['pid']}'s last line"], lines[f"process {killed['restarted_pid']}'s first line"]
+        assert last["pid"] == killed["pid"] and last["ts"] <= killed["killed_at"]
+        assert first["pid"] == killed["restarted_pid"] and first["event"] == "relay_started"
+
+
 def test_the_guarded_consumer_keeps_the_relays_second_publish_harmless():
     report = analyze_logs(CONTROL / "logs")
     assert report.verdict == "no_harmful_duplicates"
