@@ -84,6 +84,9 @@ def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
     assert report.verdict == "no_harmful_duplicates"
     assert len([f for f in report.findings if f.rule == "DF106"]) == _counters(CONTROL)["double_published_actions"]
     assert not [f for f in report.findings if f.rule == "DF103"]
+    # Where the task received first began its work last, the claim stopped the earlier one.
+    concurrent = [f for f in report.findings if f.rule == "DF102"]
+    assert concurrent and {f.severity for f in concurrent} == {"low"}
     (overlap,) = [f for f in report.findings if f.rule == "DF108"]
     assert overlap.severity == "low" and not overlap.harmful
     assert overlap.figures["actions_run_twice"] == _counters(CONTROL)["double_published_actions"]

@@ -29,16 +29,20 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         pl.col("identity_a").append(pl.col("identity_b")).n_unique().alias("identities"),
         (pl.col("overlap") == "certain").any().alias("certain"),
         pl.col("guarded_b").all().alias("guarded"),
+        # The run a guard stopped can be the one received first: it began its work after the other.
+        (pl.col("guarded_a") | pl.col("guarded_b")).all().alias("guarded_either"),
     )
     findings: list[Finding] = []
     for row in actions.iter_rows(named=True):
         action_id, exec_ids, certain, guarded = row["action_id"], row["exec_ids"], row["certain"], row["guarded"]
-        severity = "low" if guarded else None
+        either = row["guarded_either"] and not guarded
+        severity = "low" if guarded or either else None
         summary = (
             f"{len(exec_ids)} executions on {row['identities']} "
             f"workers/processes overlapped by up to {row['worst']:.2f} s"
             + ("" if certain else " (within the clock-skew tolerance: possible)")
             + ("; the later ones were stopped by a guard" if guarded else "")
+            + ("; a guard stopped one run of each overlapping pair" if either else "")
         )
         finding = action_finding(ctx, rule, action_id, exec_ids, summary, severity=severity)
         finding.confidence = "certain" if certain else "possible"
