@@ -321,8 +321,14 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     }
     if life.filter(pl.col("life_kind") == "stop_signal").height == 0 or entries.height == 0:
         return pl.DataFrame(schema=schema)
+    # A worker's first stop signal since its start is its stop: a shutdown logged in steps
+    # (Dramatiq's `Stopping worker process...` then `Shutting down...`) is one.
+    def first_stops(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
+        again = (pl.col("life_kind") == "stop_signal") & (pl.col("life_kind").shift().over(*by) == "stop_signal").fill_null(False)
+        return frame.filter(~again)
+
     own = entries.join_asof(
-        life,
+        first_stops(life, "worker_id", "source"),
         left_on="entry",
         right_on="life_ts",
         by=["worker_id", "source"],
@@ -330,7 +336,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
         check_sortedness=False,
     )
     any_src = entries.join_asof(
-        life.drop("source"),
+        first_stops(life, "worker_id").drop("source"),
         left_on="entry",
         right_on="life_ts",
         by="worker_id",

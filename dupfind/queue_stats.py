@@ -153,7 +153,10 @@ def _received() -> pl.Expr:
     a job's `start` only) its start records; over rows of counted kinds with their `action_id`."""
     kind = pl.col("kind")
     logged = (kind == "receive").any().over("action_id")
-    return (kind == "receive") | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
+    # A run's first receive: a consumer that logs one delivery twice (Dramatiq's consumer thread
+    # `Pushing message ...`, then its worker thread's `Received message ...`) received it once.
+    again = pl.col("exec_id").is_not_null() & ((kind == "receive").cum_sum().over("exec_id", order_by="ts") > 1)
+    return ((kind == "receive") & ~again) | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
 
 
 def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
@@ -324,9 +327,9 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
     )
     deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
     events = as_strings(  # the deployment only of a deploy's records, as a window keeps them
-        ctx.columns("ts", "kind", "deployment_id", "action_id", "echo")
+        ctx.columns("ts", "kind", "deployment_id", "action_id", "exec_id", "echo")
         .filter(pl.col("kind").is_in(["publish", "receive", "start", "deploy_start", "deploy_finish"]) & ~pl.col("echo"))
-        .filter((pl.col("kind") != "start") | _received())
+        .filter(~pl.col("kind").is_in(["receive", "start"]) | _received())
         .select("ts", pl.col("kind").cast(pl.String).replace("start", "receive"), pl.lit(None, dtype=pl.String).alias("name"),
                 pl.when(deploy).then(pl.col("deployment_id")))
     )

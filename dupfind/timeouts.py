@@ -156,8 +156,14 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         queue=_run_fill("queue"),
         action_id=_run_fill("action_id"),
     )
+    # One run's second receive is one delivery logged twice (Dramatiq's consumer thread's
+    # `Pushing message`, then its worker thread's `Received message`), not a redelivery.
+    deliveries = rows.filter(pl.col("is_delivery"))
+    deliveries = deliveries.filter(
+        pl.col("exec_id").is_null() | (pl.col("exec_id") != _run_shift("exec_id")).fill_null(True)
+    )
     deliveries = (
-        rows.filter(pl.col("is_delivery"))
+        deliveries
         .with_columns(
             prev_ts=_run_shift("ts"),
             prev_rid=_run_shift("rid"),

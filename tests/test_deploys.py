@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -116,7 +117,9 @@ def test_benign_baselines_raise_no_deploy_finding(folder: str):
 REAL = sorted(p for p in (FIXTURES / "real").iterdir() if (p / "truth.json").is_file())
 
 
-@pytest.mark.parametrize("folder", [p.name for p in REAL if not json.loads((p / "truth.json").read_text()).get("shutdowns")])
+@pytest.mark.parametrize("folder", [
+    p.name for p in REAL if not any(json.loads((p / "truth.json").read_text()).get(k) for k in ("shutdowns", "node_kills"))
+])
 def test_real_recordings_raise_no_deploy_finding(folder: str):
     report, _ = analyze_folder(FIXTURES / "real" / folder)
     assert not [f.summary for f in report.findings if f.rule in ("DF201", "DF202", "DF204")]
@@ -177,18 +180,34 @@ def test_a_real_node_killed_in_a_rollout_cuts_the_runs_it_held(folder: str):
     log (named after its file) and the application's log of worker1 are one worker: each run is
     counted once, and the kill (the deploy log's line) cut exactly the runs it held."""
     report, truth = analyze_folder(FIXTURES / "real" / folder)
+    (node,) = truth["node_kills"]
+    prefetched = node["prefetched_unstarted_jobs"]
     model = report.context.deploys
-    assert report.context.executions.height == truth["counters"]["executions"]
+    # The messages its consumer took (`Pushing message ... onto work queue`) and no thread began
+    # are held by worker1 too: a delivery each, then the redelivery to worker2.
+    assert report.context.executions.height == truth["counters"]["executions"] + len(prefetched)
     cut = report.context.executions.filter(pl.col("exec_id").is_in(model.interrupted["exec_id"].to_list()))
-    assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(k["job_id"] for k in truth["worker_kills"])
+    assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(node["requeued_jobs"])
     assert set(model.interrupted["kill_kind"].to_list()) == {"worker_killed"}
     (df203,) = [f for f in report.findings if f.rule == "DF203"]
-    assert df203.figures["in_flight"] == len(truth["worker_kills"])
+    assert df203.figures["in_flight"] == len(node["requeued_jobs"]) == len(truth["worker_kills"]) + len(prefetched)
+    assert df203.figures["received_not_begun"] == len(prefetched)
     assert df203.figures["side_effect_done"] == truth["counters"]["killed_after_side_effect"]
+    assert df203.figures["s_after_stop_signal"] == pytest.approx(node["grace_period_s"], abs=0.1)
+    assert report.summary["deploys"]["concentration"]["redeliveries"]["total"] == truth["counters"]["redeliveries"]
     duplicated = [f for f in report.findings if f.rule == "DF101"]
     assert len(duplicated) == truth["counters"]["duplicated_actions"]
     assert {(f.cause, f.confidence) for f in duplicated} <= {("worker_killed", "certain")}
-    assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201", "DF202")] == []
+    assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201")] == []
+    # Its consumer went on taking deliveries after the SIGTERM (the log's lines say so): one
+    # DF202 from the first stop line, with exactly those, none of them begun.
+    log = (FIXTURES / "real" / folder / "logs" / node["dramatiq_lines"]["sending_signal"]["file"]).read_text().splitlines()
+    stop_line = node["dramatiq_lines"]["sending_signal"]["line"]
+    after = {m.group(1) for m in (re.search(r"Pushing message '([^']+)' onto work queue", x) for x in log[stop_line:]) if m}
+    after &= set(node["requeued_jobs"])
+    (df202,) = [f for f in report.findings if f.rule == "DF202"]
+    assert df202.figures["executions_after_stop"] == len(after) and after <= set(prefetched)
+    assert set(df202.ids["job_id"]) == after
     assert report.context.inferred_timeouts == {}  # handed back at the kill, not after a lease
 
 

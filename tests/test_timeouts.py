@@ -168,7 +168,12 @@ def _gaps_by_windows(rows: pl.DataFrame) -> pl.DataFrame:
         queue=pl.col("queue").forward_fill().backward_fill().over("message"),
         action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
     )
-    return rows.filter(pl.col("is_delivery")).with_columns(
+    deliveries = rows.filter(pl.col("is_delivery"))
+    # a run's delivery logged twice counts once
+    deliveries = deliveries.filter(
+        pl.col("exec_id").is_null() | (pl.col("exec_id") != pl.col("exec_id").shift(1).over("message")).fill_null(True)
+    )
+    return deliveries.with_columns(
         prev_ts=pl.col("ts").shift(1).over("message"),
         prev_rid=pl.col("rid").shift(1).over("message"),
         prev_exec_id=pl.col("exec_id").shift(1).over("message"),

@@ -9,6 +9,7 @@ from dupfind.detectors._common import seconds, worker_finding
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
+from dupfind.schema import as_strings
 from dupfind.timefmt import iso, iso_us
 
 KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)",
@@ -21,16 +22,21 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     if model.interrupted.height == 0:
         return []
     effects_done = set(ctx.side_effects.filter(pl.col("outcome").is_in(COUNTED))["exec_id"].drop_nulls().to_list())
-    stops = dict(model.workers.select("worker_id", "stop_ts").rows())
+    stops = _stop_before(ctx, model.interrupted.select("worker_id", "kill_ts").unique())
     exit_codes = dict(model.workers.select("worker_id", "exit_code").rows())
     findings: list[Finding] = []
     ends = model.interrupted.group_by("worker_id", "kill_rid", maintain_order=True).agg(
         pl.all().exclude("exec_id").first(), pl.col("exec_id"),
     )
+    # Runs that never began: received (a consumer's prefetch) and held until the worker ended.
+    unstarted = set(ctx.executions.filter(
+        pl.col("exec_id").is_in(model.interrupted["exec_id"].implode()) & (pl.col("last_kind") == "receive")
+    )["exec_id"].to_list())
     for row in ends.iter_rows(named=True):
         worker, kill_rid, exec_ids = row["worker_id"], row["kill_rid"], row["exec_id"]
         done = [e for e in exec_ids if e in effects_done]
-        stop_ts = stops.get(worker)
+        held = sum(1 for e in exec_ids if e in unstarted)
+        stop_ts = stops.get((worker, row["kill_ts"]))
         how = KILL_WORDS.get(row["kill_kind"], row["kill_kind"])
         crash = ctx.crash_exception(int(kill_rid)) if row["kill_kind"] == "worker_exit" else None
         code = exit_codes.get(worker)
@@ -45,7 +51,9 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
                 if stop_ts and row["kill_ts"] >= stop_ts
                 else ""
             )
-            + f", with {len(exec_ids)} execution(s) started and not acked: the queue will deliver them again"
+            + f", with {len(exec_ids)} execution(s) started and not acked"
+            + (f" ({held} of them received and never begun: held in the worker's prefetch)" if held else "")
+            + ": the queue will deliver them again"
             + (
                 f"; {len(done)} had already requested the side effect"
                 if done
@@ -61,6 +69,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         finding.figures = {
             "in_flight": len(exec_ids),
             "side_effect_done": len(done),
+            "received_not_begun": held,
             "end": row["kill_kind"],
             "end_inferred": bool(row["inferred"]),
             "s_after_stop_signal": seconds((row["kill_ts"] - stop_ts).total_seconds()) if stop_ts else None,
@@ -74,3 +83,20 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
                             kinds=("receive", "start", "side_effect", "side_effect_result"))
         findings.append(finding)
     return findings
+
+
+def _stop_before(ctx: AnalysisContext, ends: pl.DataFrame) -> dict[tuple[str, object], object]:
+    """Per (worker, end time): the first stop signal of the worker's life the end ended, None when
+    it started again since its last stop signal (a worker restarted under its name, stopped and
+    killed again later, is not killed 'before' its next life's stop)."""
+    life = as_strings(ctx.columns("worker_id", "kind", "ts").filter(
+        pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null() & pl.col("ts").is_not_null()
+    )).sort("ts")
+    if life.is_empty() or ends.is_empty():
+        return {}
+    again = (pl.col("kind") == "stop_signal") & (pl.col("kind").shift().over("worker_id") == "stop_signal").fill_null(False)
+    life = life.filter(~again).rename({"ts": "life_ts"})
+    found = ends.sort("kill_ts").join_asof(
+        life, left_on="kill_ts", right_on="life_ts", by="worker_id", strategy="backward", check_sortedness=False,
+    ).filter(pl.col("kind") == "stop_signal")
+    return {(w, k): t for w, k, t in found.select("worker_id", "kill_ts", "life_ts").iter_rows()}
