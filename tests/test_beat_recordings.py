@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import FIXTURES
 
 from dupfind.analyze import analyze
@@ -19,6 +20,8 @@ from dupfind.schema import as_strings
 
 NAIVE = FIXTURES / "real" / "celery_redis_beat_overlap_double_schedule"
 CONTROL = FIXTURES / "real" / "celery_redis_beat_overlap_guarded_control"
+OFFSET = FIXTURES / "real" / "celery_redis_beat_offset_double_schedule"  # v2's ticks 2.4 s after v1's
+HANDOVER = FIXTURES / "real" / "celery_redis_beat_handover_control"  # v1 gone before v2 started
 CONFIG = load_config(cwd=Path("/"))
 
 
@@ -48,10 +51,11 @@ def _beat_lines(action: dict) -> set[tuple[str, int]]:
     return {(p["beat_log_line"]["file"], p["beat_log_line"]["line"]) for p in action["beat_publishes"]}
 
 
-def test_each_reminder_sent_twice_cites_both_beats_lines_that_published_it():
-    truth = json.loads((NAIVE / "truth.json").read_text())
+@pytest.mark.parametrize("folder", [NAIVE, OFFSET], ids=["in_step", "offset"])
+def test_each_reminder_sent_twice_cites_both_beats_lines_that_published_it(folder: Path):
+    truth = json.loads((folder / "truth.json").read_text())
     by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
-    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze(ingest([str(folder / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
     duplicates = [f for f in report.findings if f.rule == "DF101"]
     assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
     for finding in duplicates:
@@ -62,9 +66,10 @@ def test_each_reminder_sent_twice_cites_both_beats_lines_that_published_it():
         assert action["schedule_entry"] in finding.cause_detail
 
 
-def test_the_two_beats_overlap_is_one_finding_that_counts_what_truth_counts():
-    truth = json.loads((NAIVE / "truth.json").read_text())
-    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+@pytest.mark.parametrize("folder", [NAIVE, OFFSET], ids=["in_step", "offset"])
+def test_the_two_beats_overlap_is_one_finding_that_counts_what_truth_counts(folder: Path):
+    truth = json.loads((folder / "truth.json").read_text())
+    report = analyze(ingest([str(folder / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
     (overlap,) = [f for f in report.findings if f.rule == "DF108"]
     counters = truth["counters"]
     assert sorted(overlap.workers) == sorted(b["instance"] for b in truth["beats"])
@@ -104,3 +109,10 @@ def test_a_status_check_that_stopped_late_repeats_is_not_credited_alone():
         assert "does not stop every repeat" in finding.summary
     control = analyze(ingest([str(CONTROL / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
     assert not [f for f in control.findings if f.rule == "DF106" and "repeated_same_job_type" in f.figures]
+
+
+def test_a_beat_replaced_after_it_stopped_sends_nothing_twice():
+    truth = json.loads((HANDOVER / "truth.json").read_text())
+    report = analyze(ingest([str(HANDOVER / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    assert len(truth["beats"]) == 2 and truth["counters"]["double_published_actions"] == 0
+    assert not [f for f in report.findings if f.rule in ("DF101", "DF105", "DF108")]
