@@ -52,7 +52,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
                 else ""
             )
             + f", with {len(exec_ids)} execution(s) started and not acked"
-            + (f" ({held} of them received and never begun: held in the worker's prefetch)" if held else "")
+            + (f" ({held} of them received and never begun)" if held else "")
             + ": the queue will deliver them again"
             + (
                 f"; {len(done)} had already requested the side effect"
