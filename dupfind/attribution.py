@@ -177,6 +177,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     # 2. Double publish: the two executions ran different messages of one event. Without the
     # publishes in the logs (a scheduler's `Sending due task` names no message), two messages'
     # runs still tell it: a queue redelivers the message it handed out, not another.
+    # No message at all (no id, no receive): runs a process started itself, as a scheduler in
+    # every replica does (APScheduler's `Running job` lines in each: DF108's sends).
+    unsent = not first["job_ids"] and not later["job_ids"] and first["receive_ts"] is None and later["receive_ts"] is None
+    if unsent and not publishes:
+        scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
+        if scheduled is not None:
+            return scheduled
     if apart and first["job_ids"] and later["job_ids"] and not publishes:
         scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
         if scheduled is not None:
@@ -241,7 +248,16 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         if overlap is not None:
             return overlap
 
-    # 7. Lease / visibility timeout expiry while the first execution was still running.
+    # 7. Lease / visibility timeout expiry while the first execution was still running; a run no
+    # queue delivered (no message id, no receive) was not redelivered.
+    if unsent and not expiry and not near_timeout:
+        return Attribution(
+            "unknown", "possible",
+            f"neither run came from a queue (no message id, no receive in either): {later['worker_id'] or 'a worker'} "
+            f"started the action {gap:.1f} s after {first['worker_id'] or 'another'} on its own, as a scheduler or timer "
+            "running in every replica does; a lease expiry cannot explain a run no queue delivered",
+            base_rids, notes, figures,
+        )
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -305,16 +321,17 @@ def _scheduled_twice(
     notes[int(rid_a)] = f"scheduler {who_a} sent the task"
     notes[int(rid_b)] = f"scheduler {who_b} sent it too"
     gap = (ts_b - ts_a).total_seconds()
-    task = f"{pair['entry']} ({job_type})" if pair["entry"] != job_type else f"{job_type}"
+    task = f"{pair['entry']} ({job_type})" if job_type and pair["entry"] != job_type else pair["entry"]
     messages = ", ".join([*first["job_ids"], *later["job_ids"]][:3])
+    ran = (f"the two executions ran the two messages ({messages}), each processed once" if messages
+           else "each ran it in its own process, no queue between")
     if own:
         detail = f"two schedulers sent it: {who_a} sent {task} at {iso(ts_a)} and {who_b} {gap:.3f} s later"
     else:
-        detail = (f"two schedulers were sending {job_type} at once: {who_a} and {who_b} both sent {task} at "
-                  f"{iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry this action's task was)")
+        detail = (f"two schedulers were sending {job_type or 'their entries'} at once: {who_a} and {who_b} both sent "
+                  f"{task} at {iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry this action's task was)")
     return Attribution(
-        "double_publish", "certain" if own else "likely",
-        f"{detail}; the two executions ran the two messages ({messages}), each processed once",
+        "double_publish", "certain" if own else "likely", f"{detail}; {ran}",
         [int(rid_a), int(rid_b), *base_rids], notes, {"send_gap_s": round(gap, 3)},
     )
 

@@ -15,7 +15,7 @@ import orjson
 from dupfind import parse_memo
 from dupfind.errors import DupfindError
 from dupfind.presets import Preset, checked_regex, load_presets
-from dupfind.schema import KINDS, alias_targets
+from dupfind.schema import KINDS, TEXT_COLUMNS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
 TOP_LEVEL_SECTIONS = {"aliases", "keys", "vocabulary", "ingest", "rules", "timeouts", "values"}
@@ -60,6 +60,9 @@ class Config:
     presets: tuple[Preset, ...] = ()  # rules/presets/*.toml: export and log shapes recognised without configuration
     value_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> raw value -> value (per format)
     timeouts: dict[str, float] = field(default_factory=dict)  # queue ('' = every queue) -> visibility timeout (s)
+    # A library's own lines inside any log (vocabulary.library_lines): (text it contains, regex
+    # whose named groups fill canonical columns, event name), in match order.
+    library_lines: tuple[tuple[str, str, str], ...] = ()
 
     def digest(self) -> str:
         """A stable hash of the effective configuration (for caches)."""
@@ -69,6 +72,7 @@ class Config:
             "business": self.business_keys, "tz": self.assume_tz, "max": self.max_line_bytes,
             "rules": self.rules, "subjects": self.subject_kinds,
             "statuses": self.status_kinds, "presets": [repr(p) for p in self.presets], "values": self.value_maps,
+            "library_lines": self.library_lines,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
@@ -123,6 +127,7 @@ class _Builder:
         self.subject_kinds: dict[str, dict[str, str]] = {}
         self.status_kinds: dict[str, dict[str, str]] = {}
         self.value_maps: dict[str, dict[str, str]] = {}
+        self.library_lines: list[tuple[str, str, str]] = []
         self.timeouts: dict[str, float] = {}
         self.link_keys: list[str] = []
         self.business_keys: list[str] = []
@@ -210,8 +215,9 @@ class _Builder:
     def _add_vocabulary(self, vocab: Any, origin: str) -> None:
         if not isinstance(vocab, dict):
             raise DupfindError(f"{origin}: [vocabulary] must be a table.")
-        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions", "subjects", "statuses"}:
+        for key in set(vocab) - {"kinds", "patterns", "side_effect_actions", "subjects", "statuses", "library_lines"}:
             raise DupfindError(f"{origin}: unknown key vocabulary.{key}.")
+        self._add_library_lines(vocab.get("library_lines", []), origin)
         for kind, names in vocab.get("kinds", {}).items():
             if kind not in KINDS:
                 raise DupfindError(f"{origin}: vocabulary.kinds.{kind} is not a canonical kind.")
@@ -231,6 +237,27 @@ class _Builder:
         _add_kind_tables(
             vocab, "statuses", "event name", origin, self.status_kinds, normalize_event_name, lambda s: s.strip().lower(),
         )
+
+    def _add_library_lines(self, items: Any, origin: str) -> None:
+        """`[[library_lines]]`: contains = text, match = regex (named groups: canonical text
+        columns), event = the name the line is classified by; a layer's lines before earlier ones."""
+        where = f"{origin}: vocabulary.library_lines"
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise DupfindError(f"{where} must be a list of tables.")
+        added = []
+        for item in items:
+            unknown = set(item) - {"contains", "match", "event"}
+            if unknown:
+                raise DupfindError(f"{where}: unknown key {sorted(unknown)[0]!r}.")
+            contains, event = item.get("contains"), item.get("event")
+            if not isinstance(contains, str) or not contains or not isinstance(event, str) or not event.strip():
+                raise DupfindError(f"{where}: each needs a non-empty contains and event.")
+            regex = checked_regex(item.get("match"), where)
+            for group in re.findall(r"\(\?P<(\w+)>", regex):
+                if group not in TEXT_COLUMNS:
+                    raise DupfindError(f"{where}: group {group!r} is not a canonical text column.")
+            added.append((contains, regex, event))
+        self.library_lines = added + [line for line in self.library_lines if line not in added]
 
     def build(self, rules_dir: Path, presets: tuple[Preset, ...] = ()) -> Config:
         tz = self.ingest.get("assume_tz", "UTC")
@@ -258,6 +285,7 @@ class _Builder:
             presets=presets,
             value_maps=self.value_maps,
             timeouts=self.timeouts,
+            library_lines=tuple(self.library_lines),
         )
 
 

@@ -309,6 +309,34 @@ def _kinds_and_actions(fresh: pl.DataFrame, config: Config) -> pl.DataFrame:
 REMEMBERED_BLOCK_KEYS = 4096
 
 
+def _library_lines(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """A library's own lines inside any log (vocabulary.library_lines: APScheduler's `Running job
+    "<name> (trigger: ...)" (scheduled at ...)`, in whatever format the application logs): the
+    first rule whose text the message (else the name) contains and whose regex matches names the
+    record's event and fills the columns of its groups that the record leaves empty. One literal
+    search a rule over a block that has none of them."""
+    if not config.library_lines:
+        return frame
+    text = pl.coalesce("message", "name")
+    for contains, regex, event in config.library_lines:
+        if not frame.select(text.str.contains(contains, literal=True).any()).item():
+            continue
+        if "__claimed" not in frame.columns:
+            frame = frame.with_columns(__claimed=pl.lit(False))
+        hit = ~pl.col("__claimed") & (text.str.contains(contains, literal=True) & text.str.contains(regex)).fill_null(False)
+        frame = frame.with_columns(__hit=hit)
+        extracted = text.str.extract_groups(regex)
+        updates = {
+            name: pl.when(pl.col("__hit")).then(pl.coalesce(name, extracted.struct.field(name))).otherwise(pl.col(name))
+            for name in re.findall(r"\(\?P<(\w+)>", regex)
+        }
+        for column in ("name", KIND_NAME):
+            if column in frame.columns:
+                updates[column] = pl.when(pl.col("__hit")).then(pl.lit(event)).otherwise(pl.col(column))
+        frame = frame.with_columns(**updates).with_columns(__claimed=pl.col("__claimed") | pl.col("__hit")).drop("__hit")
+    return frame.drop("__claimed", strict=False)
+
+
 def _classify(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
     """Kind and side-effect type, computed once per distinct (name, exit code, action, provider, and
     status where the vocabulary names kinds by status): once per block for a key the blocks
@@ -554,6 +582,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         source=pl.col("__source"),
         format=pl.lit(fmt, dtype=pl.String),
     )
+    frame = _library_lines(frame, config)
     frame = _classify(frame, config)
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
     if "__crash_offset" in frame.columns:

@@ -304,3 +304,25 @@ def test_a_failure_after_its_own_logs_kill_line_is_the_kill_another_hosts_kill_r
         (tmp_path / name).mkdir()
     assert _killed_with_failure(tmp_path / "own", True) == ["j-1"]
     assert _killed_with_failure(tmp_path / "other", False) == []
+
+
+@pytest.mark.parametrize("folder", [p.name for p in REAL if _truth(p).get("horse_kills")])
+def test_a_real_rq_work_horse_killed_cuts_its_job(folder: str):
+    """RQ 3's work-horse SIGKILLed (recorded): its `job <id> failed (Work-horse terminated
+    unexpectedly; ...)` line ends that job's run, one DF203 a kill citing that line, and the
+    retry it enqueued is the kill's doing (a duplicate's cause), not an unexplained second run."""
+    report, truth = analyze_folder(FIXTURES / "real" / folder)
+    kills = truth["horse_kills"]
+    model = report.context.deploys
+    cut = report.context.executions.filter(pl.col("exec_id").is_in(model.interrupted["exec_id"].to_list()))
+    assert sorted(jobs[0] for jobs in cut["job_ids"].to_list()) == sorted(k["job_id"] for k in kills)
+    assert set(model.interrupted["kill_kind"].to_list()) == {"process_killed"}
+    df203 = [f for f in report.findings if f.rule == "DF203"]
+    cited = {(Path(e.source).name, e.line) for f in df203 for e in f.evidence if e.note == "worker lost a pool process (killed)"}
+    assert cited == {(k["rq_horse_failed_line"]["file"], k["rq_horse_failed_line"]["line"]) for k in kills}
+    assert sum(f.figures["side_effect_done"] for f in df203) == truth["counters"]["killed_after_side_effect"]
+    assert [f.severity for f in df203].count("low") == truth["counters"]["killed_before_side_effect"]
+    duplicated = [f for f in report.findings if f.rule == "DF101"]
+    assert len(duplicated) == truth["counters"]["duplicated_actions"]
+    assert {(f.cause, f.confidence) for f in duplicated} <= {("worker_killed", "certain")}
+    assert [f.rule for f in report.findings if f.rule in ("DF103", "DF201", "DF202", "DF204")] == []

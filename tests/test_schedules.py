@@ -109,3 +109,41 @@ def test_the_schedulers_logs_alone_still_show_the_overlap(tmp_path: Path):
     assert overlap.figures["actions_run_twice"] == 0
     assert "not in these logs" in overlap.summary
     assert report.verdict != "harmful_duplicates"
+
+
+def _replica_logs(folder: Path, scheduler_lines: bool) -> None:
+    """Two replicas each running one in-process job for order ord_1 20 ms apart: no message, no
+    receive; with or without APScheduler's `Running job` line before each run."""
+    running = ('Running job "send_reminders (trigger: interval[0:00:05], next run at: 2026-12-07 05:00:05 UTC)" '
+               '(scheduled at 2026-12-07 05:00:00+00:00)')
+    for n, (replica, at) in enumerate([("app-1", 0), ("app-2", 20)]):
+        def ts(ms: int) -> str:
+            return f"2026-12-07T05:00:00.{at + ms:03d}Z"
+        ids = {"worker_id": replica, "pid": 100 + n, "order_id": "ord_1", "idempotency_key": "reminder:ord_1:20261207T050000Z"}
+        rows = [{"ts": ts(1), "logger": "apscheduler.executors.default", "worker_id": replica, "message": running}] if scheduler_lines else []
+        rows += [
+            {"ts": ts(2), "event": "job_started", **ids},
+            {"ts": ts(3), "event": "provider_request", "side_effect": "email", **ids},
+            {"ts": ts(300), "event": "provider_response", "side_effect": "email", "status_code": 200, **ids},
+            {"ts": ts(400), "event": "db_update", "status": "sent", **ids},
+            {"ts": ts(401), "event": "job_finished", **ids},
+        ]
+        (folder / f"{replica}.ndjson").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_runs_no_queue_delivered_are_not_a_lease_expiry(tmp_path: Path):
+    _replica_logs(tmp_path, scheduler_lines=False)
+    report = analyze(ingest([str(tmp_path)], CONFIG), CONFIG, load_rules(CONFIG))
+    (duplicate,) = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("unknown", "possible")
+    assert "neither run came from a queue" in duplicate.cause_detail
+
+
+def test_two_replicas_schedulers_are_the_cause_of_their_runs(tmp_path: Path):
+    _replica_logs(tmp_path, scheduler_lines=True)
+    report = analyze(ingest([str(tmp_path)], CONFIG), CONFIG, load_rules(CONFIG))
+    (duplicate,) = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("double_publish", "certain")
+    assert "app-1 sent send_reminders" in duplicate.cause_detail and "no queue between" in duplicate.cause_detail
+    (overlap,) = [f for f in report.findings if f.rule == "DF108"]
+    assert sorted(overlap.workers) == ["app-1", "app-2"] and overlap.figures["actions_repeated"] == 1

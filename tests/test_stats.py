@@ -87,6 +87,7 @@ def test_real_recordings_count_each_run_once(folder: Path):
         "worker_kills": ("retried", "job_rejected"),  # Celery's reject with requeue of a killed child's task
         "shutdowns": ("failed", "pushed_back_jobs"),  # Sidekiq's `fail` of the jobs it pushes back
         "job_timeouts": ("retried", "retries_enqueued"),  # RQ's retry of a job its timeout ended
+        "horse_kills": ("retried", "retries_enqueued"),  # RQ's retry of a job whose work-horse was killed
     }
     if truth.get("node_kills"):
         # A whole node killed on RabbitMQ (Dramatiq): the broker took back what its connection held.

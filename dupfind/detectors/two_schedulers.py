@@ -19,13 +19,14 @@ LIFE_KINDS = ("worker_start", "stop_signal", "worker_exit", "worker_killed")
 
 
 def _runs_twice(ctx: AnalysisContext) -> pl.DataFrame:
-    """Actions whose runs ran two or more messages: action_id, job_type, entry (the first run's),
-    exec_ids."""
+    """Actions run twice by two sends: their runs ran two or more messages, or, sent to no queue
+    (an in-process scheduler in each replica), two or more runs with no message at all:
+    action_id, job_type, entry (the first run's), exec_ids."""
     runs = ctx.executions.select("action_id", "exec_id", "job_ids", entry=pl.coalesce("entry_ts", "start"))
-    per_action = runs.explode("job_ids").group_by("action_id").agg(
-        pl.col("job_ids").drop_nulls().n_unique().alias("messages"),
+    per_action = runs.group_by("action_id").agg(
+        pl.col("job_ids").list.explode(keep_nulls=False, empty_as_null=False).n_unique().alias("messages"),
         pl.col("entry").min(), pl.col("exec_id").unique(maintain_order=True).alias("exec_ids"),
-    ).filter(pl.col("messages") >= 2)
+    ).filter((pl.col("messages") >= 2) | ((pl.col("messages") == 0) & (pl.col("exec_ids").list.len() >= 2)))
     job_types = ctx.action_attributes.select("action_id", pl.col("job_type").fill_null(""))
     return per_action.join(job_types, on="action_id", how="left").drop_nulls("entry").sort("entry")
 
@@ -70,10 +71,10 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if window is not None:
             summary += f", during deploy {window['deploy']}"
         if repeated:
-            summary += f": {linked.height} action(s) ran twice under two messages, {len(repeated)} repeated the side effect"
+            summary += f": {linked.height} action(s) ran twice, {len(repeated)} repeated the side effect"
             severity = None
         elif linked.height and ctx.has_side_effect_records:
-            summary += f": {linked.height} action(s) ran twice under two messages; the second run did not repeat the side effect"
+            summary += f": {linked.height} action(s) ran twice; the second run did not repeat the side effect"
             severity = "low"
         else:
             summary += ": every task then was published twice (whether its runs repeated a side effect is not in these logs)"
