@@ -283,6 +283,14 @@ def _stems(sources: pl.Series) -> pl.Series:
     return sources.replace_strict({name: log_stem(name) for name in names}, default=None, return_dtype=pl.String)
 
 
+def first_stops(life: pl.DataFrame, *by: str) -> pl.DataFrame:
+    """A worker's life records (`life_kind`: worker_start, stop_signal; in time order) less each
+    stop signal that follows another: its first stop signal since its start is its stop, a
+    shutdown logged in steps (Dramatiq's `Stopping worker process...`, then `Shutting down...`) one."""
+    again = (pl.col("life_kind") == "stop_signal") & (pl.col("life_kind").shift().over(*by) == "stop_signal").fill_null(False)
+    return life.filter(~again)
+
+
 def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) -> pl.DataFrame:
     """Executions whose entry came after their worker's stop signal (and no restart since): one
     from the log its first record is in (any of that log's rotated parts: one clock) or, beyond
@@ -321,12 +329,6 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     }
     if life.filter(pl.col("life_kind") == "stop_signal").height == 0 or entries.height == 0:
         return pl.DataFrame(schema=schema)
-    # A worker's first stop signal since its start is its stop: a shutdown logged in steps
-    # (Dramatiq's `Stopping worker process...` then `Shutting down...`) is one.
-    def first_stops(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
-        again = (pl.col("life_kind") == "stop_signal") & (pl.col("life_kind").shift().over(*by) == "stop_signal").fill_null(False)
-        return frame.filter(~again)
-
     own = entries.join_asof(
         first_stops(life, "worker_id", "source"),
         left_on="entry",

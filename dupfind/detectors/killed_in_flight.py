@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
+from dupfind.deploys import first_stops
 from dupfind.detectors._common import seconds, worker_finding
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
@@ -91,12 +92,11 @@ def _stop_before(ctx: AnalysisContext, ends: pl.DataFrame) -> dict[tuple[str, ob
     killed again later, is not killed 'before' its next life's stop)."""
     life = as_strings(ctx.columns("worker_id", "kind", "ts").filter(
         pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null() & pl.col("ts").is_not_null()
-    )).sort("ts")
+    )).sort("ts").rename({"ts": "life_ts", "kind": "life_kind"})
     if life.is_empty() or ends.is_empty():
         return {}
-    again = (pl.col("kind") == "stop_signal") & (pl.col("kind").shift().over("worker_id") == "stop_signal").fill_null(False)
-    life = life.filter(~again).rename({"ts": "life_ts"})
     found = ends.sort("kill_ts").join_asof(
-        life, left_on="kill_ts", right_on="life_ts", by="worker_id", strategy="backward", check_sortedness=False,
-    ).filter(pl.col("kind") == "stop_signal")
+        first_stops(life, "worker_id"), left_on="kill_ts", right_on="life_ts", by="worker_id", strategy="backward",
+        check_sortedness=False,
+    ).filter(pl.col("life_kind") == "stop_signal")
     return {(w, k): t for w, k, t in found.select("worker_id", "kill_ts", "life_ts").iter_rows()}
