@@ -404,6 +404,7 @@ def _interrupted(
         "exec_id", "action_id", "worker_id", pl.coalesce("process_id", "work_pid").alias("process_id"), "start",
         pl.coalesce("work_end", "end").alias("end"),
         "completed", "failed", "guarded", "first_source",
+        delivered=(pl.col("job_ids").list.len() > 0) | pl.col("receive_ts").is_not_null(),
     ).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.when(same_pair).then(pl.col("start").shift(-1))
     )
@@ -411,7 +412,7 @@ def _interrupted(
     # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
         resumed.filter(~pl.col("completed") & ~pl.col("guarded"))
-        .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed", "first_source")
+        .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed", "first_source", "delivered")
         .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
         .pipe(as_strings)
     )
@@ -457,8 +458,10 @@ def _interrupted(
         .select("exec_id", "worker_id", "kill_ts", "kill_rid", "kill_kind", inferred=pl.lit(False))
     )
     gone = workers.filter(pl.col("end_kind") == "gone").select("worker_id", "stop_ts", "end_ts", "end_rid")
+    # A worker gone silent is a guess: only runs a queue delivered (a message id, a receive) are
+    # held by it then; a run of its own (an in-process scheduler's) has nothing to hand back.
     inferred = (
-        open_execs.filter(~pl.col("failed")).join(explicit.select("exec_id"), on="exec_id", how="anti")
+        open_execs.filter(~pl.col("failed") & pl.col("delivered")).join(explicit.select("exec_id"), on="exec_id", how="anti")
         .join(gone, on="worker_id")
         .filter(
             (pl.col("end") >= pl.col("stop_ts") - timedelta(seconds=IN_FLIGHT_LOOKBACK_S))

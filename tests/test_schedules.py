@@ -147,3 +147,21 @@ def test_two_replicas_schedulers_are_the_cause_of_their_runs(tmp_path: Path):
     assert "app-1 sent send_reminders" in duplicate.cause_detail and "no queue between" in duplicate.cause_detail
     (overlap,) = [f for f in report.findings if f.rule == "DF108"]
     assert sorted(overlap.workers) == ["app-1", "app-2"] and overlap.figures["actions_repeated"] == 1
+
+
+APSCHEDULER = FIXTURES / "real" / "apscheduler_replicas_double_run"
+
+
+def test_each_reminder_two_replicas_sent_cites_both_running_job_lines():
+    """The recording (APScheduler 3.11 in two replicas): each duplicate's cause is the two
+    replicas' schedulers, and the two `Running job` lines it cites are its occurrence's."""
+    truth = json.loads((APSCHEDULER / "truth.json").read_text())
+    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
+    report = analyze(ingest([str(APSCHEDULER / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    duplicates = [f for f in report.findings if f.rule == "DF101"]
+    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
+    for finding in duplicates:
+        runs = by_key[finding.ids["idempotency_key"][0]]["runs"]
+        cited = {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == "publish"}
+        assert cited == {(r["running_job_line"]["file"], r["running_job_line"]["line"]) for r in runs}
+        assert "no queue between" in finding.cause_detail
