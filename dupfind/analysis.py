@@ -20,7 +20,9 @@ from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailReq
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
-from dupfind.schedules import RUN_AFTER_SEND_S, SEND_COLUMNS, doubled_sends, scheduled_sends, scheduler_pairs
+from dupfind.schedules import (
+    RUN_AFTER_SEND_S, SCHEDULED_EVENTS, SEND_COLUMNS, doubled_sends, scheduled_sends, scheduler_pairs,
+)
 from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
@@ -589,20 +591,36 @@ class AnalysisContext:
     def doubled_sends(self) -> pl.DataFrame:
         """Scheduled sends (a scheduler's publishes that name no message) two schedulers made of
         one due entry at once, each with the other's (schedules.doubled_sends)."""
-        names = self.present_columns("rid", "ts", "kind", "job_id", "job_type", "object_name", "worker_id", "source", "line", "action_id")
+        names = self.present_columns(
+            "rid", "ts", "kind", "name", "job_id", "job_type", "object_name", "worker_id", "source", "line", "action_id",
+        )
         if "job_type" not in names and "object_name" not in names:
             return doubled_sends(pl.DataFrame(schema={
                 **dict.fromkeys(SEND_COLUMNS, pl.String), "rid": pl.Int64, "ts": pl.Datetime("us", "UTC"), "line": pl.UInt32,
             }))
         table = self.columns(*names)
-        candidates = table.filter((pl.col("kind") == "publish") & pl.col("job_id").is_null() & pl.col("action_id").is_null())
-        missing = [pl.lit(None, dtype=pl.String).alias(c) for c in ("job_type", "object_name", "worker_id") if c not in names]
+        named = pl.col("name").cast(pl.String).is_in(SCHEDULED_EVENTS) if "name" in names else pl.lit(False)
+        candidates = table.filter(
+            (pl.col("kind") == "publish") & (named | (pl.col("job_id").is_null() & pl.col("action_id").is_null()))
+        )
+        missing = [pl.lit(None, dtype=pl.String).alias(c) for c in ("name", "job_type", "object_name", "worker_id") if c not in names]
         return doubled_sends(scheduled_sends(as_strings(candidates.with_columns(missing))))
 
     @cached_property
     def scheduler_pairs(self) -> pl.DataFrame:
         """doubled_sends once per pair of sends (schedules.scheduler_pairs)."""
         return scheduler_pairs(self.doubled_sends)
+
+    def scheduler_pair_of(self, rids: list[int]) -> dict | None:
+        """The scheduler pair (scheduler_pairs) one of these records is a send of, if any: a
+        scheduler that names its message (Huey's `Enqueueing periodic task <task>: <id>`) makes
+        publishes of the action itself."""
+        pairs = self.scheduler_pairs
+        if pairs.is_empty() or not rids:
+            return None
+        wanted = pl.Series(rids).cast(pairs.schema["rid_a"])
+        found = pairs.filter(pl.col("rid_a").is_in(wanted.implode()) | pl.col("rid_b").is_in(wanted.implode()))
+        return found.row(0, named=True) if found.height else None
 
     def scheduler_sends_of(self, job_type: str | None, first_entry, later_entry, id_values: set[str]) -> tuple[dict, bool] | None:
         """The two schedulers' sends of one entry of this task that made an action's two runs

@@ -200,6 +200,9 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         count = max(len(published_jobs), len(publishes))
         detail = (f"the event was published {count} times as different messages "
                   f"({', '.join(sorted(published_jobs)[:3])}); each was processed once")
+        pair = ctx.scheduler_pair_of([r["rid"] for r in publishes])
+        if pair is not None:  # the publishes are two schedulers' sends of one entry (DF108's)
+            detail = f"{_two_sends(pair, pair['job_type'] or None)}; {detail}"
         restart = _publisher_restart(ctx, publishes)
         if restart is not None:
             words, restart_rids, restart_notes = restart
@@ -299,6 +302,18 @@ def _publisher_restart(ctx: AnalysisContext, publishes: list[dict]) -> tuple[str
     return words, list(notes), notes
 
 
+def _in_time_order(pair: dict) -> list[tuple]:
+    """A scheduler pair's two sends as (ts, scheduler, rid), the earlier first."""
+    return sorted([(pair["ts_a"], pair["publisher_a"], pair["rid_a"]), (pair["ts_b"], pair["publisher_b"], pair["rid_b"])])
+
+
+def _two_sends(pair: dict, job_type: str | None) -> str:
+    """`two schedulers sent it: beat-v1 sent reminder-ord_1 (notify.send) at ... and beat-v2 0.015 s later`."""
+    (ts_a, who_a, _), (ts_b, who_b, _) = _in_time_order(pair)
+    task = f"{pair['entry']} ({job_type})" if job_type and pair["entry"] != job_type else pair["entry"]
+    return f"two schedulers sent it: {who_a} sent {task} at {iso(ts_a)} and {who_b} {(ts_b - ts_a).total_seconds():.3f} s later"
+
+
 def _scheduled_twice(
     ctx: AnalysisContext, action_id: int, first: dict, later: dict, base_rids: list[int], notes: dict,
 ) -> Attribution | None:
@@ -315,9 +330,7 @@ def _scheduled_twice(
     if found is None:
         return None
     pair, own = found
-    (ts_a, who_a, rid_a), (ts_b, who_b, rid_b) = sorted(
-        [(pair["ts_a"], pair["publisher_a"], pair["rid_a"]), (pair["ts_b"], pair["publisher_b"], pair["rid_b"])]
-    )
+    (ts_a, who_a, rid_a), (ts_b, who_b, rid_b) = _in_time_order(pair)
     notes[int(rid_a)] = f"scheduler {who_a} sent the task"
     notes[int(rid_b)] = f"scheduler {who_b} sent it too"
     gap = (ts_b - ts_a).total_seconds()
@@ -326,7 +339,7 @@ def _scheduled_twice(
     ran = (f"the two executions ran the two messages ({messages}), each processed once" if messages
            else "each ran it in its own process, no queue between")
     if own:
-        detail = f"two schedulers sent it: {who_a} sent {task} at {iso(ts_a)} and {who_b} {gap:.3f} s later"
+        detail = _two_sends(pair, job_type)
     else:
         detail = (f"two schedulers were sending {job_type or 'their entries'} at once: {who_a} and {who_b} both sent "
                   f"{task} at {iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry this action's task was)")

@@ -34,14 +34,17 @@ def duplicate_times(ctx: "AnalysisContext") -> pl.Series:
 def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
     """When each execution after an action's first one started (a redelivery or retry), but those
     of another message than every earlier execution of the action ran (a second publish's: a
-    repeat, not the queue's redelivery)."""
+    repeat, not the queue's redelivery) and those no queue delivered."""
     ex = ctx.executions
     if ex.height == 0:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
     # Not every column: a sort would copy them. `order`: the executions' order by entry.
-    runs = ex.select("action_id", "exec_id", "job_ids", entry.alias("entry")).sort("entry", "exec_id").with_row_index("order")
-    later = runs.filter(~pl.col("action_id").is_first_distinct())
+    delivered = (pl.col("job_ids").list.len() > 0) | pl.col("receive_ts").is_not_null()
+    runs = ex.select("action_id", "exec_id", "job_ids", entry.alias("entry"), delivered.alias("delivered")).sort(
+        "entry", "exec_id").with_row_index("order")
+    # A run no queue delivered (no message id, no receive: a scheduler's in each replica) is no redelivery.
+    later = runs.filter(~pl.col("action_id").is_first_distinct() & pl.col("delivered"))
     jobs = runs.explode("job_ids").drop_nulls("job_ids")
     first_seen = jobs.group_by("action_id", "job_ids").agg(pl.col("order").min().alias("first"))
     new_message = (  # later executions each of whose message ids no earlier execution of the action ran

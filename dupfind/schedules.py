@@ -18,14 +18,21 @@ SEND_COLUMNS = ("rid", "ts", "job_type", "entry", "publisher", "source", "line")
 PAIR_COLUMNS = ("rid", "ts", "publisher", "job_type", "entry", "other_rid", "other_ts", "other_publisher", "gap_s")
 
 
+# Event names of a scheduler's send of an entry, whether or not it names the message it sends.
+SCHEDULED_EVENTS = ("scheduled_send", "scheduled_run", "periodic_task_enqueued")
+
+
 def scheduled_sends(records: pl.DataFrame) -> pl.DataFrame:
-    """The publishes that name no message and belong to no action (celery beat's `Sending due
-    task`), from records with rid, ts, kind, job_id, job_type, object_name, worker_id, source, line
-    (texts, not codes) and action_id: rid, ts, job_type, entry (the schedule entry, else the task),
-    publisher (the scheduler: its worker id, else its file)."""
+    """A scheduler's sends: publishes named a scheduler's (SCHEDULED_EVENTS: celery beat's `Sending
+    due task`, APScheduler's `Running job`, Huey's `Enqueueing periodic task`), or that name no
+    message and belong to no action, from records with rid, ts, kind, name, job_id, job_type,
+    object_name, worker_id, source, line (texts, not codes) and action_id: rid, ts, job_type, entry
+    (the schedule entry, else the task), publisher (the scheduler: its worker id, else its file)."""
+    unnamed = pl.col("job_id").is_null() & pl.col("action_id").is_null()
     sends = records.filter(
-        (pl.col("kind") == "publish") & pl.col("job_id").is_null() & pl.col("action_id").is_null()
-        & pl.col("ts").is_not_null() & (pl.col("job_type").is_not_null() | pl.col("object_name").is_not_null())
+        (pl.col("kind") == "publish") & pl.col("ts").is_not_null()
+        & (pl.col("job_type").is_not_null() | pl.col("object_name").is_not_null())
+        & (pl.col("name").is_in(SCHEDULED_EVENTS) | unnamed)
     )
     return sends.select(
         "rid", "ts", pl.col("job_type").fill_null(""),
