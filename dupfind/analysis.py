@@ -634,8 +634,10 @@ class AnalysisContext:
             return None
         skew = timedelta(seconds=self.skew_s)
         sent, first_sent = pl.max_horizontal("ts_a", "ts_b"), pl.min_horizontal("ts_a", "ts_b")
+        # An action of no known task type (its task's own lines linked nothing) takes any task's.
+        same_task = pl.col("job_type") == job_type if job_type else pl.lit(True)
         near = pairs.filter(
-            (pl.col("job_type") == (job_type or "")) & (first_sent <= first_entry + skew)
+            same_task & (first_sent <= first_entry + skew)
             & (sent <= (later_entry or first_entry) + skew)
             & (first_sent >= first_entry - timedelta(seconds=RUN_AFTER_SEND_S))
         )

@@ -228,11 +228,7 @@ def analyze(
         ctx.release_detector_frames()
     ctx.fill_details()
     findings.sort(key=finding_order)
-    warnings = [
-        f"{w.key}={w.value!r} appears with {w.jobs} different jobs; it was not used to link records "
-        f"(raise max_jobs_per_value if it is a real shared key)"
-        for w in correlation.warnings
-    ]
+    warnings = [w.text() for w in correlation.warnings]
     warnings += ctx.detector_warnings
     copied = copies_warning(result.copies)
     if copied is not None:

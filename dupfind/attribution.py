@@ -147,10 +147,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     records = facts.records
     if len(execs) < 2:
         rids = [r["rid"] for r in requests]
+        notes = {r: "side effect request" for r in rids}
+        if len(execs) == 1 and len(execs[0]["job_ids"]) >= 2 and len(requests) >= 2:
+            return _two_messages_at_once(ctx, action_id, execs[0], requests, rids, notes)
         return Attribution(
             "unknown", "possible",
             "the same execution requested the side effect more than once (an HTTP client retry after a timeout?)",
-            rids, {r: "side effect request" for r in rids},
+            rids, notes,
         )
     first, later = execs[0], execs[1]
     first_req = next(r for r in requests if r["exec_id"] == first["exec_id"])
@@ -300,6 +303,25 @@ def _publisher_restart(ctx: AnalysisContext, publishes: list[dict]) -> tuple[str
     notes = {int(old["last_rid"]): f"process {first['process_id']}'s last line",
              int(new["first_rid"]): f"process {later['process_id']}'s first line"}
     return words, list(notes), notes
+
+
+def _two_messages_at_once(
+    ctx: AnalysisContext, action_id: int, run: dict, requests: list[dict], rids: list[int], notes: dict,
+) -> Attribution:
+    """One worker's process ran two messages of the action at once (two threads: Huey's worker
+    threads, whose lines name no thread), so their records make one run: the messages tell it was
+    two, published twice; by two schedulers where their sends are in the logs."""
+    first = {**run, "job_ids": run["job_ids"][:1]}
+    later = {**run, "job_ids": run["job_ids"][1:], "entry_ts": requests[-1]["ts"], "start": requests[-1]["ts"]}
+    scheduled = _scheduled_twice(ctx, action_id, first, later, rids[:1] + rids[-1:], notes)
+    if scheduled is not None:
+        return scheduled
+    return Attribution(
+        "double_publish", "likely",
+        f"{run['identity']} ran two messages of the action at once ({', '.join(run['job_ids'][:3])}): it was "
+        "published twice; each message was processed once",
+        rids, notes,
+    )
 
 
 def _in_time_order(pair: dict) -> list[tuple]:

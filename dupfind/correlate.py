@@ -31,11 +31,21 @@ STARTUP_KINDS = ("receive", "start", "claim", "lock_acquire", "other", "publish"
 
 @dataclass
 class GlueWarning:
-    """An id value shared by too many jobs to be a real link; it was not used for linking."""
+    """An id value shared by too many jobs to be a real link; it was not used for linking. With
+    `batch`: `jobs` job ids (`value` one of them) each carried several actions' own ids (a batch
+    message: one task for several business actions), not used for linking either."""
 
     key: str
     value: str
     jobs: int
+    batch: bool = False
+
+    def text(self) -> str:
+        if self.batch:
+            return (f"{self.jobs} {self.key} value(s) (such as {self.value!r}) each carry several idempotency keys or "
+                    "event ids: one message for several business actions (a batch); they were not used to link records")
+        return (f"{self.key}={self.value!r} appears with {self.jobs} different jobs; it was not used to link records "
+                f"(raise max_jobs_per_value if it is a real shared key)")
 
 
 # Columns with a value on few records (a visibility timeout a worker states when it starts, an
@@ -237,21 +247,25 @@ def build_actions(
             long.filter(pl.col("key") != job_key).join(jobs, on="tid")
             .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
-        partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
-        if partner:
-            partners = long.filter(pl.col("key") == keys.index(partner)).select("tid", pl.col("nid").alias("p"))
-            fanout = pl.concat([
-                fanout,
-                jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
-            ])
+        # A job id that carries two or more event ids or idempotency keys is a batch's message
+        # (one task for several business actions: Huey's periodic task sending each order's
+        # reminder): linking by it would make its actions one.
+        batch = pl.concat([
+            jobs.join(long.filter(pl.col("key") == keys.index(partner)).select("tid", pl.col("nid").alias("p")), on="tid")
+            .group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")).filter(pl.col("n") > 1).select("nid")
+            for partner in ("event_id", "idempotency_key") if partner in keys
+        ] or [pl.DataFrame(schema={"nid": pl.Int64})]).unique()
         glued = (
-            fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid")
+            fanout.filter(pl.col("n") > max_jobs_per_value).join(batch, on="nid", how="anti").join(node_ids, on="nid")
             .with_columns(key=key_name, node=node_text).sort("n", "node", descending=[True, False])
         )
         for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
-        if glued.height:
-            long = long.join(glued.select("nid"), on="nid", how="anti")
+        if batch.height:
+            example = batch.join(node_ids, on="nid").sort("value")["value"][0]
+            warnings.append(GlueWarning("job_id", example, batch.height, batch=True))
+        if glued.height or batch.height:
+            long = long.join(pl.concat([glued.select("nid"), batch]), on="nid", how="anti")
     anchors = long.group_by("tid").agg(pl.col("nid").min().alias("anchor"))
     # One lazy query: the joined frame is not materialised before the filter and the unique
     # (+18 MiB at its peak at 1M lines, against 33-54 eager, in two thirds of the time).

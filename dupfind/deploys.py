@@ -374,6 +374,25 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     )
 
 
+def _ended_with_their_message(table: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """Executions with no ack or finish of their own whose message its worker then logged done
+    in a record of no action (exec_id): a batch's message (one task for several actions, whose
+    job id links none of them: correlate's batch) ends each of its actions' runs when it ends."""
+    if "exec_id" not in table.columns or "job_id" not in table.columns:
+        return pl.DataFrame(schema={"exec_id": executions.schema["exec_id"]})
+    done = table.filter(
+        pl.col("kind").is_in(["ack", "finish"]) & pl.col("action_id").is_null() & pl.col("job_id").is_not_null()
+    ).select("job_id", pl.col("worker_id").alias("done_worker"), pl.col("ts").alias("done_ts"))
+    if done.is_empty():
+        return pl.DataFrame(schema={"exec_id": executions.schema["exec_id"]})
+    runs = table.filter(pl.col("exec_id").is_not_null() & pl.col("job_id").is_in(done["job_id"].implode())).select(
+        "exec_id", "job_id", "worker_id").unique()
+    ended = runs.join(done, on="job_id").join(executions.select("exec_id", "start"), on="exec_id").filter(
+        (pl.col("done_ts") >= pl.col("start")) & (pl.col("done_worker").cast(pl.String) == pl.col("worker_id").cast(pl.String))
+    )
+    return ended.select("exec_id").unique()
+
+
 def _interrupted(
     table: pl.DataFrame, executions: pl.DataFrame, workers: pl.DataFrame, skew_s: float = 0.5
 ) -> pl.DataFrame:
@@ -411,7 +430,7 @@ def _interrupted(
     # The kill is often logged by another host (the orchestrator): within the clock-skew
     # tolerance it may carry a time just before the worker's own last record.
     open_execs = (
-        resumed.filter(~pl.col("completed") & ~pl.col("guarded"))
+        resumed.filter(~pl.col("completed") & ~pl.col("guarded")).join(_ended_with_their_message(table, resumed), on="exec_id", how="anti")
         .select("exec_id", "worker_id", "process_id", "start", "end", "next_start", "failed", "first_source", "delivered")
         .with_columns(end_tolerant=pl.col("end") - timedelta(seconds=skew_s))
         .pipe(as_strings)

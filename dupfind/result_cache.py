@@ -600,7 +600,7 @@ class SetEntry:
         self._ahead: ReadAhead | None = None
         self._keeps_table = True  # columns and parts of the table kept once read (see take_over)
         self._ingest = CachedIngest(self, int(meta["filtered_out"]))
-        self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n)) for k, v, n in meta["warnings"]])
+        self._correlation = CachedCorrelation(self, [GlueWarning(k, v, int(n), bool(b)) for k, v, n, b in meta["warnings"]])
 
     def take_over(self, result: IngestResult, correlation: Correlation) -> None:
         """Given the read and correlation this entry was just stored from: their dictionary, actions,
@@ -1080,7 +1080,7 @@ class ResultCache:
                 "filtered_out": result.filtered_out,
                 "copies": result.copies,
                 "totals": encode(result.totals()),  # exact_json: times come back in their zones
-                "warnings": [[w.key, w.value, w.jobs] for w in correlation.warnings],
+                "warnings": [[w.key, w.value, w.jobs, w.batch] for w in correlation.warnings],
                 "coded": list(correlation.texts.columns),
             }
             self.sets.mkdir(parents=True, exist_ok=True)

@@ -117,7 +117,7 @@ def _replica_logs(folder: Path, scheduler_lines: bool) -> None:
     running = ('Running job "send_reminders (trigger: interval[0:00:05], next run at: 2026-12-07 05:00:05 UTC)" '
                '(scheduled at 2026-12-07 05:00:00+00:00)')
     for n, (replica, at) in enumerate([("app-1", 0), ("app-2", 20)]):
-        def ts(ms: int) -> str:
+        def ts(ms: int, at: int = at) -> str:
             return f"2026-12-07T05:00:00.{at + ms:03d}Z"
         ids = {"worker_id": replica, "pid": 100 + n, "order_id": "ord_1", "idempotency_key": "reminder:ord_1:20261207T050000Z"}
         rows = [{"ts": ts(1), "logger": "apscheduler.executors.default", "worker_id": replica, "message": running}] if scheduler_lines else []

@@ -71,10 +71,12 @@ def compare(folder: Path, primary_cause: bool = True) -> Comparison:
     report, truth = analyze_folder(folder)
     comparison = Comparison(report, truth)
     actions = truth["actions"]
-    index = {}
+    # An id of one action only: a batch's message id (one task for several actions) names none.
+    owners: dict = {}
     for position, action in enumerate(actions):
         for key in _keys(action["ids"]):
-            index.setdefault(key, position)
+            owners.setdefault(key, set()).add(position)
+    index = {key: next(iter(found)) for key, found in owners.items() if len(found) == 1}
     hit: set[int] = set()
     for finding in report.findings:
         if finding.rule != "DF101" or not finding.harmful:

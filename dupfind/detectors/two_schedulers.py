@@ -56,10 +56,14 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             gap=(pl.col("ts_a") - pl.col("ts_b")).dt.total_microseconds().abs() / 1e6,
         ).sort("first")
         start, end = group["first"].min(), group["last"].max()
-        linked = _linked(runs, group, ctx.skew_s)
+        tasks = sorted({t for t in group["job_type"].to_list() if t})
+        # Runs of no known task type (their task's own lines linked nothing: a batch's message)
+        # go with the one task these schedulers sent, by time.
+        typed = runs.with_columns(job_type=pl.when(pl.col("job_type") == "").then(pl.lit(tasks[0] if len(tasks) == 1 else ""))
+                                  .otherwise(pl.col("job_type")))
+        linked = _linked(typed, group, ctx.skew_s)
         repeated = [a for a in linked["action_id"].to_list() if a in duplicated]
         entries = group["entry"].unique().sort().to_list()
-        tasks = sorted({t for t in group["job_type"].to_list() if t})
         shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
         summary = (
             f"{who_a} and {who_b} both sent {len(entries)} schedule entr{'y' if len(entries) == 1 else 'ies'} "
