@@ -384,7 +384,7 @@ class AnalysisContext:
     def redelivery_gaps(self) -> pl.DataFrame:
         """Deliveries of a message that no failure or retry asked for, with the gap since the
         previous one; `after_kill`: the previous run's worker was killed just before it."""
-        table = self.columns(*self.present_columns("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id"))
+        table = self.columns(*self.present_columns("job_id", "action_id", "echo", "kind", "rid", "ts", "queue", "exec_id", "name"))
         gaps = redelivery_gaps(table, self.action_attributes.select("action_id", "queue"), self.texts)
         handed_back: list[int] = []
         if gaps.height and self.exec_killed.height:

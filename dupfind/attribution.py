@@ -254,16 +254,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         if overlap is not None:
             return overlap
 
-    # 7. Lease / visibility timeout expiry while the first execution was still running; a run no
-    # queue delivered (no message id, no receive) was not redelivered.
-    if unsent and not expiry and not near_timeout:
-        return Attribution(
-            "unknown", "possible",
-            f"neither run came from a queue (no message id, no receive in either): {later['worker_id'] or 'a worker'} "
-            f"started the action {gap:.1f} s after {first['worker_id'] or 'another'} on its own, as a scheduler or timer "
-            "running in every replica does; a lease expiry cannot explain a run no queue delivered",
-            base_rids, notes, figures,
-        )
+    # 7. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -273,6 +264,12 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         detail = f"{again} started {gap:.1f} s after {earlier} {where}"
         if timeout is not None:
             detail += f" ({ctx.timeout_words(queue)})"
+        if unsent and not expiry and not near_timeout:
+            # Neither run names a message or logs a receive: a queue whose ids the logs leave out
+            # (Lambda's), or none (a scheduler in each replica), which no lease explains.
+            confidence = "possible"
+            detail += ("; neither run names a message or logs a receive: if no queue delivered them (a scheduler "
+                       "or timer running in every replica), it was no lease expiry")
         return Attribution("lease_expired", confidence, detail, evidence + base_rids, notes, figures)
 
     return Attribution(

@@ -153,9 +153,11 @@ def _received() -> pl.Expr:
     a job's `start` only) its start records; over rows of counted kinds with their `action_id`."""
     kind = pl.col("kind")
     logged = (kind == "receive").any().over("action_id")
-    # A run's first receive: a consumer that logs one delivery twice (Dramatiq's consumer thread
-    # `Pushing message ...`, then its worker thread's `Received message ...`) received it once.
-    again = pl.col("exec_id").is_not_null() & ((kind == "receive").cum_sum().over("exec_id", order_by="ts") > 1)
+    # A run's receives of its first receive's name: a consumer that tells one delivery in two steps
+    # (Dramatiq's consumer thread's `Pushing message ...`, then its worker thread's `Received
+    # message ...`) received it once; two receives of one name in a run are two deliveries.
+    first_name = pl.col("name").filter(kind == "receive").first().over("exec_id", order_by="ts")
+    again = pl.col("exec_id").is_not_null() & (pl.col("name") != first_name).fill_null(False)
     return ((kind == "receive") & ~again) | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
 
 
@@ -327,7 +329,7 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
     )
     deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
     events = as_strings(  # the deployment only of a deploy's records, as a window keeps them
-        ctx.columns("ts", "kind", "deployment_id", "action_id", "exec_id", "echo")
+        ctx.columns("ts", "kind", "deployment_id", "action_id", "exec_id", "name", "echo")
         .filter(pl.col("kind").is_in(["publish", "receive", "start", "deploy_start", "deploy_finish"]) & ~pl.col("echo"))
         .filter(~pl.col("kind").is_in(["receive", "start"]) | _received())
         .select("ts", pl.col("kind").cast(pl.String).replace("start", "receive"), pl.lit(None, dtype=pl.String).alias("name"),

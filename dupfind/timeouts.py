@@ -133,7 +133,9 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         table.lazy().filter(pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null())
         .filter(~pl.col("echo") if "echo" in table.columns else pl.lit(True))  # one log's account per run
         .filter(pl.col("kind").is_in(["receive", "start", *REQUESTED_REDELIVERY_KINDS]))
-        .select("rid", "ts", "kind", "queue", "action_id", "exec_id", **message)
+        .select("rid", "ts", "kind", "queue", "action_id", "exec_id",
+                pl.col("name").cast(pl.String) if "name" in table.columns else pl.lit(None, dtype=pl.String).alias("name"),
+                **message)
         .collect()
     )
     if coded:
@@ -156,11 +158,14 @@ def redelivery_gaps(table: pl.DataFrame, action_queue: pl.DataFrame | None = Non
         queue=_run_fill("queue"),
         action_id=_run_fill("action_id"),
     )
-    # One run's second receive is one delivery logged twice (Dramatiq's consumer thread's
-    # `Pushing message`, then its worker thread's `Received message`), not a redelivery.
+    # A receive of another name right after one in the same run is the same delivery told by its
+    # next step (Dramatiq's consumer thread's `Pushing message`, then its worker thread's
+    # `Received message`), not a redelivery; one of the same name is (a Lambda log stream's two
+    # invocations of one message).
     deliveries = rows.filter(pl.col("is_delivery"))
     deliveries = deliveries.filter(
         pl.col("exec_id").is_null() | (pl.col("exec_id") != _run_shift("exec_id")).fill_null(True)
+        | (pl.col("name") == _run_shift("name")).fill_null(True)
     )
     deliveries = (
         deliveries

@@ -169,9 +169,10 @@ def _gaps_by_windows(rows: pl.DataFrame) -> pl.DataFrame:
         action_id=pl.col("action_id").forward_fill().backward_fill().over("message"),
     )
     deliveries = rows.filter(pl.col("is_delivery"))
-    # a run's delivery logged twice counts once
+    # a run's delivery told again by its next step (another name) counts once
     deliveries = deliveries.filter(
         pl.col("exec_id").is_null() | (pl.col("exec_id") != pl.col("exec_id").shift(1).over("message")).fill_null(True)
+        | (pl.col("name") == pl.col("name").shift(1).over("message")).fill_null(True)
     )
     return deliveries.with_columns(
         prev_ts=pl.col("ts").shift(1).over("message"),
@@ -211,16 +212,17 @@ def test_redelivery_gaps_equal_their_window_function_statement(seed):
                 "queue": rnd.choice([None, None, "emails", "push"]),
                 "exec_id": rnd.choice([None, m * 10, m * 10 + 1]),
                 "echo": rnd.random() < 0.05,
+                "name": rnd.choice(["delivered", "message_received"]),
             })
     table = pl.DataFrame(records, schema={
         "job_id": pl.String, "action_id": pl.Int64, "ts": pl.Datetime("us", "UTC"), "kind": pl.String,
-        "queue": pl.String, "exec_id": pl.Int64, "echo": pl.Boolean,
+        "queue": pl.String, "exec_id": pl.Int64, "echo": pl.Boolean, "name": pl.String,
     }).with_row_index("rid").with_columns(pl.col("kind", "queue", "job_id").cast(pl.Categorical))
     got = redelivery_gaps(table)
     rows = (
         table.filter((pl.col("job_id").is_not_null() | pl.col("action_id").is_not_null()) & ~pl.col("echo"))
         .filter(pl.col("kind").is_in(["receive", "start", "fail", "retry", "lock_denied"]))
-        .select("rid", "ts", pl.col("kind").cast(pl.String), pl.col("queue").cast(pl.String), "action_id", "exec_id",
+        .select("rid", "ts", pl.col("kind").cast(pl.String), pl.col("queue").cast(pl.String), "action_id", "exec_id", "name",
                 message=pl.coalesce(pl.col("job_id").cast(pl.String),
                                     pl.concat_str(pl.lit("action:"), pl.col("action_id").cast(pl.String))))
     )
