@@ -21,7 +21,12 @@ from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schedules import (
-    RUN_AFTER_SEND_S, SCHEDULED_EVENTS, SEND_COLUMNS, doubled_sends, scheduled_sends, scheduler_pairs,
+    RUN_AFTER_SEND_S,
+    SCHEDULED_EVENTS,
+    SEND_COLUMNS,
+    doubled_sends,
+    scheduled_sends,
+    scheduler_pairs,
 )
 from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.stack_lines import CRASH_HEADER

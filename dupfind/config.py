@@ -248,7 +248,7 @@ class _Builder:
         for item in items:
             unknown = set(item) - {"contains", "match", "event"}
             if unknown:
-                raise DupfindError(f"{where}: unknown key {sorted(unknown)[0]!r}.")
+                raise DupfindError(f"{where}: unknown key {min(unknown)!r}.")
             contains, event = item.get("contains"), item.get("event")
             if not isinstance(contains, str) or not contains or not isinstance(event, str) or not event.strip():
                 raise DupfindError(f"{where}: each needs a non-empty contains and event.")
