@@ -32,7 +32,7 @@ STARTUP_KINDS = ("receive", "start", "claim", "lock_acquire", "other", "publish"
 @dataclass
 class GlueWarning:
     """An id value shared by too many jobs to be a real link; it was not used for linking. With
-    `batch`: `jobs` job ids (`value` one of them) each carried several actions' own ids (a batch
+    `batch`: `jobs` job ids (`value` one of them) each carried several idempotency keys (a batch
     message: one task for several business actions), not used for linking either."""
 
     key: str
@@ -42,8 +42,8 @@ class GlueWarning:
 
     def text(self) -> str:
         if self.batch:
-            return (f"{self.jobs} {self.key} value(s) (such as {self.value!r}) each carry several idempotency keys or "
-                    "event ids: one message for several business actions (a batch); they were not used to link records")
+            return (f"{self.jobs} {self.key} value(s) (such as {self.value!r}) each carry several idempotency keys: "
+                    "one message for several business actions (a batch); they were not used to link records")
         return (f"{self.key}={self.value!r} appears with {self.jobs} different jobs; it was not used to link records "
                 f"(raise max_jobs_per_value if it is a real shared key)")
 
@@ -247,18 +247,28 @@ def build_actions(
             long.filter(pl.col("key") != job_key).join(jobs, on="tid")
             .group_by("nid").agg(pl.col("job").n_unique().alias("n"))
         )
-        # A job id that carries two or more event ids or idempotency keys is a batch's message
-        # (one task for several business actions: Huey's periodic task sending each order's
-        # reminder): linking by it would make its actions one.
-        batch = pl.concat([
-            jobs.join(long.filter(pl.col("key") == keys.index(partner)).select("tid", pl.col("nid").alias("p")), on="tid")
-            .group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")).filter(pl.col("n") > 1).select("nid")
-            for partner in ("event_id", "idempotency_key") if partner in keys
-        ] or [pl.DataFrame(schema={"nid": pl.Int64})]).unique()
+        partner = next((k for k in ("event_id", "idempotency_key") if k in keys), None)
+        if partner:
+            partners = long.filter(pl.col("key") == keys.index(partner)).select("tid", pl.col("nid").alias("p"))
+            fanout = pl.concat([
+                fanout,
+                jobs.join(partners, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n")),
+            ])
         glued = (
-            fanout.filter(pl.col("n") > max_jobs_per_value).join(batch, on="nid", how="anti").join(node_ids, on="nid")
+            fanout.filter(pl.col("n") > max_jobs_per_value).join(node_ids, on="nid")
             .with_columns(key=key_name, node=node_text).sort("n", "node", descending=[True, False])
         )
+        # A job id that carries two or more idempotency keys (of the values that still link) is a
+        # batch's message, one task for several business actions (Huey's periodic task sending each
+        # unpaid order's reminder): linking by it would make its actions one.
+        batch = pl.DataFrame(schema={"nid": pl.Int64})
+        if "idempotency_key" in keys:
+            linking = long.join(glued.select("nid"), on="nid", how="anti")
+            keyed = linking.filter(pl.col("key") == keys.index("idempotency_key")).select("tid", pl.col("nid").alias("p"))
+            batch = (
+                jobs.join(keyed, on="tid").group_by(pl.col("job").alias("nid")).agg(pl.col("p").n_unique().alias("n"))
+                .filter(pl.col("n") > 1).select("nid").join(glued.select("nid"), on="nid", how="anti")
+            )
         for key, value, n in glued.select("key", "value", "n").rows():
             warnings.append(GlueWarning(key, value, n))
         if batch.height:
