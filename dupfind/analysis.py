@@ -20,14 +20,7 @@ from dupfind.finding_details import EVIDENCE_LIMIT, EXECUTION_ID_KEYS, DetailReq
 from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
-from dupfind.schedules import (
-    RUN_AFTER_SEND_S,
-    SCHEDULED_EVENTS,
-    SEND_COLUMNS,
-    doubled_sends,
-    scheduled_sends,
-    scheduler_pairs,
-)
+from dupfind.schedules import RUN_AFTER_SEND_S, doubled_sends, scheduled_sends, scheduler_pairs
 from dupfind.schema import ID_COLUMNS, as_strings
 from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
@@ -599,17 +592,8 @@ class AnalysisContext:
         names = self.present_columns(
             "rid", "ts", "kind", "name", "job_id", "job_type", "object_name", "worker_id", "source", "line", "action_id",
         )
-        if "job_type" not in names and "object_name" not in names:
-            return doubled_sends(pl.DataFrame(schema={
-                **dict.fromkeys(SEND_COLUMNS, pl.String), "rid": pl.Int64, "ts": pl.Datetime("us", "UTC"), "line": pl.UInt32,
-            }))
-        table = self.columns(*names)
-        named = pl.col("name").cast(pl.String).is_in(SCHEDULED_EVENTS) if "name" in names else pl.lit(False)
-        candidates = table.filter(
-            (pl.col("kind") == "publish") & (named | (pl.col("job_id").is_null() & pl.col("action_id").is_null()))
-        )
         missing = [pl.lit(None, dtype=pl.String).alias(c) for c in ("name", "job_type", "object_name", "worker_id") if c not in names]
-        return doubled_sends(scheduled_sends(as_strings(candidates.with_columns(missing))))
+        return doubled_sends(scheduled_sends(self.columns(*names).with_columns(missing)))
 
     @cached_property
     def scheduler_pairs(self) -> pl.DataFrame:
@@ -631,9 +615,9 @@ class AnalysisContext:
         """The two schedulers' sends of one entry of this task that made an action's two runs
         (entered at `first_entry` and `later_entry`): the latest doubled pair whose first send came
         before the first run entered and whose second before the later one (within the clock skew),
-        at most RUN_AFTER_SEND_S before. An entry
-        named after one of the action's ids (`reminder-ord_5076`) is taken before another; the
-        flag says whether the pair is the action's own (so named, or the only entry doubled then)."""
+        at most RUN_AFTER_SEND_S before. An entry named after one of the action's ids
+        (`reminder-ord_5076`) is taken before another; the flag says whether the pair is the
+        action's own (so named, or the only entry doubled then)."""
         pairs = self.scheduler_pairs
         if pairs.is_empty() or first_entry is None:
             return None

@@ -183,14 +183,12 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     # No message at all (no id, no receive): runs a process started itself, as a scheduler in
     # every replica does (APScheduler's `Running job` lines in each: DF108's sends).
     unsent = not first["job_ids"] and not later["job_ids"] and first["receive_ts"] is None and later["receive_ts"] is None
-    if unsent and not publishes:
+    two_messages = apart and bool(first["job_ids"]) and bool(later["job_ids"])
+    if (unsent or two_messages) and not publishes:
         scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
         if scheduled is not None:
             return scheduled
-    if apart and first["job_ids"] and later["job_ids"] and not publishes:
-        scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
-        if scheduled is not None:
-            return scheduled
+    if two_messages and not publishes:
         return Attribution(
             "double_publish", "likely",
             f"the two executions ran different messages of one action ({', '.join([*first['job_ids'], *later['job_ids']][:3])}): "
@@ -326,11 +324,16 @@ def _in_time_order(pair: dict) -> list[tuple]:
     return sorted([(pair["ts_a"], pair["publisher_a"], pair["rid_a"]), (pair["ts_b"], pair["publisher_b"], pair["rid_b"])])
 
 
+def _task_label(pair: dict, job_type: str | None) -> str:
+    """A scheduler pair's entry, with its task where that differs: `reminder-ord_1 (notify.send)`."""
+    return f"{pair['entry']} ({job_type})" if job_type and pair["entry"] != job_type else pair["entry"]
+
+
 def _two_sends(pair: dict, job_type: str | None) -> str:
     """`two schedulers sent it: beat-v1 sent reminder-ord_1 (notify.send) at ... and beat-v2 0.015 s later`."""
     (ts_a, who_a, _), (ts_b, who_b, _) = _in_time_order(pair)
-    task = f"{pair['entry']} ({job_type})" if job_type and pair["entry"] != job_type else pair["entry"]
-    return f"two schedulers sent it: {who_a} sent {task} at {iso(ts_a)} and {who_b} {(ts_b - ts_a).total_seconds():.3f} s later"
+    return (f"two schedulers sent it: {who_a} sent {_task_label(pair, job_type)} at {iso(ts_a)} and {who_b} "
+            f"{(ts_b - ts_a).total_seconds():.3f} s later")
 
 
 def _scheduled_twice(
@@ -353,7 +356,6 @@ def _scheduled_twice(
     notes[int(rid_a)] = f"scheduler {who_a} sent the task"
     notes[int(rid_b)] = f"scheduler {who_b} sent it too"
     gap = (ts_b - ts_a).total_seconds()
-    task = f"{pair['entry']} ({job_type})" if job_type and pair["entry"] != job_type else pair["entry"]
     messages = ", ".join([*first["job_ids"], *later["job_ids"]][:3])
     ran = (f"the two executions ran the two messages ({messages}), each processed once" if messages
            else "each ran it in its own process, no queue between")
@@ -361,7 +363,8 @@ def _scheduled_twice(
         detail = _two_sends(pair, job_type)
     else:
         detail = (f"two schedulers were sending {job_type or 'their entries'} at once: {who_a} and {who_b} both sent "
-                  f"{task} at {iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry this action's task was)")
+                  f"{_task_label(pair, job_type)} at {iso(ts_a)}, {gap:.3f} s apart (these logs do not say which entry "
+                  "this action's task was)")
     return Attribution(
         "double_publish", "certain" if own else "likely", f"{detail}; {ran}",
         [int(rid_a), int(rid_b), *base_rids], notes, {"send_gap_s": round(gap, 3)},

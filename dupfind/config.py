@@ -14,7 +14,7 @@ import orjson
 
 from dupfind import parse_memo
 from dupfind.errors import DupfindError
-from dupfind.presets import Preset, checked_regex, load_presets
+from dupfind.presets import Preset, checked_regex, load_presets, named_groups
 from dupfind.schema import KINDS, TEXT_COLUMNS, alias_targets
 
 USER_CONFIG_NAME = "dupfind.toml"
@@ -253,7 +253,7 @@ class _Builder:
             if not isinstance(contains, str) or not contains or not isinstance(event, str) or not event.strip():
                 raise DupfindError(f"{where}: each needs a non-empty contains and event.")
             regex = checked_regex(item.get("match"), where)
-            for group in re.findall(r"\(\?P<(\w+)>", regex):
+            for group in named_groups(regex):
                 if group not in TEXT_COLUMNS:
                     raise DupfindError(f"{where}: group {group!r} is not a canonical text column.")
             added.append((contains, regex, event))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from dupfind.deploys import delivered
 from dupfind.timefmt import iso
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ def redelivery_times(ctx: "AnalysisContext") -> pl.Series:
         return pl.Series("ts", [], dtype=ctx.table.schema["ts"])
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
     # Not every column: a sort would copy them. `order`: the executions' order by entry.
-    delivered = (pl.col("job_ids").list.len() > 0) | pl.col("receive_ts").is_not_null()
-    runs = ex.select("action_id", "exec_id", "job_ids", entry.alias("entry"), delivered.alias("delivered")).sort(
+    runs = ex.select("action_id", "exec_id", "job_ids", entry.alias("entry"), delivered().alias("delivered")).sort(
         "entry", "exec_id").with_row_index("order")
     # A run no queue delivered (no message id, no receive: a scheduler's in each replica) is no redelivery.
     later = runs.filter(~pl.col("action_id").is_first_distinct() & pl.col("delivered"))

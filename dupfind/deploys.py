@@ -283,6 +283,29 @@ def _stems(sources: pl.Series) -> pl.Series:
     return sources.replace_strict({name: log_stem(name) for name in names}, default=None, return_dtype=pl.String)
 
 
+def delivered() -> pl.Expr:
+    """Over executions: a queue delivered the run (it names a message or logs a receive); a run of
+    a worker's own (an in-process scheduler's in each replica) names neither."""
+    return (pl.col("job_ids").list.len() > 0) | pl.col("receive_ts").is_not_null()
+
+
+def life_records(table: pl.DataFrame) -> pl.DataFrame:
+    """Each worker's starts and stop signals, in time order: worker_id, source, life_ts,
+    life_kind, life_rid (texts)."""
+    return (
+        table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null())
+        .select(
+            "worker_id",
+            "source",
+            pl.col("ts").alias("life_ts"),
+            pl.col("kind").alias("life_kind"),
+            pl.col("rid").alias("life_rid"),
+        )
+        .pipe(as_strings)
+        .sort("life_ts")
+    )
+
+
 def first_stops(life: pl.DataFrame, *by: str) -> pl.DataFrame:
     """A worker's life records (`life_kind`: worker_start, stop_signal; in time order) less each
     stop signal that follows another: its first stop signal since its start is its stop, a
@@ -295,18 +318,7 @@ def _after_stop(table: pl.DataFrame, executions: pl.DataFrame, skew_s: float) ->
     """Executions whose entry came after their worker's stop signal (and no restart since): one
     from the log its first record is in (any of that log's rotated parts: one clock) or, beyond
     the clock-skew tolerance, from any log."""
-    life = (
-        table.filter(pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null())
-        .select(
-            "worker_id",
-            "source",
-            pl.col("ts").alias("life_ts"),
-            pl.col("kind").alias("life_kind"),
-            pl.col("rid").alias("life_rid"),
-        )
-        .pipe(as_strings)
-        .sort("life_ts")
-    )
+    life = life_records(table)
     life = life.with_columns(_stems(life["source"]).alias("source"))
     entries = executions.select(
         "exec_id",
@@ -423,7 +435,7 @@ def _interrupted(
         "exec_id", "action_id", "worker_id", pl.coalesce("process_id", "work_pid").alias("process_id"), "start",
         pl.coalesce("work_end", "end").alias("end"),
         "completed", "failed", "guarded", "first_source",
-        delivered=(pl.col("job_ids").list.len() > 0) | pl.col("receive_ts").is_not_null(),
+        delivered=delivered(),
     ).sort("action_id", "worker_id", "start").with_columns(
         next_start=pl.when(same_pair).then(pl.col("start").shift(-1))
     )

@@ -11,7 +11,7 @@ import polars as pl
 from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
 from dupfind.lineparse import LEVEL_FIELD, PLAIN_NAME
-from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX
+from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX, named_groups
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
 from dupfind.stack_lines import QUIET_LEVELS, exception_of
 from dupfind.timeparse import parse_timestamps
@@ -328,7 +328,7 @@ def _library_lines(frame: pl.DataFrame, config: Config) -> pl.DataFrame:
         extracted = text.str.extract_groups(regex)
         updates = {
             name: pl.when(pl.col("__hit")).then(pl.coalesce(name, extracted.struct.field(name))).otherwise(pl.col(name))
-            for name in re.findall(r"\(\?P<(\w+)>", regex)
+            for name in named_groups(regex)
         }
         for column in ("name", KIND_NAME):
             if column in frame.columns:

@@ -198,6 +198,11 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     raise DupfindError(f"{where} must be a string or a list of strings.")
 
 
+def named_groups(regex: str) -> list[str]:
+    """The names of a regular expression's named groups, in order, without compiling it."""
+    return re.findall(r"\(\?P<(\w+)>", regex)
+
+
 def checked_regex(pattern: Any, where: str) -> str:
     """The pattern, checked to be a regular expression (compiled where it is used); a one-line
     error naming `where` when it is not."""

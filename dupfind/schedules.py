@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from dupfind.schema import as_strings
+
 # Two schedulers' sends of one entry closer than half its period are two sends of one due
 # occurrence: two schedulers sending one entry each period always have a send of the other within
 # half a period. Capped: a daily entry sent by two schedulers is doubled at the same minute, not
@@ -14,7 +16,6 @@ SINGLE_SEND_WINDOW_S = 2.0
 # A run of the task follows the send that made it within this long (a queue with a backlog).
 RUN_AFTER_SEND_S = 60.0
 
-SEND_COLUMNS = ("rid", "ts", "job_type", "entry", "publisher", "source", "line")
 PAIR_COLUMNS = ("rid", "ts", "publisher", "job_type", "entry", "other_rid", "other_ts", "other_publisher", "gap_s")
 
 
@@ -26,14 +27,15 @@ def scheduled_sends(records: pl.DataFrame) -> pl.DataFrame:
     """A scheduler's sends: publishes named a scheduler's (SCHEDULED_EVENTS: celery beat's `Sending
     due task`, APScheduler's `Running job`, Huey's `Enqueueing periodic task`), or that name no
     message and belong to no action, from records with rid, ts, kind, name, job_id, job_type,
-    object_name, worker_id, source, line (texts, not codes) and action_id: rid, ts, job_type, entry
-    (the schedule entry, else the task), publisher (the scheduler: its worker id, else its file)."""
+    object_name, worker_id, source, line and action_id (labels as texts or Categorical, ids as
+    texts or codes): rid, ts, job_type, entry (the schedule entry, else the task), publisher (the
+    scheduler: its worker id, else its file)."""
     unnamed = pl.col("job_id").is_null() & pl.col("action_id").is_null()
-    sends = records.filter(
+    sends = as_strings(records.filter(
         (pl.col("kind") == "publish") & pl.col("ts").is_not_null()
         & (pl.col("job_type").is_not_null() | pl.col("object_name").is_not_null())
-        & (pl.col("name").is_in(SCHEDULED_EVENTS) | unnamed)
-    )
+        & (pl.col("name").cast(pl.String).is_in(SCHEDULED_EVENTS) | unnamed)
+    ))
     return sends.select(
         "rid", "ts", pl.col("job_type").fill_null(""),
         pl.coalesce("object_name", "job_type").alias("entry"),

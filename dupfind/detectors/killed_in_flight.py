@@ -5,12 +5,11 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind.analysis import AnalysisContext
-from dupfind.deploys import first_stops
+from dupfind.deploys import first_stops, life_records
 from dupfind.detectors._common import seconds, worker_finding
 from dupfind.effects import COUNTED
 from dupfind.findings import Finding
 from dupfind.rules_registry import Rule, detector
-from dupfind.schema import as_strings
 from dupfind.timefmt import iso, iso_us
 
 KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)",
@@ -90,9 +89,7 @@ def _stop_before(ctx: AnalysisContext, ends: pl.DataFrame) -> dict[tuple[str, ob
     """Per (worker, end time): the first stop signal of the worker's life the end ended, None when
     it started again since its last stop signal (a worker restarted under its name, stopped and
     killed again later, is not killed 'before' its next life's stop)."""
-    life = as_strings(ctx.columns("worker_id", "kind", "ts").filter(
-        pl.col("kind").is_in(["worker_start", "stop_signal"]) & pl.col("worker_id").is_not_null() & pl.col("ts").is_not_null()
-    )).sort("ts").rename({"ts": "life_ts", "kind": "life_kind"})
+    life = life_records(ctx.columns("worker_id", "kind", "ts", "source", "rid"))
     if life.is_empty() or ends.is_empty():
         return {}
     found = ends.sort("kill_ts").join_asof(
