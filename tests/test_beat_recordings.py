@@ -5,17 +5,15 @@ double publish shown by those two lines (beat names no task id: they are told by
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 import pytest
 from conftest import FIXTURES
+from truth_compare import analyze_logs, cited_lines, duplicates_with_their_actions, truth_of
 
-from dupfind.analyze import analyze
 from dupfind.config import load_config
 from dupfind.ingest import ingest
-from dupfind.rules_registry import load_rules
 from dupfind.schema import as_strings
 
 NAIVE = FIXTURES / "real" / "celery_redis_beat_overlap_double_schedule"
@@ -26,7 +24,7 @@ CONFIG = load_config(cwd=Path("/"))
 
 
 def _counters(folder: Path) -> dict:
-    return json.loads((folder / "truth.json").read_text())["counters"]
+    return truth_of(folder)["counters"]
 
 
 def test_beats_sending_due_task_lines_are_publishes():
@@ -35,12 +33,12 @@ def test_beats_sending_due_task_lines_are_publishes():
     published = beats.filter(pl.col("kind") == "publish")
     assert published.height == sum(_counters(NAIVE)["sending_due_task_lines"].values())
     assert set(published["job_type"].to_list()) == {"notify.send_reminder"}
-    entries = {e["name"] for e in json.loads((NAIVE / "truth.json").read_text())["params"]["beat"]["entries"]}
+    entries = {e["name"] for e in truth_of(NAIVE)["params"]["beat"]["entries"]}
     assert set(published["object_name"].to_list()) == entries
 
 
 def test_both_beats_publishes_sent_twice_are_double_publishes_not_lease_expiries():
-    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(NAIVE / "logs")
     duplicates = [f for f in report.findings if f.rule == "DF101"]
     assert len(duplicates) == _counters(NAIVE)["duplicated_actions"]
     assert {(f.cause, f.confidence) for f in duplicates} == {("double_publish", "certain")}
@@ -53,23 +51,16 @@ def _beat_lines(action: dict) -> set[tuple[str, int]]:
 
 @pytest.mark.parametrize("folder", [NAIVE, OFFSET], ids=["in_step", "offset"])
 def test_each_reminder_sent_twice_cites_both_beats_lines_that_published_it(folder: Path):
-    truth = json.loads((folder / "truth.json").read_text())
-    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
-    report = analyze(ingest([str(folder / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
-    duplicates = [f for f in report.findings if f.rule == "DF101"]
-    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
-    for finding in duplicates:
-        action = by_key[finding.ids["idempotency_key"][0]]
+    for finding, action in duplicates_with_their_actions(folder):
         assert len(action["beat_publishes"]) == 2
-        cited = {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == "publish"}
-        assert cited == _beat_lines(action), finding.cause_detail
+        assert cited_lines(finding) == _beat_lines(action), finding.cause_detail
         assert action["schedule_entry"] in finding.cause_detail
 
 
 @pytest.mark.parametrize("folder", [NAIVE, OFFSET], ids=["in_step", "offset"])
 def test_the_two_beats_overlap_is_one_finding_that_counts_what_truth_counts(folder: Path):
-    truth = json.loads((folder / "truth.json").read_text())
-    report = analyze(ingest([str(folder / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    truth = truth_of(folder)
+    report = analyze_logs(folder / "logs")
     (overlap,) = [f for f in report.findings if f.rule == "DF108"]
     counters = truth["counters"]
     assert sorted(overlap.workers) == sorted(b["instance"] for b in truth["beats"])
@@ -85,7 +76,7 @@ def test_the_two_beats_overlap_is_one_finding_that_counts_what_truth_counts(fold
 
 
 def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
-    report = analyze(ingest([str(CONTROL / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(CONTROL / "logs")
     assert report.verdict == "no_harmful_duplicates"
     assert len([f for f in report.findings if f.rule == "DF106"]) == _counters(CONTROL)["double_published_actions"]
     assert not [f for f in report.findings if f.rule == "DF103"]
@@ -101,18 +92,18 @@ def test_the_claim_first_task_keeps_both_beats_publishes_harmless():
 def test_a_status_check_that_stopped_late_repeats_is_not_credited_alone():
     """The naive task's status read stopped the reminders whose second task started after the
     first wrote `sent`; it let the concurrent ones through: DF106 says so, the claim's does not."""
-    report = analyze(ingest([str(NAIVE / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(NAIVE / "logs")
     stopped = [f for f in report.findings if f.rule == "DF106"]
     assert len(stopped) == _counters(NAIVE)["noop_already_sent"]
     for finding in stopped:
         assert finding.figures["repeated_same_job_type"] == _counters(NAIVE)["duplicated_actions"]
         assert "does not stop every repeat" in finding.summary
-    control = analyze(ingest([str(CONTROL / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    control = analyze_logs(CONTROL / "logs")
     assert not [f for f in control.findings if f.rule == "DF106" and "repeated_same_job_type" in f.figures]
 
 
 def test_a_beat_replaced_after_it_stopped_sends_nothing_twice():
-    truth = json.loads((HANDOVER / "truth.json").read_text())
-    report = analyze(ingest([str(HANDOVER / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
+    truth = truth_of(HANDOVER)
+    report = analyze_logs(HANDOVER / "logs")
     assert len(truth["beats"]) == 2 and truth["counters"]["double_published_actions"] == 0
     assert not [f for f in report.findings if f.rule in ("DF101", "DF105", "DF108")]

@@ -5,11 +5,10 @@ reminders, so its id is a batch's and links none of them."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import polars as pl
 from conftest import FIXTURES
-from truth_compare import analyze_logs, truth_of
+from truth_compare import analyze_logs, cited_lines, duplicates_with_their_actions, truth_of
 
 from dupfind.correlate import build_actions
 
@@ -18,15 +17,9 @@ CONTROL = FIXTURES / "real" / "huey_redis_one_scheduler_control"
 
 
 def test_each_reminder_sent_twice_cites_both_consumers_enqueueing_lines():
-    truth = truth_of(DOUBLE)
-    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
-    report = analyze_logs(DOUBLE / "logs")
-    duplicates = [f for f in report.findings if f.rule == "DF101"]
-    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
-    for finding in duplicates:
-        runs = by_key[finding.ids["idempotency_key"][0]]["runs"]
-        cited = {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == "publish"}
-        assert cited == {(r["enqueue_line"]["file"], r["enqueue_line"]["line"]) for r in runs}
+    for finding, action in duplicates_with_their_actions(DOUBLE):
+        runs = action["runs"]
+        assert cited_lines(finding) == {(r["enqueue_line"]["file"], r["enqueue_line"]["line"]) for r in runs}
         assert (finding.cause, finding.confidence) == ("double_publish", "certain")
 
 

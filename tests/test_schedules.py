@@ -10,15 +10,11 @@ from pathlib import Path
 
 import polars as pl
 from conftest import FIXTURES
+from truth_compare import analyze_logs, cited_lines, duplicates_with_their_actions, truth_of
 
-from dupfind.analyze import analyze
-from dupfind.config import load_config
-from dupfind.ingest import ingest
-from dupfind.rules_registry import load_rules
 from dupfind.schedules import HALF_PERIOD_CAP_S, SINGLE_SEND_WINDOW_S, doubled_sends, scheduler_pairs
 
 T0 = datetime(2026, 12, 7, 1, 58, 30, tzinfo=UTC)
-CONFIG = load_config(cwd=Path("/"))
 NAIVE = FIXTURES / "real" / "celery_redis_beat_overlap_double_schedule"
 
 
@@ -88,9 +84,9 @@ def test_entries_that_do_not_name_the_action_leave_the_cause_likely_and_say_so(t
     shutil.copytree(NAIVE / "logs", logs)
     for beat in logs.glob("celery-beat-*.log"):
         beat.write_text(beat.read_text().replace("Sending due task reminder-ord_", "Sending due task slot-"))
-    report = analyze(ingest([str(logs)], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(logs)
     duplicates = [f for f in report.findings if f.rule == "DF101"]
-    counters = json.loads((NAIVE / "truth.json").read_text())["counters"]
+    counters = truth_of(NAIVE)["counters"]
     assert len(duplicates) == counters["duplicated_actions"]
     for finding in duplicates:
         assert (finding.cause, finding.confidence) == ("double_publish", "likely")
@@ -103,7 +99,7 @@ def test_the_schedulers_logs_alone_still_show_the_overlap(tmp_path: Path):
     logs.mkdir()
     for beat in (NAIVE / "logs").glob("celery-beat-*.log"):
         shutil.copy(beat, logs / beat.name)
-    report = analyze(ingest([str(logs)], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(logs)
     (overlap,) = [f for f in report.findings if f.rule == "DF108"]
     assert overlap.severity == "medium"
     assert overlap.figures["actions_run_twice"] == 0
@@ -135,7 +131,7 @@ def test_runs_that_name_no_message_are_at_most_a_possible_lease_expiry(tmp_path:
     """Without the schedulers' lines, two runs that name no message and log no receive may be a
     queue's whose ids the logs leave out, or no queue's: a lease expiry only possible, said so."""
     _replica_logs(tmp_path, scheduler_lines=False)
-    report = analyze(ingest([str(tmp_path)], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(tmp_path)
     (duplicate,) = [f for f in report.findings if f.rule == "DF101"]
     assert (duplicate.cause, duplicate.confidence) == ("lease_expired", "possible")
     assert "if no queue delivered them" in duplicate.cause_detail
@@ -143,7 +139,7 @@ def test_runs_that_name_no_message_are_at_most_a_possible_lease_expiry(tmp_path:
 
 def test_two_replicas_schedulers_are_the_cause_of_their_runs(tmp_path: Path):
     _replica_logs(tmp_path, scheduler_lines=True)
-    report = analyze(ingest([str(tmp_path)], CONFIG), CONFIG, load_rules(CONFIG))
+    report = analyze_logs(tmp_path)
     (duplicate,) = [f for f in report.findings if f.rule == "DF101"]
     assert (duplicate.cause, duplicate.confidence) == ("double_publish", "certain")
     assert "app-1 sent send_reminders" in duplicate.cause_detail and "no queue between" in duplicate.cause_detail
@@ -157,13 +153,7 @@ APSCHEDULER = FIXTURES / "real" / "apscheduler_replicas_double_run"
 def test_each_reminder_two_replicas_sent_cites_both_running_job_lines():
     """The recording (APScheduler 3.11 in two replicas): each duplicate's cause is the two
     replicas' schedulers, and the two `Running job` lines it cites are its occurrence's."""
-    truth = json.loads((APSCHEDULER / "truth.json").read_text())
-    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth["actions"] if a["duplicated"]}
-    report = analyze(ingest([str(APSCHEDULER / "logs")], CONFIG), CONFIG, load_rules(CONFIG))
-    duplicates = [f for f in report.findings if f.rule == "DF101"]
-    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
-    for finding in duplicates:
-        runs = by_key[finding.ids["idempotency_key"][0]]["runs"]
-        cited = {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == "publish"}
-        assert cited == {(r["running_job_line"]["file"], r["running_job_line"]["line"]) for r in runs}
+    for finding, action in duplicates_with_their_actions(APSCHEDULER):
+        runs = action["runs"]
+        assert cited_lines(finding) == {(r["running_job_line"]["file"], r["running_job_line"]["line"]) for r in runs}
         assert "no queue between" in finding.cause_detail

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -61,6 +62,20 @@ def truth_of(folder: Path) -> dict:
 def analyze_logs(logs: Path) -> AnalysisReport:
     """The analysis of a folder of logs with the default configuration and rules."""
     return analyze(ingest([str(logs)], CONFIG), CONFIG, RULES)
+
+
+def duplicates_with_their_actions(folder: Path) -> list[tuple[Any, dict]]:
+    """A recording's DF101 findings, each with the duplicated action of truth.json its
+    idempotency key names (a finding whose key names no duplicated action fails)."""
+    by_key = {a["ids"]["idempotency_key"][0]: a for a in truth_of(folder)["actions"] if a["duplicated"]}
+    duplicates = [f for f in analyze_logs(folder / "logs").findings if f.rule == "DF101"]
+    assert {f.ids["idempotency_key"][0] for f in duplicates} == set(by_key)
+    return [(f, by_key[f.ids["idempotency_key"][0]]) for f in duplicates]
+
+
+def cited_lines(finding: Any, kind: str = "publish") -> set[tuple[str, int]]:
+    """The records of one kind a finding cites, as (file name, line)."""
+    return {(Path(e.source).name, e.line) for e in finding.evidence if e.kind == kind}
 
 
 def analyze_folder(folder: Path) -> tuple[AnalysisReport, dict]:
