@@ -21,7 +21,7 @@ from dupfind.findings import Finding
 from dupfind.locks import lock_events, lock_holds, orphan_releases
 from dupfind.queue_health import action_attributes, execution_durations
 from dupfind.schedules import RUN_AFTER_SEND_S, doubled_sends, scheduled_sends, scheduler_pairs
-from dupfind.schema import ID_COLUMNS, as_strings
+from dupfind.schema import ID_COLUMNS, TIMEOUT_NAME, as_strings
 from dupfind.stack_lines import CRASH_HEADER
 from dupfind.textcodes import Texts
 from dupfind.timeouts import KILL_HANDBACK_S, InferredTimeout, infer_timeouts, redelivery_gaps
@@ -181,6 +181,20 @@ def stated_timeouts(stated: pl.DataFrame) -> dict[str, float]:
         for queue, value in per_queue.rows():
             found[queue] = float(value)
         found.setdefault("", float(stated["visibility_timeout_s"].median()))
+    return found
+
+
+def stated_timeout_names(stated: pl.DataFrame) -> dict[str, str]:
+    """What each queue's stated timeout is called where it is stated (`max.poll.interval.ms`, `ack
+    deadline`; '' = any queue): the name most of its statements give."""
+    if not stated.height or "timeout_name" not in stated.columns:
+        return {}
+    named = stated.with_columns(pl.col("queue").fill_null(""), pl.col("timeout_name").fill_null(TIMEOUT_NAME))
+    found: dict[str, str] = {}
+    for group in (named, named.with_columns(queue=pl.lit(""))):
+        counted = group.group_by("queue", "timeout_name").len().sort("queue", "len", "timeout_name", descending=[False, True, False])
+        for queue, name, _ in counted.rows():
+            found.setdefault(queue, name)
     return found
 
 
@@ -346,12 +360,17 @@ class AnalysisContext:
     @cached_property
     def timeout_statements(self) -> pl.DataFrame:
         """Queue and visibility timeout of the records that state one."""
-        return as_strings(self.columns("queue", "visibility_timeout_s").filter(pl.col("visibility_timeout_s").is_not_null()))
+        return as_strings(self.columns("queue", "visibility_timeout_s", "timeout_name").filter(pl.col("visibility_timeout_s").is_not_null()))
 
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
         return stated_timeouts(self.timeout_statements)
+
+    @cached_property
+    def stated_timeout_names(self) -> dict[str, str]:
+        """What the logs call each queue's stated timeout (per queue; '' = any queue)."""
+        return stated_timeout_names(self.timeout_statements)
 
     @cached_property
     def known_timeouts(self) -> dict[str, float]:
@@ -418,13 +437,23 @@ class AnalysisContext:
         found = self.timeout_source(queue)
         return found[0] if found else None
 
+    def timeout_name(self, queue: str | None) -> str:
+        """What the queue's timeout is called: as the logs that state it call it (a Kafka
+        consumer's `max.poll.interval.ms`, Pub/Sub's `ack deadline`), else `visibility timeout`."""
+        found = self.timeout_source(queue)
+        if found is None or found[1] != "logged":
+            return TIMEOUT_NAME
+        names = self.stated_timeout_names
+        return names.get(queue or "") or names.get("") or TIMEOUT_NAME
+
     def timeout_words(self, queue: str | None) -> str | None:
-        """`visibility timeout 30 s`, `inferred visibility timeout 50.879 s` (no configuration nor
-        log states it: an estimate from redelivery gaps), None when unknown."""
+        """`visibility timeout 30 s`, `max.poll.interval.ms 30 s` (as the logs stating it name it),
+        `inferred visibility timeout 50.879 s` (no configuration nor log states it: an estimate
+        from redelivery gaps), None when unknown."""
         found = self.timeout_source(queue)
         if found is None:
             return None
-        return f"{'inferred ' if found[1] == 'inferred' else ''}visibility timeout {found[0]:g} s"
+        return f"{'inferred ' if found[1] == 'inferred' else ''}{self.timeout_name(queue)} {found[0]:g} s"
 
     @cached_property
     def action_queue(self) -> dict[int, str]:

@@ -53,7 +53,7 @@ class GlueWarning:
 # as the rows that have one, when at most APART_SHARE of the records do: dense, they took 23 MiB
 # of every step after the read at 1M lines for a few thousand values. Readers ask for them through
 # `columns`, `rows` and `table_with`.
-APART_COLUMNS = ("visibility_timeout_s", "grace_period_s", "exit_code", "error", "stack_trace")
+APART_COLUMNS = ("visibility_timeout_s", "timeout_name", "grace_period_s", "exit_code", "error", "stack_trace")
 APART_SHARE = 0.02
 
 

@@ -12,7 +12,7 @@ from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
 from dupfind.lineparse import LEVEL_FIELD, PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX, named_groups
-from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, canonical_schema
+from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, STATED_TIMEOUTS, canonical_schema
 from dupfind.stack_lines import QUIET_LEVELS, exception_of
 from dupfind.timeparse import parse_timestamps
 
@@ -570,10 +570,16 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if "duration_s" in frame.columns:
         seconds = pl.col("duration_s").cast(pl.Float64, strict=False) * 1000.0
         frame = frame.with_columns(duration_ms=pl.coalesce(pl.col("duration_ms"), seconds) if "duration_ms" in frame.columns else seconds)
-    if "visibility_timeout_ms" in frame.columns:
-        seconds = pl.col("visibility_timeout_ms").cast(pl.Float64, strict=False) / 1000.0
-        frame = frame.with_columns(visibility_timeout_s=pl.coalesce(pl.col("visibility_timeout_s"), seconds)
-                                   if "visibility_timeout_s" in frame.columns else seconds)
+    stated = [(c, name, scale) for c, (name, scale) in STATED_TIMEOUTS.items() if c in frame.columns]
+    if stated:
+        # Each platform's lease, in seconds, and the name it goes by: the first stated in
+        # STATED_TIMEOUTS' order (visibility_timeout_s is already a number, a non-number null).
+        values = [pl.col(c).cast(pl.Float64, strict=False) * scale for c, _, scale in stated]
+        names = [pl.when(value.is_not_null()).then(pl.lit(name)) for value, (_, name, _) in zip(values, stated)]
+        frame = frame.with_columns(
+            visibility_timeout_s=pl.coalesce(values) if len(values) > 1 else values[0],
+            timeout_name=pl.coalesce(names) if len(names) > 1 else names[0],
+        )
     missing = {c: pl.lit(None, dtype=t) for c, t in schema.items() if c not in frame.columns}
     frame = frame.with_columns(**missing)
     frame = frame.with_columns(

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from dupfind.schema import TIMEOUT_NAME
+
 if TYPE_CHECKING:
     from dupfind.analysis import AnalysisContext
 
@@ -108,13 +110,15 @@ class TimeoutAdvice:
     crashed: int = 0  # redeliveries after a run that never ended: they still happen, later
     failover_delay_s: float | None = None  # extra wait for a crashed worker's message
     advice: list[str] = field(default_factory=list)
+    timeout_name: str = TIMEOUT_NAME  # as the logs stating it call it (a Kafka consumer's max.poll.interval.ms)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def advise(
-    queue: str, timeout: tuple[float, str] | None, durations: pl.DataFrame, gaps: pl.DataFrame, extensions: int
+    queue: str, timeout: tuple[float, str] | None, durations: pl.DataFrame, gaps: pl.DataFrame, extensions: int,
+    name: str = TIMEOUT_NAME,
 ) -> TimeoutAdvice:
     """Recommend a timeout from the duration distribution and replay the observed redeliveries
     against it: a redelivery is avoided when the run it interrupted finished within the new timeout."""
@@ -136,6 +140,7 @@ def advise(
         extensions,
         gaps.height,
         crashed=int(replay["prev_duration_s"].is_null().sum()),
+        timeout_name=name,
     )
     where = f"queue {queue!r}" if queue else "the queue"
     if extensions:
@@ -167,7 +172,7 @@ def advise(
     advice.recommended_s = recommended
     finished = replay["prev_duration_s"].is_not_null()
     advice.avoided = int((finished & (replay["prev_duration_s"] < recommended)).sum())
-    text = f"Recommended visibility timeout for {where}: {recommended} s (p99 {stats['p99']:.1f} s x {HEADROOM:g})"
+    text = f"Recommended {name} for {where}: {recommended} s (p99 {stats['p99']:.1f} s x {HEADROOM:g})"
     if timeout_s is not None:
         advice.failover_delay_s = round(recommended - timeout_s, 3)
         text += (
@@ -190,4 +195,5 @@ def queue_advice(ctx: AnalysisContext, queue: str) -> TimeoutAdvice:
     """The advice for one queue ('' = records that name no queue) from an analysis context."""
     durations = ctx.execution_durations.filter(pl.col("queue").fill_null("") == queue)
     gaps = ctx.redelivery_gaps.filter(pl.col("queue") == queue)
-    return advise(queue, ctx.timeout_source(queue or None), durations, gaps, ctx.lease_extensions.get(queue, 0))
+    return advise(queue, ctx.timeout_source(queue or None), durations, gaps, ctx.lease_extensions.get(queue, 0),
+                  ctx.timeout_name(queue or None))

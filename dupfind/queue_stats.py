@@ -305,6 +305,8 @@ class TimeoutFacts:
     known_timeouts = AnalysisContext.known_timeouts
     inferred_timeouts = AnalysisContext.inferred_timeouts
     timeout_source = AnalysisContext.timeout_source
+    stated_timeout_names = AnalysisContext.stated_timeout_names
+    timeout_name = AnalysisContext.timeout_name
 
 
 @dataclass

@@ -31,11 +31,25 @@ ORIGIN_COLUMN = "origin_id"
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
     "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
-    "error", "stack_trace", "stream", "object_kind", "object_name", ORIGIN_COLUMN,
+    "error", "stack_trace", "stream", "object_kind", "object_name", ORIGIN_COLUMN, "timeout_name",
 )
 
+# A queue's lease as each platform states it and names it: alias target -> (its name in a
+# finding's words, seconds per unit). Each feeds `visibility_timeout_s` (the first stated, in this
+# order) and `timeout_name` (a Kafka consumer's max.poll.interval.ms is not a visibility timeout).
+STATED_TIMEOUTS = {
+    "visibility_timeout_s": ("visibility timeout", 1.0),
+    "visibility_timeout_ms": ("visibility timeout", 0.001),
+    "ack_deadline_s": ("ack deadline", 1.0),
+    "ack_deadline_ms": ("ack deadline", 0.001),
+    "ack_wait_s": ("ack wait", 1.0),
+    "consumer_timeout_ms": ("consumer_timeout", 0.001),
+    "max_poll_interval_ms": ("max.poll.interval.ms", 0.001),
+}
+TIMEOUT_NAME = "visibility timeout"  # a timeout configured, or inferred from redelivery gaps
+
 # Alias targets that are not columns themselves but feed one.
-DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count", "visibility_timeout_ms"}
+DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count", *STATED_TIMEOUTS} - {"visibility_timeout_s"}
 
 
 def _ts_type() -> pl.DataType:
@@ -93,7 +107,7 @@ def stored_dtype(dtype: pl.DataType) -> pl.DataType:
 # one pool of their own with 2-byte codes (`label_dtype`).
 LABEL_COLUMNS = (
     "kind", "name", "level", "worker_id", "process_id", "deployment_id", "queue", "job_type", "action",
-    "provider", "status", "lock_owner", "stream", "object_kind", "object_name", "source", "format",
+    "provider", "status", "lock_owner", "stream", "object_kind", "object_name", "timeout_name", "source", "format",
 )
 LABEL_TEXTS_MAX = 60_000  # distinct texts over every label column; 2-byte codes hold 65,536
 

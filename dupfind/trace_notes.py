@@ -43,6 +43,7 @@ class _Story:
         self.notes: dict[int, list[str]] = defaultdict(list)
         found = ctx.timeout_source(ctx.action_queue.get(action_id))
         self.timeout, self.timeout_inferred = (found[0], found[1] == "inferred") if found else (None, False)
+        self.timeout_name = ctx.timeout_name(ctx.action_queue.get(action_id))
 
     def note(self, rid: int | None, text: str) -> None:
         if rid is not None and text not in self.notes[rid]:
@@ -67,8 +68,8 @@ class _Story:
             return ""
         inferred = "inferred " if self.timeout_inferred else ""
         if abs(gap - self.timeout) <= max(2.0, 0.25 * self.timeout):
-            return f", close to the {inferred}{self.timeout:g} s visibility timeout"
-        return f"; {inferred}visibility timeout {self.timeout:g} s"
+            return f", close to the {inferred}{self.timeout:g} s {self.timeout_name}"
+        return f"; {inferred}{self.timeout_name} {self.timeout:g} s"
 
 
 def _entries(story: _Story) -> None:

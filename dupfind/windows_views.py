@@ -294,7 +294,7 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
         return _shifted(frame.filter(keep), action_offset, exec_offset)
 
     records, *per_action = facts.counts
-    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "ts").filter(
+    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "timeout_name", "ts").filter(
         pl.col("visibility_timeout_s").is_not_null() & window.holds("ts")
     )).drop("ts")
     queues = ctx.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))

@@ -77,3 +77,26 @@ def test_a_timeout_in_milliseconds_is_read_in_seconds(tmp_path):
     (tmp_path / "w.log").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     table = ingest([str(tmp_path / "w.log")], CONFIG).table.sort("line")
     assert table["visibility_timeout_s"].to_list() == [15.0, 300.0, 30.0, None, None]
+
+
+def test_a_stated_timeout_keeps_the_name_its_platform_gives_it(tmp_path):
+    """Each platform's lease feeds the one timeout column and names it (findings say `ack deadline
+    10 s` for Pub/Sub, not `visibility timeout`); a record stating two takes the first of
+    schema.STATED_TIMEOUTS' order, value and name alike."""
+    records = [
+        {"ts": "2026-07-21T10:00:00Z", "event": "worker_started", "worker": "w1", "ackDeadlineSeconds": 10},
+        {"ts": "2026-07-21T10:00:01Z", "event": "worker_started", "worker": "w2", "ack_wait_s": 30},
+        {"ts": "2026-07-21T10:00:02Z", "event": "worker_started", "worker": "w3", "maxPollIntervalMs": 300000},
+        {"ts": "2026-07-21T10:00:03Z", "event": "worker_started", "worker": "w4", "consumer_timeout_ms": "1800000"},
+        {"ts": "2026-07-21T10:00:04Z", "event": "worker_started", "worker": "w5", "VisibilityTimeout": 45,
+         "max_poll_interval_ms": 300000},
+        {"ts": "2026-07-21T10:00:05Z", "event": "worker_started", "worker": "w6", "ack_deadline_ms": "soon",
+         "max_poll_interval_ms": 60000},
+        {"ts": "2026-07-21T10:00:06Z", "event": "worker_started", "worker": "w7"},
+    ]
+    (tmp_path / "w.log").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    table = ingest([str(tmp_path / "w.log")], CONFIG).table.sort("line")
+    assert table["visibility_timeout_s"].to_list() == [10.0, 30.0, 300.0, 1800.0, 45.0, 60.0, None]
+    assert table["timeout_name"].cast(pl.String).to_list() == [
+        "ack deadline", "ack wait", "max.poll.interval.ms", "consumer_timeout", "visibility timeout",
+        "max.poll.interval.ms", None]

@@ -47,14 +47,28 @@ def test_a_timeout_inferred_from_redelivery_gaps_is_called_inferred(tmp_path):
         assert "; inferred visibility timeout 5" in finding.summary, finding.summary
 
 
-def test_the_consumer_timeout_rabbitmq_logs_is_the_timeout():
-    """`... timed out waiting for delivery acknowledgement. Timeout used: 15000 ms.` in the broker's log."""
+def test_the_consumer_timeout_rabbitmq_logs_is_the_timeout_by_its_name():
+    """`... timed out waiting for delivery acknowledgement. Timeout used: 15000 ms.` in the broker's
+    log: RabbitMQ's consumer_timeout, named as RabbitMQ names it (not an SQS visibility timeout)."""
     assert "Timeout used: 15000 ms" in (RABBITMQ / BROKER_LOG).read_text()
     causes, redeliveries = _lease_findings(RABBITMQ)
     for finding in causes:
-        assert finding.cause_detail.endswith("(visibility timeout 15 s)"), finding.cause_detail
+        assert finding.cause_detail.endswith("(consumer_timeout 15 s)"), finding.cause_detail
     for finding in redeliveries:
-        assert "; visibility timeout 15 s" in finding.summary and "inferred" not in finding.summary
+        assert "; consumer_timeout 15 s" in finding.summary and "inferred" not in finding.summary
+        assert "visibility" not in finding.summary
+
+
+def test_a_kafka_consumers_max_poll_interval_is_named_as_kafka_names_it():
+    """The Kafka client's `ConsumerConfig values:` dump states `max.poll.interval.ms = 30000`: the
+    lease a poll's records had, which the cause names as such."""
+    logs = FIXTURES / "scenarios" / "spring-kafka-max-poll-rebalance" / "logs"
+    config = load_config(cwd=Path("/"))
+    report = analyze(ingest([str(logs)], config), config, load_rules(config))
+    causes = [f for f in report.findings if f.rule == "DF101" and f.cause == "lease_expired"]
+    assert causes
+    for finding in causes:
+        assert finding.cause_detail.endswith("(max.poll.interval.ms 30 s)"), finding.cause_detail
 
 
 def test_a_configured_timeout_comes_before_the_logged_one(tmp_path):

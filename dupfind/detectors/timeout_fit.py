@@ -31,7 +31,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         over = runs.filter(pl.col("duration_s") >= timeout_s)
         where = f"queue {queue!r}" if queue else "the queue"
         summary = (
-            f"{label} processing duration {value:.1f} s is at or above the {timeout_s:g} s visibility timeout "
+            f"{label} processing duration {value:.1f} s is at or above the {timeout_s:g} s {ctx.timeout_name(queue or None)} "
             f"({source}) of {where}: {over.height} of {runs.height} executions ran at least that long, "
             f"so the queue hands them to another worker while they still run"
         )
@@ -59,6 +59,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "queue": queue or None,
             "timeout_s": timeout_s,
             "timeout_source": source,
+            "timeout_name": ctx.timeout_name(queue or None),
             "quantile": quantile,
             "duration_at_quantile_s": round(value, 3),
             **{f"duration_{k}_s": v for k, v in advice.durations.items() if k != "n"},

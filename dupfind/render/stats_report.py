@@ -14,6 +14,7 @@ from dupfind.queue_stats import StatsReport
 from dupfind.render.analyze_table import SEVERITY_STYLE
 from dupfind.render.ranking import most_telling
 from dupfind.render.safe import safe_text
+from dupfind.schema import TIMEOUT_NAME
 
 BAR_WIDTH = 18
 LABEL_WIDTH = 28
@@ -120,9 +121,15 @@ def _timeline(report: StatsReport) -> Table | None:
     return table
 
 
+def _named(t: dict[str, Any]) -> str:
+    """`, max.poll.interval.ms`: the timeout's own name where the logs call it other than a visibility timeout."""
+    name = t.get("timeout_name")
+    return f", {name}" if name and name != TIMEOUT_NAME else ""
+
+
 def _timeout_facts(t: dict[str, Any]) -> list[str]:
     facts = [
-        f"timeout: {t['timeout_s']:g} s ({t['timeout_source']})"
+        f"timeout: {t['timeout_s']:g} s ({t['timeout_source']}{_named(t)})"
         if t["timeout_s"] is not None
         else "timeout: unknown (pass --timeout QUEUE=SECONDS, or log it)"
     ]
