@@ -562,12 +562,16 @@ def iter_chunks(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES, head: bytes = 
         block, head = head or stream.read(chunk_bytes), b""
         if not block:
             break
-        block = carry + block
         cut = block.rfind(b"\n")
         if cut < 0:
-            carry = block
+            carry += block
             continue
-        yield block[: cut + 1]
-        carry = block[cut + 1 :]
+        # One copy of the block's whole lines, with the line the last block began (a concatenation
+        # and then a slice copied each 8 MB block twice); the block read is let go before the
+        # reader takes the lines.
+        lines = block if not carry and cut + 1 == len(block) else b"".join((carry, memoryview(block)[: cut + 1]))
+        carry, block = block[cut + 1 :], b""
+        yield lines
+        del lines
     if carry:
         yield carry
