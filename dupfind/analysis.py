@@ -475,16 +475,20 @@ class AnalysisContext:
         )
         overlap_end = pl.min_horizontal("end_a", "end_b")
         overlap_s = (overlap_end - pl.col("start_b")).dt.total_microseconds() / 1e6
+        # How far one run's clock must move for the two not to overlap: a short run well inside a
+        # long one overlaps it whatever the clocks' skew, though its overlap is short.
+        margin_s = pl.min_horizontal(pl.col("end_a") - pl.col("start_b"), pl.col("end_b") - pl.col("start_a")).dt.total_microseconds() / 1e6
         cross_host = other_hosts("worker_id_a", "worker_id_b")
         return joined.with_columns(
             overlap_s=pl.when(overlap_s > 0).then(overlap_s).otherwise(0.0),
+            margin_s=margin_s,
             gap_s=(pl.coalesce("receive_ts_b", "entry_ts_b", "start_b") - pl.coalesce("receive_ts_a", "entry_ts_a", "start_a")).dt.total_microseconds() / 1e6,
             cross_host=cross_host,
         ).with_columns(
             overlap=pl.when(pl.col("overlap_s") <= 0).then(pl.lit("none"))
-            .when(pl.col("cross_host") & (pl.col("overlap_s") < self.skew_s)).then(pl.lit("possible"))
+            .when(pl.col("cross_host") & (pl.col("margin_s") < self.skew_s)).then(pl.lit("possible"))
             .otherwise(pl.lit("certain"))
-        )
+        ).drop("margin_s")
 
     @cached_property
     def lock_events(self) -> pl.DataFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind import schema
+from dupfind.lineparse import PAIR_PATTERN
 from dupfind.textcodes import Texts
 
 # How a provider request ended, from its own status or the response that followed it.
@@ -25,7 +26,8 @@ _COMPLETED_NAME = (r"(?:sent|delivered|deducted|decremented|charged|captured|cre
                    r"|^(?:[\w-]+ ){0,2}(?:sent|delivered|deducted|decremented|charged|captured)\b")
 _NOT_COMPLETED = r"\bnot[ _](?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)\b"
 
-_PAIR = r"\b[A-Za-z_][\w.]*=\S*"
+# A line's level word before its text (a free-text line's message keeps it).
+_LEVEL_WORD = r"^\s*\[?(?i:trace|debug|info|notice|warn|warning|error|err|critical|crit|fatal|severe|panic)\]?(?:\s+|$)"
 # A failure's status and error (lower-cased) that name the HTTP status a provider answered with: its
 # status field (`status=503`), an HTTP client's error (`"statusCode":503`, `Request failed with status
 # code 503`, `503 Server Error: ...`, httpx's `Server error '503 Service Unavailable'`, `Postmark
@@ -86,14 +88,14 @@ def side_effect_requests(table: pl.DataFrame, texts: Texts | None = None) -> pl.
         ))
     # The execution, else (records outside any execution) the action: one integer, negative for actions.
     scope = pl.coalesce(pl.col("exec_id").cast(pl.Int64), -1 - pl.col("action_id").cast(pl.Int64))
-    name = pl.col("name").cast(pl.String).fill_null("").str.to_lowercase()
-    effects = effects.with_columns(scope=scope)
+    effects = effects.with_columns(scope=scope, name=_name_or_text(table, effects, texts))
+    name = pl.col("name").fill_null("").str.to_lowercase()
     effects = effects.with_columns(_effect_names(effects), completed_name=name.str.contains(_COMPLETED_NAME) & ~name.str.contains(_NOT_COMPLETED))
     effects = effects.with_columns(_sequence_columns(effects))
     own = pl.concat_str([pl.col("status").fill_null(""), pl.col("result").fill_null("")], separator=" ")
     # A name that is a line's text keeps its `key=value` fields, read already (`duration_ms=480` is
     # no HTTP 480, `idempotency_key=...` no replay).
-    words = pl.col("name").cast(pl.String).fill_null("").str.replace_all(_PAIR, "")
+    words = pl.col("name").fill_null("").str.replace_all(PAIR_PATTERN, "")
     result_text = pl.concat_str(
         [pl.col("status").fill_null(""), pl.col("result").fill_null(""), words, pl.col("error").fill_null("")],
         separator=" ",
@@ -123,6 +125,22 @@ def side_effect_requests(table: pl.DataFrame, texts: Texts | None = None) -> pl.
         ["", "false", "0", "no", "none", "null", "off"]
     )
     return _request_columns(requests.with_columns(outcome=outcome, provider_protected=protected))
+
+
+def _name_or_text(table: pl.DataFrame, effects: pl.DataFrame, texts: Texts | None) -> pl.Series:
+    """Each side-effect record's name, else its line's text without its level word and its
+    `key=value` fields (a free-text or logfmt line's `INFO Email sent order_id=... status=200` has
+    no name: `Email sent` says what it is)."""
+    name = effects["name"].cast(pl.String)
+    if not name.null_count() or "message" not in table.columns:
+        return name
+    missing = name.is_null()
+    said = table.select("rid", "message").join(effects.filter(missing).select("rid"), on="rid", how="semi", maintain_order="left")
+    if texts is not None:
+        said = texts.decoded(said, "message")
+    text = said["message"].cast(pl.String).str.replace(_LEVEL_WORD, "").str.replace_all(PAIR_PATTERN, "").str.strip_chars()
+    return name.scatter(missing.arg_true(), effects.filter(missing).select("rid").join(
+        said.with_columns(text=text), on="rid", how="left", maintain_order="left")["text"])
 
 
 def _failed_answers(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataFrame:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from dupfind.lineparse import PAIR_PATTERN
 from dupfind.normalize import LINE, TEXT
 from dupfind.presets import CONTEXT_PREFIX, Preset
 
@@ -70,11 +71,6 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
     return frame.drop("__inherit")
 
 
-# A `key=value` pair in a group of pairs: after the group's start, a space, a comma or a span's
-# `{`; the value quoted (Rust's Debug of a string, escapes inside; Python's repr of one with a
-# space, as structlog's console prints it: `error='Connection reset by peer'`) or up to a space,
-# comma or `}`.
-_PAIR = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[^\s,}]*)'
 
 
 def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
@@ -86,7 +82,7 @@ def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[st
     if not found:
         return frame
     pairs = pl.concat([
-        frame.select(pl.col(LINE), pl.col(g).str.extract_all(_PAIR).alias("pair"), pl.lit(i).alias("group"))
+        frame.select(pl.col(LINE), pl.col(g).str.extract_all(PAIR_PATTERN).alias("pair"), pl.lit(i).alias("group"))
         for i, g in enumerate(found)
     ]).explode("pair").drop_nulls("pair")
     if pairs.height == 0:

@@ -32,7 +32,16 @@ PLAIN_NAME = "_plain_name"  # what names a free-text line's kind: its text after
 LAMBDA_INVOCATION_LINE = re.compile(rf"^(?:START|END|REPORT) RequestId: (?P<rid>{_UUID})(?=\s|$)")
 # A level in brackets opening a line without a time (Lambda's `[ERROR] KeyError: ...`).
 BRACKETED_LEVEL = re.compile(r"^\[(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]\s")
+# A `key=value` pair in a group of pairs, as a polars pattern: after the group's start, a space, a
+# comma or a span's `{`; the value quoted (Rust's Debug of a string, escapes inside; Python's repr
+# of one with a space, as structlog's console prints it: `error='Connection reset by peer'`) or up
+# to a space, comma or `}`.
+PAIR_PATTERN = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[^\s,}]*)'
 LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
+# What a logger puts in brackets before its message (`[notifier.tasks]`, `[pool-1]`, Rails' tags
+# `[ActiveJob] [SendJob] [<job id>]`): the record's context, not what names its kind.
+_BRACKETED = re.compile(r"\s*(?:\[[^\]\n]*\]\s*)+")
+_WORD = re.compile(r"[A-Za-z]{2}")  # free text before a line's pairs: a word, not a `-` or `|` between fields
 _ESCAPES = re.compile(r"\\(.)")
 _ESCAPE_MAP = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
@@ -47,9 +56,12 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     """key=value pairs (quoted values may hold spaces) with an optional leading timestamp.
 
     Returns None when the line is not logfmt: fewer than two pairs, unless the single pair
-    is all there is after the timestamp.
+    is all there is after the timestamp. Words beside the pairs, after the time and level
+    (`2026-... INFO Email sent order_id=ord_1 status=200`: a logger's message with its fields after
+    it), are the line's text as a free-text line's are (`_plain_message`, PLAIN_NAME): they name
+    its kind, not the `status=200` after them.
     """
-    record, at, _ = _line_start(text) or ({}, 0, 0)
+    record, at, named_at = _line_start(text) or ({}, 0, 0)
     rest = text[at:]
     pairs = LOGFMT_PAIR.findall(rest)
     if not pairs:
@@ -58,6 +70,11 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
         key, value = pairs[0]
         if rest.strip() != f"{key}={value}":
             return None
+    words = " ".join(LOGFMT_PAIR.sub(" ", text[named_at:]).split())
+    if _WORD.search(words):
+        level = LEADING_LEVEL.match(text, at) if LEVEL_FIELD in record else None
+        record["_plain_message"] = text[level.end() if level else at:].strip()  # its level is a field
+        record[PLAIN_NAME] = words
     for key, value in pairs:
         record.setdefault(key, _unquote(value))
     return record
@@ -65,8 +82,9 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
 
 def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
     """What a line says before its own text, where that text begins, and where it begins after
-    the level word: a Lambda runtime's prefix (its time, request id and level), else a leading
-    time and the level word after it; None when it begins with neither."""
+    the level word (and the bracketed context after it: a logger's name): a Lambda runtime's
+    prefix (its time, request id and level), else a leading time and the level word after it;
+    None when it begins with neither."""
     found = LAMBDA_PREFIX.match(text)
     if found:
         fields = {"_leading_ts": found.group("ts") or found.group("ts2"), AWS_REQUEST_ID: found.group("rid") or found.group("rid2")}
@@ -81,7 +99,9 @@ def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
     level = LEADING_LEVEL.match(text, found.end())
     if level:
         fields[LEVEL_FIELD] = level.group("level")
-    return fields, found.end(), level.end() if level else found.end()
+    named_at = level.end() if level else found.end()
+    context = _BRACKETED.match(text, named_at)
+    return fields, found.end(), context.end() if context and context.end() < len(text.rstrip()) else named_at
 
 
 def parse_plain(text: str, envelope_time: bool = False) -> dict[str, str] | None:

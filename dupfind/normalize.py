@@ -26,6 +26,7 @@ QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC 
 ZONE_SLACK_US = 5 * 60 * 1_000_000  # how far a record's envelope may be from its zone's offset
 ENVELOPE_TIME = "(envelope time)"  # what `formats` shows when records took their time from the envelope
 PLAIN_MESSAGE = "_plain_message"
+NUMBER = r"^-?\d+(?:\.\d+)?$"  # a status code or count: no event's name
 KIND_NAME = "__kind_name"  # the text a record's kind is named by, where it is not its `name` (_classify)
 LEADING_LEVEL = LEVEL_FIELD  # a text line's level word after its leading time (lineparse)
 LEVEL_WORD = "(word after the time)"  # what `formats` shows when records took their level from it
@@ -164,7 +165,7 @@ def _resolve_column(
             expr = pl.when(_is_structured(expr)).then(None).otherwise(expr)
         if column == "name" and path in statuses and len(usable) > 1:
             # A number names no event: `status=200` beside tracing's or zap's message (its name).
-            expr = pl.when(expr.str.contains(r"^-?\d+(?:\.\d+)?$")).then(None).otherwise(expr)
+            expr = pl.when(expr.str.contains(NUMBER)).then(None).otherwise(expr)
         exprs.append(expr)
     return (exprs[0] if len(exprs) == 1 else pl.coalesce(exprs)), usable
 
@@ -438,6 +439,10 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
         # own text would be as many labels as lines (a label column holds 60,000), and each a name
         # `formats` lists as unmapped. The record keeps it as its message.
         values = values.with_columns(raw[PLAIN_NAME])
+        if "name" in selections:
+            # A number names no event where the line's text does (`Email sent ... status=200`).
+            selections["name"] = pl.when(pl.col(PLAIN_NAME).is_not_null() & selections["name"].str.contains(NUMBER)).then(None) \
+                .otherwise(selections["name"])
         selections[KIND_NAME] = pl.coalesce(selections["name"], pl.col(PLAIN_NAME)) if "name" in selections else pl.col(PLAIN_NAME)
     if LEADING_LEVEL in raw.columns:
         values = values.with_columns(raw[LEADING_LEVEL])

@@ -53,13 +53,45 @@ def test_the_lambda_runtimes_invocation_lines_name_their_request_id(line):
 
 @pytest.mark.parametrize(("line", "name"), [
     ("2026-07-21T10:07:07Z Shutting down gracefully, received SIGTERM", "Shutting down gracefully, received SIGTERM"),
-    ("2026-07-21 10:08:00,250 WARN  [pool-1] connection pool exhausted, waiting", "[pool-1] connection pool exhausted, waiting"),
+    ("2026-07-21 10:08:00,250 WARN  [pool-1] connection pool exhausted, waiting", "connection pool exhausted, waiting"),
     ("2026-07-21 10:08:00,250 ERROR Job failed: provider timeout", "Job failed: provider timeout"),
+    ("2026-12-07 10:00:01,120 INFO [ActiveJob] [OrderJob] [5d0e] Performing OrderJob", "Performing OrderJob"),
+    ("2026-12-07 10:00:01,120 INFO [only brackets]", "[only brackets]"),  # no text after them: they are the text
 ])
 def test_a_free_text_line_is_named_by_its_text_after_the_time_and_level(line, name):
-    """As a JSON record's lone message is: the vocabulary's patterns read it, not its level word."""
+    """As a JSON record's lone message is: the vocabulary's patterns read it, not its level word nor
+    the bracketed context a logger puts first (its name, a thread, Rails' tags)."""
     record = parse_plain(line)
     assert record[PLAIN_NAME] == name and record["_plain_message"].endswith(name)
+
+
+@pytest.mark.parametrize(("line", "name", "message", "fields"), [
+    # Python logging's `%(asctime)s %(levelname)s [%(name)s] %(message)s`, the message's fields after it.
+    ('2026-12-07 09:14:49,466 INFO [notifier.tasks] Email sent order_id=ord_88417 status=202 subject="Your order is confirmed"',
+     "Email sent", '[notifier.tasks] Email sent order_id=ord_88417 status=202 subject="Your order is confirmed"',
+     {"order_id": "ord_88417", "status": "202", "subject": "Your order is confirmed"}),
+    # A field before the text, and text between fields.
+    ("2026-12-07 09:14:49,466 INFO host=w-1 Sending email order_id=ord_1", "Sending email",
+     "host=w-1 Sending email order_id=ord_1", {"host": "w-1"}),
+    ("2026-07-21T10:00:01.120Z worker=A job_id=9381 started", "started", "worker=A job_id=9381 started",
+     {"worker": "A", "job_id": "9381"}),
+])
+def test_the_text_beside_a_lines_fields_names_it(line, name, message, fields):
+    """`2026-... INFO Email sent order_id=... status=202`: the words beside the pairs are the line's
+    text, which names its kind (not `status=202`); the pairs are its fields; its message is the line
+    after its time and level word."""
+    record = parse_logfmt(line)
+    assert record[PLAIN_NAME] == name and record["_plain_message"] == message and fields.items() <= record.items()
+
+
+@pytest.mark.parametrize("line", [
+    "time=2026-07-21T10:05:00.001+00:00 level=info msg=\"worker started\" event=worker_started",
+    "2026-12-04 16:40:05,204 event=job_received job_id=ntf-71c3",
+    "2026-12-04 16:40:05,204 INFO | event=job_received | job_id=ntf-71c3",  # separators are no text
+])
+def test_a_line_of_fields_only_has_no_text_of_its_own(line):
+    record = parse_logfmt(line)
+    assert record is not None and PLAIN_NAME not in record and "_plain_message" not in record
 
 
 def test_a_line_an_envelope_times_is_named_without_its_bracketed_level():
