@@ -314,6 +314,52 @@ def build_actions(
     return table.with_columns(action_id=_by_rid(table, record_actions, "action_id")), actions, warnings
 
 
+# What a job framework's line and an application's line both tell of one run.
+_RUN_KINDS = ("receive", "start", "finish", "fail", "ack")
+
+
+def _framework_lines_told_again(table: pl.DataFrame) -> pl.DataFrame:
+    """rids of a log's run records that another format in the same file tells again under other
+    ids: Sidekiq's `start` / `done` of each jid beside ActiveJob's `Performing` / `Performed` of
+    its own job id (one file, no id in common: two actions of every run). For each file and job
+    type told in several formats, a format whose kinds the richest already logs, and which starts
+    about as many runs, is left out of the runs (as _one_account_of_runs leaves out a format that
+    shares the runs' ids)."""
+    none = pl.DataFrame(schema={"rid": table.schema["rid"]})
+    if "job_type" not in table.columns:
+        return none
+    typed = table.lazy().filter(pl.col("job_type").is_not_null() & pl.col("kind").is_in(_RUN_KINDS))
+    per_format = typed.group_by("source", "job_type", "format").agg(
+        pl.col("kind").cast(pl.String).unique().alias("kinds"),
+        (pl.col("kind") == "start").sum().alias("starts"),
+        pl.col("action_id").drop_nulls().unique().alias("actions"),
+    ).collect()
+    if per_format.height < 2:
+        return none
+    key = ["source", "job_type"]
+    several = per_format.filter(pl.len().over(key) > 1)
+    if several.height == 0:
+        return none
+    richest = (
+        several.with_columns(breadth=pl.col("kinds").list.len())
+        .sort([*key, "breadth", "starts", "format"], descending=[False, False, True, True, False])
+        .group_by(key, maintain_order=True).first()
+        .select(*key, pl.col("format").alias("__richest"), pl.col("kinds").alias("__kinds"),
+                pl.col("starts").alias("__starts"), pl.col("actions").alias("__actions"))
+    )
+    told = several.join(richest, on=key).filter(
+        (pl.col("format") != pl.col("__richest"))
+        & (pl.col("kinds").list.set_difference(pl.col("__kinds")).list.len() == 0)
+        # The same runs: as many starts (within a tenth), and never in one action (which
+        # _one_account_of_runs settles).
+        & ((pl.col("starts") - pl.col("__starts")).abs() <= pl.max_horizontal(1, pl.col("__starts") // 10))
+        & (pl.col("actions").list.set_intersection(pl.col("__actions")).list.len() == 0)
+    ).select("source", "job_type", "format")
+    if told.height == 0:
+        return none
+    return typed.join(told.lazy(), on=["source", "job_type", "format"]).select("rid").collect()
+
+
 def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Records of one action on one worker that come in several formats describe the same runs.
 
@@ -398,6 +444,9 @@ def build_executions(
     columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
                "deployment_id", "job_id", "lock_key"]
     in_runs = pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
+    told_again = _framework_lines_told_again(table)
+    if told_again.height:
+        in_runs = in_runs & ~pl.col("rid").is_in(told_again["rid"].implode())
     records = table.lazy().filter(in_runs).select([c for c in columns if c in table.columns])
     sizes = records.group_by("action_id").len().sort("action_id").collect()
     part = ((sizes["len"].cum_sum() - 1) // max(part_rows, 1)).alias("part")
@@ -424,7 +473,8 @@ def build_executions(
     executions = as_strings(executions.drop("first_source")).insert_column(
         executions.get_column_index("first_source"), executions["first_source"]
     )
-    echo = _by_rid(table, pl.concat(echoes).with_columns(echo=pl.lit(True)), "echo", default=False)
+    echo = _by_rid(table, pl.concat([*echoes, told_again.select(echoes[0].columns)] if echoes else [told_again])
+                   .with_columns(echo=pl.lit(True)), "echo", default=False)
     exec_ids = _by_rid(table, pl.concat(runs), "exec_id")
     return table.with_columns(exec_id=exec_ids, echo=echo), executions
 

@@ -37,7 +37,17 @@ _HTTP_ERROR_ANSWERS = (
     r"(?:status|code|responded(?: with)?|returned|http(?:/[\d.]+)?)[\"':=\s]{0,3}([45]\d\d)\b",
     r"\b([45]\d\d) (?:server|client) error\b",
     r"\berror\W{1,3}([45]\d\d)\b",
+    # Ruby's Net::SMTP errors name the SMTP reply (`Net::SMTPServerBusy (451 4.7.1 ...)`): 4xx and
+    # 5xx replies refuse the message, as an HTTP error does.
+    r"net::smtp\w+\W{1,3}([45]\d\d)\b",
 )
+_NO_ANSWER = r"\b(?:net::)?readtimeout\b|\bread timed? ?out\b|\bsocket timeout\b"
+
+# Sends logged when they ended, whatever the outcome: ActionMailer's `Delivered mail <id>` also
+# when the SMTP server refused the message (Net::SMTPServerBusy: not sent) or did not answer
+# (Net::ReadTimeout: maybe sent), the error then raised in the job. For these the failure right
+# after says how the send ended; for other completion names it is about what came after.
+ENDED_EITHER_WAY = ("mail_delivered",)
 
 COUNTED = ("success", "uncertain")
 # The confidences of a duplicate that count as harmful (duplicate_effects' `confidence`).
@@ -114,9 +124,11 @@ def side_effect_requests(table: pl.DataFrame, texts: Texts | None = None) -> pl.
     requests = requests.with_columns(own_outcome=_outcomes(requests, own))
     requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
     requests = requests.join(_failed_answers(table, texts), on="rid", how="left")
+    either_way = pl.col("name").is_in(ENDED_EITHER_WAY)
     outcome = pl.coalesce(
         pl.col("result_outcome"),
         pl.when(pl.col("own_outcome").is_not_null()).then(pl.col("own_outcome")),
+        pl.when(either_way).then(pl.col("failed_answer")),
         pl.when(pl.col("completed_name")).then(pl.lit("success")),
         pl.col("failed_answer"),
         pl.lit("uncertain"),
@@ -160,6 +172,8 @@ def _failed_answers(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataF
     said = [pl.col(c).cast(pl.String).fill_null("") for c in ("status", "error", "message") if c in fails.columns]
     text = pl.concat_str(said, separator=" ").str.to_lowercase()
     code = pl.coalesce(*[text.str.extract(pattern, 1) for pattern in _HTTP_ERROR_ANSWERS]).cast(pl.Int32)
+    # An error without a status that says the answer never came (Ruby's Net::ReadTimeout): maybe done.
+    code = pl.when(code.is_null() & text.str.contains(_NO_ANSWER)).then(pl.lit(504, dtype=pl.Int32)).otherwise(code)
     fails = fails.select("rid", "exec_id", code=code).filter(pl.col("code").is_not_null())
     if not fails.height:
         return empty

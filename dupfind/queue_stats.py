@@ -107,7 +107,7 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
     # A run another log of the same worker already tells counts once.
     counted = (pl.col("kind").is_in(["publish", "receive", "start", "retry", "lease_expired"]) | dead) & ~pl.col("echo")
     # A record of no job, queue or job type says nothing of a queue (a service's `started` line).
-    counted = counted & pl.any_horizontal(pl.col("action_id", "queue", "job_type").is_not_null())
+    counted = counted & _of_a_queue()
     if dead_names.len():  # the message a dead-letter record names: its job id, else its action
         table = table.with_columns(ctx.columns("job_id"))
         job = pl.col("job_id")
@@ -146,6 +146,11 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         ctx,
     ).with_columns(lost=pl.lit(True))
     return [records, execs, gaps, extra, lost]
+
+
+def _of_a_queue() -> pl.Expr:
+    """A record of a job, a queue or a job type: one that says something of a queue."""
+    return pl.any_horizontal(pl.col("action_id", "queue", "job_type").is_not_null())
 
 
 def _received() -> pl.Expr:
@@ -331,9 +336,11 @@ def stats_facts(ctx: AnalysisContext, lost_actions: list[int]) -> StatsFacts:
     )
     deploy = pl.col("kind").is_in(["deploy_start", "deploy_finish"])
     events = as_strings(  # the deployment only of a deploy's records, as a window keeps them
-        ctx.columns("ts", "kind", "deployment_id", "action_id", "exec_id", "name", "echo")
+        ctx.columns("ts", "kind", "deployment_id", "action_id", "exec_id", "name", "echo", "queue", "job_type")
         .filter(pl.col("kind").is_in(["publish", "receive", "start", "deploy_start", "deploy_finish"]) & ~pl.col("echo"))
-        .filter(~pl.col("kind").is_in(["receive", "start"]) | _received())
+        # As the counts count them: a receive of no job, queue or job type (aiosmtpd's `('127.0.0.1',
+        # 58744) EOF received`) is no queue's.
+        .filter(~pl.col("kind").is_in(["receive", "start"]) | (_received() & _of_a_queue()))
         .select("ts", pl.col("kind").cast(pl.String).replace("start", "receive"), pl.lit(None, dtype=pl.String).alias("name"),
                 pl.when(deploy).then(pl.col("deployment_id")))
     )
