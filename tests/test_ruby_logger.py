@@ -67,3 +67,21 @@ def test_sidekiqs_own_lines_of_those_runs_count_once(logs, duplicated):
     assert correlation.executions.height == 24
     harmful = {f.action_id for f in report.findings if f.rule == "DF101" and f.harmful}
     assert len(harmful) == duplicated
+
+
+def test_a_web_requests_lines_are_no_jobs_and_its_enqueue_carries_the_request_id(tmp_path: Path):
+    """Rails' request log in a web process (production's `log_tags = [:request_id]`): `Started POST`
+    and `Completed 201` are no job's start and finish; the request's `Enqueued` is the job's publish."""
+    request, job = "5f2c9a1e-3b7d-4c21-9e8a-0d6f4b2c1a77", "0b2a0c4e-1d2f-4a5b-8c9d-0e1f2a3b4c5d"
+    lines = [
+        f'I, [2026-12-07T09:00:00.100000 #7]  INFO -- : [{request}] Started POST "/orders" for 10.0.0.7 at 2026-12-07 09:00:00 +0000',
+        f"I, [2026-12-07T09:00:00.101000 #7]  INFO -- : [{request}] Processing by OrdersController#create as JSON",
+        (f"I, [2026-12-07T09:00:00.140000 #7]  INFO -- : [{request}] [ActiveJob] Enqueued OrderConfirmationJob (Job ID: {job})"
+         ' to Sidekiq(default) with arguments: "ord_1"'),
+        f"I, [2026-12-07T09:00:00.142000 #7]  INFO -- : [{request}] Completed 201 Created in 41ms (Views: 0.4ms | Allocations: 8121)",
+    ]
+    (tmp_path / "web-1.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    records = _records(tmp_path / "web-1.log")
+    assert records["kind"].to_list() == ["other", "other", "publish", "other"]
+    assert records["request_id"].to_list() == [request] * 4 and records["job_id"].to_list()[2] == job
+    assert set(records["format"].to_list()) == {"ruby-logger"} and set(records["worker_id"].to_list()) == {"web-1"}
