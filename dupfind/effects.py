@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dupfind import schema
-from dupfind.lineparse import PAIR_PATTERN
+from dupfind.lineparse import LEVEL_WORDS, PAIR_PATTERN
 from dupfind.textcodes import Texts
 
 # How a provider request ended, from its own status or the response that followed it.
@@ -27,7 +27,7 @@ _COMPLETED_NAME = (r"(?:sent|delivered|deducted|decremented|charged|captured|cre
 _NOT_COMPLETED = r"\bnot[ _](?:sent|delivered|deducted|decremented|charged|captured|created|executed|published)\b"
 
 # A line's level word before its text (a free-text line's message keeps it).
-_LEVEL_WORD = r"^\s*\[?(?i:trace|debug|info|notice|warn|warning|error|err|critical|crit|fatal|severe|panic)\]?(?:\s+|$)"
+_LEVEL_WORD = rf"^\s*\[?(?i:{LEVEL_WORDS})\]?(?:\s+|$)"
 # A failure's status and error (lower-cased) that name the HTTP status a provider answered with: its
 # status field (`status=503`), an HTTP client's error (`"statusCode":503`, `Request failed with status
 # code 503`, `503 Server Error: ...`, httpx's `Server error '503 Service Unavailable'`, `Postmark

@@ -11,9 +11,8 @@ LEADING_TS = re.compile(
     r"(?:\s?(?:Z|z|UTC|[+-]\d{2}:?\d{2}))?)\]?[:\s|]\s*"
 )
 # A level word right after the leading time (`2026-.. ERROR [mailer] ..`, logback's `  WARN 1 ---`).
-LEADING_LEVEL = re.compile(
-    r"\s*\[?(?P<level>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|PANIC)\]?(?=[\s:]|$)", re.IGNORECASE,
-)
+LEVEL_WORDS = "TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|PANIC"
+LEADING_LEVEL = re.compile(rf"\s*\[?(?P<level>{LEVEL_WORDS})\]?(?=[\s:]|$)", re.IGNORECASE)
 # AWS Lambda's runtimes before the application's line: Python's `[INFO]\t<time>\t<request id>\t`,
 # Node's `<time>\t<request id>\tINFO\t`, and the runtime's own `<time> <request id> Task timed out
 # after 30.03 seconds`. The request id names the invocation (AWS_REQUEST_ID below).
