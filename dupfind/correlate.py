@@ -473,8 +473,7 @@ def build_executions(
     executions = as_strings(executions.drop("first_source")).insert_column(
         executions.get_column_index("first_source"), executions["first_source"]
     )
-    echo = _by_rid(table, pl.concat([*echoes, told_again.select(echoes[0].columns)] if echoes else [told_again])
-                   .with_columns(echo=pl.lit(True)), "echo", default=False)
+    echo = _by_rid(table, pl.concat([*echoes, told_again]).with_columns(echo=pl.lit(True)), "echo", default=False)
     exec_ids = _by_rid(table, pl.concat(runs), "exec_id")
     return table.with_columns(exec_id=exec_ids, echo=echo), executions
 

@@ -147,12 +147,11 @@ def _name_or_text(table: pl.DataFrame, effects: pl.DataFrame, texts: Texts | Non
     if not name.null_count() or "message" not in table.columns:
         return name
     missing = name.is_null()
-    said = table.select("rid", "message").join(effects.filter(missing).select("rid"), on="rid", how="semi", maintain_order="left")
+    said = pl.DataFrame([table["message"].gather(effects["rid"].filter(missing))])  # a rid is its row's position
     if texts is not None:
         said = texts.decoded(said, "message")
     text = said["message"].cast(pl.String).str.replace(_LEVEL_WORD, "").str.replace_all(PAIR_PATTERN, "").str.strip_chars()
-    return name.scatter(missing.arg_true(), effects.filter(missing).select("rid").join(
-        said.with_columns(text=text), on="rid", how="left", maintain_order="left")["text"])
+    return name.scatter(missing.arg_true(), text)
 
 
 def _failed_answers(table: pl.DataFrame, texts: Texts | None = None) -> pl.DataFrame:

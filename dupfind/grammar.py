@@ -71,8 +71,6 @@ def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
     return frame.drop("__inherit")
 
 
-
-
 def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
     """The records with the `key=value` pairs of these groups as fields (the first group's value
     of a key first; a field the line's groups name is kept): all pairs of a block extracted,

@@ -24,6 +24,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         if timeout is None or runs.height < min_executions or ctx.lease_extensions.get(queue):
             continue  # nothing to compare with, too few runs, or the lease is extended while running
         timeout_s, source = timeout
+        timeout_name = ctx.timeout_name(queue or None)
         value = float(runs["duration_s"].quantile(quantile, "linear"))
         if value < timeout_s:
             continue
@@ -31,7 +32,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         over = runs.filter(pl.col("duration_s") >= timeout_s)
         where = f"queue {queue!r}" if queue else "the queue"
         summary = (
-            f"{label} processing duration {value:.1f} s is at or above the {timeout_s:g} s {ctx.timeout_name(queue or None)} "
+            f"{label} processing duration {value:.1f} s is at or above the {timeout_s:g} s {timeout_name} "
             f"({source}) of {where}: {over.height} of {runs.height} executions ran at least that long, "
             f"so the queue hands them to another worker while they still run"
         )
@@ -59,7 +60,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
             "queue": queue or None,
             "timeout_s": timeout_s,
             "timeout_source": source,
-            "timeout_name": ctx.timeout_name(queue or None),
+            "timeout_name": timeout_name,
             "quantile": quantile,
             "duration_at_quantile_s": round(value, 3),
             **{f"duration_{k}_s": v for k, v in advice.durations.items() if k != "n"},
