@@ -277,6 +277,14 @@ class AnalysisContext:
     def executions(self) -> pl.DataFrame:
         return self.correlation.executions
 
+    @cached_property
+    def counted_actions(self) -> int:
+        """Actions the summary counts: all but those whose every record another format of its file
+        tells again (a Sidekiq jid's `start` / `done` beside ActiveJob's lines of its job id)."""
+        actions = self.actions
+        told = int(actions["told_again"].sum()) if "told_again" in actions.columns else 0
+        return actions.height - told
+
     @property
     def warnings(self) -> list[GlueWarning]:
         return self.correlation.warnings

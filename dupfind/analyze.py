@@ -108,7 +108,7 @@ def _summary(ctx: AnalysisContext, result: IngestResult, findings: list[Finding]
         records=table.height,
         first_ts=table["ts"].min() if table.height else None,
         last_ts=table["ts"].max() if table.height else None,
-        actions=ctx.actions.height,
+        actions=ctx.counted_actions,
         executions=executions.height,
         workers=executions["worker_id"].n_unique() if executions.height else 0,
         deployments=table["deployment_id"].unique().to_list(),
@@ -154,7 +154,7 @@ def _verdict(ctx: AnalysisContext, findings: list[Finding]) -> tuple[str, str]:
     def repeated() -> int:
         return ctx.executions.group_by("action_id").len().filter(pl.col("len") > 1).height if ctx.executions.height else 0
 
-    return verdict_of(findings, ctx.actions.height, lambda: ctx.has_side_effect_records, repeated, ctx.executions.height)
+    return verdict_of(findings, ctx.counted_actions, lambda: ctx.has_side_effect_records, repeated, ctx.executions.height)
 
 
 def verdict_of(

@@ -360,6 +360,21 @@ def _framework_lines_told_again(table: pl.DataFrame) -> pl.DataFrame:
     return typed.join(told.lazy(), on=["source", "job_type", "format"]).select("rid").collect()
 
 
+def _actions_told_again(table: pl.DataFrame, told_again: pl.DataFrame) -> pl.Series:
+    """Actions all of whose records another format of their file tells (Sidekiq's jids beside
+    ActiveJob's job ids): actions of the records, not of the work, which the summary leaves out of
+    its count of actions."""
+    if told_again.height == 0:
+        return pl.Series("action_id", [], dtype=table.schema["action_id"])
+    told = told_again["rid"].implode()
+    touched = table.lazy().filter(pl.col("rid").is_in(told)).select(pl.col("action_id").drop_nulls().unique())
+    return (
+        table.lazy().join(touched, on="action_id", how="semi")
+        .group_by("action_id").agg(pl.col("rid").is_in(told).all().alias("all_told"))
+        .filter(pl.col("all_told")).select("action_id").collect().get_column("action_id")
+    )
+
+
 def _one_account_of_runs(base: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Records of one action on one worker that come in several formats describe the same runs.
 
@@ -435,16 +450,18 @@ EXECUTION_PART_ROWS = 500_000
 
 def build_executions(
     table: pl.DataFrame, part_rows: int = EXECUTION_PART_ROWS, texts: Texts | None = None,
+    told_again: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split each action's records into executions: one run on one worker (and process).
 
     Works on ranges of action ids holding about `part_rows` records each, so its sorted and
     widened copies are bounded by a part, not the table; executions are numbered in the order
-    a single pass over the whole table would number them."""
+    a single pass over the whole table would number them. `told_again`: the rids of
+    _framework_lines_told_again, where the caller has them."""
     columns = ["rid", "action_id", "worker_id", "process_id", "format", "kind", "ts", "source", "line", "attempt",
                "deployment_id", "job_id", "lock_key"]
     in_runs = pl.col("action_id").is_not_null() & pl.col("worker_id").is_not_null()
-    told_again = _framework_lines_told_again(table)
+    told_again = _framework_lines_told_again(table) if told_again is None else told_again
     if told_again.height:
         in_runs = in_runs & ~pl.col("rid").is_in(told_again["rid"].implode())
     records = table.lazy().filter(in_runs).select([c for c in columns if c in table.columns])
@@ -597,5 +614,7 @@ def correlate(
     columns = table.columns
     table, apart = held_apart(table)  # a caller that lets go of its table frees them (pipeline.correlated_read)
     linked, actions, warnings = build_actions(table, link_keys, max_jobs_per_value, texts)
-    linked, executions = build_executions(linked, texts=texts)
+    told_again = _framework_lines_told_again(linked)
+    actions = actions.with_columns(told_again=pl.col("action_id").is_in(_actions_told_again(linked, told_again).implode()))
+    linked, executions = build_executions(linked, texts=texts, told_again=told_again)
     return Correlation(linked, actions, executions, warnings, texts).hold_apart(apart, columns)

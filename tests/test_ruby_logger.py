@@ -4,6 +4,7 @@ Sidekiq's own lines and the application's, each run told by both under two ids."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -67,6 +68,12 @@ def test_sidekiqs_own_lines_of_those_runs_count_once(logs, duplicated):
     assert correlation.executions.height == 24
     harmful = {f.action_id for f in report.findings if f.rule == "DF101" and f.harmful}
     assert len(harmful) == duplicated
+    # The jids stay actions of their own (a trace by jid finds Sidekiq's lines) but are no jobs of
+    # the summary's count: one action an order, as the recording's truth tells them.
+    truth = json.loads((logs.parent / "truth.json").read_text())
+    jids = correlation.actions.filter(pl.col("identity").str.contains("^job_id=[0-9a-f]{24}$"))
+    assert jids.height == 24 and jids["told_again"].all()
+    assert report.summary["actions"] == len(truth["actions"]) == 20
 
 
 def test_a_web_requests_lines_are_no_jobs_and_its_enqueue_carries_the_request_id(tmp_path: Path):
