@@ -168,7 +168,7 @@ DisableOpt = Annotated[
     Optional[list[str]], typer.Option("--disable", help="Disable a rule by code or name (repeatable).")
 ]
 SkewOpt = Annotated[float, typer.Option(
-    "--skew", help="Clock-skew tolerance in seconds between hosts: shorter overlaps are only 'possible'.")]
+    "--skew", help="Clock-skew tolerance in seconds between hosts: overlaps a clock moved by less would undo are only 'possible'.")]
 TimeoutOpt = Annotated[Optional[list[str]], typer.Option(
     "--timeout",
     help="Known visibility timeout: QUEUE=SECONDS, or SECONDS for all queues (repeatable; overrides [timeouts] in the config).")]

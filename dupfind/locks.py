@@ -99,7 +99,9 @@ def orphan_releases(events: pl.DataFrame) -> pl.DataFrame:
 
 def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
     """Pairs (earlier `_a`, later `_b`) of holds of one key by different holders whose
-    [acquire, `end`] intervals intersect, with the overlap in seconds."""
+    [acquire, `end`] intervals intersect, with the overlap in seconds and its margin: how far one
+    hold's clock must move for the two not to intersect (a short hold well inside a long one
+    intersects it whatever the skew, though it overlaps briefly; an unknown end is open)."""
     if holds.height < 2:
         return pl.DataFrame()
     cols = list(
@@ -131,13 +133,16 @@ def concurrent_holds(holds: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
         & (pl.col(f"{start}_b") < pl.col(f"{end}_a"))
     )
     overlap = pl.min_horizontal(f"{end}_a", f"{end}_b") - pl.col(f"{start}_b")
-    return pairs.with_columns(overlap_s=overlap.dt.total_microseconds() / 1e6)
+    margin = pl.min_horizontal(pl.col(f"{end}_a") - pl.col(f"{start}_b"), pl.col(f"{end}_b") - pl.col(f"{start}_a"))
+    return pairs.with_columns(
+        overlap_s=overlap.dt.total_microseconds() / 1e6, margin_s=margin.dt.total_microseconds() / 1e6,
+    )
 
 
 def longest_overlap(holds: list[dict], start: str, end: str) -> dict | None:
     """`concurrent_holds` over a few holds as rows (those of two executions, in `lock_holds`
     order), pairs within one execution left out: the pair that overlaps longest, its columns
-    suffixed `_a` and `_b` and its `overlap_s`; None when no two overlap. A few rows in Python
+    suffixed `_a` and `_b`, its `overlap_s` and `margin_s`; None when no two overlap. A few rows in Python
     rather than a self-join: attribution asks this for every duplicated action."""
     best: dict | None = None
     for a in holds:
@@ -155,8 +160,10 @@ def longest_overlap(holds: list[dict], start: str, end: str) -> dict | None:
             # its division the other way in the last bit: it multiplies by the reciprocal).
             overlap = ((min(ends) - b[start]) // timedelta(microseconds=1)) / 1e6
             if best is None or overlap > best["overlap_s"]:
+                sides = [a[end] - b[start]] + ([b[end] - a[start]] if b[end] is not None else [])
                 best = {**{f"{k}_a": v for k, v in a.items() if k != "key"},
-                        **{f"{k}_b": v for k, v in b.items() if k != "key"}, "key": a["key"], "overlap_s": overlap}
+                        **{f"{k}_b": v for k, v in b.items() if k != "key"}, "key": a["key"], "overlap_s": overlap,
+                        "margin_s": (min(sides) // timedelta(microseconds=1)) / 1e6}
     return best
 
 

@@ -59,9 +59,12 @@ def test_longest_overlap_is_the_self_join_s_longest_pair(specs):
     # polars divides by multiplying with the reciprocal: the same seconds to the last bit or so.
     assert math.isclose(found["overlap_s"], longest, rel_tol=1e-15, abs_tol=1e-18)
     # The pair is one of the self-join's pairs with that overlap, with the same columns.
-    candidates = [{k: v for k, v in row.items() if k != "overlap_s"}
-                  for row in pairs.filter(pl.col("overlap_s") == longest).rows(named=True)]
-    assert {k: found[k] for k in candidates[0]} in candidates
+    rows = pairs.filter(pl.col("overlap_s") == longest).rows(named=True)
+    candidates = [{k: v for k, v in row.items() if k not in ("overlap_s", "margin_s")} for row in rows]
+    pair = {k: found[k] for k in candidates[0]}
+    assert pair in candidates
+    # and its margin, to the last bit or so
+    assert math.isclose(found["margin_s"], rows[candidates.index(pair)]["margin_s"], rel_tol=1e-15, abs_tol=1e-18)
 
 
 def test_only_pairs_of_two_executions_and_two_holders_count():

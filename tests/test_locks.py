@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from dupfind.analyze import analyze
+from dupfind.config import load_config
+from dupfind.ingest import ingest
+from dupfind.rules_registry import load_rules
 from dupfind.synth import write_scenario
 
 from conftest import FIXTURES
@@ -139,3 +144,37 @@ def test_a_lock_overlap_is_explained_by_how_the_second_got_the_lock(preset: str,
     assert len(details) >= 5 and len(explained) >= 0.9 * len(details), details[:3]
     orphan = "did not hold lock"
     assert all(orphan not in d for d in details) or preset == "lock-release-no-owner"
+
+
+def _lock_log(path: Path, worker: str, job: str, acquired: str, released: str) -> None:
+    key, owner = "lock:order-7:email", f"{worker}:4242:{job}"
+
+    def rec(ts: str, event: str) -> str:
+        return json.dumps({"ts": f"2026-05-02T08:00:{ts}Z", "level": "info", "event": event, "worker_id": worker,
+                           "pid": 4242, "job_id": job, "order_id": "order-7", "lock_key": key, "lock_owner": owner,
+                           "ttl_s": 30.0})
+
+    path.write_text("\n".join([rec(acquired, "lock_acquired"), rec(released, "lock_released")]) + "\n")
+
+
+@pytest.mark.parametrize(("first", "second", "overlap", "confidence"), [
+    # 0.2 s held, 5 s inside the first's hold on either side: no skew undoes it
+    (("00.000", "10.000"), ("05.000", "05.200"), 0.2, {"certain"}),
+    # 0.3 s together, the first's release 0.3 s after the second's acquisition: a 0.5 s skew undoes it
+    (("00.000", "00.400"), ("00.100", "05.000"), 0.3, {"possible", "likely"}),
+    # 0.2 s together at the end of the first's long hold, within the skew: a hand-over, no finding
+    (("00.000", "10.000"), ("09.800", "11.000"), None, None),
+])
+def test_across_hosts_a_hold_inside_another_is_certain_however_short(tmp_path, first, second, overlap, confidence):
+    """DF301's certainty across hosts is how far a clock must move for the holds not to intersect
+    (as DF102's), not how long they overlap: a short hold in the middle of a long one is certain."""
+    _lock_log(tmp_path / "a.log", "host-a", "job-1", *first)
+    _lock_log(tmp_path / "b.log", "host-b", "job-2", *second)
+    config = load_config(cwd=Path("/"))
+    report = analyze(ingest([str(tmp_path)], config), config, load_rules(config), skew_s=0.5)
+    holders = [f for f in report.findings if f.rule == "DF301"]
+    if overlap is None:
+        assert not holders
+        return
+    assert len(holders) == 1 and holders[0].figures["overlap_s"] == overlap
+    assert holders[0].confidence in confidence

@@ -93,7 +93,7 @@ def detect_concurrent(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     if pairs.height == 0:
         return []
     race_s = float(rule.param("race_window_s", 1.0))
-    pairs = pairs.with_columns(certain=~other_hosts("worker_id_a", "worker_id_b") | (pl.col("overlap_s") >= ctx.skew_s))
+    pairs = pairs.with_columns(certain=~other_hosts("worker_id_a", "worker_id_b") | (pl.col("margin_s") >= ctx.skew_s))
     # Within the skew tolerance, a second acquisition in the last quarter of the first hold (just
     # before its release or TTL end), or by a run that then found the work done, reads as a clean
     # hand-over; otherwise as a race.
