@@ -448,7 +448,9 @@ class AnalysisContext:
     def timeout_name(self, queue: str | None) -> str:
         """What the queue's timeout is called: as the logs that state it call it (a Kafka
         consumer's `max.poll.interval.ms`, Pub/Sub's `ack deadline`), else `visibility timeout`."""
-        found = self.timeout_source(queue)
+        return self._timeout_name(queue, self.timeout_source(queue))
+
+    def _timeout_name(self, queue: str | None, found: tuple[float, str] | None) -> str:
         if found is None or found[1] != "logged":
             return TIMEOUT_NAME
         names = self.stated_timeout_names
@@ -461,7 +463,7 @@ class AnalysisContext:
         found = self.timeout_source(queue)
         if found is None:
             return None
-        return f"{'inferred ' if found[1] == 'inferred' else ''}{self.timeout_name(queue)} {found[0]:g} s"
+        return f"{'inferred ' if found[1] == 'inferred' else ''}{self._timeout_name(queue, found)} {found[0]:g} s"
 
     @cached_property
     def action_queue(self) -> dict[int, str]:

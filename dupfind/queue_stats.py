@@ -312,6 +312,7 @@ class TimeoutFacts:
     timeout_source = AnalysisContext.timeout_source
     stated_timeout_names = AnalysisContext.stated_timeout_names
     timeout_name = AnalysisContext.timeout_name
+    _timeout_name = AnalysisContext._timeout_name
 
 
 @dataclass
