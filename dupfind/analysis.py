@@ -45,6 +45,8 @@ def other_hosts(a: str, b: str) -> pl.Expr:
 
 
 WORKER_END_KINDS = ("worker_killed", "worker_exit", "stop_signal", "process_killed")
+# A broker's line: a client's connection ended without a close (presets/rabbitmq.toml).
+CONNECTION_LOST = "consumer_connection_lost"
 TIMELINE_ID_KEYS = ("job_id", "event_id", "idempotency_key", "notification_id", "order_id")
 # Ids that belong to one action only but are not link keys: a record carrying one of the action's
 # values but no link key (an HTTP access line with the request id, a provider webhook) is part of
@@ -607,6 +609,13 @@ class AnalysisContext:
             return None
         return row["stack_trace"]
 
+    def message_of(self, rid: int, limit: int = 80) -> str | None:
+        """The text of record `rid`, at most `limit` characters."""
+        if not self.present_columns("message"):
+            return None
+        text = as_strings(self.texts.decoded(self.rows([rid]).select("message"), "message")).item(0, 0)
+        return None if text is None else text if len(text) <= limit else text[: limit - 1] + "…"
+
     @cached_property
     def worker_lease_expiries(self) -> dict[str, tuple[list, list[int]]]:
         """Lease expiries a worker logged outside any action, per worker: (times, rids) in time
@@ -627,6 +636,38 @@ class AnalysisContext:
         skew = timedelta(seconds=self.skew_s)
         first = bisect.bisect_left(times, start - skew)
         return rids[first:bisect.bisect_right(times, min(end, later_entry) + skew)]
+
+    @cached_property
+    def connection_drops(self) -> tuple[list, list[int]]:
+        """Times and rids, in time order, of a broker logging a client's connection ended without
+        a close (RabbitMQ's `client unexpectedly closed TCP connection`, `missed heartbeats from
+        client`): what that consumer held unacknowledged was requeued then. Asked only for a
+        duplicate nothing else explains."""
+        names = self.present_columns("rid", "ts", "kind", "name")
+        if "name" not in names:
+            return [], []
+        frame = self.columns(*names).filter(
+            (pl.col("kind") == "other") & pl.col("ts").is_not_null() & (pl.col("name").cast(pl.String) == CONNECTION_LOST)
+        ).sort("ts", "rid")
+        return frame["ts"].to_list(), frame["rid"].to_list()
+
+    @cached_property
+    def _last_records(self) -> dict[tuple[str, str | None], object]:
+        """The time of each worker's last record, by (worker, None), and of each of its processes',
+        by (worker, process id)."""
+        names = self.present_columns("ts", "worker_id", "process_id")
+        frame = as_strings(self.columns(*names).filter(pl.col("worker_id").is_not_null()))
+        last = {(w, None): ts for w, ts in frame.group_by("worker_id").agg(pl.col("ts").max()).iter_rows()}
+        if "process_id" in names:
+            per_process = frame.filter(pl.col("process_id").is_not_null()).group_by("worker_id", "process_id").agg(pl.col("ts").max())
+            last.update({(w, p): ts for w, p, ts in per_process.iter_rows()})
+        return last
+
+    def silent_after(self, worker_id: str, process_id: str | None, ts) -> bool:
+        """Whether the worker's process (the worker, when no process is named) logged nothing
+        later than `ts` and the clock skew."""
+        last = self._last_records.get((worker_id, process_id))
+        return last is None or last <= ts + timedelta(seconds=self.skew_s)
 
     @cached_property
     def doubled_sends(self) -> pl.DataFrame:

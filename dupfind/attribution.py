@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -228,7 +229,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             fail + base_rids, notes,
         )
 
-    # How the second execution followed the first (for 5, 6 and 7).
+    # How the second execution followed the first (for 5 to 8).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
 
     # 5. The whole batch came back: another message of the first execution's invocation failed it.
@@ -246,13 +247,20 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     if timeout is not None:
         figures["timeout_s"] = timeout
 
-    # 6. Two deploy generations each received the message while both were consuming.
+    # 6. The first run's work stopped unfinished, then a broker logged a consumer's connection
+    # ending without a close (the process killed, its network lost): it requeued the message.
+    if not expiry and not near_timeout and not first["completed"] and not first["failed"]:
+        lost = _connection_lost(ctx, first, later, later_entry, base_rids, notes, figures)
+        if lost is not None:
+            return lost
+
+    # 7. Two deploy generations each received the message while both were consuming.
     if not expiry and not near_timeout:
         overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
         if overlap is not None:
             return overlap
 
-    # 7. Lease / visibility timeout expiry while the first execution was still running.
+    # 8. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -437,6 +445,48 @@ def _killed(
         rids.insert(0, int(info["stop_rid"]))
     confidence = "likely" if kill["inferred"] else "certain"
     return Attribution("worker_killed", confidence, detail, rids, notes, figures)
+
+
+def _connection_lost(
+    ctx: AnalysisContext, first: dict, later: dict, later_entry, base_rids: list[int], notes: dict, figures: dict,
+) -> Attribution | None:
+    """The broker's own account of a kill its workers' logs do not tell: a consumer's connection
+    ended without a close after the first run's last record and before the message came back,
+    and the first run's process logged nothing after it (a live process whose connection dropped
+    would go on logging its next jobs). Without the kill's record, likely, not certain."""
+    times, rids = ctx.connection_drops
+    if not times:
+        return None
+    skew = timedelta(seconds=ctx.skew_s)
+    stopped = first["work_end"] or first["end"]
+    at = bisect.bisect_left(times, stopped - skew)
+    if at >= len(times) or times[at] > later_entry + skew:
+        return None
+    drop_ts, drop_rid = times[at], int(rids[at])
+    if not ctx.silent_after(first["worker_id"], first["work_pid"], drop_ts):
+        return None
+    said = ctx.message_of(drop_rid)
+    after = (drop_ts - stopped).total_seconds()
+    back = (later_entry - drop_ts).total_seconds()
+    process = f" (process {first['work_pid']})" if first["work_pid"] else ""
+    detail = (
+        f"{first['identity']}{process} stopped logging with the job in flight after the side effect and before "
+        f"the ack, and {_seconds(after)} later the broker logged a client's connection ending without a close"
+        + (f" ({said!r})" if said else "")
+        + ": its process was killed or lost its network, and the broker requeued what it held unacknowledged; "
+        + f"the message came back {_seconds(back)} later"
+        + (f" on {later['identity']}" if later["identity"] != first["identity"] else "")
+        + " (no kill is in these logs: add the deploy's or the orchestrator's events to confirm)"
+    )
+    notes[drop_rid] = "the broker saw the consumer's connection drop: its unacked messages requeued"
+    return Attribution("worker_killed", "likely", detail, [drop_rid, *base_rids], notes,
+                       {**figures, "s_after_last_record": round(after, 3), "requeued_after_s": round(back, 3)})
+
+
+def _seconds(value: float) -> str:
+    """`10.8 s`, `0.004 s`: tenths, or milliseconds below a tenth."""
+    value = max(value, 0.0)
+    return f"{value:.1f} s" if value >= 0.1 else f"{value:.3f} s"
 
 
 def _generation_overlap(

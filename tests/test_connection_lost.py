@@ -1,0 +1,80 @@
+"""A kill the workers' logs do not tell, told by the broker: RabbitMQ's `client unexpectedly closed
+TCP connection` after a run's last record and before its message came back (the recording
+fixtures/real/dramatiq_rabbitmq_sigkill_redelivery, its deploy log left out, as an export of the
+workers' and the broker's logs alone would be)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from truth_compare import analyze_logs
+
+RECORDING = FIXTURES / "real" / "dramatiq_rabbitmq_sigkill_redelivery"
+CONTROL = FIXTURES / "real" / "dramatiq_rabbitmq_guarded_control"
+
+
+def _without(folder: Path, tmp_path: Path, *names: str) -> Path:
+    logs = tmp_path / "logs"
+    shutil.copytree(folder / "logs", logs)
+    for name in names:
+        (logs / name).unlink()
+    return logs
+
+
+def _duplicated(folder: Path) -> dict[str, list[str]]:
+    truth = json.loads((folder / "truth.json").read_text())
+    return {a["ids"]["job_id"][0]: a["causes"] for a in truth["actions"] if a["duplicated"]}
+
+
+def _harmful(report) -> dict[str, object]:
+    return {f.ids["job_id"][0]: f for f in report.findings if f.rule == "DF101" and f.harmful}
+
+
+def test_the_brokers_dropped_connection_is_the_kill_no_other_log_tells(tmp_path):
+    report = analyze_logs(_without(RECORDING, tmp_path, "deploy.ndjson"))
+    truth = _duplicated(RECORDING)
+    found = _harmful(report)
+    assert set(found) == set(truth) and all(causes == ["worker_killed"] for causes in truth.values())
+    for finding in found.values():
+        assert (finding.cause, finding.confidence) == ("worker_killed", "likely"), finding.cause_detail
+        assert "client unexpectedly closed TCP connection" in finding.cause_detail
+        cited = [ev for ev in finding.evidence if ev.source.endswith("rabbit@localhost.log")]
+        assert len(cited) == 1 and cited[0].name == "consumer_connection_lost"
+        # between the first run's last record and the message's return
+        assert 0 < finding.figures["requeued_after_s"] < 0.2 and finding.figures["s_after_last_record"] > 5
+
+
+def test_with_the_kill_logged_the_kill_is_cited_and_certain(tmp_path):
+    report = analyze_logs(RECORDING / "logs")
+    for finding in _harmful(report).values():
+        assert (finding.cause, finding.confidence) == ("worker_killed", "certain")
+        assert "client unexpectedly closed" not in finding.cause_detail
+
+
+def test_without_the_brokers_log_nothing_explains_it(tmp_path):
+    report = analyze_logs(_without(RECORDING, tmp_path, "deploy.ndjson", "rabbit@localhost.log"))
+    assert {(f.cause, f.confidence) for f in _harmful(report).values()} == {("unknown", "possible")}
+
+
+def test_a_process_that_logs_on_after_the_drop_was_not_the_one_cut(tmp_path):
+    """A consumer whose connection dropped while it lived goes on logging: the drop is not its."""
+    logs = _without(RECORDING, tmp_path, "deploy.ndjson")
+    app = logs / "app-worker1.ndjson"
+    lines = app.read_text().splitlines()
+    # the process the kill cut (pid 14160) logs on at 18.9 s, after the drop at 18.391 s
+    later = {"ts": "2026-12-07T00:56:18.900000Z", "level": "info", "event": "worker_idle", "worker_id": "worker1@rec",
+             "pid": 14160, "msg": "waiting for messages"}
+    app.write_text("\n".join([*lines, json.dumps(later, separators=(",", ":"))]) + "\n")
+    report = analyze_logs(logs)
+    assert {f.cause for f in _harmful(report).values()} == {"unknown"}
+
+
+@pytest.mark.parametrize("left_out", [("deploy.ndjson",), ()])
+def test_the_guarded_control_stays_quiet(tmp_path, left_out):
+    report = analyze_logs(_without(CONTROL, tmp_path, *left_out))
+    assert report.verdict == "no_harmful_duplicates"
+    assert not _harmful(report)
