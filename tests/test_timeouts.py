@@ -86,8 +86,23 @@ def test_a_timeout_checked_on_a_tick_is_inferred_between_it_and_the_tick(folder:
     assert timeout_s <= estimate.estimate_s <= timeout_s + tick_s, estimate
 
 
-@pytest.mark.parametrize("folder", [p for p in REAL if not _leases_expired(p) and not _checked_on_a_tick(p)],
-                         ids=lambda p: p.name)
+def _stale_lock(folder: Path) -> dict | None:
+    """Delayed::Job's lease (fixtures/real/rails_delayed_job_*): a row's lock older than
+    max_run_time is free again, and a worker takes it when it next polls (sleep_delay)."""
+    return orjson.loads((folder / "truth.json").read_bytes())["params"].get("delayed_job")
+
+
+@pytest.mark.parametrize("folder", [p for p in REAL if _stale_lock(p)], ids=lambda p: p.name)
+def test_a_stale_lock_taken_on_a_poll_is_inferred_between_max_run_time_and_the_poll(folder: Path):
+    """A killed worker's rows run again once their lock is older than max_run_time (15 s), on the
+    next poll of a worker (every 5 s): the gaps, 15.6-19.5 s, give the lease between the two."""
+    dj = _stale_lock(folder)
+    estimate = _only_estimate(_context(folder / "logs"))
+    assert dj["max_run_time_s"] <= estimate.estimate_s <= dj["max_run_time_s"] + dj["sleep_delay_s"], estimate
+
+
+@pytest.mark.parametrize("folder", [p for p in REAL if not _leases_expired(p) and not _checked_on_a_tick(p)
+                                    and not _stale_lock(p)], ids=lambda p: p.name)
 def test_jobs_handed_back_by_their_framework_infer_no_timeout(folder: Path):
     """Celery's requeue of a killed child's task, Sidekiq's push back at its hard shutdown, RQ's
     retry after a job timeout: the job comes back when asked, not after a lease; nothing may be
