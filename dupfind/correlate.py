@@ -8,6 +8,7 @@ import polars as pl
 
 from dupfind import schema, textcodes
 from dupfind.assembly import held_column
+from dupfind.handlers import split_by_handler
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts, coded_columns
 
@@ -617,4 +618,5 @@ def correlate(
     told_again = _framework_lines_told_again(linked)
     actions = actions.with_columns(told_again=pl.col("action_id").is_in(_actions_told_again(linked, told_again).implode()))
     linked, executions = build_executions(linked, texts=texts, told_again=told_again)
+    linked, actions, executions = split_by_handler(linked, actions, executions)
     return Correlation(linked, actions, executions, warnings, texts).hold_apart(apart, columns)

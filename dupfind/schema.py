@@ -30,7 +30,7 @@ ORIGIN_COLUMN = "origin_id"
 # Text columns fed by field aliases (rules/fields.toml), in display order.
 TEXT_COLUMNS = (
     "name", "level", "message", *ID_COLUMNS, "worker_id", "process_id", "deployment_id",
-    "queue", "job_type", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
+    "queue", "job_type", "service", "action", "provider", "provider_idempotency", "status", "result", "lock_key", "lock_owner",
     "error", "stack_trace", "stream", "object_kind", "object_name", ORIGIN_COLUMN, "timeout_name",
 )
 
@@ -106,7 +106,7 @@ def stored_dtype(dtype: pl.DataType) -> pl.DataType:
 # text of errors and results (which often carry an id). Once the table is assembled they share
 # one pool of their own with 2-byte codes (`label_dtype`).
 LABEL_COLUMNS = (
-    "kind", "name", "level", "worker_id", "process_id", "deployment_id", "queue", "job_type", "action",
+    "kind", "name", "level", "worker_id", "process_id", "deployment_id", "queue", "job_type", "service", "action",
     "provider", "status", "lock_owner", "stream", "object_kind", "object_name", "timeout_name", "source", "format",
 )
 LABEL_TEXTS_MAX = 60_000  # distinct texts over every label column; 2-byte codes hold 65,536
