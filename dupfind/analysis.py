@@ -370,7 +370,8 @@ class AnalysisContext:
     @cached_property
     def timeout_statements(self) -> pl.DataFrame:
         """Queue and visibility timeout of the records that state one."""
-        return as_strings(self.columns("queue", "visibility_timeout_s", "timeout_name").filter(pl.col("visibility_timeout_s").is_not_null()))
+        names = self.present_columns("queue", "visibility_timeout_s", "timeout_name", "service")
+        return as_strings(self.columns(*names).filter(pl.col("visibility_timeout_s").is_not_null()))
 
     @cached_property
     def stated_timeouts(self) -> dict[str, float]:
@@ -381,6 +382,48 @@ class AnalysisContext:
     def stated_timeout_names(self) -> dict[str, str]:
         """What the logs call each queue's stated timeout (per queue; '' = any queue)."""
         return stated_timeout_names(self.timeout_statements)
+
+    @cached_property
+    def service_timeouts(self) -> dict[tuple[str, str], tuple[float, str]]:
+        """Timeouts stated per queue and service ('' = any queue): two consumer groups of one topic
+        state their own (a notifier's max.poll.interval.ms of 30 s, an indexer's 300 s). The median
+        of each's statements and the name most of them give."""
+        stated = self.timeout_statements
+        if not stated.height or "service" not in stated.columns:
+            return {}
+        stated = stated.filter(pl.col("service").is_not_null()).with_columns(
+            pl.col("queue").fill_null(""),
+            (pl.col("timeout_name") if "timeout_name" in stated.columns else pl.lit(None, dtype=pl.String))
+            .fill_null(TIMEOUT_NAME).alias("timeout_name"),
+        )
+        found: dict[tuple[str, str], tuple[float, str]] = {}
+        for group in (stated, stated.with_columns(queue=pl.lit(""))):
+            per = group.group_by("queue", "service").agg(
+                pl.col("visibility_timeout_s").median(), pl.col("timeout_name").mode().sort().first(),
+            )
+            for queue, service, value, name in per.rows():
+                found.setdefault((queue, service), (float(value), name))
+        return found
+
+    @cached_property
+    def action_service(self) -> dict[int, str]:
+        """The service most of each action's records name, where some name one."""
+        if not self.present_columns("service"):
+            return {}
+        rows = as_strings(self.action_records("service").filter(pl.col("service").is_not_null()).collect())
+        per = rows.group_by("action_id").agg(pl.col("service").mode().sort().first())
+        return dict(per.rows())
+
+    def action_timeout(self, action_id: int) -> tuple[float, str] | None:
+        """timeout_source of the action's queue, as its own service states it where it does."""
+        return self.timeout_source(self.action_queue.get(action_id), self.action_service.get(action_id))
+
+    def action_timeout_name(self, action_id: int) -> str:
+        queue, service = self.action_queue.get(action_id), self.action_service.get(action_id)
+        return self._timeout_name(queue, self.timeout_source(queue, service), service)
+
+    def action_timeout_words(self, action_id: int) -> str | None:
+        return self.timeout_words(self.action_queue.get(action_id), self.action_service.get(action_id))
 
     @cached_property
     def known_timeouts(self) -> dict[str, float]:
@@ -428,12 +471,15 @@ class AnalysisContext:
         """Visibility timeouts estimated from the redelivery gaps, per queue."""
         return infer_timeouts(self.redelivery_gaps)
 
-    def timeout_source(self, queue: str | None) -> tuple[float, str] | None:
+    def timeout_source(self, queue: str | None, service: str | None = None) -> tuple[float, str] | None:
         """The visibility timeout of a queue and where it comes from: 'configured' (config or
-        --timeout), 'logged', or 'inferred' from redelivery gaps when nothing states it."""
+        --timeout), 'logged' (by `service` first, where given), or 'inferred' from redelivery gaps
+        when nothing states it."""
         for key in ([queue] if queue else []) + [""]:
             if key in self.timeouts:
                 return self.timeouts[key], "configured"
+            if service is not None and (key, service) in self.service_timeouts:
+                return self.service_timeouts[(key, service)][0], "logged"
             if key in self.stated_timeouts:
                 return self.stated_timeouts[key], "logged"
         inferred = self.inferred_timeouts.get(queue or "")
@@ -452,20 +498,25 @@ class AnalysisContext:
         consumer's `max.poll.interval.ms`, Pub/Sub's `ack deadline`), else `visibility timeout`."""
         return self._timeout_name(queue, self.timeout_source(queue))
 
-    def _timeout_name(self, queue: str | None, found: tuple[float, str] | None) -> str:
+    def _timeout_name(self, queue: str | None, found: tuple[float, str] | None, service: str | None = None) -> str:
         if found is None or found[1] != "logged":
             return TIMEOUT_NAME
+        if service is not None:
+            for key in (queue or "", ""):
+                stated = self.service_timeouts.get((key, service))
+                if stated is not None and stated[0] == found[0]:
+                    return stated[1]
         names = self.stated_timeout_names
         return names.get(queue or "") or names.get("") or TIMEOUT_NAME
 
-    def timeout_words(self, queue: str | None) -> str | None:
+    def timeout_words(self, queue: str | None, service: str | None = None) -> str | None:
         """`visibility timeout 30 s`, `max.poll.interval.ms 30 s` (as the logs stating it name it),
         `inferred visibility timeout 50.879 s` (no configuration nor log states it: an estimate
         from redelivery gaps), None when unknown."""
-        found = self.timeout_source(queue)
+        found = self.timeout_source(queue, service)
         if found is None:
             return None
-        return f"{'inferred ' if found[1] == 'inferred' else ''}{self._timeout_name(queue, found)} {found[0]:g} s"
+        return f"{'inferred ' if found[1] == 'inferred' else ''}{self._timeout_name(queue, found, service)} {found[0]:g} s"
 
     @cached_property
     def action_queue(self) -> dict[int, str]:

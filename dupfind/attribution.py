@@ -237,8 +237,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     if batch is not None and not first["failed"] and later_entry >= batch["inv_end"]:
         return _batch_retried(ctx, action_id, first, later, batch, gap, base_rids, notes)
 
-    queue = ctx.action_queue.get(action_id)
-    timeout = ctx.timeout_for(queue)
+    found = ctx.action_timeout(action_id)
+    timeout = found[0] if found else None
     expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"] or ctx.worker_lease_expiry(
         first["worker_id"], first["start"], first["end"], later_entry)
     near_timeout = timeout is not None and abs(gap - timeout) <= max(2.0, 0.25 * timeout)
@@ -269,7 +269,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         earlier, again = two_runs(first["attempt"], later["attempt"])
         detail = f"{again} started {gap:.1f} s after {earlier} {where}"
         if timeout is not None:
-            detail += f" ({ctx.timeout_words(queue)})"
+            detail += f" ({ctx.action_timeout_words(action_id)})"
         if unsent and not expiry and not near_timeout:
             # Neither run names a message or logs a receive: a queue whose ids the logs leave out
             # (Lambda's), or none (a scheduler in each replica), which no lease explains.
@@ -397,9 +397,9 @@ def _batch_retried(
         + "; report the failed messages alone (partial batch response: batchItemFailures)"
     )
     figures = {"gap_s": round(gap, 3), "batch_messages": float(others + 1)}
-    timeout = ctx.timeout_for(ctx.action_queue.get(action_id))
-    if timeout is not None:
-        figures["timeout_s"] = timeout
+    found = ctx.action_timeout(action_id)
+    if found is not None:
+        figures["timeout_s"] = found[0]
     confidence = "certain" if first["completed"] else "likely"
     return Attribution("batch_retry", confidence, detail, [fail_rid, *base_rids], notes, figures)
 

@@ -41,9 +41,9 @@ class _Story:
         killed = ctx.exec_killed.filter(pl.col("exec_id").is_in(list(labels)))
         self.killed = dict(killed.select("exec_id", "kill_ts").rows())
         self.notes: dict[int, list[str]] = defaultdict(list)
-        found = ctx.timeout_source(ctx.action_queue.get(action_id))
+        found = ctx.action_timeout(action_id)
         self.timeout, self.timeout_inferred = (found[0], found[1] == "inferred") if found else (None, False)
-        self.timeout_name = ctx.timeout_name(ctx.action_queue.get(action_id))
+        self.timeout_name = ctx.action_timeout_name(action_id)
 
     def note(self, rid: int | None, text: str) -> None:
         if rid is not None and text not in self.notes[rid]:

@@ -99,3 +99,28 @@ def test_two_tasks_of_one_service_for_one_event_are_two_actions(tmp_path):
     first, crm, unnamed = executions["action_id"].to_list()
     assert first == unnamed != crm
     assert not [f for f in report.findings if f.rule in ("DF101", "DF102")]
+
+
+def test_a_duplicates_timeout_is_the_one_its_own_service_states(tmp_path):
+    """Two consumer groups of one topic state their own max.poll.interval.ms (the notifier 30 s, the
+    search indexer 300 s): the notifier's duplicate is worded with the notifier's, however often the
+    indexer states its own (kafka-fanout-rebalance-duplicate, the indexer's statement said 4 times
+    more in each of its pods)."""
+    import shutil
+
+    from conftest import FIXTURES
+
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "scenarios" / "kafka-fanout-rebalance-duplicate" / "logs", logs)
+    for path in logs.glob("search-indexer-*.log"):
+        lines = path.read_text().splitlines()
+        started = json.loads(lines[0])
+        assert started["max_poll_interval_ms"] == 300000
+        again = [json.dumps({**started, "ts": started["ts"][:-4] + f"{500 + n:03d}Z", "msg": "consumer config"})
+                 for n in range(4)]
+        path.write_text("\n".join([lines[0], *again, *lines[1:]]) + "\n")
+    report = analyze_logs(logs)
+    (duplicate,) = [f for f in report.findings if f.rule == "DF101" and f.harmful]
+    assert duplicate.cause == "lease_expired" and duplicate.figures["timeout_s"] == 30.0
+    assert "(max.poll.interval.ms 30 s)" in duplicate.cause_detail
+    assert report.context.stated_timeouts["order-events"] == 300.0  # the topic's, over both groups

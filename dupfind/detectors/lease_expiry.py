@@ -52,8 +52,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     findings: list[Finding] = []
     for first in actions.iter_rows(named=True):
         action_id, exec_ids = first["action_id"], first["exec_ids"]
-        queue = ctx.action_queue.get(action_id)
-        timeout = ctx.timeout_for(queue)
+        found = ctx.action_timeout(action_id)
+        timeout = found[0] if found else None
         gap = first["gap_s"]
         near = timeout is not None and abs(gap - timeout) <= max(1.0, tolerance * timeout)
         expiry_rids = expiry_rids_of.get(action_id) or ctx.worker_lease_expiry(
@@ -62,7 +62,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         earlier, again = two_runs(first["attempt_a"], first["attempt_b"])
         summary = f"{again} started {gap:.1f} s after {earlier} while it was still running (overlap {first['overlap_s']:.2f} s)"
         if timeout is not None:
-            summary += f"; {ctx.timeout_words(queue)}"
+            summary += f"; {ctx.action_timeout_words(action_id)}"
         guarded = bool(first["all_guarded"])
         if guarded:
             summary += "; the redelivery was stopped by a guard"
