@@ -676,6 +676,7 @@ def _next_commands(args, work: Path, logs: Path, child_env: dict, out_dir: Path,
         if cache is not None:
             shutil.rmtree(scratch)
             shutil.copytree(cache, scratch)
+            os.sync()  # the copy's dirty pages written back before the run, not during it
         res = run([sys.executable, DUPFIND_CHILD, *argv], cwd=work, timeout=args.timeout,
                   env=dict(child_env, DUPFIND_CACHE_DIR=str(scratch)), stdout_path=out_dir / "next.out")
         shutil.rmtree(scratch, ignore_errors=True)
