@@ -433,8 +433,12 @@ def _killed(
     if stop_ts is not None and entry > stop_ts:
         figures["taken_after_stop_s"] = round((entry - stop_ts).total_seconds(), 3)
         detail += f"; it had taken this job {figures['taken_after_stop_s']:.1f} s after the stop signal"
-    detail += (", with the job in flight after the side effect and before the ack; the message came back"
-               + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
+    # How soon it came back tells how: at once, a broker's requeue of a dead connection's
+    # messages; after a while, a lease (a visibility timeout, a stale lock) that ran out.
+    back = ((later["entry_ts"] or later["start"]) - kill["kill_ts"]).total_seconds()
+    figures["requeued_after_s"] = round(back, 3)
+    detail += (", with the job in flight after the side effect and before the ack; the message came back "
+               + f"{_seconds(back)} later" + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
     notes[kill_rid] = (
         "stop signal; nothing logged after it" if kill["inferred"]
         else "worker crashed with this job in flight" if crash is not None else "worker ended with this job in flight"

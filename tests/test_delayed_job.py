@@ -6,6 +6,7 @@ of a Delayed::Job without ActiveJob, in the shapes its worker writes them."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -69,11 +70,16 @@ def test_a_worker_killed_after_its_email_is_the_cause_and_its_exiting_line_the_e
     assert set(duplicated) == {a["ids"]["job_id"][0] for a in truth["actions"] if a["duplicated"]} == set(kills)
     for job_id, finding in duplicated.items():
         kill = kills[job_id]
+        exiting = kill["exiting_line"]
         # No log holds the SIGKILL: the worker went silent after its stop signal.
         assert (finding.cause, finding.confidence) == ("worker_killed", "likely"), finding.cause_detail
         assert finding.cause_detail.startswith(f"{kill['process']} went silent after its stop signal")
-        assert f"came back on {kill['rerun_process']}" in finding.cause_detail
-        exiting = kill["exiting_line"]
+        # on the new release's worker, once the dead worker's lock was older than max_run_time
+        # (15 s): from its stop signal, the last line, to the rerun's RUNNING
+        assert f"later on {kill['rerun_process']}" in finding.cause_detail
+        back = datetime.fromisoformat(kill["rerun_running_line"]["ts"]) - datetime.fromisoformat(exiting["ts"])
+        assert finding.figures["requeued_after_s"] == pytest.approx(back.total_seconds(), abs=0.001)
+        assert kill["rerun_lock_age_s"] >= 15.0
         assert any(ev.source.endswith(exiting["file"]) and ev.line == exiting["line"] and ev.kind == "stop_signal"
                    for ev in finding.evidence)
     # Each killed worker held one job in flight, its e-mail sent; its grace (3 s) cut it short.
