@@ -464,7 +464,31 @@ class AnalysisContext:
             if near.height:
                 after = (self.rows(near["rid"].to_list())["ts"] - near["kill_ts"]).dt.total_microseconds() / 1e6
                 handed_back = near.filter(after.is_between(-self.skew_s, KILL_HANDBACK_S))["rid"].to_list()
+        if gaps.height and self.connection_drops[0]:
+            handed_back += self._requeued_on_a_drop(gaps.filter(~pl.col("rid").is_in(handed_back)))
         return gaps.with_columns(after_kill=pl.col("rid").is_in(handed_back))
+
+    def _requeued_on_a_drop(self, gaps: pl.DataFrame) -> list[int]:
+        """The rids of deliveries a broker made right after it logged a consumer's connection ending
+        without a close (connection_drops), of messages whose previous run was unfinished and
+        silent from then on: a requeue of what a killed consumer held, no lease that ran out."""
+        times, _ = self.connection_drops
+        prev = self.executions.select(
+            pl.col("exec_id").alias("prev_exec_id"), "worker_id", "work_pid", "completed",
+            pl.coalesce("work_end", "end").alias("stopped"),
+        )
+        rows = gaps.select("rid", "prev_exec_id").join(prev, on="prev_exec_id").filter(~pl.col("completed"))
+        if rows.height == 0:
+            return []
+        rows = rows.with_columns(ts=self.rows(rows["rid"].to_list())["ts"])
+        skew, handback = timedelta(seconds=self.skew_s), timedelta(seconds=KILL_HANDBACK_S)
+        found = []
+        for row in rows.iter_rows(named=True):
+            at = bisect.bisect_left(times, max(row["stopped"] - skew, row["ts"] - handback))
+            if at < len(times) and times[at] <= row["ts"] + skew \
+                    and self.silent_after(row["worker_id"], row["work_pid"], times[at]):
+                found.append(row["rid"])
+        return found
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:

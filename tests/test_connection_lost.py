@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import FIXTURES
 from truth_compare import analyze_logs
@@ -78,3 +79,37 @@ def test_the_guarded_control_stays_quiet(tmp_path, left_out):
     report = analyze_logs(_without(CONTROL, tmp_path, *left_out))
     assert report.verdict == "no_harmful_duplicates"
     assert not _harmful(report)
+
+
+NODE_KILLED = FIXTURES / "real" / "celery_rabbitmq_node_sigkill_no_deploy_log"
+NODE_KILLED_CONTROL = FIXTURES / "real" / "celery_rabbitmq_node_sigkill_no_deploy_log_guarded_control"
+
+
+def test_a_whole_celery_node_killed_with_no_log_of_it_is_told_by_rabbitmq():
+    """The recording: worker1 (main process and pool) SIGKILLed, nothing logged of it but RabbitMQ's
+    `closing AMQP connection` / `client unexpectedly closed TCP connection` of its connections; the
+    tasks it had sent and not acked came back on worker2 at once."""
+    report = analyze_logs(NODE_KILLED / "logs")
+    truth = json.loads((NODE_KILLED / "truth.json").read_text())
+    (kill,) = truth["node_kills"]
+    found = _harmful(report)
+    assert set(found) == set(kill["requeued_after_provider_request"]) == {
+        a["ids"]["job_id"][0] for a in truth["actions"] if a["duplicated"]}
+    reasons = {(r["file"], r["reason_line"]) for r in kill["rabbitmq_lines"]}
+    for finding in found.values():
+        assert (finding.cause, finding.confidence) == ("worker_killed", "likely"), finding.cause_detail
+        assert finding.cause_detail.startswith(f"{kill['worker_id']} (process ")
+        (cited,) = [ev for ev in finding.evidence if ev.name == "consumer_connection_lost"]
+        assert (Path(cited.source).name, cited.line) in reasons
+        assert finding.figures["requeued_after_s"] < 0.1  # RabbitMQ requeues a dead connection's messages at once
+    # The requeues are no lease that ran out: nothing is inferred from those gaps.
+    assert report.context.inferred_timeouts == {}
+    assert all(report.context.redelivery_gaps.filter(pl.col("prev_exec_id").is_not_null())["after_kill"])
+
+
+def test_the_same_kill_guarded_is_quiet():
+    report = analyze_logs(NODE_KILLED_CONTROL / "logs")
+    truth = json.loads((NODE_KILLED_CONTROL / "truth.json").read_text())
+    assert report.verdict == "no_harmful_duplicates" and not _harmful(report)
+    guards = [f for f in report.findings if f.rule == "DF106"]
+    assert len(guards) == truth["counters"]["noop_claimed_by_other_worker"] == 3
