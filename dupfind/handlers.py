@@ -73,19 +73,14 @@ def split_by_handler(
     runs = repeated
     for column in present:
         runs = runs.join(_tokens(rows, column), on="exec_id", how="left")
-    # Actions whose runs name more than one value of a part.
-    several = pl.any_horizontal(
-        pl.col(c).explode().drop_nulls().n_unique() > 1 for c in present
-    )
-    candidates = runs.group_by("action_id").agg(several.alias("several")).filter("several").select("action_id")
-    runs = runs.join(candidates, on="action_id", how="semi")
-    if runs.height == 0:
-        return table, actions, executions
-    # The parts that tell the action's handlers apart; a run that names each of them is placed by
-    # them, a run that leaves one out goes with the first handler it agrees with.
+    # The parts that tell an action's handlers apart (its runs name more than one value of it); a
+    # run that names each of them is placed by them, a run that leaves one out goes with the first
+    # handler it agrees with.
     varying = runs.group_by("action_id").agg(
         *[(pl.col(c).explode().drop_nulls().n_unique() > 1).alias(f"varies_{c}") for c in present],
-    )
+    ).filter(pl.any_horizontal(pl.col(f"varies_{c}") for c in present))
+    if varying.height == 0:
+        return table, actions, executions
     runs = runs.join(varying, on="action_id").with_columns(
         complete=pl.all_horizontal(~pl.col(f"varies_{c}") | pl.col(c).is_not_null() for c in present),
     )
