@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import cached_property
 
@@ -464,31 +464,7 @@ class AnalysisContext:
             if near.height:
                 after = (self.rows(near["rid"].to_list())["ts"] - near["kill_ts"]).dt.total_microseconds() / 1e6
                 handed_back = near.filter(after.is_between(-self.skew_s, KILL_HANDBACK_S))["rid"].to_list()
-        if gaps.height and self.connection_drops[0]:
-            handed_back += self._requeued_on_a_drop(gaps.filter(~pl.col("rid").is_in(handed_back)))
         return gaps.with_columns(after_kill=pl.col("rid").is_in(handed_back))
-
-    def _requeued_on_a_drop(self, gaps: pl.DataFrame) -> list[int]:
-        """The rids of deliveries a broker made right after it logged a consumer's connection ending
-        without a close (connection_drops), of messages whose previous run was unfinished and
-        silent from then on: a requeue of what a killed consumer held, no lease that ran out."""
-        times, _ = self.connection_drops
-        prev = self.executions.select(
-            pl.col("exec_id").alias("prev_exec_id"), "worker_id", "work_pid", "completed",
-            pl.coalesce("work_end", "end").alias("stopped"),
-        )
-        rows = gaps.select("rid", "prev_exec_id").join(prev, on="prev_exec_id").filter(~pl.col("completed"))
-        if rows.height == 0:
-            return []
-        rows = rows.with_columns(ts=self.rows(rows["rid"].to_list())["ts"])
-        skew, handback = timedelta(seconds=self.skew_s), timedelta(seconds=KILL_HANDBACK_S)
-        found = []
-        for row in rows.iter_rows(named=True):
-            at = bisect.bisect_left(times, max(row["stopped"] - skew, row["ts"] - handback))
-            if at < len(times) and times[at] <= row["ts"] + skew \
-                    and self.silent_after(row["worker_id"], row["work_pid"], times[at]):
-                found.append(row["rid"])
-        return found
 
     @cached_property
     def inferred_timeouts(self) -> dict[str, InferredTimeout]:
@@ -629,8 +605,55 @@ class AnalysisContext:
 
     @cached_property
     def deploys(self) -> DeployModel:
-        """Generations, worker lifetimes, deploy windows, interrupted executions (see deploys.py)."""
-        return build_deploy_model(self.table_with("exit_code", "grace_period_s"), self.executions, self.skew_s)
+        """Generations, worker lifetimes, deploy windows, interrupted executions (see deploys.py),
+        and the runs a consumer's lost connection ended that only the broker's log tells."""
+        model = build_deploy_model(self.table_with("exit_code", "grace_period_s"), self.executions, self.skew_s)
+        if self.connection_drops[0]:
+            told = self._ends_the_broker_told(model.interrupted)
+            if told.height:
+                kept = model.interrupted.join(told.select("exec_id"), on="exec_id", how="anti")
+                model = replace(model, interrupted=pl.concat([kept, told]).sort("kill_ts", "exec_id"))
+        return model
+
+    def _ends_the_broker_told(self, interrupted: pl.DataFrame) -> pl.DataFrame:
+        """Runs no kill or exit in the logs ended, that a broker's log tells: unfinished (no ack,
+        failure or guard), their last record before a consumer's connection ended without a close
+        (connection_drops), their process silent from then on, and one of that process's runs at the
+        drop delivered again right after it (KILL_HANDBACK_S): RabbitMQ requeued what the dead
+        connection held. kill_kind `connection_lost`, inferred; interrupted's columns. A run a later
+        end of its worker seemed to cut (the exit of a process restarted under the worker's name)
+        is told by the drop before it."""
+        times, rids = self.connection_drops
+        skew = timedelta(seconds=self.skew_s)
+        runs = self.executions.filter(~pl.col("completed") & ~pl.col("failed") & ~pl.col("guarded")).select(
+            "exec_id", "action_id", "worker_id", "work_pid", "start", stopped=pl.coalesce("work_end", "end"),
+        ).join(interrupted.select("exec_id", "kill_ts"), on="exec_id", how="left")
+        if runs.height == 0:
+            return interrupted.clear()
+        drops = pl.DataFrame({"drop_ts": times, "drop_rid": rids}, schema={
+            "drop_ts": runs.schema["start"], "drop_rid": interrupted.schema["kill_rid"]})
+        at = runs.with_columns(probe=pl.col("stopped") - skew).sort("probe").join_asof(
+            drops, left_on="probe", right_on="drop_ts", strategy="forward",
+        ).filter(
+            pl.col("drop_ts").is_not_null() & (pl.col("start") <= pl.col("drop_ts") + skew)
+            & (pl.col("kill_ts").is_null() | (pl.col("kill_ts") > pl.col("drop_ts") + skew))
+        )
+        later = self.executions.select("action_id", pl.col("exec_id").alias("later_id"),
+                                       entry=pl.coalesce("entry_ts", "start"))
+        back = at.join(later, on="action_id").filter(
+            (pl.col("later_id") != pl.col("exec_id"))
+            & pl.col("entry").is_between(pl.col("drop_ts") - skew, pl.col("drop_ts") + timedelta(seconds=KILL_HANDBACK_S))
+        )["exec_id"]
+        process = ["worker_id", "work_pid", "drop_ts"]
+        at = at.filter(pl.col("exec_id").is_in(back.implode()).any().over(process)) if back.len() else at.clear()
+        silent = [key for key in at.select(process).unique().rows() if self.silent_after(*key)]
+        if not silent:
+            return interrupted.clear()
+        at = at.join(pl.DataFrame(silent, schema=at.select(process).schema, orient="row"), on=process, nulls_equal=True)
+        return at.select(
+            "exec_id", "worker_id", kill_ts="drop_ts", kill_rid="drop_rid",
+            kill_kind=pl.lit("connection_lost"), inferred=pl.lit(True),
+        ).select(interrupted.columns).cast(interrupted.schema)
 
     @cached_property
     def exec_killed(self) -> pl.DataFrame:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -214,7 +213,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         return Attribution("double_publish", "certain", detail, pub_rids + base_rids, notes, {"publishes": float(count)})
 
     # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
-    # worker went silent after its stop signal): a deploy or crash cause, not a timeout.
+    # worker went silent after its stop signal, or a broker logged its connection dropped): a
+    # deploy or crash cause, not a timeout.
     killed = ctx.exec_killed_rows.get(first["exec_id"])
     if killed is not None and killed["kill_ts"] <= later_entry:
         return _killed(ctx, first, later, killed, base_rids, notes)
@@ -229,7 +229,7 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             fail + base_rids, notes,
         )
 
-    # How the second execution followed the first (for 5 to 8).
+    # How the second execution followed the first (for 5, 6 and 7).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
 
     # 5. The whole batch came back: another message of the first execution's invocation failed it.
@@ -247,20 +247,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     if timeout is not None:
         figures["timeout_s"] = timeout
 
-    # 6. The first run's work stopped unfinished, then a broker logged a consumer's connection
-    # ending without a close (the process killed, its network lost): it requeued the message.
-    if not expiry and not near_timeout and not first["completed"] and not first["failed"]:
-        lost = _connection_lost(ctx, first, later, later_entry, base_rids, notes, figures)
-        if lost is not None:
-            return lost
-
-    # 7. Two deploy generations each received the message while both were consuming.
+    # 6. Two deploy generations each received the message while both were consuming.
     if not expiry and not near_timeout:
         overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
         if overlap is not None:
             return overlap
 
-    # 8. Lease / visibility timeout expiry while the first execution was still running.
+    # 7. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -415,12 +408,22 @@ def _killed(
     how = {
         "worker_killed": "was killed", "worker_exit": "exited", "process_killed": "lost the pool process running it (killed)",
         "worker_gone": "went silent after its stop signal (no exit was logged)",
+        "connection_lost": "stopped logging, and the broker logged its connection ending without a close",
     }.get(kill["kill_kind"], kill["kill_kind"])
+    lost = kill["kill_kind"] == "connection_lost"
+    if lost:
+        said = ctx.message_of(kill_rid)
+        stopped = first["work_end"] or first["end"]
+        how += (f" {_seconds((kill['kill_ts'] - stopped).total_seconds())} later" + (f" ({said!r})" if said else "")
+                + ": its process was killed or lost its network, the broker requeuing what it held unacknowledged")
     crash = ctx.crash_exception(kill_rid) if kill["kill_kind"] == "worker_exit" else None
     if crash is not None:
         how = f"crashed on an uncaught {crash}"
-    detail = f"{first['identity']}" + (f" (generation {generation})" if generation else "") + f" {how}"
+    process = f" (process {first['work_pid']})" if lost and first["work_pid"] else ""
+    detail = f"{first['identity']}{process}" + (f" (generation {generation})" if generation else "") + f" {how}"
     figures: dict[str, float] = {}
+    if lost:
+        figures["s_after_last_record"] = round((kill["kill_ts"] - (first["work_end"] or first["end"])).total_seconds(), 3)
     window = model.window_at(kill["kill_ts"])
     if window:
         detail += f" during deploy {window['deploy']}"
@@ -439,8 +442,11 @@ def _killed(
     figures["requeued_after_s"] = round(back, 3)
     detail += (", with the job in flight after the side effect and before the ack; the message came back "
                + f"{_seconds(back)} later" + (f" on {later['identity']}" if later["identity"] != first["identity"] else ""))
+    if lost:
+        detail += " (no kill is in these logs: add the deploy's or the orchestrator's events to confirm)"
     notes[kill_rid] = (
-        "stop signal; nothing logged after it" if kill["inferred"]
+        "the broker saw the consumer's connection drop: its unacked messages requeued" if lost
+        else "stop signal; nothing logged after it" if kill["inferred"]
         else "worker crashed with this job in flight" if crash is not None else "worker ended with this job in flight"
     )
     rids = [kill_rid, *base_rids]
@@ -449,42 +455,6 @@ def _killed(
         rids.insert(0, int(info["stop_rid"]))
     confidence = "likely" if kill["inferred"] else "certain"
     return Attribution("worker_killed", confidence, detail, rids, notes, figures)
-
-
-def _connection_lost(
-    ctx: AnalysisContext, first: dict, later: dict, later_entry, base_rids: list[int], notes: dict, figures: dict,
-) -> Attribution | None:
-    """The broker's own account of a kill its workers' logs do not tell: a consumer's connection
-    ended without a close after the first run's last record and before the message came back,
-    and the first run's process logged nothing after it (a live process whose connection dropped
-    would go on logging its next jobs). Without the kill's record, likely, not certain."""
-    times, rids = ctx.connection_drops
-    if not times:
-        return None
-    skew = timedelta(seconds=ctx.skew_s)
-    stopped = first["work_end"] or first["end"]
-    at = bisect.bisect_left(times, stopped - skew)
-    if at >= len(times) or times[at] > later_entry + skew:
-        return None
-    drop_ts, drop_rid = times[at], int(rids[at])
-    if not ctx.silent_after(first["worker_id"], first["work_pid"], drop_ts):
-        return None
-    said = ctx.message_of(drop_rid)
-    after = (drop_ts - stopped).total_seconds()
-    back = (later_entry - drop_ts).total_seconds()
-    process = f" (process {first['work_pid']})" if first["work_pid"] else ""
-    detail = (
-        f"{first['identity']}{process} stopped logging with the job in flight after the side effect and before "
-        f"the ack, and {_seconds(after)} later the broker logged a client's connection ending without a close"
-        + (f" ({said!r})" if said else "")
-        + ": its process was killed or lost its network, and the broker requeued what it held unacknowledged; "
-        + f"the message came back {_seconds(back)} later"
-        + (f" on {later['identity']}" if later["identity"] != first["identity"] else "")
-        + " (no kill is in these logs: add the deploy's or the orchestrator's events to confirm)"
-    )
-    notes[drop_rid] = "the broker saw the consumer's connection drop: its unacked messages requeued"
-    return Attribution("worker_killed", "likely", detail, [drop_rid, *base_rids], notes,
-                       {**figures, "s_after_last_record": round(after, 3), "requeued_after_s": round(back, 3)})
 
 
 def _seconds(value: float) -> str:

@@ -113,3 +113,17 @@ def test_the_same_kill_guarded_is_quiet():
     assert report.verdict == "no_harmful_duplicates" and not _harmful(report)
     guards = [f for f in report.findings if f.rule == "DF106"]
     assert len(guards) == truth["counters"]["noop_claimed_by_other_worker"] == 3
+
+
+@pytest.mark.parametrize("folder", [NODE_KILLED, NODE_KILLED_CONTROL], ids=lambda p: p.name)
+def test_the_runs_the_dropped_connection_held_are_cut_short(folder):
+    """DF203 from the broker's log alone: the node's runs in flight at its dropped connection, each
+    delivered again (the truth's requeued jobs), those past their send counted."""
+    report = analyze_logs(folder / "logs")
+    (kill,) = json.loads((folder / "truth.json").read_text())["node_kills"]
+    (cut,) = [f for f in report.findings if f.rule == "DF203"]
+    assert cut.ids["worker_id"] == [kill["worker_id"]] and cut.confidence == "likely"
+    assert cut.figures["end"] == "connection_lost"
+    assert set(cut.ids["job_id"]) == set(kill["requeued_jobs"])
+    assert cut.figures["in_flight"] == len(kill["requeued_jobs"])
+    assert cut.figures["side_effect_done"] == len(kill["requeued_after_provider_request"])

@@ -13,6 +13,7 @@ from dupfind.rules_registry import Rule, detector
 from dupfind.timefmt import iso, iso_us
 
 KILL_WORDS = {"worker_killed": "killed", "worker_exit": "exited", "worker_gone": "went silent (no exit logged)",
+              "connection_lost": "went silent, its broker connection dropped (no kill logged)",
               "process_killed": "lost a pool process (killed)"}
 
 
@@ -77,7 +78,8 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         }
         notes = {
             int(kill_rid): ("worker crashed" if crash is not None else f"worker {how}") if not row["inferred"]
-            else "stop signal; the worker logged nothing after"
+            else "the broker saw the consumer's connection drop; the worker logged nothing after"
+            if row["kill_kind"] == "connection_lost" else "stop signal; the worker logged nothing after"
         }
         ctx.attach_evidence(finding, [int(kill_rid)], notes, executions=exec_ids,
                             kinds=("receive", "start", "side_effect", "side_effect_result"))
