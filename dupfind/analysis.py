@@ -744,6 +744,9 @@ class AnalysisContext:
         names = self.present_columns("rid", "ts", "kind", "name")
         if "name" not in names:
             return [], []
+        named = self.columns("name")["name"]
+        if isinstance(named.dtype, pl.Categorical) and not named.dtype.categories.to_series().eq(CONNECTION_LOST).any():
+            return [], []  # no record so named (the label pool holds every name): no scan of the rows
         frame = self.columns(*names).filter(
             (pl.col("kind") == "other") & pl.col("ts").is_not_null() & (pl.col("name").cast(pl.String) == CONNECTION_LOST)
         ).sort("ts", "rid")
