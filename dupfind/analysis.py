@@ -739,8 +739,8 @@ class AnalysisContext:
     def connection_drops(self) -> tuple[list, list[int]]:
         """Times and rids, in time order, of a broker logging a client's connection ended without
         a close (RabbitMQ's `client unexpectedly closed TCP connection`, `missed heartbeats from
-        client`): what that consumer held unacknowledged was requeued then. Asked only for a
-        duplicate nothing else explains."""
+        client`): what that consumer held unacknowledged was requeued then (the deploy model reads
+        them as the ends of the runs they cut: _ends_the_broker_told)."""
         names = self.present_columns("rid", "ts", "kind", "name")
         if "name" not in names:
             return [], []
