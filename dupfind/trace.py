@@ -200,12 +200,14 @@ def _exec_labels(execs: pl.DataFrame) -> dict[int, str]:
 
 
 def _execution_summary(ctx: AnalysisContext, execs: pl.DataFrame, labels: dict[int, str]) -> list[dict[str, Any]]:
-    killed = set(ctx.exec_killed["exec_id"].to_list()) & set(labels)
+    ends = ctx.exec_killed.filter(pl.col("exec_id").is_in(list(labels)))
+    killed = dict(ends.select("exec_id", "kill_kind").rows())
     effects = ctx.side_effects.filter(pl.col("exec_id").is_in(list(labels))) if ctx.side_effects.height else None
     summary = []
     for row in execs.iter_rows(named=True):
         if row["exec_id"] in killed:
-            outcome = "worker killed"
+            # A connection the broker saw end without a close, no kill logged.
+            outcome = "connection lost" if killed[row["exec_id"]] == "connection_lost" else "worker killed"
         elif row["guarded"]:
             outcome = "stopped by a guard"
         elif row["failed"] and not row["completed"]:

@@ -40,6 +40,7 @@ class _Story:
         self.labels = labels
         killed = ctx.exec_killed.filter(pl.col("exec_id").is_in(list(labels)))
         self.killed = dict(killed.select("exec_id", "kill_ts").rows())
+        self.connection_lost = set(killed.filter(pl.col("kill_kind") == "connection_lost")["exec_id"].to_list())
         self.notes: dict[int, list[str]] = defaultdict(list)
         found = ctx.action_timeout(action_id)
         self.timeout, self.timeout_inferred = (found[0], found[1] == "inferred") if found else (None, False)
@@ -94,6 +95,8 @@ def _entries(story: _Story) -> None:
             # Certain only if the later run began clearly (beyond the clock skew) before the earlier one's last record.
             if pair["cross_host"] and _secs(pair["end_a"], entered) < story.ctx.skew_s:
                 text += "; within the clock-skew tolerance of its last record, so only possibly"
+        elif exec_a in story.connection_lost:
+            text = f"{lb} {verb} {gap:.1f} s after {la}, whose consumer's connection the broker lost with it in flight"
         elif exec_a in story.killed:
             text = f"{lb} {verb} {gap:.1f} s after {la}, whose worker was killed with it in flight"
         elif pair["failed_a"]:
@@ -191,8 +194,10 @@ def _lease_after_end(story: _Story, row: dict) -> None:
 def _worker_ends(story: _Story) -> None:
     """Kills with a job of this action in flight; stop signals around its runs."""
     kills = story.ctx.exec_killed.filter(pl.col("exec_id").is_in(list(story.labels)))
-    for exec_id, rid in kills.select("exec_id", "kill_rid").rows():
-        story.note(int(rid), f"worker killed with this job in flight ({story.labels[exec_id]} never acked)")
+    for exec_id, rid, kind in kills.select("exec_id", "kill_rid", "kill_kind").rows():
+        never = f"{story.labels[exec_id]} never acked"
+        story.note(int(rid), f"the broker lost the consumer's connection with this job in flight (no kill logged; {never})"
+                   if kind == "connection_lost" else f"worker killed with this job in flight ({never})")
     stops = story.of_kind("stop_signal")
     for row in stops.iter_rows(named=True):
         for exec_id, ex in story.execs.items():

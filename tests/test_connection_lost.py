@@ -127,3 +127,12 @@ def test_the_runs_the_dropped_connection_held_are_cut_short(folder):
     assert set(cut.ids["job_id"]) == set(kill["requeued_jobs"])
     assert cut.figures["in_flight"] == len(kill["requeued_jobs"])
     assert cut.figures["side_effect_done"] == len(kill["requeued_after_provider_request"])
+
+
+def test_the_trace_says_the_broker_lost_the_connection_not_that_a_kill_was_logged(cli):
+    job = json.loads((NODE_KILLED / "truth.json").read_text())["node_kills"][0]["requeued_after_provider_request"][0]
+    done = cli("trace", job, str(NODE_KILLED / "logs"), "--no-cache")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.decode().split())
+    assert "attempt 1: worker1@rec" in text and ", connection lost," in text and "worker killed" not in text
+    assert "the broker lost the consumer's connection with this job in flight (no kill logged; attempt 1 never acked)" in text
