@@ -15,12 +15,12 @@ _PARTS = ("service", "job_type")
 
 
 def _tokens(rows: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Per run, the distinct values of a part it logged (a job type by its last name)."""
-    values = pl.col(column)
-    if column == "job_type":
-        values = values.str.replace(_QUALIFIER, "").str.to_lowercase().str.replace_all(_SEPARATORS, "")
+    """Per run, the distinct values of a part it logged (a job type by its last name), compared
+    lower case without separators, and as logged (`<column>_shown`) to name the handler."""
+    shown = pl.col(column).str.replace(_QUALIFIER, "") if column == "job_type" else pl.col(column)
+    values = shown.str.to_lowercase().str.replace_all(_SEPARATORS, "") if column == "job_type" else shown
     return rows.filter(pl.col(column).is_not_null()).group_by("exec_id").agg(
-        values.unique().sort().alias(column),
+        values.unique().sort().alias(column), shown.unique().sort().alias(f"{column}_shown"),
     )
 
 
@@ -95,7 +95,8 @@ def split_by_handler(
     # Handlers in the order they first ran; the first keeps the action id.
     order = (
         groups.group_by("action_id", "label").agg(
-            pl.col("start").min(), *[pl.col(c).explode().drop_nulls().unique().sort() for c in present],
+            pl.col("start").min(),
+            *[pl.col(name).explode().drop_nulls().unique().sort() for c in present for name in (c, f"{c}_shown")],
         )
         .sort("action_id", "start", "label").with_columns(rank=pl.int_range(pl.len()).over("action_id"))
         .filter(pl.len().over("action_id") > 1)
@@ -109,7 +110,7 @@ def split_by_handler(
         placed = agreeing.sort("rank").group_by("exec_id", maintain_order=True).first().select("exec_id", "label")
         groups = pl.concat([groups.select("exec_id", "action_id", "label"),
                             rest.select("exec_id", "action_id").join(placed, on="exec_id")])
-    words = [pl.col(c).list.join("+") for c in present]
+    words = [pl.col(f"{c}_shown").list.join("+") for c in present]
     order = order.with_columns(handler=pl.concat_str(words, separator="/", ignore_nulls=True))
     first_id = int(actions["action_id"].max()) + 1
     moved = order.filter(pl.col("rank") > 0).with_row_index("n").with_columns(

@@ -124,3 +124,14 @@ def test_a_duplicates_timeout_is_the_one_its_own_service_states(tmp_path):
     assert duplicate.cause == "lease_expired" and duplicate.figures["timeout_s"] == 30.0
     assert "(max.poll.interval.ms 30 s)" in duplicate.cause_detail
     assert report.context.stated_timeouts["order-events"] == 300.0  # the topic's, over both groups
+
+
+def test_a_trace_of_a_fanned_out_event_names_each_consumer(cli):
+    """`trace EVENT` finds one action a consumer, each saying which it is."""
+    logs = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios" / "kafka-fanout-two-services-control" / "logs"
+    line = next(json.loads(x) for x in (logs / "notifier-6f7d9c8b5-k2x4p.log").read_text().splitlines() if '"event_id"' in x)
+    done = cli("trace", line["event_id"], str(logs), "--no-cache", "--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode()
+    assert text.count("- Handler: ") == 2
+    assert "`notifier/SendOrderConfirmation`" in text and "`search-indexer/IndexOrder`" in text

@@ -62,6 +62,12 @@ def _runs(trace: ActionTrace) -> list[str]:
     ]
 
 
+def _handler(trace: ActionTrace) -> str | None:
+    """The consumer an action split from a fan-out is (dupfind.handlers): `<service>/<job type>`."""
+    _, marker, handler = trace.identity.rpartition(" handler=")
+    return handler if marker else None
+
+
 # --- terminal ---------------------------------------------------------------------------------
 
 def _header(trace: ActionTrace) -> Table:
@@ -72,6 +78,8 @@ def _header(trace: ActionTrace) -> Table:
         f = trace.finding
         grid.add_row("finding", safe_text(f"{f.rule} {f.name} [{f.severity}] {f.fingerprint}: {f.summary}"))
     grid.add_row("found by", safe_text(", ".join(trace.matched)))
+    if (handler := _handler(trace)) is not None:
+        grid.add_row("handler", safe_text(f"{handler} (one consumer of an event others handle too)"))
     if trace.ids:
         grid.add_row("ids", safe_text(_ids_line(trace), limit=600))
     grid.add_row("span", Text(_span_line(trace)))
@@ -212,6 +220,8 @@ def trace_markdown_block(trace: ActionTrace, limit: int | None = None, heading: 
         lines += [f"{heading} {f.rule} {md(f.name)} `{f.fingerprint}`", "", md(f.summary, None), ""]
     if trace.finding is None:
         lines.append(f"- Found by: {', '.join(code(m) for m in trace.matched) or '-'}")
+    if (handler := _handler(trace)) is not None:
+        lines.append(f"- Handler: {code(handler, 80)} (one consumer of an event others handle too)")
     if trace.ids:
         ids = "; ".join(f"{k}: {', '.join(code(v) for v in vals[:4])}" for k, vals in trace.ids.items())
         lines.append(f"- Ids: {ids}")
