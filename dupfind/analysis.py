@@ -283,9 +283,15 @@ class AnalysisContext:
     def counted_actions(self) -> int:
         """Actions the summary counts: all but those whose every record another format of its file
         tells again (a Sidekiq jid's `start` / `done` beside ActiveJob's lines of its job id)."""
+        return self.actions.height - self.told_again_among()
+
+    def told_again_among(self, ids: pl.Series | None = None) -> int:
+        """How many of these actions (all, without `ids`) the summary does not count (counted_actions)."""
         actions = self.actions
-        told = int(actions["told_again"].sum()) if "told_again" in actions.columns else 0
-        return actions.height - told
+        if "told_again" not in actions.columns or not actions["told_again"].any():
+            return 0
+        told = actions.filter("told_again")
+        return told.height if ids is None else told.filter(pl.col("action_id").is_in(ids.implode())).height
 
     @property
     def warnings(self) -> list[GlueWarning]:

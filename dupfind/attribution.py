@@ -411,19 +411,18 @@ def _killed(
         "connection_lost": "stopped logging, and the broker logged its connection ending without a close",
     }.get(kill["kill_kind"], kill["kill_kind"])
     lost = kill["kill_kind"] == "connection_lost"
+    figures: dict[str, float] = {}
     if lost:
         said = ctx.message_of(kill_rid)
-        stopped = first["work_end"] or first["end"]
-        how += (f" {_seconds((kill['kill_ts'] - stopped).total_seconds())} later" + (f" ({said!r})" if said else "")
+        silent = (kill["kill_ts"] - (first["work_end"] or first["end"])).total_seconds()
+        figures["s_after_last_record"] = round(silent, 3)
+        how += (f" {_seconds(silent)} later" + (f" ({said!r})" if said else "")
                 + ": its process was killed or lost its network, the broker requeuing what it held unacknowledged")
     crash = ctx.crash_exception(kill_rid) if kill["kill_kind"] == "worker_exit" else None
     if crash is not None:
         how = f"crashed on an uncaught {crash}"
     process = f" (process {first['work_pid']})" if lost and first["work_pid"] else ""
     detail = f"{first['identity']}{process}" + (f" (generation {generation})" if generation else "") + f" {how}"
-    figures: dict[str, float] = {}
-    if lost:
-        figures["s_after_last_record"] = round((kill["kill_ts"] - (first["work_end"] or first["end"])).total_seconds(), 3)
     window = model.window_at(kill["kill_ts"])
     if window:
         detail += f" during deploy {window['deploy']}"

@@ -217,7 +217,7 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
     return WindowPart(
         findings=findings,
         records=held.height,
-        actions=owned.len() - _told_again(ctx, owned),
+        actions=owned.len() - ctx.told_again_among(owned),
         executions=executions.height,
         workers=set(executions["worker_id"].unique().to_list()),
         deployments=set(held["deployment_id"].unique().to_list()),
@@ -232,14 +232,6 @@ def window_part(report: AnalysisReport, window: Window, owned: pl.Series, action
         exec_ids=int(ctx.executions["exec_id"].max() or 0) + 1 if ctx.executions.height else 0,
         copies=report.inputs.copies,
     )
-
-
-def _told_again(ctx, owned: pl.Series) -> int:
-    """The window's actions that the summary does not count (AnalysisContext.counted_actions)."""
-    actions = ctx.actions
-    if "told_again" not in actions.columns or not actions["told_again"].any():
-        return 0
-    return actions.filter(pl.col("told_again") & pl.col("action_id").is_in(owned.implode())).height
 
 
 def _held(times: pl.Series, window: Window) -> pl.Series:
