@@ -174,29 +174,23 @@ def id_column_names(config: Config) -> tuple[str, ...]:
     return (*ID_COLUMNS, *config.link_keys, *config.business_keys)
 
 
-def stated_timeouts(stated: pl.DataFrame) -> dict[str, float]:
-    """Visibility timeouts stated in the logs (per queue; '' = any queue), from the records that
-    state one (`queue`, `visibility_timeout_s`): the median of each queue's."""
-    found: dict[str, float] = {}
-    if stated.height:
-        per_queue = stated.group_by(pl.col("queue").fill_null("")).agg(pl.col("visibility_timeout_s").median()).sort("queue")
-        for queue, value in per_queue.rows():
-            found[queue] = float(value)
-        found.setdefault("", float(stated["visibility_timeout_s"].median()))
-    return found
-
-
-def stated_timeout_names(stated: pl.DataFrame) -> dict[str, str]:
-    """What each queue's stated timeout is called where it is stated (`max.poll.interval.ms`, `ack
-    deadline`; '' = any queue): the name most of its statements give."""
-    if not stated.height or "timeout_name" not in stated.columns:
+def stated_timeouts(stated: pl.DataFrame, *by: str) -> dict[tuple, tuple[float, str]]:
+    """Timeouts stated in the logs, from the records that state one (`queue`,
+    `visibility_timeout_s`, `timeout_name` and the `by` columns), per queue and `by` ('' = any
+    queue: all of them): the median of each one's statements, and the name most of them give
+    (`max.poll.interval.ms`, `ack deadline`; the first by name of those tied, `visibility timeout`
+    where none is given)."""
+    if not stated.height:
         return {}
-    named = stated.with_columns(pl.col("queue").fill_null(""), pl.col("timeout_name").fill_null(TIMEOUT_NAME))
-    found: dict[str, str] = {}
-    for group in (named, named.with_columns(queue=pl.lit(""))):
-        counted = group.group_by("queue", "timeout_name").len().sort("queue", "len", "timeout_name", descending=[False, True, False])
-        for queue, name, _ in counted.rows():
-            found.setdefault(queue, name)
+    name = pl.col("timeout_name") if "timeout_name" in stated.columns else pl.lit(None, dtype=pl.String)
+    stated = stated.with_columns(pl.col("queue").fill_null(""), name.fill_null(TIMEOUT_NAME).alias("timeout_name"))
+    found: dict[tuple, tuple[float, str]] = {}
+    for group in (stated, stated.with_columns(queue=pl.lit(""))):
+        per = group.group_by("queue", *by).agg(
+            pl.col("visibility_timeout_s").median(), pl.col("timeout_name").mode().sort().first(),
+        ).sort("queue", *by)
+        for *key, value, named in per.rows():
+            found.setdefault(tuple(key), (float(value), named))
     return found
 
 
@@ -380,36 +374,28 @@ class AnalysisContext:
         return as_strings(self.columns(*names).filter(pl.col("visibility_timeout_s").is_not_null()))
 
     @cached_property
+    def queue_timeouts(self) -> dict[tuple, tuple[float, str]]:
+        """Timeouts stated in the logs per queue ('' = any queue): (median, name) by (queue,)."""
+        return stated_timeouts(self.timeout_statements)
+
+    @cached_property
     def stated_timeouts(self) -> dict[str, float]:
         """Visibility timeouts stated in the logs (per queue; '' = any queue)."""
-        return stated_timeouts(self.timeout_statements)
+        return {queue: value for (queue,), (value, _) in self.queue_timeouts.items()}
 
     @cached_property
     def stated_timeout_names(self) -> dict[str, str]:
         """What the logs call each queue's stated timeout (per queue; '' = any queue)."""
-        return stated_timeout_names(self.timeout_statements)
+        return {queue: name for (queue,), (_, name) in self.queue_timeouts.items()}
 
     @cached_property
-    def service_timeouts(self) -> dict[tuple[str, str], tuple[float, str]]:
+    def service_timeouts(self) -> dict[tuple, tuple[float, str]]:
         """Timeouts stated per queue and service ('' = any queue): two consumer groups of one topic
-        state their own (a notifier's max.poll.interval.ms of 30 s, an indexer's 300 s). The median
-        of each's statements and the name most of them give."""
+        state their own (a notifier's max.poll.interval.ms of 30 s, an indexer's 300 s)."""
         stated = self.timeout_statements
-        if not stated.height or "service" not in stated.columns:
+        if "service" not in stated.columns:
             return {}
-        stated = stated.filter(pl.col("service").is_not_null()).with_columns(
-            pl.col("queue").fill_null(""),
-            (pl.col("timeout_name") if "timeout_name" in stated.columns else pl.lit(None, dtype=pl.String))
-            .fill_null(TIMEOUT_NAME).alias("timeout_name"),
-        )
-        found: dict[tuple[str, str], tuple[float, str]] = {}
-        for group in (stated, stated.with_columns(queue=pl.lit(""))):
-            per = group.group_by("queue", "service").agg(
-                pl.col("visibility_timeout_s").median(), pl.col("timeout_name").mode().sort().first(),
-            )
-            for queue, service, value, name in per.rows():
-                found.setdefault((queue, service), (float(value), name))
-        return found
+        return stated_timeouts(stated.filter(pl.col("service").is_not_null()), "service")
 
     @cached_property
     def action_service(self) -> dict[int, str]:

@@ -306,6 +306,7 @@ class TimeoutFacts:
     lease_extensions: dict[str, int]
 
     # Worked out from those exactly as an AnalysisContext works them out.
+    queue_timeouts = AnalysisContext.queue_timeouts
     stated_timeouts = AnalysisContext.stated_timeouts
     known_timeouts = AnalysisContext.known_timeouts
     inferred_timeouts = AnalysisContext.inferred_timeouts
