@@ -11,6 +11,7 @@ from dupfind import schema
 from dupfind.analysis import AnalysisContext
 from dupfind.findings import two_runs
 from dupfind.locks import longest_overlap
+from dupfind.record_ids import record_of, two_groups
 from dupfind.timefmt import iso
 
 
@@ -164,7 +165,8 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
 
     publishes = [r for r in records if r["kind"] == "publish"]
     published_jobs = {r["job_id"] for r in publishes if r["job_id"] is not None}
-    apart = set(first["job_ids"]).isdisjoint(later["job_ids"])  # no message ran in both
+    # No message ran in both: two consumer groups' messages of one Kafka record are one publish.
+    apart = {record_of(j) for j in first["job_ids"]}.isdisjoint(record_of(j) for j in later["job_ids"])
     published_twice = apart and (len(published_jobs) >= 2 or len(publishes) >= 2)
 
     # 1. Lock overlap: both executions held one lock key during intersecting intervals (the
@@ -212,14 +214,20 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             pub_rids = [*pub_rids[:2], *restart_rids, *pub_rids[2:]]
         return Attribution("double_publish", "certain", detail, pub_rids + base_rids, notes, {"publishes": float(count)})
 
-    # 3. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
+    # 3. Two consumer groups read the record: each reads every record, so no kill, failure or lease
+    # brought it to the other group; a deploy that renamed the group, or one handler in two groups.
+    groups = two_groups(first["job_ids"], later["job_ids"])
+    if groups is not None:
+        return _read_by_two_groups(ctx, first, later, later_entry, groups, base_rids, notes)
+
+    # 4. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
     # worker went silent after its stop signal, or a broker logged its connection dropped): a
     # deploy or crash cause, not a timeout.
     killed = ctx.exec_killed_rows.get(first["exec_id"])
     if killed is not None and killed["kill_ts"] <= later_entry:
         return _killed(ctx, first, later, killed, base_rids, notes)
 
-    # 4. Retry after a partial success: side effect done, then the execution failed.
+    # 5. Retry after a partial success: side effect done, then the execution failed.
     if first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]:
         fail = [r["rid"] for r in records if r["exec_id"] == first["exec_id"] and r["kind"] == "fail"][:1]
         notes.update({r: "failed after the side effect" for r in fail})
@@ -229,10 +237,10 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             fail + base_rids, notes,
         )
 
-    # How the second execution followed the first (for 5, 6 and 7).
+    # How the second execution followed the first (for 6, 7 and 8).
     gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
 
-    # 5. The whole batch came back: another message of the first execution's invocation failed it.
+    # 6. The whole batch came back: another message of the first execution's invocation failed it.
     batch = facts.batches.get(first["exec_id"])
     if batch is not None and not first["failed"] and later_entry >= batch["inv_end"]:
         return _batch_retried(ctx, action_id, first, later, batch, gap, base_rids, notes)
@@ -247,13 +255,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     if timeout is not None:
         figures["timeout_s"] = timeout
 
-    # 6. Two deploy generations each received the message while both were consuming.
+    # 7. Two deploy generations each received the message while both were consuming.
     if not expiry and not near_timeout:
         overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures)
         if overlap is not None:
             return overlap
 
-    # 7. Lease / visibility timeout expiry while the first execution was still running.
+    # 8. Lease / visibility timeout expiry while the first execution was still running.
     if running or expiry or near_timeout:
         evidence = expiry[:1]
         notes.update({r: "lease expired" for r in evidence})
@@ -462,11 +470,34 @@ def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value >= 0.1 else f"{value:.3f} s"
 
 
+def _read_by_two_groups(
+    ctx: AnalysisContext, first: dict, later: dict, later_entry, groups: tuple[str, str, str], base_rids: list[int],
+    notes: dict,
+) -> Attribution:
+    """Two consumer groups each read the record: a deploy overlap where two generations consumed in
+    them (a release that renamed the group), else one handler's consumers in groups of their own."""
+    record, group_a, group_b = groups
+    running = later_entry < first["end"]
+    gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
+    figures = {"gap_s": round(gap, 3)}
+    overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures, groups)
+    if overlap is not None:
+        return overlap
+    return Attribution(
+        "two_consumer_groups", "certain",
+        f"{first['identity']} read record {record} in consumer group {group_a!r} and {later['identity']} in group "
+        f"{group_b!r}: each group reads every record, so one handler consuming in two groups runs each record once "
+        "in each; no redelivery brought it back",
+        base_rids, notes, figures,
+    )
+
+
 def _generation_overlap(
     ctx: AnalysisContext, first: dict, later: dict, later_entry, running: bool, base_rids: list[int], notes: dict,
-    figures: dict,
+    figures: dict, groups: tuple[str, str, str] | None = None,
 ) -> Attribution | None:
-    """Both generations of a deploy took the message (not a redelivery): a deploy overlap cause."""
+    """Both generations of a deploy took the message (not a redelivery): a deploy overlap cause.
+    `groups`: the record and the two consumer groups each generation read it in."""
     generations = ctx.generation_of
     gen_a, gen_b = generations.get(first["worker_id"]), generations.get(later["worker_id"])
     if gen_a is None or gen_b is None or gen_a == gen_b:
@@ -479,9 +510,17 @@ def _generation_overlap(
         rids.insert(0, int(window["start_rid"]))
         notes[int(window["start_rid"])] = f"deploy {window['deploy']} started"
     figures = {**figures, "s_after_deploy_start": round((later_entry - window["start"]).total_seconds(), 3)}
-    detail = (
-        f"generation {gen_a} ({first['identity']}) and generation {gen_b} ({later['identity']}) both took the "
-        f"message during deploy {window['deploy']}" + (" and ran it at the same time" if running else "")
-        + "; no lease expiry or failure explains a redelivery"
-    )
+    at_once = " and ran it at the same time" if running else ""
+    if groups is not None:
+        record, group_a, group_b = groups
+        detail = (
+            f"generation {gen_a} ({first['identity']}) read record {record} in consumer group {group_a!r} and "
+            f"generation {gen_b} ({later['identity']}) in group {group_b!r} during deploy {window['deploy']}{at_once}; "
+            "each group reads every record: the new generation's group read again what the old one had"
+        )
+    else:
+        detail = (
+            f"generation {gen_a} ({first['identity']}) and generation {gen_b} ({later['identity']}) both took the "
+            f"message during deploy {window['deploy']}{at_once}; no lease expiry or failure explains a redelivery"
+        )
     return Attribution("deploy_overlap", "certain" if running else "likely", detail, rids, notes, figures)

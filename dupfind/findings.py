@@ -12,7 +12,7 @@ from dupfind.timefmt import iso_us
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 CAUSES = (
     "double_publish", "worker_killed", "deploy_overlap", "lease_expired", "partial_success_retry", "batch_retry",
-    "lock_overlap", "unknown",
+    "lock_overlap", "two_consumer_groups", "unknown",
 )
 CAUSE_TITLES = {
     "double_publish": "double publish upstream (the queue is innocent)",
@@ -22,6 +22,7 @@ CAUSE_TITLES = {
     "partial_success_retry": "retry after a partial success (side effect done, status not saved)",
     "batch_retry": "another message of its batch failed, and the whole batch came back",
     "lock_overlap": "two holders of one lock",
+    "two_consumer_groups": "two consumer groups of one handler each read the record",
     "unknown": "unknown",
 }
 

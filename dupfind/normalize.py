@@ -12,6 +12,7 @@ from dupfind.config import EVENT_NAME_SEPARATORS, Config
 from dupfind.crashes import CRASH_OFFSET, CRASH_TEXT, crash_records
 from dupfind.lineparse import LEVEL_FIELD, PLAIN_NAME
 from dupfind.presets import ENVELOPE_PREFIX, FILE_NAME_PREFIX, FILE_PREFIX, PAIRS_PREFIX, named_groups
+from dupfind.record_ids import coordinates_id
 from dupfind.schema import FLOAT_COLUMNS, INT_COLUMNS, STATED_TIMEOUTS, canonical_schema
 from dupfind.stack_lines import QUIET_LEVELS, exception_of
 from dupfind.timeparse import parse_timestamps
@@ -575,6 +576,9 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if "duration_s" in frame.columns:
         seconds = pl.col("duration_s").cast(pl.Float64, strict=False) * 1000.0
         frame = frame.with_columns(duration_ms=pl.coalesce(pl.col("duration_ms"), seconds) if "duration_ms" in frame.columns else seconds)
+    if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
+        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"))
+        frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), coordinates))
     stated = [(c, name, scale) for c, (name, scale) in STATED_TIMEOUTS.items() if c in frame.columns]
     if stated:
         # Each platform's lease, in seconds, and the name it goes by: the first stated in

@@ -46,10 +46,14 @@ STATED_TIMEOUTS = {
     "consumer_timeout_ms": ("consumer_timeout", 0.001),
     "max_poll_interval_ms": ("max.poll.interval.ms", 0.001),
 }
+# A Kafka record's coordinates and the consumer group that read it (dupfind.record_ids): a job id.
+RECORD_COORDINATES = ("kafka_partition", "kafka_offset", "consumer_group")
 TIMEOUT_NAME = "visibility timeout"  # a timeout configured, or inferred from redelivery gaps
 
 # Alias targets that are not columns themselves but feed one.
-DERIVED_ALIAS_TARGETS = {"ts", "duration_s", "retry_count", *STATED_TIMEOUTS} - {"visibility_timeout_s"}
+DERIVED_ALIAS_TARGETS = {
+    "ts", "duration_s", "retry_count", *STATED_TIMEOUTS, *RECORD_COORDINATES,
+} - {"visibility_timeout_s"}
 
 
 def _ts_type() -> pl.DataType:

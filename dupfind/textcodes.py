@@ -132,6 +132,12 @@ class Texts:
         """Codes of those of `texts` the dictionary holds."""
         return self.lookup(pl.Series(texts, dtype=pl.String)).drop_nulls().cast(pl.Int64).to_list()
 
+    def starting_with(self, prefix: str) -> list[str]:
+        """The texts the dictionary holds that begin with `prefix` (it is sorted: one range)."""
+        low = self.values.search_sorted(prefix, side="left")
+        high = self.values.search_sorted(prefix + "\U0010ffff", side="left")
+        return self.values.slice(low, high - low).filter(self.values.slice(low, high - low).str.starts_with(prefix)).to_list()
+
     def as_text(self, values: pl.Series) -> pl.Series:
         """A column's values as text: codes decoded, any other type cast."""
         return self.decode(values) if values.dtype == _code_type() else values.cast(pl.String)

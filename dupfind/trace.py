@@ -15,6 +15,7 @@ from dupfind.config import Config
 from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
+from dupfind.record_ids import GROUP_OPEN, is_record
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts
 from dupfind.timefmt import iso_us
@@ -158,15 +159,18 @@ def parse_query(query: str, columns: list[str]) -> tuple[str | None, str]:
 def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame, list[str]]:
     """Records carrying any queried id: (rid, action_id, query, match) rows, and the queries that found nothing."""
     columns = ctx.id_columns()
-    parsed = [parse_query(query, columns) for query in queries]
+    # A Kafka record's coordinates find its message in every consumer group that read it too.
+    parsed = [(query, *parse_query(query, columns)) for query in queries]
+    parsed += [(query, column, held) for query, column, value in parsed if column in (None, "job_id") and is_record(value)
+               for held in ctx.texts.starting_with(value + GROUP_OPEN)]
     # Only the columns that may hold a queried value are read (ctx.id_values: a cached analysis
     # stores their values' hashes; every id column read cost a warm trace 0.22 s at 1M lines).
-    hashes = id_value_hash(pl.Series([value for _, value in parsed], dtype=pl.String)).implode()
+    hashes = id_value_hash(pl.Series([value for _, _, value in parsed], dtype=pl.String)).implode()
     holding = set(ctx.id_values.filter(pl.col("hashes").list.eval(pl.element().is_in(hashes)).list.any())["column"].to_list())
-    searched = [c for c in columns if c in holding and any(column in (None, c) for column, _ in parsed)]
+    searched = [c for c in columns if c in holding and any(column in (None, c) for _, column, _ in parsed)]
     table = ctx.columns("rid", "action_id", *searched)
     hits = []
-    for query, (column, value) in zip(queries, parsed):
+    for query, column, value in parsed:
         code = ctx.texts.find([value])  # the value as the coded columns hold it (none: not there)
         for col in ([column] if column else columns):
             if col not in searched:

@@ -9,6 +9,7 @@ import polars as pl
 
 from dupfind.analysis import AnalysisContext
 from dupfind.effects import COUNTED
+from dupfind.record_ids import two_groups
 
 ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
@@ -88,9 +89,10 @@ def _entries(story: _Story) -> None:
         la, lb = story.labels.get(exec_a, "an earlier run"), story.labels.get(exec_b, "a later run")
         verb = "received" if kind == "receive" else "started"
         gap = pair["gap_s"]
-        other_message = set(pair["job_ids_a"]).isdisjoint(pair["job_ids_b"]) and pair["job_ids_b"]
+        groups = two_groups(pair["job_ids_a"], pair["job_ids_b"])
+        other_message = groups is None and set(pair["job_ids_a"]).isdisjoint(pair["job_ids_b"]) and pair["job_ids_b"]
         if overlapping.height:
-            timeout = "" if other_message else story.timeout_phrase(gap)
+            timeout = "" if other_message or groups is not None else story.timeout_phrase(gap)
             text = f"{lb} {verb} while {la} in flight (+{gap:.1f} s{timeout})"
             # Certain only if the later run began clearly (beyond the clock skew) before the earlier one's last record.
             if pair["cross_host"] and _secs(pair["end_a"], entered) < story.ctx.skew_s:
@@ -105,7 +107,9 @@ def _entries(story: _Story) -> None:
             text = f"{lb} {verb} although {la} had completed (+{gap:.1f} s)"
         else:
             text = f"{lb} {verb} {gap:.1f} s after {la}, which stopped logging without an ack"
-        if other_message:
+        if groups is not None:
+            text += f"; record {groups[0]} read in another consumer group ({groups[2]!r}, not {groups[1]!r})"
+        elif other_message:
             text += f"; a different message ({', '.join(pair['job_ids_b'][:2])}) of the same action"
         story.note(rid, text)
 

@@ -1,0 +1,55 @@
+"""Kafka record coordinates as message ids: one consumer group's message of a record, and the record."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+# A group's message of a record: `order-events-1@48252 (group notifier)`. Kafka's tools write a
+# record as topic-partition@offset; each consumer group reads every record, as each queue of a
+# fan-out gets its own message, so the group is part of the message (a record two groups ran is
+# two deliveries, no redelivery) and the record is what two groups' messages share.
+GROUP_OPEN, GROUP_CLOSE = " (group ", ")"
+RECORD = re.compile(r"[A-Za-z0-9._-]+-\d+@\d+")  # Kafka's topic names: ASCII letters, digits, `.`, `_`, `-`
+
+
+def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: pl.Expr) -> pl.Expr:
+    """The job id of records that name a topic, a partition and an offset (null elsewhere)."""
+    partition, offset = (v.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for v in (partition, offset))
+    record = pl.format("{}-{}@{}", queue, partition, offset)
+    placed = queue.is_not_null() & partition.is_not_null() & offset.is_not_null()
+    return pl.when(placed & group.is_not_null()).then(pl.concat_str(record, pl.lit(GROUP_OPEN), group, pl.lit(GROUP_CLOSE))) \
+        .when(placed).then(record)
+
+
+def split(job_id: str) -> tuple[str, str | None]:
+    """(the record, the group that read it) of a job id; (the job id, None) for any other id."""
+    record, sep, group = job_id.rpartition(GROUP_OPEN)
+    if sep and record and group.endswith(GROUP_CLOSE) and len(group) > len(GROUP_CLOSE):
+        return record, group[: -len(GROUP_CLOSE)]
+    return job_id, None
+
+
+def is_record(text: str) -> bool:
+    """Whether a text is a record's coordinates, `order-events-1@48252`."""
+    return RECORD.fullmatch(text) is not None
+
+
+def record_of(job_id: str) -> str:
+    return split(job_id)[0]
+
+
+def group_of(job_id: str) -> str | None:
+    return split(job_id)[1]
+
+
+def two_groups(job_ids_a: list[str], job_ids_b: list[str]) -> tuple[str, str, str] | None:
+    """(the record, the first run's group, the second's) where two runs read one record in two
+    consumer groups."""
+    ran_b = dict(split(j) for j in job_ids_b)
+    for record, group_a in map(split, job_ids_a):
+        group_b = ran_b.get(record)
+        if group_a is not None and group_b is not None and group_a != group_b:
+            return record, group_a, group_b
+    return None

@@ -1,0 +1,139 @@
+"""A Kafka record's coordinates as its message (dupfind.record_ids): a record that names no message
+of its own runs the one at its topic, partition and offset, in the consumer group that read it;
+two runs in one group are a redelivery, two groups' runs of one record are two deliveries."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import FIXTURES, run_cli
+from truth_compare import CONFIG, analyze_logs
+
+from dupfind.ingest import ingest
+from dupfind.record_ids import is_record, record_of, split, two_groups
+from dupfind.schema import as_strings
+from dupfind.textcodes import Texts
+
+T0 = datetime(2026, 12, 8, 14, 0, tzinfo=UTC)
+
+
+def _ts(seconds: float) -> str:
+    return (T0 + timedelta(seconds=seconds)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _job_ids(tmp_path: Path, rows: list[dict]) -> list[str | None]:
+    (tmp_path / "consumer.log").write_text("".join(json.dumps({"ts": _ts(i), "event": "message_received", **row}) + "\n"
+                                                   for i, row in enumerate(rows)))
+    read = ingest([str(tmp_path)], CONFIG)
+    table = as_strings(read.texts.decoded(read.table.select("line", "job_id"))).sort("line")
+    return table["job_id"].to_list()
+
+
+def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_group(tmp_path):
+    rows = [
+        {"topic": "order-events", "partition": 1, "offset": 48252, "group_id": "notifier"},
+        {"topic": "order-events", "partition": "3", "offset": 48321.0, "groupId": "search-indexer"},
+        {"topic": "order-events", "partition": 1, "offset": 48252},  # a producer's delivery report: no group
+        {"topic": "order-events", "partition": 1, "offset": 48252, "group_id": "notifier", "message_id": "m-1"},
+        {"partition": 1, "offset": 48252, "group_id": "notifier"},  # no topic: no record is named
+        {"topic": "order-events", "partition": 1, "offset": "latest", "group_id": "notifier"},  # a setting, no offset
+        {"queue": "emails", "group_id": "admins"},  # a group of another kind, no coordinates: nothing
+    ]
+    assert _job_ids(tmp_path, rows) == [
+        "order-events-1@48252 (group notifier)",
+        "order-events-3@48321 (group search-indexer)",
+        "order-events-1@48252",
+        "m-1",
+        None,
+        None,
+        None,
+    ]
+
+
+@pytest.mark.parametrize(("job_id", "parts"), [
+    ("order-events-1@48252 (group notifier)", ("order-events-1@48252", "notifier")),
+    ("order-events-1@48252 (group a (b))", ("order-events-1@48252", "a (b)")),
+    ("order-events-1@48252", ("order-events-1@48252", None)),
+    ("report (group by day", ("report (group by day", None)),  # no closing bracket: an id of its own
+    (" (group x)", (" (group x)", None)),
+])
+def test_a_job_id_splits_into_its_record_and_group_only_when_it_names_both(job_id, parts):
+    assert split(job_id) == parts
+    assert record_of(job_id) == parts[0]
+
+
+def test_two_runs_read_one_record_in_two_groups_only_when_both_name_a_group_and_they_differ():
+    a, b = "order-events-1@48252 (group notifier)", "order-events-1@48252 (group notifier-v2)"
+    assert two_groups([a], [b]) == ("order-events-1@48252", "notifier", "notifier-v2")
+    assert two_groups([a], [a]) is None  # one group: a redelivery
+    assert two_groups([a], ["order-events-1@48252"]) is None  # the producer's record names no group
+    assert two_groups([a], ["order-events-1@48253 (group notifier-v2)"]) is None  # another record
+    assert is_record("order-events-1@48252") and is_record("orders.v2_eu-12@0")
+    assert not is_record("order-events-1@48252 (group notifier)") and not is_record("job@1") and not is_record("a/b-1@2")
+
+
+def test_a_dictionary_finds_the_texts_that_begin_with_a_prefix():
+    texts = Texts(pl.Series(sorted(["order-events-1@48252", "order-events-1@48252 (group a)",
+                                    "order-events-1@48252 (group b)", "order-events-1@482520 (group a)", "zeta"])), ("job_id",))
+    assert texts.starting_with("order-events-1@48252 (group ") == ["order-events-1@48252 (group a)", "order-events-1@48252 (group b)"]
+    assert texts.starting_with("nothing") == []
+    assert Texts.empty(("job_id",)).starting_with("a") == []
+
+
+def _run(at: float, pod: str, group: str, offset: int, *, hang: float = 0.0, provider_id: str) -> list[dict]:
+    """A notifier's run of the record at order-events-1@offset, read in `group`."""
+    base = {"pod": pod, "service": "notifier", "group_id": group, "topic": "order-events", "partition": 1,
+            "offset": offset, "event_id": f"evt-{offset}"}
+    steps = [(0.0, "message_received", {}), (0.002, "job_started", {}),
+             (0.01, "provider_request", {"side_effect": "email", "provider": "sendgrid"}),
+             (0.2 + hang, "provider_response", {"status": 202, "provider_message_id": provider_id}),
+             (0.21 + hang, "db_update", {}), (0.22 + hang, "offset_committed", {})]
+    return [{"ts": _ts(at + dt), "level": "info", "event": name, **base, **extra} for dt, name, extra in steps]
+
+
+def _two_runs(tmp_path: Path, second_group: str) -> Path:
+    """Record order-events-1@500: pod a's call hangs 35 s; pod b reads the record 31 s later in `second_group`."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    start = {"ts": _ts(0), "level": "info", "event": "consumer_started", "pod": "notifier-a", "group_id": "notifier",
+             "topic": "order-events", "max_poll_interval_ms": 30000}
+    first = [start, *_run(1.0, "notifier-a", "notifier", 500, hang=35.0, provider_id="sg-a")]
+    second = _run(32.0, "notifier-b", second_group, 500, provider_id="sg-b")
+    for name, rows in (("notifier-a.log", first), ("notifier-b.log", second)):
+        (logs / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return logs
+
+
+def test_a_record_read_again_in_its_group_while_it_runs_is_a_lease_expiry(tmp_path):
+    report = analyze_logs(_two_runs(tmp_path, "notifier"))
+    [duplicate] = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("lease_expired", "certain")
+    [lease] = [f for f in report.findings if f.rule == "DF103"]
+    assert lease.ids["job_id"] == ["order-events-1@500 (group notifier)"]
+
+
+def test_a_record_read_in_two_groups_of_one_handler_is_no_redelivery(tmp_path):
+    report = analyze_logs(_two_runs(tmp_path, "notifier-canary"))
+    [duplicate] = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("two_consumer_groups", "certain")
+    assert "read record order-events-1@500 in consumer group 'notifier'" in duplicate.cause_detail
+    assert "in group 'notifier-canary'" in duplicate.cause_detail
+    assert not [f for f in report.findings if f.rule in ("DF103", "DF105")]
+
+
+def test_trace_of_a_records_coordinates_finds_its_runs_in_every_group():
+    logs = FIXTURES / "scenarios" / "kafka-consumer-group-per-pod" / "logs"
+    done = run_cli("trace", "order-events-3@48321", str(logs), "--no-cache", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    traces = json.loads(done.stdout)["traces"]
+    matched = {m for trace in traces for m in trace["matched"]}
+    groups = ("notifier-notifier-6f7d9c8b5-k2x4p", "notifier-notifier-6f7d9c8b5-q8m2z", "search-indexer")
+    assert matched == {"job_id=order-events-3@48321", *(f"job_id=order-events-3@48321 (group {g})" for g in groups)}
+    # the notifier's action (each pod ran it in a group of its own), then the indexer's
+    notifier = traces[0]
+    assert len({r["worker"] for r in notifier["records"] if r["kind"] == "receive"}) == 2
+    assert len(traces) == 2
