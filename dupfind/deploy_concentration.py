@@ -179,6 +179,7 @@ def summarise_deploys(facts: DeployFacts) -> dict[str, Any]:
     generations = [
         {
             "generation": g["generation"],
+            "service": g["service"],
             "workers": len(g["workers"]),
             "source": g["source"],
             "inferred": g["source"] not in ("logged", "deploy_record"),

@@ -220,7 +220,7 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
         .then(pl.lit("deploy_window"))
         .otherwise(pl.lit("unknown"))
     )
-    return (
+    workers = (
         workers.with_columns(
             generation=pl.coalesce("logged", "peer_logged", "replica_set", "deploy_guess"),
             generation_source=source,
@@ -228,6 +228,13 @@ def _assign_generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFr
         .with_columns(generation_inferred=pl.col("generation_source") != "logged")
         .drop("peer_logged", "deploy_guess")
     )
+    # A worker whose name tells no service (no pod's) is of the service its generation's other
+    # workers are: one version two services run is two generations, one a service.
+    named = workers.filter(pl.col("service").is_not_null() & pl.col("generation").is_not_null())
+    service_of = dict(named.group_by("generation").agg(pl.col("service").mode().sort().first()).rows())
+    return workers.with_columns(service=pl.coalesce(
+        "service", pl.col("generation").replace_strict(service_of, default=None, return_dtype=pl.String),
+    )) if service_of else workers
 
 
 def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
@@ -259,13 +266,12 @@ def _deploy_records(table: pl.DataFrame) -> pl.DataFrame:
 
 def _generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     known = workers.filter(pl.col("generation").is_not_null())
-    per_gen = known.group_by("generation").agg(
+    per_gen = known.group_by("generation", "service").agg(
         workers=pl.col("worker_id").sort(),
         first_start=pl.col("start_ts").min(),
         last_start=pl.col("start_ts").max(),
         last_end=pl.coalesce("end_ts", "last_ts").max(),
         running=(pl.col("end_kind") == "running").sum(),
-        service=pl.col("service").drop_nulls().mode().sort().first(),
         source=pl.col("generation_source").mode().sort().first(),
     )
     deploys = _deploy_records(table).rename({"deployment_id": "generation"})
@@ -274,7 +280,7 @@ def _generations(workers: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         workers=pl.col("workers").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         source=pl.col("source").fill_null("deploy_record"),
         began=pl.min_horizontal("deploy_start", "first_start"),
-    ).sort("began", "generation")
+    ).sort("began", "generation", "service")
 
 
 def _stems(sources: pl.Series) -> pl.Series:

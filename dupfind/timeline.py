@@ -361,7 +361,8 @@ def timeline_parts(report: AnalysisReport, windows: list[Window], as_json: bool 
     for row in _window_workers(report, windows, shown).iter_rows(named=True):
         drawn.setdefault(row["_w"], []).append(row)
     del shown
-    sources = dict(ctx.deploys.generations.select("generation", "source").rows())
+    sources = {(gen, service): source for gen, service, source in ctx.deploys.generations.select(
+        "generation", "service", "source").rows()}
     nothing = {"cells": ([], "", [])} if drawn_cells else {"executions": []}
 
     def views() -> Iterator[dict[str, Any]]:
@@ -410,13 +411,14 @@ def _window(report: AnalysisReport, window: Window, workers: list[dict], mine: d
     rows, their executions (or cells) and flags (`mine`, by worker; `nothing` for a worker without
     any), and its execution counts."""
     start, end = window.start, window.end
-    generations: dict[str | None, dict] = {}
+    generations: dict[tuple, dict] = {}
     for row in workers:
         gen = generations.setdefault(
-            row["generation"],
+            (row["service"], row["generation"]),
             {
                 "generation": row["generation"],
-                "source": sources.get(row["generation"], row["generation_source"]),
+                "service": row["service"],
+                "source": sources.get((row["generation"], row["service"]), row["generation_source"]),
                 "inferred": bool(row["generation_inferred"]),
                 "workers": [],
             },

@@ -243,12 +243,12 @@ def merge_deploy_facts(parts: list[WindowPart]):
     (which windows see in turn) merged by name."""
     from dupfind.deploy_concentration import DeployFacts
 
-    generations: dict[str, dict[str, Any]] = {}
+    generations: dict[tuple, dict[str, Any]] = {}
     for part in parts:
         for gen in part.deploys.generations:
-            known = generations.get(gen["generation"])
+            known = generations.get((gen["generation"], gen["service"]))
             if known is None:
-                generations[gen["generation"]] = {**gen, "workers": list(gen["workers"])}
+                generations[(gen["generation"], gen["service"])] = {**gen, "workers": list(gen["workers"])}
                 continue
             known["workers"] = sorted(set(known["workers"]) | set(gen["workers"]))
             for key, pick in (("first_start", min), ("deploy_start", min), ("last_end", max), ("deploy_finish", max)):
@@ -260,7 +260,7 @@ def merge_deploy_facts(parts: list[WindowPart]):
 
     def began(gen: dict[str, Any]) -> tuple:
         starts = [t for t in (gen.get("deploy_start"), gen.get("first_start")) if t is not None]
-        return (min(starts) if starts else far, gen["generation"])
+        return (min(starts) if starts else far, gen["generation"], gen["service"] is not None, gen["service"] or "")
 
     def times(name: str) -> pl.Series:
         series = [getattr(p.deploys, name) for p in parts]

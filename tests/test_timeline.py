@@ -462,3 +462,41 @@ def test_the_ids_of_the_actions_a_view_shows_are_those_of_every_action(logs: Pat
     every = AnalysisContext(correlation, config).id_samples.filter(pl.col("action_id").is_in(shown.implode()))
     assert alone.equals(every.sort("action_id")) and alone.height == shown.len()
     assert alone.columns == every.columns and len(alone.columns) > 2
+
+
+def _consumer_lines(pod: str, version: str, start: float) -> list[dict]:
+    """A consumer pod's start and a few runs, every line naming its version."""
+    t0 = datetime(2026, 12, 8, 14, 0, tzinfo=timezone.utc)
+    def at(s: float) -> str:
+        return (t0 + timedelta(seconds=start + s)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    rows = [{"ts": at(0), "event": "worker_started", "pod": pod, "version": version}]
+    for i in range(3):
+        base = {"pod": pod, "version": version, "job_id": f"{pod}-j{i}"}
+        rows += [{"ts": at(1 + i), "event": "job_started", **base}, {"ts": at(1.2 + i), "event": "job_finished", **base}]
+    return rows
+
+
+def test_generations_of_several_services_are_named_by_service_even_where_their_versions_agree(tmp_path):
+    """Two services that both run 2.0.0, and a third: three generations, each named by its service
+    (before 2026-12-07 one `2.0.0` generation held both services' pods)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    pods = {"notifier-6f7d9c8b5-k2x4p": "2.0.0", "notifier-6f7d9c8b5-q8m2z": "2.0.0",
+            "search-indexer-7c9b8d6f4-h5t2n": "2.0.0", "orders-api-5d8f7b6c9-x7vq2": "5.2.1"}
+    for n, (pod, version) in enumerate(pods.items()):
+        (logs / f"{pod}.log").write_text("".join(json.dumps(r) + "\n" for r in _consumer_lines(pod, version, n * 0.1)))
+    done = run_cli("timeline", str(logs), "--format", "json", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    [window] = json.loads(done.stdout)["windows"]
+    assert sorted((g["service"], g["generation"], sorted(w["worker"] for w in g["workers"])) for g in window["generations"]) == [
+        ("notifier", "2.0.0", ["notifier-6f7d9c8b5-k2x4p", "notifier-6f7d9c8b5-q8m2z"]),
+        ("orders-api", "5.2.1", ["orders-api-5d8f7b6c9-x7vq2"]),
+        ("search-indexer", "2.0.0", ["search-indexer-7c9b8d6f4-h5t2n"]),
+    ]
+    text = run_cli("timeline", str(logs), "--no-cache", env={"COLUMNS": "100"}).stdout.decode()
+    assert "notifier 2.0.0 (2 workers)" in text and "search-indexer 2.0.0 (1 worker)" in text
+    assert "3 generation(s) of 3 services, 4 worker(s)" in text
+    summary = json.loads(run_cli("analyze", str(logs), "--format", "json", "--no-cache").stdout)["summary"]["deploys"]
+    assert sorted((g["service"], g["generation"], g["workers"]) for g in summary["generations"]) == [
+        ("notifier", "2.0.0", 2), ("orders-api", "5.2.1", 1), ("search-indexer", "2.0.0", 1),
+    ]

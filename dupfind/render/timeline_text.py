@@ -255,10 +255,15 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
     generations = data["generations"]
     total = sum(len(g["workers"]) for g in generations)
     budget = max(2, max_rows // max(1, len(generations)))
+    # Several services' generations are named by service too (each service's version is its own).
+    services = {gen.get("service") for gen in generations} - {None}
     for gen in generations:
         how = "" if not gen["inferred"] else f", inferred from {gen['source'].replace('_', ' ')}"
         name = gen["generation"] or "unknown generation"
-        console.print(safe_text(f"{name} ({len(gen['workers'])} workers{how})", style="bold"))
+        if len(services) > 1 and gen.get("service"):
+            name = f"{gen['service']} {name}"
+        count = len(gen["workers"])
+        console.print(safe_text(f"{name} ({count} worker{'' if count == 1 else 's'}{how})", style="bold"))
         workers = gen["workers"]
         if total <= max_rows:
             shown, rest = workers, []
@@ -286,7 +291,9 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
 
 def _summary(data: dict, console: Console) -> None:
     s = data["summary"]
-    parts = [f"{s['generations']} generation(s), {s['workers']} worker(s), {s['executions']} execution(s)"]
+    services = len({gen.get("service") for gen in data["generations"]} - {None})
+    of = f" of {services} services" if services > 1 else ""
+    parts = [f"{s['generations']} generation(s){of}, {s['workers']} worker(s), {s['executions']} execution(s)"]
     if s["overlap_s"]:
         parts.append(f"generations consumed together for {s['overlap_s']:.0f} s")
     parts.append(f"{s['taken_after_stop']} taken after a stop signal, {s['interrupted']} cut short")

@@ -16,6 +16,7 @@ doc.windows.forEach(function(w, wi){
   const host = document.getElementById('tl-'+wi); const svgBox = host.querySelector('.scroll');
   const t0 = t(w.start), t1 = t(w.end); let zoom = 1;
   const rows = []; w.generations.forEach(g=>{rows.push({gen:g}); g.workers.forEach(k=>rows.push({worker:k}));});
+  const services = new Set(w.generations.map(g=>g.service).filter(s=>s)); // several: name each generation's service
   function draw(){
     svgBox.textContent='';
     const width = Math.max(600, (svgBox.clientWidth||1000) - 20) * zoom, plot = width - LABEL - 10;
@@ -35,7 +36,7 @@ doc.windows.forEach(function(w, wi){
     rows.forEach(function(r, i){
       const y = HEAD + i * ROW;
       if(r.gen){const g=el('text',{x:4,y:y+12,class:'gen'},svg);
-         g.textContent=(r.gen.generation||'unknown generation')+' ('+r.gen.workers.length+' workers'+(r.gen.inferred?', inferred from '+r.gen.source.replace(/_/g,' '):'')+')';
+         g.textContent=(services.size>1&&r.gen.service?r.gen.service+' ':'')+(r.gen.generation||'unknown generation')+' ('+r.gen.workers.length+' worker'+(r.gen.workers.length===1?'':'s')+(r.gen.inferred?', inferred from '+r.gen.source.replace(/_/g,' '):'')+')';
          return;}
       const k = r.worker; const lab=el('text',{x:12,y:y+12,class:'label'},svg); lab.textContent=k.worker;
       const a=x(Math.max(t0,t(k.start))), b=x(Math.min(t1,t(k.end||k.last_seen)));
