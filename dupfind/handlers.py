@@ -12,6 +12,9 @@ from dupfind import schema
 _QUALIFIER = r"^.*[.:#/\\]"
 _SEPARATORS = r"[^0-9a-z]+"
 _PARTS = ("service", "job_type")
+# The actions column naming, for each handler's action of a split one, the action that kept its
+# publishes (every handler of a fan-out was published to once): absent where none was split.
+FAN_OUT = "fan_out"
 
 
 def _tokens(rows: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -136,4 +139,11 @@ def split_by_handler(
     extra = [c for c in actions.columns if c not in ("action_id", "identity")]
     added = added.with_columns(pl.lit(False).alias(c) for c in extra)
     actions = pl.concat([kept, added.select(actions.columns)], how="vertical").sort("action_id")
-    return table, actions, executions
+    # Each handler's action names the one that kept the publishes (its own id for that one).
+    origin = pl.concat([
+        order.filter(pl.col("rank") == 0).select("action_id", pl.col("action_id").alias("origin")),
+        moved.select(pl.col("new_id").alias("action_id"), pl.col("action_id").alias("origin")),
+    ])
+    fan_out = pl.col("action_id").replace_strict(origin["action_id"], origin["origin"], default=None,
+                                                 return_dtype=actions.schema["action_id"])
+    return table, actions.with_columns(fan_out.alias(FAN_OUT)), executions

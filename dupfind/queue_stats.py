@@ -13,6 +13,7 @@ from dupfind.analyze import AnalysisReport
 from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
+from dupfind.handlers import FAN_OUT
 from dupfind.queue_health import QUANTILES, queue_advice
 from dupfind.render.formats_report import file_entries, totals_to_dict
 from dupfind.schema import as_strings
@@ -116,19 +117,22 @@ def _count_frames(ctx: AnalysisContext, lost_actions: list[int]) -> list[pl.Data
         dead_letter = pl.when(dead).then(message)
     else:
         dead_letter = pl.lit(None, dtype=pl.String)
-    # Labels stay Categorical over these rows (a few per action); groups are cast to String.
-    records = _labelled(
-        table.filter(counted).select(
-            *cols,
-            published=pl.col("kind") == "publish",
-            received=_received(),
-            started=pl.col("kind") == "start",
-            retried=pl.col("kind") == "retry",
-            lease_expired_logged=pl.col("kind") == "lease_expired",
-            dead_letter=dead_letter,
-        ),
-        ctx,
+    rows = table.filter(counted).select(
+        *cols,
+        published=pl.col("kind") == "publish",
+        received=_received(),
+        started=pl.col("kind") == "start",
+        retried=pl.col("kind") == "retry",
+        lease_expired_logged=pl.col("kind") == "lease_expired",
+        dead_letter=dead_letter,
     )
+    handlers = _other_handlers(ctx)
+    if handlers.height:  # a fan-out's publish was one to each of its handlers
+        published = rows.filter("published").join(handlers, left_on="action_id", right_on="origin")
+        rows = pl.concat([rows, published.with_columns(action_id=pl.col("handler")).select(rows.columns)])
+    # Labels stay Categorical over these rows (a few per action); groups are cast to String.
+    records = _labelled(rows, ctx)
+    del rows
     del table
     execs = _labelled(ctx.execution_durations.drop("queue", "job_type", "deployment_id"), ctx).with_columns(
         finished=pl.col("completed"),
@@ -166,8 +170,20 @@ def _received() -> pl.Expr:
     return ((kind == "receive") & ~again) | ((kind == "start") & ~logged & pl.col("action_id").is_not_null())
 
 
+def _other_handlers(ctx: AnalysisContext) -> pl.DataFrame:
+    """(handler, origin): each action a fan-out's split gave a handler of its own, and the action
+    that kept the publishes (handlers.FAN_OUT); none where no action was split."""
+    actions = ctx.actions
+    if FAN_OUT not in actions.columns:
+        return pl.DataFrame(schema={"handler": schema.ID_TYPE, "origin": schema.ID_TYPE})
+    return actions.filter(pl.col(FAN_OUT).is_not_null() & (pl.col(FAN_OUT) != pl.col("action_id"))).select(
+        pl.col("action_id").alias("handler"), pl.col(FAN_OUT).alias("origin"),
+    )
+
+
 def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
-    """Per action: its first publish and first receive/start (labelled)."""
+    """Per action: its first publish and first receive/start (labelled); a fan-out's handler's
+    first publish is that of the action that kept its publishes."""
     per_action = (
         ctx.action_records("kind", "ts").filter(pl.col("kind").is_in(["publish", "receive", "start"]))
         .group_by("action_id")
@@ -175,9 +191,16 @@ def _delivery_times(ctx: AnalysisContext) -> pl.DataFrame:
             pl.col("ts").filter(pl.col("kind") == "publish").min().alias("published_at"),
             pl.col("ts").filter(pl.col("kind") != "publish").min().alias("delivered_at"),
         )
-        .filter(pl.col("published_at").is_not_null())
         .collect()
     )
+    handlers = _other_handlers(ctx)
+    if handlers.height:
+        origin = handlers.join(per_action.select(pl.col("action_id").alias("origin"), pl.col("published_at").alias("_sent")),
+                               on="origin").select(pl.col("handler").alias("action_id"), "_sent")
+        per_action = per_action.join(origin, on="action_id", how="left").with_columns(
+            published_at=pl.coalesce("published_at", "_sent"),
+        ).drop("_sent")
+    per_action = per_action.filter(pl.col("published_at").is_not_null())
     return _labelled(per_action.with_columns(exec_id=pl.lit(None, dtype=schema.ID_TYPE)), ctx)
 
 

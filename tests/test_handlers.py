@@ -135,3 +135,30 @@ def test_a_trace_of_a_fanned_out_event_names_each_consumer(cli):
     text = done.stdout.decode()
     assert text.count("- Handler: ") == 2
     assert "`notifier/SendOrderConfirmation`" in text and "`search-indexer/IndexOrder`" in text
+
+
+def test_each_handler_of_a_fan_out_counts_the_events_publish(tmp_path):
+    """The producer published each event once, to both consumers: `stats` counts the publish, and
+    the wait before each consumer's first delivery, for each handler (the action that keeps the
+    publish is the first handler's; before 2026-12-08 each publish counted for one handler only)."""
+    from dupfind.queue_stats import build_stats
+
+    producer, notifier, indexer = [], [], []
+    for i in range(12):
+        at, event_id = 2.0 * i, f"evt_{i:04d}"
+        producer.append({"ts": _ts(at), "level": "info", "event": "event_published", "service": "orders-api",
+                         "event_id": event_id, "topic": "order-events", "worker_id": "orders-api-5d8f7b6c9-x7vq2"})
+        # the indexer runs first for even events, the notifier for odd ones
+        notifier += _run(at + (0.031 if i % 2 == 0 else 0.012), "notifier-6f7d9c8b5-k2x4p", event_id,
+                         service="notifier", handler="SendOrderConfirmation", email=True, provider_id=f"sg_{i}")
+        indexer += _run(at + 0.02, "search-indexer-5d2b9-0", event_id, service="search-indexer", handler="IndexOrder")
+    consumers = [{**row, "topic": "order-events"} for row in notifier], [{**row, "topic": "order-events"} for row in indexer]
+    logs = _write(tmp_path, {"orders-api.ndjson": producer, "notifier.ndjson": consumers[0], "indexer.ndjson": consumers[1]})
+    queues = build_stats(analyze_logs(logs)).to_dict()["queues"]
+    by_type = {q["job_type"]: q for q in queues}
+    assert set(by_type) == {"SendOrderConfirmation", "IndexOrder"}
+    for handler in by_type.values():
+        assert (handler["published"], handler["received"], handler["queue_wait_s"]["n"]) == (12, 12, 12)
+        assert handler["lost"] == 0
+    assert by_type["IndexOrder"]["queue_wait_s"]["max"] == 0.02
+    assert by_type["SendOrderConfirmation"]["queue_wait_s"]["max"] == 0.031
