@@ -429,8 +429,13 @@ class AnalysisContext:
 
     @cached_property
     def execution_durations(self) -> pl.DataFrame:
-        """How long each execution held its message (receive to ack/finish/fail), with its queue."""
-        return execution_durations(self.executions, self.action_attributes)
+        """How long each execution held its message (receive to ack/finish/fail), with its queue
+        and its action's service."""
+        durations = execution_durations(self.executions, self.action_attributes)
+        services = self.action_service
+        service = pl.col("action_id").replace_strict(services, default=None, return_dtype=pl.String) if services \
+            else pl.lit(None, dtype=pl.String)
+        return durations.with_columns(service.alias("service"))
 
     @cached_property
     def lease_extensions(self) -> dict[str, int]:
@@ -485,10 +490,10 @@ class AnalysisContext:
         found = self.timeout_source(queue)
         return found[0] if found else None
 
-    def timeout_name(self, queue: str | None) -> str:
+    def timeout_name(self, queue: str | None, service: str | None = None) -> str:
         """What the queue's timeout is called: as the logs that state it call it (a Kafka
         consumer's `max.poll.interval.ms`, Pub/Sub's `ack deadline`), else `visibility timeout`."""
-        return self._timeout_name(queue, self.timeout_source(queue))
+        return self._timeout_name(queue, self.timeout_source(queue, service), service)
 
     def _timeout_name(self, queue: str | None, found: tuple[float, str] | None, service: str | None = None) -> str:
         if found is None or found[1] != "logged":

@@ -111,6 +111,7 @@ class TimeoutAdvice:
     failover_delay_s: float | None = None  # extra wait for a crashed worker's message
     advice: list[str] = field(default_factory=list)
     timeout_name: str = TIMEOUT_NAME  # as the logs stating it call it (a Kafka consumer's max.poll.interval.ms)
+    service: str | None = None  # the service of the queue's consumers advised, where they state timeouts of their own
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -191,9 +192,33 @@ def advise(
     return advice
 
 
-def queue_advice(ctx: AnalysisContext, queue: str) -> TimeoutAdvice:
-    """The advice for one queue ('' = records that name no queue) from an analysis context."""
+def queue_advice(ctx: AnalysisContext, queue: str, service: str | None = None) -> TimeoutAdvice:
+    """The advice for one queue ('' = records that name no queue) from an analysis context; for
+    the consumers of one `service` only, where given (timeout_units)."""
     durations = ctx.execution_durations.filter(pl.col("queue").fill_null("") == queue)
     gaps = ctx.redelivery_gaps.filter(pl.col("queue") == queue)
-    return advise(queue, ctx.timeout_source(queue or None), durations, gaps, ctx.lease_extensions.get(queue, 0),
-                  ctx.timeout_name(queue or None))
+    if service is not None:
+        durations = durations.filter(pl.col("service") == service)
+        gaps = gaps.join(durations.select(pl.col("exec_id").alias("prev_exec_id")), on="prev_exec_id", how="semi")
+    advice = advise(queue, ctx.timeout_source(queue or None, service), durations, gaps, ctx.lease_extensions.get(queue, 0),
+                    ctx.timeout_name(queue or None, service))
+    advice.service = service
+    return advice
+
+
+def timeout_units(ctx: AnalysisContext, queues: list[str]) -> list[tuple[str, str | None]]:
+    """What timeout advice is given for: each queue ('' = no queue named), or each service consuming
+    it where its services state timeouts of their own (two consumer groups of one Kafka topic, a
+    notifier's max.poll.interval.ms of 30 s and an indexer's of 300 s: one figure for both would
+    be the wrong one for one of them)."""
+    units: list[tuple[str, str | None]] = []
+    durations = ctx.execution_durations
+    for queue in queues:
+        runs = durations.filter(pl.col("queue").fill_null("") == queue)
+        services = sorted(runs["service"].drop_nulls().unique().to_list())
+        own = {ctx.timeout_source(queue or None, service) for service in services}
+        if len(services) > 1 and len(own) > 1:
+            units += [(queue, service) for service in services]
+        else:
+            units.append((queue, None))
+    return units

@@ -14,7 +14,7 @@ from dupfind.effects import repeated_requests
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
 from dupfind.handlers import FAN_OUT
-from dupfind.queue_health import QUANTILES, queue_advice
+from dupfind.queue_health import QUANTILES, queue_advice, timeout_units
 from dupfind.render.formats_report import file_entries, totals_to_dict
 from dupfind.schema import as_strings
 from dupfind.timefmt import iso_us
@@ -331,6 +331,7 @@ class TimeoutFacts:
     # Worked out from those exactly as an AnalysisContext works them out.
     queue_timeouts = AnalysisContext.queue_timeouts
     stated_timeouts = AnalysisContext.stated_timeouts
+    service_timeouts = AnalysisContext.service_timeouts
     known_timeouts = AnalysisContext.known_timeouts
     inferred_timeouts = AnalysisContext.inferred_timeouts
     timeout_source = AnalysisContext.timeout_source
@@ -388,14 +389,15 @@ def _timeouts(ctx: AnalysisContext | TimeoutFacts) -> list[dict[str, Any]]:
     if len(queues) > 1:
         queues.discard("")  # the any-queue value already answers for every named queue
     out = []
-    for queue in sorted(queues):
-        advice = queue_advice(ctx, queue).to_dict()
+    for queue, service in timeout_units(ctx, sorted(queues)):
+        advice = queue_advice(ctx, queue, service).to_dict()
         inferred = ctx.inferred_timeouts.get(queue)
+        own = ctx.service_timeouts.get((queue, service)) or ctx.service_timeouts.get(("", service)) if service else None
         advice.update(
             queue=queue or None,
             inferred=inferred.to_dict() if inferred else None,
             configured_s=ctx.timeouts.get(queue),
-            logged_s=ctx.stated_timeouts.get(queue),
+            logged_s=own[0] if own else ctx.stated_timeouts.get(queue),
         )
         out.append(advice)
     return out

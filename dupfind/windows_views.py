@@ -294,7 +294,7 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
         return _shifted(frame.filter(keep), action_offset, exec_offset)
 
     records, *per_action = facts.counts
-    statements = as_strings(ctx.columns("queue", "visibility_timeout_s", "timeout_name", "ts").filter(
+    statements = as_strings(ctx.columns(*ctx.present_columns("queue", "visibility_timeout_s", "timeout_name", "service", "ts")).filter(
         pl.col("visibility_timeout_s").is_not_null() & window.holds("ts")
     )).drop("ts")
     queues = ctx.action_attributes.select("action_id", pl.col("queue").alias("action_queue"))
@@ -320,7 +320,7 @@ def stats_collector(report: AnalysisReport, window: Window, owned: pl.Series, ac
         redelivered=own(facts.redelivered).select("ts", "kind"),
         end_of_logs=held.max() if held.len() else None,
         timeouts=TimeoutFacts(
-            t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "duration_s"),
+            t.timeouts, statements, own(t.execution_durations).select("exec_id", "queue", "service", "duration_s"),
             own(t.redelivery_gaps).select("queue", "gap_s", "prev_exec_id", "after_kill"), extensions,
         ),
     )

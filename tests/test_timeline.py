@@ -7,7 +7,7 @@ import json
 import re
 import shutil
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -466,7 +466,7 @@ def test_the_ids_of_the_actions_a_view_shows_are_those_of_every_action(logs: Pat
 
 def _consumer_lines(pod: str, version: str, start: float) -> list[dict]:
     """A consumer pod's start and a few runs, every line naming its version."""
-    t0 = datetime(2026, 12, 8, 14, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 12, 8, 14, 0, tzinfo=UTC)
     def at(s: float) -> str:
         return (t0 + timedelta(seconds=start + s)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     rows = [{"ts": at(0), "event": "worker_started", "pod": pod, "version": version}]

@@ -246,3 +246,48 @@ def test_redelivery_gaps_equal_their_window_function_statement(seed):
     expected = _gaps_by_windows(rows).cast(gap_schema())
     assert got.height > 0
     assert got.equals(expected)
+
+
+def _consumer(pod: str, service: str, poll_ms: int, runs: list[float], statements: int = 1) -> list[dict]:
+    """A Kafka consumer pod of `service` stating its max.poll.interval.ms, then runs of these lengths."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 8, 14, 0, tzinfo=UTC)
+
+    def at(s: float) -> str:
+        return (t0 + timedelta(seconds=s)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    base = {"pod": pod, "service": service, "topic": "order-events", "group_id": service}
+    rows = [{"ts": at(0.01 * n), "event": "consumer_started", **base, "max_poll_interval_ms": poll_ms}
+            for n in range(statements)]
+    start = 1.0
+    for i, length in enumerate(runs):
+        run = {**base, "partition": 0, "offset": 1000 + i, "event_id": f"evt-{service}-{i}"}
+        rows += [{"ts": at(start), "event": "message_received", **run}, {"ts": at(start + 0.001), "event": "job_started", **run},
+                 {"ts": at(start + length), "event": "job_finished", **run}]
+        start += length + 0.5
+    return rows
+
+
+def test_a_topics_consumers_stating_their_own_timeouts_are_advised_each_against_its_own(tmp_path):
+    """A topic's two consumer groups state their max.poll.interval.ms, the notifier 30 s, the indexer
+    300 s (three times): the notifier's 35 s runs are above its own 30 s (DF401 for its consumers),
+    though the topic's statements' median is 300 s, which before 2026-12-08 was every consumer's."""
+    from truth_compare import analyze_logs
+
+    from dupfind.queue_stats import build_stats
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name, rows in (("notifier-6f7d9c8b5-k2x4p.log", _consumer("notifier-6f7d9c8b5-k2x4p", "notifier", 30000, [35.0] * 6)),
+                       ("search-indexer-7c9b8d6f4-h5t2n.log",
+                        _consumer("search-indexer-7c9b8d6f4-h5t2n", "search-indexer", 300000, [0.1] * 20, statements=3))):
+        (logs / name).write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
+    report = analyze_logs(logs)
+    [finding] = [f for f in report.findings if f.rule == "DF401"]
+    assert finding.figures["service"] == "notifier" and finding.figures["timeout_s"] == 30.0
+    assert finding.figures["timeout_name"] == "max.poll.interval.ms" and finding.figures["executions"] == 6
+    assert "queue 'order-events' (its notifier consumers)" in finding.summary
+    advice = {t["service"]: t for t in build_stats(report).to_dict()["timeouts"]}
+    assert set(advice) == {"notifier", "search-indexer"}
+    assert (advice["notifier"]["timeout_s"], advice["notifier"]["logged_s"], advice["notifier"]["durations"]["n"]) == (30.0, 30.0, 6)
+    assert (advice["search-indexer"]["timeout_s"], advice["search-indexer"]["durations"]["n"]) == (300.0, 20)

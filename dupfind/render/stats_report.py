@@ -158,7 +158,8 @@ def _timeouts(report: StatsReport, console: Console) -> None:
         return
     console.print(Text("Visibility timeout", style="bold"))
     for t in report.timeouts:
-        console.print(Text("  ").append_text(safe_text(t["queue"] or "(no queue named)", style="bold")))
+        label = (t["queue"] or "(no queue named)") + (f" (its {t['service']} consumers)" if t.get("service") else "")
+        console.print(Text("  ").append_text(safe_text(label, style="bold")))
         for fact in _timeout_facts(t):
             console.print(safe_text(f"    {fact}"))
         for sentence in t["advice"]:
