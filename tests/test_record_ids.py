@@ -42,6 +42,12 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         {"partition": 1, "offset": 48252, "group_id": "notifier"},  # no topic: no record is named
         {"topic": "order-events", "partition": 1, "offset": "latest", "group_id": "notifier"},  # a setting, no offset
         {"queue": "emails", "group_id": "admins"},  # a group of another kind, no coordinates: nothing
+        # OpenTelemetry's messaging conventions, as an OTLP export's attributes name them
+        {"messaging.destination.name": "payments", "messaging.destination.partition.id": "4",
+         "messaging.kafka.offset": 77, "messaging.consumer.group.name": "ledger"},
+        {"messaging.destination.name": "payments", "messaging.kafka.destination.partition": 4,
+         "messaging.kafka.message.offset": 78, "messaging.kafka.consumer.group": "ledger"},
+        {"messaging.destination.name": "payments", "messaging.message.id": "5d1e-77"},
     ]
     assert _job_ids(tmp_path, rows) == [
         "order-events-1@48252 (group notifier)",
@@ -51,6 +57,9 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         None,
         None,
         None,
+        "payments-4@77 (group ledger)",
+        "payments-4@78 (group ledger)",
+        "5d1e-77",
     ]
 
 
