@@ -70,6 +70,12 @@ class AnalysisReport:
         counts = Counter(f.cause or "unknown" for f in self.finding_index() if f.harmful)
         return dict(counts.most_common())
 
+    def steps_of(self, rule: Rule) -> list[str]:
+        """The remediation steps of a rule that fired: for the root causes of its findings above
+        info, most frequent first, then its own (each finding's remediation lists its cause's)."""
+        causes = Counter(f.cause for f in self.finding_index() if f.rule == rule.code and f.severity != "info" and f.cause)
+        return rule.steps_for([cause for cause, _ in causes.most_common()])
+
     def fired_rules(self) -> list[Rule]:
         codes = {f.rule for f in self.finding_index()}
         return [r for r in self.rules if r.code in codes]

@@ -190,7 +190,11 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         scheduled = _scheduled_twice(ctx, action_id, first, later, base_rids, notes)
         if scheduled is not None:
             return scheduled
-    if two_messages and not publishes:
+    # A run that failed after its side effect, then another message of the action: the failure's
+    # retry sent as a message of its own (a Kafka retry topic's record, a job enqueued again), not
+    # a second publish (5).
+    failed_after = first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]
+    if two_messages and not publishes and not failed_after:
         return Attribution(
             "double_publish", "likely",
             f"the two executions ran different messages of one action ({', '.join([*first['job_ids'], *later['job_ids']][:3])}): "
@@ -228,12 +232,13 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
         return _killed(ctx, first, later, killed, base_rids, notes)
 
     # 5. Retry after a partial success: side effect done, then the execution failed.
-    if first["fail_ts"] is not None and first["fail_ts"] >= first_req["ts"] and later_entry >= first["fail_ts"]:
+    if failed_after:
         fail = [r["rid"] for r in records if r["exec_id"] == first["exec_id"] and r["kind"] == "fail"][:1]
         notes.update({r: "failed after the side effect" for r in fail})
+        again = f" as another message ({', '.join(later['job_ids'][:2])})" if two_messages else ""
         return Attribution(
             "partial_success_retry", "certain",
-            "the first execution's side effect succeeded, then it failed before saving the status and was retried",
+            f"the first execution's side effect succeeded, then it failed before saving the status and was retried{again}",
             fail + base_rids, notes,
         )
 

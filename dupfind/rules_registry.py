@@ -11,7 +11,7 @@ from typing import Any, Callable
 from dupfind import parse_memo
 from dupfind.config import Config
 from dupfind.errors import DupfindError
-from dupfind.findings import SEVERITIES
+from dupfind.findings import CAUSES, SEVERITIES
 
 DETECTORS: dict[str, Callable] = {}
 RULE_CODE = re.compile(r"^DF\d{3}$")
@@ -52,12 +52,20 @@ class Rule:
     harm: str
     fix: str
     remediation: list[str] = field(default_factory=list)
+    # Steps for a root cause (findings.CAUSES), before the rule's own where a finding has it.
+    cause_remediation: dict[str, list[str]] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     path: str = ""
 
     def param(self, key: str, default: Any = None) -> Any:
         return self.params.get(key, default)
+
+    def steps_for(self, causes: list[str]) -> list[str]:
+        """The remediation steps for findings of these root causes (most frequent first): each
+        cause's own steps, then the rule's."""
+        steps = [step for cause in causes for step in self.cause_remediation.get(cause, [])]
+        return list(dict.fromkeys([*steps, *self.remediation]))
 
 
 def _rule_from(data: dict[str, Any], origin: str) -> Rule:
@@ -68,10 +76,15 @@ def _rule_from(data: dict[str, Any], origin: str) -> Rule:
         raise DupfindError(f"rule file {origin}: code {data['code']!r} is not of the form DF123.")
     if data["severity"] not in SEVERITIES:
         raise DupfindError(f"rule file {origin}: severity {data['severity']!r} is not one of {', '.join(SEVERITIES)}.")
+    by_cause = data.get("cause_remediation", {})
+    unknown = [cause for cause in by_cause if cause not in CAUSES]
+    if unknown:
+        raise DupfindError(f"rule file {origin}: cause_remediation names {unknown[0]!r}, not one of {', '.join(CAUSES)}.")
     return Rule(
         code=data["code"], name=data["name"], title=data["title"], severity=data["severity"],
         detector=data["detector"], detects=data["detects"].strip(), harm=data["harm"].strip(),
         fix=data["fix"].strip(), remediation=list(data.get("remediation", [])),
+        cause_remediation={cause: list(steps) for cause, steps in by_cause.items()},
         params=dict(data.get("params", {})), enabled=bool(data.get("enabled", True)), path=origin,
     )
 

@@ -131,6 +131,10 @@ def test_a_record_read_in_two_groups_of_one_handler_is_no_redelivery(tmp_path):
     assert (duplicate.cause, duplicate.confidence) == ("two_consumer_groups", "certain")
     assert "read record order-events-1@500 in consumer group 'notifier'" in duplicate.cause_detail
     assert "in group 'notifier-canary'" in duplicate.cause_detail
+    # what to fix for that cause comes first, then DF101's own steps
+    assert duplicate.remediation[0].startswith("Give every consumer of one handler the same consumer group id")
+    [rule] = [r for r in report.rules if r.code == "DF101"]
+    assert duplicate.remediation == [*rule.cause_remediation["two_consumer_groups"], *rule.remediation]
     assert not [f for f in report.findings if f.rule in ("DF103", "DF105")]
 
 
@@ -146,3 +150,33 @@ def test_trace_of_a_records_coordinates_finds_its_runs_in_every_group():
     notifier = traces[0]
     assert len({r["worker"] for r in notifier["records"] if r["kind"] == "receive"}) == 2
     assert len(traces) == 2
+
+
+def test_a_failed_runs_retry_sent_as_a_record_of_a_retry_topic_is_no_double_publish(tmp_path):
+    """Spring Kafka's non-blocking retries: the run of order-events-0@100 sends the e-mail, then fails
+    to write its status; the record goes to order-events-retry-0, whose run sends again. Two
+    messages of one action, but the second is the first's retry (before this change such a pair
+    with message ids of their own read as a likely double publish)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    base = {"pod": "notifier-6f7d9c8b5-k2x4p", "service": "notifier", "group_id": "notifier", "event_id": "evt-100"}
+    first = {**base, "topic": "order-events", "partition": 0, "offset": 100}
+    retry = {**base, "topic": "order-events-retry-0", "partition": 0, "offset": 7}
+    steps = [
+        (0.0, "message_received", first, {}), (0.002, "job_started", first, {}),
+        (0.01, "provider_request", first, {"side_effect": "email", "provider": "sendgrid"}),
+        (0.2, "provider_response", first, {"status": 202, "provider_message_id": "sg-1"}),
+        (5.2, "job_failed", first, {"level": "error", "error": "status write timed out"}),
+        (5.21, "retry_scheduled", first, {"detail": "sent to order-events-retry-0 after 5000 ms"}),
+        (10.3, "message_received", retry, {}), (10.302, "job_started", retry, {}),
+        (10.31, "provider_request", retry, {"side_effect": "email", "provider": "sendgrid"}),
+        (10.5, "provider_response", retry, {"status": 202, "provider_message_id": "sg-2"}),
+        (10.51, "db_update", retry, {}), (10.52, "job_finished", retry, {}),
+    ]
+    rows = [{"ts": _ts(at), "level": "info", "event": name, **fields, **extra} for at, name, fields, extra in steps]
+    (logs / "notifier-6f7d9c8b5-k2x4p.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = analyze_logs(logs)
+    [duplicate] = [f for f in report.findings if f.rule == "DF101"]
+    assert (duplicate.cause, duplicate.confidence) == ("partial_success_retry", "certain")
+    assert "retried as another message (order-events-retry-0-0@7 (group notifier))" in duplicate.cause_detail
+    assert not [f for f in report.findings if f.rule in ("DF103", "DF105")]

@@ -38,3 +38,22 @@ def test_a_rule_naming_no_detector_is_an_error(tmp_path):
         shipped.read_text().replace('code = "DF101"', 'code = "DF999"').replace('"duplicate_side_effect"', '"no_such"'))
     with pytest.raises(DupfindError, match="no detector named 'no_such'"):
         load_rules(load_config(None, None, None), tmp_path, ())
+
+
+def test_steps_for_a_root_cause_must_name_a_known_cause(tmp_path):
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    shipped = ROOT / "rules" / "checks" / "DF101.toml"
+    text = shipped.read_text().replace('code = "DF101"', 'code = "DF998"').replace("[cause_remediation]", "[cause_remediation]\nbad_luck = [\"Try again.\"]")
+    (checks / "DF998.toml").write_text(text)
+    with pytest.raises(DupfindError, match="cause_remediation names 'bad_luck'"):
+        load_rules(load_config(None, None, None), tmp_path, ())
+
+
+def test_a_causes_steps_come_before_the_rules_own_once_each():
+    [rule] = [r for r in load_rules(load_config(None, None, None), None, ()) if r.code == "DF101"]
+    assert set(rule.cause_remediation) <= {"double_publish", "worker_killed", "deploy_overlap", "lease_expired",
+                                           "partial_success_retry", "batch_retry", "lock_overlap", "two_consumer_groups"}
+    steps = rule.steps_for(["lease_expired", "unknown", "lease_expired", "deploy_overlap"])
+    assert steps == [*rule.cause_remediation["lease_expired"], *rule.cause_remediation["deploy_overlap"], *rule.remediation]
+    assert rule.steps_for([]) == rule.remediation

@@ -38,6 +38,7 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
         why = attribute(ctx, action_id, requests, facts[action_id])
         finding.harmful = harmful
         finding.cause, finding.confidence, finding.cause_detail = why.cause, why.confidence, why.detail
+        finding.remediation = rule.steps_for([why.cause])
         finding.figures = {
             "side_effect": effect,
             "side_effects": count,

@@ -180,5 +180,5 @@ def render_table(report: AnalysisReport, console: Console, worst: int = 5, max_r
         if rule.severity == "info" and not any(f.rule == rule.code and f.severity != "info" for f in index):
             continue
         console.print(Text(f"{rule.code} {rule.title}", style="bold"))
-        for step in rule.remediation:
+        for step in report.steps_of(rule):
             console.print(Text(f"  [ ] {step}"))

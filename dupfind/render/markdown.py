@@ -161,7 +161,7 @@ def _remediation(report: AnalysisReport) -> list[str]:
         return []
     lines = ["## Remediation checklist", ""]
     for rule in fired:
-        for step in rule.remediation:
+        for step in report.steps_of(rule):
             lines.append(f"- [ ] {md(step, None)} ({rule.code})")
     return lines + [""]
 
