@@ -18,7 +18,8 @@ def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: p
     """The job id of records that name a topic, a partition and an offset (null elsewhere)."""
     partition, offset = (v.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for v in (partition, offset))
     record = pl.format("{}-{}@{}", queue, partition, offset)
-    placed = queue.is_not_null() & partition.is_not_null() & offset.is_not_null()
+    # librdkafka's failed delivery reports name partition -1 and offset -1001 (no record): no id.
+    placed = queue.is_not_null() & (partition >= 0) & (offset >= 0)
     return pl.when(placed & group.is_not_null()).then(pl.concat_str(record, pl.lit(GROUP_OPEN), group, pl.lit(GROUP_CLOSE))) \
         .when(placed).then(record)
 

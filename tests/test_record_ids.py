@@ -42,6 +42,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         {"partition": 1, "offset": 48252, "group_id": "notifier"},  # no topic: no record is named
         {"topic": "order-events", "partition": 1, "offset": "latest", "group_id": "notifier"},  # a setting, no offset
         {"queue": "emails", "group_id": "admins"},  # a group of another kind, no coordinates: nothing
+        {"topic": "order-events", "partition": -1, "offset": -1001},  # a failed delivery report: no record
         # OpenTelemetry's messaging conventions, as an OTLP export's attributes name them
         {"messaging.destination.name": "payments", "messaging.destination.partition.id": "4",
          "messaging.kafka.offset": 77, "messaging.consumer.group.name": "ledger"},
@@ -54,6 +55,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         "order-events-3@48321 (group search-indexer)",
         "order-events-1@48252",
         "m-1",
+        None,
         None,
         None,
         None,
