@@ -576,9 +576,6 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     if "duration_s" in frame.columns:
         seconds = pl.col("duration_s").cast(pl.Float64, strict=False) * 1000.0
         frame = frame.with_columns(duration_ms=pl.coalesce(pl.col("duration_ms"), seconds) if "duration_ms" in frame.columns else seconds)
-    if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
-        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"))
-        frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), coordinates))
     stated = [(c, name, scale) for c, (name, scale) in STATED_TIMEOUTS.items() if c in frame.columns]
     if stated:
         # Each platform's lease, in seconds, and the name it goes by: the first stated in
@@ -599,6 +596,10 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     )
     frame = _library_lines(frame, config)
     frame = _classify(frame, config)
+    if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
+        # An offset commit's offset may be the next record's (the committed position): no id.
+        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"))
+        frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), pl.when(~pl.col("kind").eq_missing("ack")).then(coordinates)))
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
     if "__crash_offset" in frame.columns:
         owners = frame.filter(pl.col("__crash_offset").is_not_null())

@@ -49,6 +49,8 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         {"messaging.destination.name": "payments", "messaging.kafka.destination.partition": 4,
          "messaging.kafka.message.offset": 78, "messaging.kafka.consumer.group": "ledger"},
         {"messaging.destination.name": "payments", "messaging.message.id": "5d1e-77"},
+        # an offset commit may log the committed position, the next record's offset: no id
+        {"event": "offset_committed", "topic": "order-events", "partition": 1, "offset": 48253, "group_id": "notifier"},
     ]
     assert _job_ids(tmp_path, rows) == [
         "order-events-1@48252 (group notifier)",
@@ -62,6 +64,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         "payments-4@77 (group ledger)",
         "payments-4@78 (group ledger)",
         "5d1e-77",
+        None,
     ]
 
 
