@@ -259,6 +259,17 @@ def test_html_draws_every_execution_in_headless_chromium(tmp_path):
     assert shot.is_file() and shot.stat().st_size > 10_000
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package chromium)")
+def test_html_names_each_services_generation_in_headless_chromium(tmp_path):
+    """Three services' versions: the page labels each generation with its service, as the terminal does."""
+    _render_html(tmp_path, FIXTURES / "scenarios" / "kafka-fanout-two-services-control" / "logs")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", (tmp_path / "timeline.html").as_uri()],
+                         capture_output=True, timeout=120).stdout.decode()
+    labels = re.findall(r'<text [^>]*class="gen"[^>]*>([^<]*)</text>', dom)
+    assert sorted(labels) == ["notifier 3.8.2 (2 workers)", "orders-api 5.2.1 (1 worker)", "search-indexer 1.14.0 (2 workers)"]
+
+
 def _odd_text_logs(tmp_path: Path) -> Path:
     """One worker whose ids and names hold quotes, backslashes, control characters and non-ASCII
     text, and one action that carries five job ids (an entry lists four)."""
