@@ -265,7 +265,7 @@ def test_html_names_each_services_generation_in_headless_chromium(tmp_path):
     _render_html(tmp_path, FIXTURES / "scenarios" / "kafka-fanout-two-services-control" / "logs")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", (tmp_path / "timeline.html").as_uri()],
-                         capture_output=True, timeout=120).stdout.decode()
+                         capture_output=True, timeout=120, check=False).stdout.decode()
     labels = re.findall(r'<text [^>]*class="gen"[^>]*>([^<]*)</text>', dom)
     assert sorted(labels) == ["notifier 3.8.2 (2 workers)", "orders-api 5.2.1 (1 worker)", "search-indexer 1.14.0 (2 workers)"]
 
