@@ -598,7 +598,8 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = _classify(frame, config)
     if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
         # An offset commit's offset may be the next record's (the committed position): no id.
-        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"))
+        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"),
+                                     pl.col("service"), ~pl.col("kind").eq_missing("publish"))
         frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), pl.when(~pl.col("kind").eq_missing("ack")).then(coordinates)))
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
     if "__crash_offset" in frame.columns:

@@ -9,27 +9,41 @@ import polars as pl
 # A group's message of a record: `order-events-1@48252 (group notifier)`. Kafka's tools write a
 # record as topic-partition@offset; each consumer group reads every record, as each queue of a
 # fan-out gets its own message, so the group is part of the message (a record two groups ran is
-# two deliveries, no redelivery) and the record is what two groups' messages share.
-GROUP_OPEN, GROUP_CLOSE = " (group ", ")"
+# two deliveries, no redelivery) and the record is what two groups' messages share. A consumer
+# whose lines leave its group out reads in its service's (`(service notifier)`); a producer's
+# record (its delivery report) is the record itself.
+GROUP_OPEN, SERVICE_OPEN, CLOSE = " (group ", " (service ", ")"
 RECORD = re.compile(r"[A-Za-z0-9._-]+-\d+@\d+")  # Kafka's topic names: ASCII letters, digits, `.`, `_`, `-`
 
 
-def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: pl.Expr) -> pl.Expr:
-    """The job id of records that name a topic, a partition and an offset (null elsewhere)."""
+def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: pl.Expr, service: pl.Expr,
+                   consumed: pl.Expr) -> pl.Expr:
+    """The job id of records that name a topic, a partition and an offset (null elsewhere);
+    `consumed`: the record is a consumer's (no publish)."""
     partition, offset = (v.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for v in (partition, offset))
     record = pl.format("{}-{}@{}", queue, partition, offset)
     # librdkafka's failed delivery reports name partition -1 and offset -1001 (no record): no id.
     placed = queue.is_not_null() & (partition >= 0) & (offset >= 0)
-    return pl.when(placed & group.is_not_null()).then(pl.concat_str(record, pl.lit(GROUP_OPEN), group, pl.lit(GROUP_CLOSE))) \
-        .when(placed).then(record)
+    reader = pl.when(group.is_not_null()).then(pl.concat_str(pl.lit(GROUP_OPEN), group, pl.lit(CLOSE))) \
+        .when(consumed & service.is_not_null()).then(pl.concat_str(pl.lit(SERVICE_OPEN), service, pl.lit(CLOSE))) \
+        .otherwise(pl.lit(""))
+    return pl.when(placed).then(pl.concat_str(record, reader))
+
+
+def _parts(job_id: str) -> tuple[str, str | None, str | None]:
+    """(the record, `group` or `service`, its name) of a job id; (the job id, None, None) for any other."""
+    for marker, kind in ((GROUP_OPEN, "group"), (SERVICE_OPEN, "service")):
+        record, sep, name = job_id.rpartition(marker)
+        if sep and record and name.endswith(CLOSE) and len(name) > len(CLOSE):
+            return record, kind, name[: -len(CLOSE)]
+    return job_id, None, None
 
 
 def split(job_id: str) -> tuple[str, str | None]:
-    """(the record, the group that read it) of a job id; (the job id, None) for any other id."""
-    record, sep, group = job_id.rpartition(GROUP_OPEN)
-    if sep and record and group.endswith(GROUP_CLOSE) and len(group) > len(GROUP_CLOSE):
-        return record, group[: -len(GROUP_CLOSE)]
-    return job_id, None
+    """(the record, the group that read it) of a job id; (the record, None) where no group is named,
+    (the job id, None) for any other id."""
+    record, kind, name = _parts(job_id)
+    return record, name if kind == "group" else None
 
 
 def is_record(text: str) -> bool:
@@ -38,11 +52,7 @@ def is_record(text: str) -> bool:
 
 
 def record_of(job_id: str) -> str:
-    return split(job_id)[0]
-
-
-def group_of(job_id: str) -> str | None:
-    return split(job_id)[1]
+    return _parts(job_id)[0]
 
 
 def two_groups(job_ids_a: list[str], job_ids_b: list[str]) -> tuple[str, str, str] | None:

@@ -15,7 +15,7 @@ from dupfind.config import Config
 from dupfind.effects import COUNTED
 from dupfind.errors import DupfindError
 from dupfind.findings import Finding
-from dupfind.record_ids import GROUP_OPEN, is_record
+from dupfind.record_ids import GROUP_OPEN, SERVICE_OPEN, is_record
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts
 from dupfind.timefmt import iso_us
@@ -162,7 +162,7 @@ def find_records(ctx: AnalysisContext, queries: list[str]) -> tuple[pl.DataFrame
     # A Kafka record's coordinates find its message in every consumer group that read it too.
     parsed = [(query, *parse_query(query, columns)) for query in queries]
     parsed += [(query, column, held) for query, column, value in parsed if column in (None, "job_id") and is_record(value)
-               for held in ctx.texts.starting_with(value + GROUP_OPEN)]
+               for opening in (GROUP_OPEN, SERVICE_OPEN) for held in ctx.texts.starting_with(value + opening)]
     # Only the columns that may hold a queried value are read (ctx.id_values: a cached analysis
     # stores their values' hashes; every id column read cost a warm trace 0.22 s at 1M lines).
     hashes = id_value_hash(pl.Series([value for _, _, value in parsed], dtype=pl.String)).implode()

@@ -51,6 +51,9 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         {"messaging.destination.name": "payments", "messaging.message.id": "5d1e-77"},
         # an offset commit may log the committed position, the next record's offset: no id
         {"event": "offset_committed", "topic": "order-events", "partition": 1, "offset": 48253, "group_id": "notifier"},
+        # a consumer that logs no group reads in its service's; a producer's delivery report is the record
+        {"topic": "order-events", "partition": 1, "offset": 48252, "service": "search-indexer"},
+        {"event": "event_published", "topic": "order-events", "partition": 1, "offset": 48252, "service": "orders-api"},
     ]
     assert _job_ids(tmp_path, rows) == [
         "order-events-1@48252 (group notifier)",
@@ -65,6 +68,8 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
         "payments-4@78 (group ledger)",
         "5d1e-77",
         None,
+        "order-events-1@48252 (service search-indexer)",
+        "order-events-1@48252",
     ]
 
 
@@ -72,6 +77,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
     ("order-events-1@48252 (group notifier)", ("order-events-1@48252", "notifier")),
     ("order-events-1@48252 (group a (b))", ("order-events-1@48252", "a (b)")),
     ("order-events-1@48252", ("order-events-1@48252", None)),
+    ("order-events-1@48252 (service notifier)", ("order-events-1@48252", None)),
     ("report (group by day", ("report (group by day", None)),  # no closing bracket: an id of its own
     (" (group x)", (" (group x)", None)),
 ])
@@ -185,3 +191,22 @@ def test_a_failed_runs_retry_sent_as_a_record_of_a_retry_topic_is_no_double_publ
     assert (duplicate.cause, duplicate.confidence) == ("partial_success_retry", "certain")
     assert "retried as another message (order-events-retry-0-0@7 (group notifier))" in duplicate.cause_detail
     assert not [f for f in report.findings if f.rule in ("DF103", "DF105")]
+
+
+def test_consumers_that_log_no_group_read_in_their_services_and_redeliver_nothing_of_each_other(tmp_path):
+    """The fan-out control with every `group_id` taken out of its lines: each service's run of a
+    record is its own delivery, no redelivery of the other service's (the bare record as the
+    message counted 72 redeliveries: 39 and 33)."""
+    from dupfind.queue_stats import build_stats
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for path in (FIXTURES / "scenarios" / "kafka-fanout-two-services-control" / "logs").iterdir():
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        (logs / path.name).write_text("".join(json.dumps({k: v for k, v in r.items() if k != "group_id"}) + "\n" for r in rows))
+    report = analyze_logs(logs)
+    assert report.verdict == "no_harmful_duplicates" and not report.findings
+    queues = build_stats(report).to_dict()["queues"]
+    assert sorted((q["job_type"], q["redelivered"]) for q in queues) == [("IndexOrder", 0), ("SendOrderConfirmation", 0)]
+    held = set(report.context.texts.as_text(report.context.columns("job_id")["job_id"].drop_nulls().unique()).to_list())
+    assert "order-events-1@48252 (service notifier)" in held and "order-events-1@48252 (service search-indexer)" in held
