@@ -58,7 +58,7 @@ def record_of(job_id: str) -> str:
 def two_groups(job_ids_a: list[str], job_ids_b: list[str]) -> tuple[str, str, str] | None:
     """(the record, the first run's group, the second's) where two runs read one record in two
     consumer groups."""
-    ran_b = dict(split(j) for j in job_ids_b)
+    ran_b = {record: group for record, group in map(split, job_ids_b) if group is not None}
     for record, group_a in map(split, job_ids_a):
         group_b = ran_b.get(record)
         if group_a is not None and group_b is not None and group_a != group_b:

@@ -92,6 +92,8 @@ def test_two_runs_read_one_record_in_two_groups_only_when_both_name_a_group_and_
     assert two_groups([a], [a]) is None  # one group: a redelivery
     assert two_groups([a], ["order-events-1@48252"]) is None  # the producer's record names no group
     assert two_groups([a], ["order-events-1@48253 (group notifier-v2)"]) is None  # another record
+    # a run some of whose lines leave the group out still read the record in its group
+    assert two_groups([a], [b, "order-events-1@48252 (service notifier)"]) == ("order-events-1@48252", "notifier", "notifier-v2")
     assert is_record("order-events-1@48252") and is_record("orders.v2_eu-12@0")
     assert not is_record("order-events-1@48252 (group notifier)") and not is_record("job@1") and not is_record("a/b-1@2")
 
