@@ -598,7 +598,14 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = _classify(frame, config)
     if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
         # An offset commit's offset may be the next record's (the committed position): no id.
-        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), pl.col("consumer_group"),
+        # A consumer that names its group on some of its lines reads in it on the others too: the
+        # one group a file's worker names for a topic (two groups' runs of a record would otherwise
+        # share the message `(service ...)`, and read as a redelivery).
+        named = pl.col("consumer_group").drop_nulls()
+        by = ["source", "worker_id", "queue"]
+        group = pl.when(pl.col("consumer_group").is_null() & (named.n_unique().over(by) == 1)).then(named.first().over(by)) \
+            .otherwise(pl.col("consumer_group"))
+        coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), group,
                                      pl.col("service"), ~pl.col("kind").eq_missing("publish"))
         frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), pl.when(~pl.col("kind").eq_missing("ack")).then(coordinates)))
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])

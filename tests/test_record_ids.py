@@ -212,3 +212,23 @@ def test_consumers_that_log_no_group_read_in_their_services_and_redeliver_nothin
     assert sorted((q["job_type"], q["redelivered"]) for q in queues) == [("IndexOrder", 0), ("SendOrderConfirmation", 0)]
     held = set(report.context.texts.as_text(report.context.columns("job_id")["job_id"].drop_nulls().unique()).to_list())
     assert "order-events-1@48252 (service notifier)" in held and "order-events-1@48252 (service search-indexer)" in held
+
+
+def test_a_consumer_naming_its_group_on_some_lines_reads_in_it_on_the_others(tmp_path):
+    """deploy-consumer-group-overlap's lines without `group_id` but on each pod's receive line (two
+    generations reading in two groups): the lines without it read in the group their pod's other
+    lines name (its only one for the topic), so the two groups' runs share no message and no
+    DF103 reads them as a redelivery."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    source = FIXTURES / "scenarios" / "deploy-consumer-group-overlap" / "logs"
+    for path in source.iterdir():
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        kept = [r if r.get("msg") == "record received" else {k: v for k, v in r.items() if k != "group_id"} for r in rows]
+        (logs / path.name).write_text("".join(json.dumps(r) + "\n" for r in kept))
+    ids = ingest([str(logs)], CONFIG).text_table()["job_id"].drop_nulls().unique().to_list()
+    assert not [i for i in ids if "(service " in i]
+    assert "order-events-4@18355 (group notify-consumer)" in ids and "order-events-4@18355 (group notify-consumer-v2)" in ids
+    report = analyze_logs(logs)
+    assert not [f for f in report.findings if f.rule == "DF103"]
+    assert {f.cause for f in report.findings if f.rule == "DF101"} == {"deploy_overlap"}
