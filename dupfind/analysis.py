@@ -498,13 +498,17 @@ class AnalysisContext:
     def _timeout_name(self, queue: str | None, found: tuple[float, str] | None, service: str | None = None) -> str:
         if found is None or found[1] != "logged":
             return TIMEOUT_NAME
-        if service is not None:
-            for key in (queue or "", ""):
-                stated = self.service_timeouts.get((key, service))
-                if stated is not None and stated[0] == found[0]:
-                    return stated[1]
+        for value, name in self.service_statements(queue, service):
+            if value == found[0]:
+                return name
         names = self.stated_timeout_names
         return names.get(queue or "") or names.get("") or TIMEOUT_NAME
+
+    def service_statements(self, queue: str | None, service: str | None) -> list[tuple[float, str]]:
+        """What `service`'s consumers state of the queue's timeout, then of any queue's: (median, name)."""
+        if service is None:
+            return []
+        return [self.service_timeouts[key] for key in ((queue or "", service), ("", service)) if key in self.service_timeouts]
 
     def timeout_words(self, queue: str | None, service: str | None = None) -> str | None:
         """`visibility timeout 30 s`, `max.poll.interval.ms 30 s` (as the logs stating it name it),

@@ -218,11 +218,15 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             pub_rids = [*pub_rids[:2], *restart_rids, *pub_rids[2:]]
         return Attribution("double_publish", "certain", detail, pub_rids + base_rids, notes, {"publishes": float(count)})
 
+    # How the second execution followed the first (for 3, 6, 7 and 8).
+    gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
+    running = later_entry < first["end"]
+
     # 3. Two consumer groups read the record: each reads every record, so no kill, failure or lease
     # brought it to the other group; a deploy that renamed the group, or one handler in two groups.
     groups = two_groups(first["job_ids"], later["job_ids"])
     if groups is not None:
-        return _read_by_two_groups(ctx, first, later, later_entry, groups, base_rids, notes)
+        return _read_by_two_groups(ctx, first, later, later_entry, running, gap, groups, base_rids, notes)
 
     # 4. Worker killed mid-job: the first execution ended with its worker's kill/exit (or the
     # worker went silent after its stop signal, or a broker logged its connection dropped): a
@@ -242,9 +246,6 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
             fail + base_rids, notes,
         )
 
-    # How the second execution followed the first (for 6, 7 and 8).
-    gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
-
     # 6. The whole batch came back: another message of the first execution's invocation failed it.
     batch = facts.batches.get(first["exec_id"])
     if batch is not None and not first["failed"] and later_entry >= batch["inv_end"]:
@@ -255,7 +256,6 @@ def attribute(ctx: AnalysisContext, action_id: int, requests: list[dict], facts:
     expiry = [r["rid"] for r in records if r["kind"] == "lease_expired"] or ctx.worker_lease_expiry(
         first["worker_id"], first["start"], first["end"], later_entry)
     near_timeout = timeout is not None and abs(gap - timeout) <= max(2.0, 0.25 * timeout)
-    running = later_entry < first["end"]
     figures = {"gap_s": round(gap, 3)}
     if timeout is not None:
         figures["timeout_s"] = timeout
@@ -476,14 +476,12 @@ def _seconds(value: float) -> str:
 
 
 def _read_by_two_groups(
-    ctx: AnalysisContext, first: dict, later: dict, later_entry, groups: tuple[str, str, str], base_rids: list[int],
-    notes: dict,
+    ctx: AnalysisContext, first: dict, later: dict, later_entry, running: bool, gap: float,
+    groups: tuple[str, str, str], base_rids: list[int], notes: dict,
 ) -> Attribution:
     """Two consumer groups each read the record: a deploy overlap where two generations consumed in
     them (a release that renamed the group), else one handler's consumers in groups of their own."""
     record, group_a, group_b = groups
-    running = later_entry < first["end"]
-    gap = (later_entry - (first["entry_ts"] or first["start"])).total_seconds()
     figures = {"gap_s": round(gap, 3)}
     overlap = _generation_overlap(ctx, first, later, later_entry, running, base_rids, notes, figures, groups)
     if overlap is not None:

@@ -597,7 +597,6 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     frame = _library_lines(frame, config)
     frame = _classify(frame, config)
     if candidates_by_column.get("kafka_partition") and candidates_by_column.get("kafka_offset"):
-        # An offset commit's offset may be the next record's (the committed position): no id.
         # A consumer that names its group on some of its lines reads in it on the others too: the
         # one group a file's worker names for a topic (two groups' runs of a record would otherwise
         # share the message `(service ...)`, and read as a redelivery).
@@ -607,6 +606,7 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
             .otherwise(pl.col("consumer_group"))
         coordinates = coordinates_id(pl.col("queue"), pl.col("kafka_partition"), pl.col("kafka_offset"), group,
                                      pl.col("service"), ~pl.col("kind").eq_missing("publish"))
+        # An offset commit's offset may be the next record's (the committed position): no id.
         frame = frame.with_columns(job_id=pl.coalesce(pl.col("job_id"), pl.when(~pl.col("kind").eq_missing("ack")).then(coordinates)))
     table = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
     if "__crash_offset" in frame.columns:

@@ -332,6 +332,7 @@ class TimeoutFacts:
     queue_timeouts = AnalysisContext.queue_timeouts
     stated_timeouts = AnalysisContext.stated_timeouts
     service_timeouts = AnalysisContext.service_timeouts
+    service_statements = AnalysisContext.service_statements
     known_timeouts = AnalysisContext.known_timeouts
     inferred_timeouts = AnalysisContext.inferred_timeouts
     timeout_source = AnalysisContext.timeout_source
@@ -392,12 +393,12 @@ def _timeouts(ctx: AnalysisContext | TimeoutFacts) -> list[dict[str, Any]]:
     for queue, service in timeout_units(ctx, sorted(queues)):
         advice = queue_advice(ctx, queue, service).to_dict()
         inferred = ctx.inferred_timeouts.get(queue)
-        own = ctx.service_timeouts.get((queue, service)) or ctx.service_timeouts.get(("", service)) if service else None
+        own = ctx.service_statements(queue, service)
         advice.update(
             queue=queue or None,
             inferred=inferred.to_dict() if inferred else None,
             configured_s=ctx.timeouts.get(queue),
-            logged_s=own[0] if own else ctx.stated_timeouts.get(queue),
+            logged_s=own[0][0] if own else ctx.stated_timeouts.get(queue),
         )
         out.append(advice)
     return out

@@ -136,7 +136,8 @@ class Texts:
         """The texts the dictionary holds that begin with `prefix` (it is sorted: one range)."""
         low = self.values.search_sorted(prefix, side="left")
         high = self.values.search_sorted(prefix + "\U0010ffff", side="left")
-        return self.values.slice(low, high - low).filter(self.values.slice(low, high - low).str.starts_with(prefix)).to_list()
+        held = self.values.slice(low, high - low)
+        return held.filter(held.str.starts_with(prefix)).to_list()
 
     def as_text(self, values: pl.Series) -> pl.Series:
         """A column's values as text: codes decoded, any other type cast."""

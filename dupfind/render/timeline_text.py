@@ -256,11 +256,11 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
     total = sum(len(g["workers"]) for g in generations)
     budget = max(2, max_rows // max(1, len(generations)))
     # Several services' generations are named by service too (each service's version is its own).
-    services = {gen.get("service") for gen in generations} - {None}
+    services = _services(generations)
     for gen in generations:
         how = "" if not gen["inferred"] else f", inferred from {gen['source'].replace('_', ' ')}"
         name = gen["generation"] or "unknown generation"
-        if len(services) > 1 and gen.get("service"):
+        if services > 1 and gen.get("service"):
             name = f"{gen['service']} {name}"
         count = len(gen["workers"])
         console.print(safe_text(f"{name} ({count} worker{'' if count == 1 else 's'}{how})", style="bold"))
@@ -289,9 +289,14 @@ def render_window(data: dict, console: Console, max_rows: int = 40) -> None:
     _summary(data, console)
 
 
+def _services(generations: list[dict]) -> int:
+    """How many services a window's generations are of."""
+    return len({gen.get("service") for gen in generations} - {None})
+
+
 def _summary(data: dict, console: Console) -> None:
     s = data["summary"]
-    services = len({gen.get("service") for gen in data["generations"]} - {None})
+    services = _services(data["generations"])
     of = f" of {services} services" if services > 1 else ""
     parts = [f"{s['generations']} generation(s){of}, {s['workers']} worker(s), {s['executions']} execution(s)"]
     if s["overlap_s"]:
