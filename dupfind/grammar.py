@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dupfind.lineparse import PAIR_PATTERN
-from dupfind.normalize import LINE, TEXT
+from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, TEXT
 from dupfind.presets import CONTEXT_PREFIX, Preset
+from dupfind.record_ids import ASSIGNED_PARTITIONS, single_topic
 
 EVENT = "event"
 
@@ -27,8 +28,9 @@ class GrammarResult:
     rest: pl.DataFrame | None = None  # rows no grammar claimed: line, text, clean (+ carried)
 
 
-def _refine(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
-    """Apply the grammar's message rules: the first that matches names the event and adds fields."""
+def _refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None) -> pl.DataFrame:
+    """Apply the grammar's message rules: the first that matches names the event and adds fields.
+    `source`: what names each line's source in an export of several (see parse_grammar_lines)."""
     message = pl.col("message") if "message" in frame.columns else pl.col("clean")
     frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(EVENT), pl.lit(False).alias("__done"))
     for rule in preset.rules:
@@ -51,17 +53,23 @@ def _refine(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
             updates["__inherit"] = (pl.col("__inherit") if "__inherit" in frame.columns else pl.lit(False)) | hit
         updates["__done"] = pl.col("__done") | hit
         frame = frame.with_columns(**updates)
-    return _inherit(frame, preset).drop("__done")
+    if ASSIGNED_PARTITIONS in frame.columns:  # a Kafka consumer's partitions: its topic, when they are one's
+        topic = single_topic(pl.col(ASSIGNED_PARTITIONS))
+        frame = frame.with_columns(queue=pl.coalesce(pl.col("queue"), topic) if "queue" in frame.columns else topic) \
+            .drop(ASSIGNED_PARTITIONS)
+    return _inherit(frame, preset, source).drop("__done")
 
 
-def _inherit(frame: pl.DataFrame, preset: Preset) -> pl.DataFrame:
+def _inherit(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None) -> pl.DataFrame:
     """A line about a job that does not name it (Dramatiq's failure line) takes the id the same
     process and thread logged last (its `Received message ... with id` line)."""
     if "__inherit" not in frame.columns:
         return frame
     columns = sorted({c for r in preset.rules for c in r.inherit if c in frame.columns})
-    thread = [c for c in preset.thread if c in frame.columns]
+    thread = [pl.col(c) for c in preset.thread if c in frame.columns]
     if columns and thread:
+        # Threads of one name in two files of a batch, or two pods of one export, are two threads.
+        thread += [pl.col(LINE) // (1 << FILE_SHIFT), *([source] if source is not None else [])]
         ordered = frame.sort(LINE)
         frame = ordered.with_columns(**{
             c: pl.when(pl.col("__inherit") & pl.col(c).is_null())
@@ -90,6 +98,9 @@ def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[st
     quoted = ((value.str.starts_with('"') & value.str.ends_with('"')) | (value.str.starts_with("'") & value.str.ends_with("'"))) \
         & (value.str.len_chars() >= 2)
     unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1")).otherwise(value)
+    # A pair closing a bracketed prefix (`[Consumer clientId=consumer-1, groupId=notifier]`) ends before its `]`.
+    unquoted = pl.when(~quoted & value.str.ends_with("]") & ~value.str.contains("[", literal=True)) \
+        .then(value.str.strip_suffix("]")).otherwise(unquoted)
     spread = pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
     if keys is not None:
         spread = spread.filter(pl.col("key").is_in(list(keys)))
@@ -119,10 +130,13 @@ def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[s
 
 def parse_grammar_lines(
     rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None, keys: Collection[str] | None = None,
+    time_optional: bool = False,
 ) -> GrammarResult:
     """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows.
     `source`: what names each line's source in an export of several (an envelope's log stream or
-    pod), whose banners are each their own source's; `keys`: the keys of `pairs` kept."""
+    pod), whose banners are each their own source's; `keys`: the keys of `pairs` kept;
+    `time_optional`: the lines are an envelope's whose time is optional (Preset.time_optional):
+    a line a grammar knows only with the envelope's time before it is that line whole."""
     result = GrammarResult(rest=rows)
     continuing: list[pl.Series] = []
     rest = rows
@@ -143,6 +157,10 @@ def parse_grammar_lines(
                         target.setdefault(name, value)
                 rest = rest.filter(~is_context)
         is_record = pl.col("clean").str.contains(preset.line)
+        if time_optional and FALLBACK_TS in rest.columns:
+            whole = pl.concat_str(pl.col(FALLBACK_TS), pl.lit(" "), pl.col("clean"))
+            rest = rest.with_columns(clean=pl.when(~is_record & whole.str.contains(preset.line).fill_null(False))
+                                     .then(whole).otherwise(pl.col("clean")))
         claimed = rest.filter(is_record)
         if claimed.height == 0:
             continue
@@ -153,7 +171,7 @@ def parse_grammar_lines(
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = with_pairs(_refine(frame, preset), preset.pairs, keys).drop("clean")
+        frame = with_pairs(_refine(frame, preset, source), preset.pairs, keys).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

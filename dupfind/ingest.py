@@ -45,7 +45,7 @@ from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import LEADING_TS, parse_logfmt, parse_plain
 from dupfind.nested_text import repaired
-from dupfind.normalize import FALLBACK_TS, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
+from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
     AFTER_FIRST_LINE,
     ANSI_ESCAPE,
@@ -93,7 +93,6 @@ _NOT_JSON = object()
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
-FILE_SHIFT = 32  # batch line number = file index << FILE_SHIFT | line
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
 REFUSED_BLOCKS = 3  # a document's blocks polars refuses in a row before its elements are no longer given to it
 
@@ -493,7 +492,9 @@ class LineParser:
             clean = clean.str.replace(AFTER_FIRST_LINE, "")
         rows = rows.with_columns(clean=clean)
         source = self.source_of(fmt_prefix, rows.columns)
-        grammar = parse_grammar_lines(rows, self.grammars, source, self.json_keys)
+        layers = [self.presets.get(name) for name in fmt_prefix.split("+") if name]
+        grammar = parse_grammar_lines(rows, self.grammars, source, self.json_keys,
+                                      any(layer is not None and layer.time_optional for layer in layers))
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
@@ -503,7 +504,6 @@ class LineParser:
         for frame, preset in grammar.raws:
             block.raws.append((frame, fmt_prefix + preset.name))
         rows = grammar.rest
-        layers = [self.presets.get(name) for name in fmt_prefix.split("+") if name]
         joinable = all(layer is not None and layer.one_source for layer in layers)
         if grammar.continuing is not None and rows.height and (joinable or source is not None):
             # Lines that do not start like a record, after a record of a format that writes multi-line

@@ -21,6 +21,7 @@ from dupfind.timeparse import parse_timestamps
 LINE = "_line"
 SOURCE = "_source"
 TEXT = "_text"
+FILE_SHIFT = 32  # a batch's line number: the file's index << FILE_SHIFT | its line (see ingest)
 LEADING_TS = "_leading_ts"
 FALLBACK_TS = "_fallback_ts"
 QUARTER_HOUR_US = 15 * 60 * 1_000_000  # zones are whole quarter hours from UTC (India +05:30, Nepal +05:45)

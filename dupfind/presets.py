@@ -101,6 +101,10 @@ class Preset:
     # text envelope: a value made of several of the line's groups, joined by a space where they are
     # apart in the line (Papertrail's system and program, between them its IP, facility and severity)
     joined: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # text envelope: its time is optional (`kubectl logs --prefix` without --timestamps), so the time
+    # a line of its own begins with reads as the envelope's: a grammar that knows the line whole
+    # (Spring Boot's `2026-12-06T10:14:02.118Z  INFO 1 --- ...`) is given it with that time back
+    time_optional: bool = False
     # text grammar: groups of the line that hold `key=value` pairs (Rust tracing's span and event
     # fields), each pair a field of the record where the line's groups do not name it already;
     # text envelope: the inner record's fields where it has none of its own (RFC 5424's structured
@@ -250,6 +254,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread", "joined", "pairs", "multiline", "ignore", "continuation_fields",
+        "time_optional",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -332,6 +337,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         file_worker=file_worker,
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
         joined=joined,
+        time_optional=bool(data.get("time_optional", False)),
         pairs=pair_groups,
         continuation_fields={str(c): str(r) for c, r in continued.items()},
         multiline_start=multiline.get("start"),

@@ -14,6 +14,9 @@ import polars as pl
 # record (its delivery report) is the record itself.
 GROUP_OPEN, SERVICE_OPEN, CLOSE = " (group ", " (service ", ")"
 RECORD = re.compile(r"[A-Za-z0-9._-]+-\d+@\d+")  # Kafka's topic names: ASCII letters, digits, `.`, `_`, `-`
+# A raw column a text grammar's rule captures: the partitions a consumer was assigned, as the Kafka
+# client lists them (`order-events-0, order-events-1`, in brackets or not).
+ASSIGNED_PARTITIONS = "kafka_assigned_partitions"
 
 
 def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: pl.Expr, service: pl.Expr,
@@ -28,6 +31,13 @@ def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: p
         .when(consumed & service.is_not_null()).then(pl.concat_str(pl.lit(SERVICE_OPEN), service, pl.lit(CLOSE))) \
         .otherwise(pl.lit(""))
     return pl.when(placed).then(pl.concat_str(record, reader))
+
+
+def single_topic(partitions: pl.Expr) -> pl.Expr:
+    """The topic of a list of partitions (`order-events-0, order-events-1`) where they are all
+    one topic's; null for partitions of several topics, or none."""
+    topics = partitions.str.extract_all(r"[A-Za-z0-9._-]+-\d+").list.eval(pl.element().str.replace(r"-\d+$", "")).list.unique()
+    return pl.when(topics.list.len() == 1).then(topics.list.first())
 
 
 def _parts(job_id: str) -> tuple[str, str | None, str | None]:

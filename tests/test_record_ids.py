@@ -14,7 +14,7 @@ from conftest import FIXTURES, run_cli
 from truth_compare import CONFIG, analyze_logs
 
 from dupfind.ingest import ingest
-from dupfind.record_ids import is_record, record_of, split, two_groups
+from dupfind.record_ids import is_record, record_of, single_topic, split, two_groups
 from dupfind.schema import as_strings
 from dupfind.textcodes import Texts
 
@@ -232,3 +232,76 @@ def test_a_consumer_naming_its_group_on_some_lines_reads_in_it_on_the_others(tmp
     report = analyze_logs(logs)
     assert not [f for f in report.findings if f.rule == "DF103"]
     assert {f.cause for f in report.findings if f.rule == "DF101"} == {"deploy_overlap"}
+
+
+@pytest.mark.parametrize(("partitions", "topic"), [
+    ("order-events-0, order-events-1, order-events-2", "order-events"),
+    ("[order.events_v2-10]", "order.events_v2"),
+    ("order-events-0, payments-0", None),  # two topics: a partition number names no one record
+    ("", None),
+])
+def test_a_consumers_partitions_name_its_topic_only_when_they_are_one_topics(partitions, topic):
+    found = pl.select(single_topic(pl.lit(partitions))).item()
+    assert found == topic
+
+
+def _spring(at: float, thread: str, logger: str, message: str) -> str:
+    return f"{_ts(at)}  INFO 1 --- [notifier] [{thread}] {logger:<40} : {message}\n"
+
+
+def test_a_spring_listeners_record_line_reads_the_topic_and_group_its_consumer_thread_was_given(tmp_path):
+    """spring-kafka-max-poll-rebalance's listener lines name partition and offset only: they take
+    the topic and group their consumer thread subscribed to or was assigned, in their own file (the
+    files are small: read as one batch, where one thread name is each pod's)."""
+    consumer, client, listener = "ntainer#0-0-C-1", "o.a.k.c.c.KafkaConsumer", "c.e.n.OrderConfirmationListener"
+    coordinator, container = "o.a.k.c.c.internals.ConsumerCoordinator", "o.s.k.l.KafkaMessageListenerContainer"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "notifier-a.log").write_text(
+        _spring(0, consumer, client, "[Consumer clientId=consumer-notifier-1, groupId=notifier] Subscribed to topic(s): order-events")
+        + _spring(1, "main", listener, "Started job order_id=ord_1 partition=0 offset=10")  # another thread
+        + _spring(2, consumer, listener, "Started job order_id=ord_2 partition=0 offset=11")
+    )
+    (logs / "notifier-b.log").write_text(
+        _spring(3, consumer, coordinator, "[Consumer clientId=consumer-billing-1, groupId=billing] "
+                "Adding newly assigned partitions: payments-3, payments-4")
+        + _spring(4, consumer, listener, "Started job order_id=ord_3 partition=4 offset=20")
+        + _spring(5, consumer, container, "billing-v2: partitions assigned: [payments-4]")
+        + _spring(6, consumer, listener, "Started job order_id=ord_4 partition=4 offset=20")
+    )
+    (logs / "notifier-c.log").write_text(  # nothing says what it reads: no record is named
+        _spring(7, consumer, listener, "Started job order_id=ord_5 partition=0 offset=12")
+    )
+    (logs / "notifier-d.log").write_text(  # two topics: partition 0 is either's
+        _spring(8, consumer, client, "[Consumer clientId=consumer-notifier-1, groupId=notifier] Subscribed to topic(s): a, b")
+        + _spring(9, consumer, coordinator, "[Consumer clientId=consumer-notifier-1, groupId=notifier] "
+                  "Adding newly assigned partitions: a-0, b-0")
+        + _spring(10, consumer, listener, "Started job order_id=ord_6 partition=0 offset=13")
+    )
+    table = as_strings(ingest([str(logs)], CONFIG).text_table()).filter(pl.col("order_id").is_not_null())
+    assert dict(zip(table["order_id"], table["job_id"], strict=True)) == {
+        "ord_1": None,
+        "ord_2": "order-events-0@11 (group notifier)",
+        "ord_3": "payments-4@20 (group billing)",
+        "ord_4": "payments-4@20 (group billing-v2)",
+        "ord_5": None,
+        "ord_6": None,
+    }
+
+
+def test_a_spring_listener_in_a_kubectl_prefix_export_reads_its_own_pods_topic(tmp_path):
+    """`kubectl logs --prefix -l app=notifier`: two pods' lines in one file, their consumer threads
+    of one name; the pod whose thread was given no topic names no record."""
+    consumer, listener = "ntainer#0-0-C-1", "c.e.n.OrderConfirmationListener"
+    subscribed = "[Consumer clientId=consumer-notifier-1, groupId=notifier] Subscribed to topic(s): order-events"
+    lines = [
+        ("notifier-a", _spring(0, consumer, "o.a.k.c.c.KafkaConsumer", subscribed)),
+        ("notifier-b", _spring(1, consumer, listener, "Started job order_id=ord_1 partition=0 offset=10")),
+        ("notifier-a", _spring(2, consumer, listener, "Started job order_id=ord_2 partition=0 offset=11")),
+    ]
+    path = tmp_path / "notifier.log"
+    path.write_text("".join(f"[pod/{pod}/notifier] {line}" for pod, line in lines))
+    table = as_strings(ingest([str(path)], CONFIG).text_table()).filter(pl.col("order_id").is_not_null())
+    assert dict(zip(table["order_id"], table["job_id"], strict=True)) == {
+        "ord_1": None, "ord_2": "order-events-0@11 (group notifier)",
+    }
