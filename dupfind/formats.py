@@ -253,6 +253,17 @@ def _records_after(lines: list[str]) -> bool:
     return records * 2 > len(rest)
 
 
+def _known_text_lines(lines: list[str], presets: tuple[Preset, ...]) -> bool:
+    """Whether most sampled lines are a text envelope's or a framework's, lines that begin with `[`
+    as a JSON array does (`kubectl logs --prefix`'s `[pod/notifier-x/worker] ...`, Celery's
+    `[2024-05-14 09:10:15,123: INFO/MainProcess] ...`): read a block at a time, not whole as a
+    document first (a 72 MB `kubectl logs --prefix` export: 2.7 s and its size in memory)."""
+    groups = _groups(presets)
+    clean = [_without_ansi(line) for line in lines]
+    return any(judge(clean, len(lines)) for _, judge in groups.text_envelopes) \
+        or any(_majority(_passing(test, clean, len(lines)), len(lines)) for _, test in groups.grammars)
+
+
 def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset, ...] = ()) -> FormatSniff:
     """Guess the format from the first block; per-line fallbacks handle mixed files."""
     if _binary(head[:8192]):
@@ -264,7 +275,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             return FormatSniff("empty")
         # one line longer than the sample (a search response on one line): judged by its start
         lines = [head[:SAMPLE_BYTES].decode("utf-8", errors="replace").removeprefix("\ufeff").strip()]
-    if allow_document and stripped.startswith(b"[") and not _records_after(lines):
+    if allow_document and stripped.startswith(b"[") and not _records_after(lines) and not _known_text_lines(lines, presets):
         return FormatSniff("json-document", document=True)
     if allow_document and stripped.startswith(b"{"):
         try:

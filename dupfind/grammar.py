@@ -28,9 +28,22 @@ class GrammarResult:
     rest: pl.DataFrame | None = None  # rows no grammar claimed: line, text, clean (+ carried)
 
 
-def _refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None) -> pl.DataFrame:
+@dataclass
+class Inherited:
+    """A file's threads' last values of the columns grammar rules inherit, as its blocks so far
+    left them: preset name -> a frame of THREAD and those columns (one row a thread)."""
+
+    last: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+THREAD = "__thread"
+
+
+def _refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None,
+            inherited: Inherited | None = None) -> pl.DataFrame:
     """Apply the grammar's message rules: the first that matches names the event and adds fields.
-    `source`: what names each line's source in an export of several (see parse_grammar_lines)."""
+    `source`: what names each line's source in an export of several (see parse_grammar_lines);
+    `inherited`: the file's blocks before this one (see _inherit)."""
     message = pl.col("message") if "message" in frame.columns else pl.col("clean")
     frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(EVENT), pl.lit(False).alias("__done"))
     for rule in preset.rules:
@@ -57,26 +70,35 @@ def _refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None) 
         topic = single_topic(pl.col(ASSIGNED_PARTITIONS))
         frame = frame.with_columns(queue=pl.coalesce(pl.col("queue"), topic) if "queue" in frame.columns else topic) \
             .drop(ASSIGNED_PARTITIONS)
-    return _inherit(frame, preset, source).drop("__done")
+    return _inherit(frame, preset, source, inherited).drop("__done")
 
 
-def _inherit(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None) -> pl.DataFrame:
+def _inherit(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None, inherited: Inherited | None) -> pl.DataFrame:
     """A line about a job that does not name it (Dramatiq's failure line) takes the id the same
-    process and thread logged last (its `Received message ... with id` line)."""
+    process and thread logged last (its `Received message ... with id` line), in this block or,
+    through `inherited`, in the file's blocks before it."""
     if "__inherit" not in frame.columns:
         return frame
     columns = sorted({c for r in preset.rules for c in r.inherit if c in frame.columns})
-    thread = [pl.col(c) for c in preset.thread if c in frame.columns]
-    if columns and thread:
-        # Threads of one name in two files of a batch, or two pods of one export, are two threads.
-        thread += [pl.col(LINE) // (1 << FILE_SHIFT), *([source] if source is not None else [])]
-        ordered = frame.sort(LINE)
-        frame = ordered.with_columns(**{
-            c: pl.when(pl.col("__inherit") & pl.col(c).is_null())
-            .then(pl.col(c).forward_fill().over(thread)).otherwise(pl.col(c))
-            for c in columns
-        })
-    return frame.drop("__inherit")
+    parts = [pl.col(c) for c in preset.thread if c in frame.columns]
+    if not (columns and parts):
+        return frame.drop("__inherit")
+    # Threads of one name in two files of a batch, or two pods of one export, are two threads.
+    parts += [pl.col(LINE) // (1 << FILE_SHIFT), *([source] if source is not None else [])]
+    frame = frame.with_columns(pl.concat_str([p.cast(pl.String).fill_null("") for p in parts], separator="\x1f").alias(THREAD))
+    before = inherited.last.get(preset.name) if inherited is not None else None
+    if before is not None:  # each thread's last values, as a line before the block's first
+        frame = pl.concat([before.with_columns(pl.lit(-1, dtype=frame.schema[LINE]).alias(LINE)), frame], how="diagonal_relaxed")
+    frame = frame.sort(LINE).with_columns(**{
+        c: pl.when(pl.col("__inherit").eq_missing(True) & pl.col(c).is_null())
+        .then(pl.col(c).forward_fill().over(THREAD)).otherwise(pl.col(c))
+        for c in columns
+    })
+    if inherited is not None:
+        inherited.last[preset.name] = frame.group_by(THREAD).agg(pl.col(c).drop_nulls().last() for c in columns)
+    if before is not None:
+        frame = frame.filter(pl.col(LINE) >= 0)
+    return frame.drop("__inherit", THREAD)
 
 
 def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[str] | None = None) -> pl.DataFrame:
@@ -130,13 +152,14 @@ def _context_values(frame: pl.DataFrame, rules, column: str = "clean") -> dict[s
 
 def parse_grammar_lines(
     rows: pl.DataFrame, grammars: list[Preset], source: pl.Expr | None = None, keys: Collection[str] | None = None,
-    time_optional: bool = False,
+    time_optional: bool = False, inherited: Inherited | None = None,
 ) -> GrammarResult:
     """rows: line, text, clean (ANSI stripped) and carried columns. Claims the lines a grammar knows.
     `source`: what names each line's source in an export of several (an envelope's log stream or
     pod), whose banners are each their own source's; `keys`: the keys of `pairs` kept;
     `time_optional`: the lines are an envelope's whose time is optional (Preset.time_optional):
-    a line a grammar knows only with the envelope's time before it is that line whole."""
+    a line a grammar knows only with the envelope's time before it is that line whole;
+    `inherited`: the file's blocks before these lines' (see _inherit)."""
     result = GrammarResult(rest=rows)
     continuing: list[pl.Series] = []
     rest = rows
@@ -171,7 +194,7 @@ def parse_grammar_lines(
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = with_pairs(_refine(frame, preset, source), preset.pairs, keys).drop("clean")
+        frame = with_pairs(_refine(frame, preset, source, inherited), preset.pairs, keys).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

@@ -37,7 +37,7 @@ from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines
 from dupfind.errors import DupfindError
 from dupfind.file_workers import with_file_workers
 from dupfind.formats import FormatSniff, after_lines, sample_end, sniff_format, unwrap_document
-from dupfind.grammar import continuation_lines, parse_grammar_lines
+from dupfind.grammar import Inherited, continuation_lines, parse_grammar_lines
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
 from dupfind.line_bytes import LineBytes
@@ -256,6 +256,9 @@ class _Block:
     # With a dict: each line joined to a record begun on an earlier line -> that line (see
     # record_cuts: which lines of a block continue the record the block before it ended with).
     owners: dict[int, int] | None = None
+    # The file's threads' last values of what grammar rules inherit (grammar.Inherited), from its
+    # blocks before this one: a failure line takes the id its thread received in the block before.
+    inherited: Inherited | None = None
 
 
 class LineParser:
@@ -494,7 +497,7 @@ class LineParser:
         source = self.source_of(fmt_prefix, rows.columns)
         layers = [self.presets.get(name) for name in fmt_prefix.split("+") if name]
         grammar = parse_grammar_lines(rows, self.grammars, source, self.json_keys,
-                                      any(layer is not None and layer.time_optional for layer in layers))
+                                      any(layer is not None and layer.time_optional for layer in layers), block.inherited)
         block.context_lines += grammar.context_lines
         for key, value in grammar.context.items():
             block.context.setdefault(key, value)
@@ -1216,6 +1219,7 @@ class Ingestor:
         next_line = 1
         pending = [first] if first else []
         envelope = sniff.envelope or ""
+        inherited = Inherited()
         for chunk in whole_records(
             itertools.chain(pending, chunks), lambda tail, head: self.parser.continued_bytes(tail, head, envelope),
             self.block_bytes or CHUNK_BYTES,
@@ -1225,7 +1229,7 @@ class Ingestor:
             count = lines.height + undecodable.height  # every line of the chunk, as _line_count counts them
             next_line += count
             report.lines += count
-            block = _Block(lines_in_file=in_file)
+            block = _Block(lines_in_file=in_file, inherited=inherited)
             if undecodable.height:
                 block.rejects.append(undecodable)
             self.parser.parse_envelope(lines, block, sniff.envelope or "", line_bytes)
