@@ -121,10 +121,18 @@ def _envelope_judge(preset: Preset, presets: tuple[Preset, ...]) -> Callable[[li
     def known(inner: str) -> bool:
         return bool(_JSON_OBJECT_START.match(inner)) or any(inner_test(inner) for inner_test in inner_tests)
 
+    def inner_of(found: re.Match) -> str:
+        """The inner line; where the envelope's time is optional and it took one, with that time
+        before it (the line's own: Preset.time_optional), when a grammar knows it only so."""
+        inner = found.group("inner") or ""
+        if preset.time_optional and found.group("ts") and not known(inner):
+            return f"{found.group('ts')} {inner}"
+        return inner
+
     def judge(lines: list[str], total: int) -> bool:
         if not _majority_of(search, lines, total):
             return False
-        inners = [found.group("inner") or "" for found in map(search, lines) if found is not None]
+        inners = [inner_of(found) for found in map(search, lines) if found is not None]
         return 4 * sum(map(known, inners)) >= len(inners)
     return judge
 

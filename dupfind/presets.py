@@ -23,6 +23,7 @@ FILE_PREFIX = "file."  # raw columns holding a value found once for the whole fi
 FILE_NAME_PREFIX = "filename."  # raw columns holding what the file's name says (the worker of a framework's log)
 # What follows a text's first line (an envelope's text of several lines: a record and its traceback).
 AFTER_FIRST_LINE = r"\r?\n[\s\S]*$"
+EVERY_GRAMMAR = "*"  # `inner_lines`: the lines of every grammar preset
 CONTEXT_PREFIX = "_context."  # raw columns of grammar lines whose value becomes the file's value
 _KINDS = ("json", "text")
 
@@ -65,6 +66,7 @@ class Preset:
     # A text envelope whose inner line is any text once the file is taken for one: sniffed as this
     # envelope when most sampled lines' inner is a JSON object or a line of these grammar presets
     # (a Celery worker's log from `kubectl logs --timestamps`), not for any line after a time.
+    # `"*"`: every grammar preset (load_presets), those of rules_dir too.
     inner_lines: tuple[str, ...] = ()
     # The line regexes of those presets (load_presets): with `inner_json_only`, an inner text that
     # is one of their lines is unwrapped too (Celery's text log shipped by Filebeat in `message`).
@@ -366,7 +368,11 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
                 raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
             preset = parse_preset(data, str(path), columns)
             found[preset.name] = preset
+    grammars = tuple(sorted(name for name, p in found.items() if p.is_grammar))
     for preset in list(found.values()):
+        if EVERY_GRAMMAR in preset.inner_lines:
+            preset = found[preset.name] = replace(preset, inner_lines=tuple(dict.fromkeys(
+                name for entry in preset.inner_lines for name in (grammars if entry == EVERY_GRAMMAR else (entry,)))))
         for name in preset.inner_lines:
             if name not in found or not found[name].is_grammar:
                 raise DupfindError(f"{preset.origin}: inner_lines names {name!r}, which is not a text preset of log lines.")

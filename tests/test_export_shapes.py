@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from dupfind.config import load_config
+from dupfind.formats import sniff_format
 from dupfind.ingest import ingest
 
 from conftest import FIXTURES
@@ -387,6 +388,44 @@ def test_a_framework_log_in_an_export_of_several_sources_gives_the_records_of_th
     assert [f.rejected_total for f in ingest([str(tmp_path)], config).files] == [0]
     records = [r[:3] + r[4:] for r in _records(tmp_path)]
     assert records == [r[:3] + r[4:] for r in _records(logs)]  # the worker: the envelope's, or the node's
+
+
+def _grammar_logs() -> list[Path]:
+    """The format fixtures' files of a framework's own text lines (a grammar preset's)."""
+    config = load_config(cwd=Path("/"))
+    grammars = {p.label or p.name for p in config.presets if p.is_grammar}
+    found = []
+    for folder in sorted((FIXTURES / "formats").iterdir()):
+        for log in sorted((folder / "logs").glob("*")):
+            if log.is_file() and sniff_format(log.read_bytes()[:65536], presets=config.presets).label in grammars:
+                found.append(log)
+    return found
+
+
+# The same exports without the runtime's time (no --timestamps, no -t): a line's own time is
+# where the runtime's would be.
+UNTIMED_SHAPES = {
+    "kubectl-prefix": lambda pod, line: f"[pod/{pod}-7d9f8c6b5-x2x9k/worker] {line}",
+    "compose": lambda pod, line: f"{pod + '-1':<24} | {line}",
+    "stern": lambda pod, line: f"{pod}-7d9f8c6b5-x2x9k worker {line}",
+}
+GRAMMAR_LOGS = _grammar_logs()
+
+
+@pytest.mark.parametrize("shape", UNTIMED_SHAPES)
+@pytest.mark.parametrize("log", GRAMMAR_LOGS, ids=[f"{p.parts[-3]}/{p.name}" for p in GRAMMAR_LOGS])
+def test_a_framework_log_in_an_export_without_the_runtimes_time_gives_the_records_of_the_file(tmp_path, log, shape):
+    """Before 2026-12-07 Spring Boot's, Rust tracing's, structlog's, RabbitMQ's, Redis' and NATS'
+    lines under `docker compose logs` and stern were all rejected (only Celery's, Dramatiq's, RQ's
+    and Sidekiq's told the export apart from any text), and under `kubectl logs --prefix` a line's
+    own ISO time was taken for kubectl's (Spring's and tracing's lines read as logfmt)."""
+    pod = re.sub(r"[^a-z0-9]+", "-", log.stem.lower()).strip("-")  # a name a container or pod can have
+    (tmp_path / log.name).write_text("".join(UNTIMED_SHAPES[shape](pod, line) + "\n" for line in log.read_text().splitlines()))
+    config = load_config(cwd=Path("/"))
+    shaped = ingest([str(tmp_path)], config).files[0]
+    whole = ingest([str(log)], config).files[0]
+    assert (shaped.records, shaped.rejected_total) == (whole.records, whole.rejected_total)
+    assert [r[:3] + r[4:] for r in _records(tmp_path)] == [r[:3] + r[4:] for r in _records(log)]
 
 
 CELERY_LOGS = FIXTURES / "real" / "celery_redis_visibility_timeout" / "logs"
