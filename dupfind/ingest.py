@@ -37,7 +37,7 @@ from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines
 from dupfind.errors import DupfindError
 from dupfind.file_workers import with_file_workers
 from dupfind.formats import FormatSniff, after_lines, sample_end, sniff_format, unwrap_document
-from dupfind.grammar import Inherited, continuation_lines, parse_grammar_lines
+from dupfind.grammar import Inherited, continuation_lines, parse_grammar_lines, with_pairs
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
 from dupfind.line_bytes import LineBytes
@@ -349,7 +349,7 @@ class LineParser:
         raw = pl.concat([rows.select(pl.col("line").alias(LINE), *text, *carried), frame], how="horizontal")
         base = fmt.removesuffix("ndjson")
         for shape in self.record_shapes:
-            if not (shape.prefer or shape.values or shape.lift or shape.ignore):
+            if not (shape.prefer or shape.values or shape.lift or shape.ignore or shape.pairs):
                 continue  # a shape that only names the file (pino): its rows read like any NDJSON
             required = (*shape.detect_all, *shape.detect_text, *shape.detect_numbers)
             if not all(k in frame.columns for k in required):
@@ -361,7 +361,10 @@ class LineParser:
             fits = raw.select(pl.all_horizontal(conditions)).to_series()
             if fits.any():
                 shaped = raw.filter(fits).drop(shape.ignore, strict=False)
-                block.raws.append((self._lifted(shaped, shape.lift, shape.ignore), base + shape.name))
+                shaped = self._lifted(shaped, shape.lift, shape.ignore)
+                if shape.pairs:  # a message's key=value pairs: fields where the record has none of its own
+                    shaped = with_pairs(shaped, tuple(p for p in shape.pairs if shaped.schema.get(p) == pl.String), self.json_keys)
+                block.raws.append((shaped, base + shape.name))
                 raw = raw.filter(~fits)
         if raw.height:
             block.raws.append((raw, fmt))

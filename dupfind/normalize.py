@@ -147,8 +147,15 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], o
     return values.with_columns(fixed) if fixed else values
 
 
+# A JSON object's or array's text (a field read as text holds its JSON): `{...}`, `[...]` whose
+# first element begins as a value does; not a message that begins with a bracketed context
+# (`[Consumer clientId=consumer-1, groupId=notifier] consumer poll timeout has expired`, Rails'
+# `[ActiveJob] [SendJob] Performing ...`).
+_STRUCTURED_TEXT = r'(?s)^(?:\{.*\}|\[\s*(?:[\[{"\-0-9tfn].*)?\])$'
+
+
 def _is_structured(expr: pl.Expr) -> pl.Expr:
-    return expr.str.starts_with("{") | expr.str.starts_with("[")
+    return (expr.str.starts_with("{") | expr.str.starts_with("[")) & expr.str.contains(_STRUCTURED_TEXT)
 
 
 def _resolve_column(

@@ -53,6 +53,7 @@ class Preset:
     origin: str
     detect_all: tuple[str, ...] = ()
     detect_any: tuple[str, ...] = ()
+    detect_none: tuple[str, ...] = ()  # paths a record of this shape never has (another's it is then)
     detect_text: tuple[str, ...] = ()  # paths whose value must be a string (Docker's `log`, not ECS's object)
     detect_numbers: tuple[str, ...] = ()  # paths whose value must be a number (pino's numeric `level`)
     label: str = ""  # what `formats` calls a file of this shape (default: the name)
@@ -110,7 +111,8 @@ class Preset:
     # text grammar: groups of the line that hold `key=value` pairs (Rust tracing's span and event
     # fields), each pair a field of the record where the line's groups do not name it already;
     # text envelope: the inner record's fields where it has none of its own (RFC 5424's structured
-    # data: log4j2's MDC `[mdc@32473 jobId="..."]`)
+    # data: log4j2's MDC `[mdc@32473 jobId="..."]`); a JSON record shape: its text fields that hold
+    # them (logstash-logback-encoder's `message`: a logger's `Started job order_id=ord_1`)
     pairs: tuple[str, ...] = ()
     # text grammar: fields a record's continuation lines state, column -> a regex whose group
     # `value` is the field's value (the Kafka client's `ConsumerConfig values:` record and its
@@ -139,6 +141,8 @@ class Preset:
         if not isinstance(record, dict):
             return False
         if self.detect_all and any(get_path(record, p) is None for p in self.detect_all):
+            return False
+        if any(get_path(record, p) is not None for p in self.detect_none):
             return False
         if any(not isinstance(get_path(record, p), str) for p in self.detect_text):
             return False
@@ -281,7 +285,8 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         raise DupfindError(f"{origin}: joined must be a table of value names and the line's groups.")
     joined = {name: _strings(groups, f"{origin}: joined.{name}") for name, groups in data.get("joined", {}).items()}
     pair_groups = _strings(data.get("pairs", []), f"{origin}: pairs")
-    for key, groups in (("joined", [g for named in joined.values() for g in named]), ("pairs", pair_groups)):
+    grouped = [("joined", [g for named in joined.values() for g in named])] + ([("pairs", pair_groups)] if kind == "text" else [])
+    for key, groups in grouped:
         missing = [g for g in groups if line is None or f"(?P<{g}>" not in line]
         if missing:
             raise DupfindError(f"{origin}: {key} names {missing[0]!r}, which is not a group of the line regex.")
@@ -309,6 +314,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         origin=origin,
         detect_all=_strings(detect.get("all", []), f"{origin}: detect.all"),
         detect_any=_strings(detect.get("any", []), f"{origin}: detect.any"),
+        detect_none=_strings(detect.get("none", []), f"{origin}: detect.none"),
         detect_text=_strings(detect.get("text", []), f"{origin}: detect.text"),
         detect_numbers=_strings(detect.get("numbers", []), f"{origin}: detect.numbers"),
         records=_strings(data.get("records", []), f"{origin}: records"),
