@@ -154,8 +154,12 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], o
 _STRUCTURED_TEXT = r'(?s)^(?:\{.*\}|\[\s*(?:[\[{"\-0-9tfn].*)?\])$'
 
 
+def _begins_structured(expr: pl.Expr) -> pl.Expr:
+    return expr.str.starts_with("{") | expr.str.starts_with("[")
+
+
 def _is_structured(expr: pl.Expr) -> pl.Expr:
-    return (expr.str.starts_with("{") | expr.str.starts_with("[")) & expr.str.contains(_STRUCTURED_TEXT)
+    return _begins_structured(expr) & expr.str.contains(_STRUCTURED_TEXT)
 
 
 def _resolve_column(
@@ -431,8 +435,11 @@ def normalize(raw: pl.DataFrame, config: Config, fmt: str) -> Normalized:
     objects = {c for c, hit in zip(candidates_cols, present[len(candidates_cols):]) if hit}
     values = _materialize_paths(raw, config, available, objects)
     paths = [c for c in values.columns if c != "_rows"]
-    found = values.select(_is_structured(pl.col(p)).any().alias(p) for p in paths).row(0) if paths else ()
-    structured = {p for p, hit in zip(paths, found) if hit}
+    # The regex only over the columns where a value begins as one does (most have none).
+    found = values.select(_begins_structured(pl.col(p)).any().alias(p) for p in paths).row(0) if paths else ()
+    begun = [p for p, hit in zip(paths, found) if hit]
+    found = values.select(_is_structured(pl.col(p)).any().alias(p) for p in begun).row(0) if begun else ()
+    structured = {p for p, hit in zip(begun, found) if hit}
     values = values.with_columns(raw[SOURCE].alias(SOURCE))
     fields: dict[str, dict[str, list[str]]] = {}
     selections: dict[str, pl.Expr] = {}
