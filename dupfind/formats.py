@@ -169,7 +169,7 @@ _YAML_OPENS = re.compile(r"[A-Za-z_@][\w@./-]*:\s*$")
 def _yaml_documents(head: bytes) -> bool:
     """Whether a sample is YAML documents between `---` lines, as `gcloud logging read` prints
     entries: a `---` line, and nearly every other line a `key:` at the margin or indented under one."""
-    lines = [line for line in head.decode("utf-8", "replace").split("\n")[:200] if line.strip()]
+    lines = [line.removesuffix("\r") for line in head.decode("utf-8", "replace").split("\n")[:200] if line.strip()]
     if len(lines) > 1 and not head.endswith(b"\n"):
         lines.pop()  # probably cut in the middle
     separators = sum(line.rstrip() == "---" for line in lines)

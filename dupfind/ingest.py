@@ -672,6 +672,8 @@ class LineParser:
             inner, loose = unwrap_json_lines(preset, rows, lambda texts, schema: self._read_json(texts, schema, payload))
         else:
             if preset.multiline_start and preset.multiline_end:
+                if rows["text"].str.ends_with("\r").any():  # CRLF (`aws` on Windows): its lines' ends
+                    rows = rows.with_columns(pl.col("text").str.strip_suffix("\r"))
                 rows = self._join_record_lines(rows, preset, block)
             inner, loose = unwrap_text_lines(preset, rows, self.json_keys)
             if preset.inner_envelope:

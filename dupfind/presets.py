@@ -13,8 +13,10 @@ import orjson
 from dupfind import json_exact, parse_memo
 from dupfind.errors import DupfindError
 
-# Terminal escape sequences (colours in Sidekiq/RQ text logs): stripped before parsing.
-ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+# A terminal's colour codes (Sidekiq's, RQ's text logs), and a line's carriage return before its
+# newline (a log written or exported on Windows, `aws` or `gcloud` there: CRLF): what a line's text
+# is read without.
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\r$"
 ENVELOPE_PREFIX = "envelope."  # raw columns holding envelope values (fallbacks for the inner record)
 # Raw columns holding a text envelope's key="value" pairs (`pairs`: RFC 5424's structured data):
 # the inner record's own fields where it lacks them (normalize.config_for_format).
