@@ -39,13 +39,15 @@ class Inherited:
 THREAD = "__thread"
 
 
-def _refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None,
-            inherited: Inherited | None = None) -> pl.DataFrame:
-    """Apply the grammar's message rules: the first that matches names the event and adds fields.
+def refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None,
+           inherited: Inherited | None = None) -> pl.DataFrame:
+    """Apply the preset's message rules (a grammar's line's, a JSON record shape's `message`): the
+    first that matches names the event (a record's own `event` where none does) and adds fields.
     `source`: what names each line's source in an export of several (see parse_grammar_lines);
     `inherited`: the file's blocks before this one (see _inherit)."""
     message = pl.col("message") if "message" in frame.columns else pl.col("clean")
-    frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(EVENT), pl.lit(False).alias("__done"))
+    own = pl.col(EVENT).cast(pl.String) if EVENT in frame.columns else pl.lit(None, dtype=pl.String)
+    frame = frame.with_columns(own.alias(EVENT), pl.lit(False).alias("__done"))
     for rule in preset.rules:
         hit = ~pl.col("__done") & message.str.contains(rule.pattern)
         groups = list(rule.regex.groupindex)
@@ -194,7 +196,7 @@ def parse_grammar_lines(
             [claimed.select(pl.col("line").alias(LINE), pl.col("text").alias(TEXT), "clean", *carried), groups],
             how="horizontal",
         )
-        frame = with_pairs(_refine(frame, preset, source, inherited), preset.pairs, keys).drop("clean")
+        frame = with_pairs(refine(frame, preset, source, inherited), preset.pairs, keys).drop("clean")
         result.raws.append((frame, preset))
         if preset.continuation:
             continuing.append(frame[LINE])

@@ -37,7 +37,7 @@ from dupfind.envelopes import partial_flag, unwrap_json_lines, unwrap_text_lines
 from dupfind.errors import DupfindError
 from dupfind.file_workers import with_file_workers
 from dupfind.formats import FormatSniff, after_lines, sample_end, sniff_format, unwrap_document
-from dupfind.grammar import Inherited, continuation_lines, parse_grammar_lines, with_pairs
+from dupfind.grammar import Inherited, continuation_lines, parse_grammar_lines, refine, with_pairs
 from dupfind.ingest_result import FileReport, IngestResult
 from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated_values
 from dupfind.line_bytes import LineBytes
@@ -349,7 +349,7 @@ class LineParser:
         raw = pl.concat([rows.select(pl.col("line").alias(LINE), *text, *carried), frame], how="horizontal")
         base = fmt.removesuffix("ndjson")
         for shape in self.record_shapes:
-            if not (shape.prefer or shape.values or shape.lift or shape.ignore or shape.pairs):
+            if not (shape.prefer or shape.values or shape.lift or shape.ignore or shape.pairs or shape.rules):
                 continue  # a shape that only names the file (pino): its rows read like any NDJSON
             required = (*shape.detect_all, *shape.detect_text, *shape.detect_numbers)
             if not all(k in frame.columns for k in required):
@@ -362,6 +362,8 @@ class LineParser:
             if fits.any():
                 shaped = raw.filter(fits).drop(shape.ignore, strict=False)
                 shaped = self._lifted(shaped, shape.lift, shape.ignore)
+                if shape.rules and shaped.schema.get("message") == pl.String:  # as a grammar's rules read a line's message
+                    shaped = refine(shaped, shape, None, block.inherited)
                 if shape.pairs:  # a message's key=value pairs: fields where the record has none of its own
                     shaped = with_pairs(shaped, tuple(p for p in shape.pairs if shaped.schema.get(p) == pl.String), self.json_keys)
                 block.raws.append((shaped, base + shape.name))

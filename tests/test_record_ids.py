@@ -305,3 +305,16 @@ def test_a_spring_listener_in_a_kubectl_prefix_export_reads_its_own_pods_topic(t
     assert dict(zip(table["order_id"], table["job_id"], strict=True)) == {
         "ord_1": None, "ord_2": "order-events-0@11 (group notifier)",
     }
+
+
+def test_a_spring_listeners_json_log_gives_the_findings_of_its_text_log():
+    """spring-kafka-json-rebalance is spring-kafka-max-poll-rebalance's pods as logstash-logback-encoder
+    writes them: the Kafka client's lines read by the same rules, each listener line in its consumer
+    thread's topic and group, the config dump's timeout stated (before: no action at all)."""
+    def findings(name: str) -> list[tuple]:
+        report = analyze_logs(FIXTURES / "scenarios" / name / "logs")
+        return sorted((f.rule, f.fingerprint, f.cause, f.confidence, f.summary) for f in report.findings)
+
+    text = findings("spring-kafka-max-poll-rebalance")
+    assert [f[0] for f in text].count("DF103") == 1
+    assert findings("spring-kafka-json-rebalance") == text
