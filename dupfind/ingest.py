@@ -92,6 +92,9 @@ REJECT_TEXT_LIMIT = 4096
 _NOT_JSON = object()
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
+# A JSON record's rendered message, whose `key=value` pairs are its fields where it has none (_message_pairs).
+MESSAGE_FIELDS = ("message", "msg", "@m")
+MESSAGE_OWN = ("ts", "level", "message", "name", "stream", "origin_id", "error")  # columns no message pair gives
 BATCH_BYTES = 8 << 20  # small files are parsed together up to this many bytes (see sources.CHUNK_BYTES)
 NORMALISE_QUEUE_BLOCKS = 2  # parsed blocks waiting for the normalising thread
 REFUSED_BLOCKS = 3  # a document's blocks polars refuses in a row before its elements are no longer given to it
@@ -280,6 +283,10 @@ class LineParser:
                     paths.add(".".join(parts[:cut]))
         self.json_keys = paths
         self.key_escapes = _key_escapes(paths)
+        # A message's pairs may name ids and what they are about, not the record's time, level,
+        # name or text: `Published event=order_placed` is named by its message, not `order_placed`.
+        own = {a for column in MESSAGE_OWN for a in config.aliases.get(column, ())}
+        self.message_keys = frozenset(k for k in paths if k not in own and k not in MESSAGE_FIELDS)
 
     # -- JSON -------------------------------------------------------------------------
     def _read_json(self, texts: pl.Series, schema: dict | None = None, payload: bytes | None = None) -> pl.DataFrame | None:
@@ -365,11 +372,21 @@ class LineParser:
                 if shape.rules and shaped.schema.get("message") == pl.String:  # as a grammar's rules read a line's message
                     shaped = refine(shaped, shape, None, block.inherited)
                 if shape.pairs:  # a message's key=value pairs: fields where the record has none of its own
-                    shaped = with_pairs(shaped, tuple(p for p in shape.pairs if shaped.schema.get(p) == pl.String), self.json_keys)
+                    shaped = with_pairs(shaped, tuple(p for p in shape.pairs if shaped.schema.get(p) == pl.String), self.message_keys)
                 block.raws.append((shaped, base + shape.name))
                 raw = raw.filter(~fits)
         if raw.height:
-            block.raws.append((raw, fmt))
+            block.raws.append((self._message_pairs(raw), fmt))
+
+    def _message_pairs(self, raw: pl.DataFrame) -> pl.DataFrame:
+        """The records with their message's `key=value` pairs (a logger's `Sending email
+        order_id=ord_1`, python-json-logger's or zap's message with its ids in its text) as fields
+        where they have none of their own: only the configuration's keys, only where a message
+        holds an `=`."""
+        texts = [c for c in MESSAGE_FIELDS if raw.schema.get(c) == pl.String]
+        if not texts or not raw.select(pl.any_horizontal(pl.col(c).str.contains("=", literal=True) for c in texts).any()).item():
+            return raw
+        return with_pairs(raw, tuple(texts), self.message_keys)
 
     def _lifted(self, raw: pl.DataFrame, paths: tuple[str, ...], ignore: tuple[str, ...] = ()) -> pl.DataFrame:
         """The records with the alias keys of their objects at `paths` as fields of their own
