@@ -35,11 +35,15 @@ def detect(ctx: AnalysisContext, rule: Rule) -> list[Finding]:
     rids = ctx.action_records("rid").filter(pl.col("action_id").is_in(lost["action_id"].implode())).group_by("action_id").agg(
         pl.col("rid")
     ).collect()
-    per_action = lost.join(rids, on="action_id")
+    # Each action's executions in the order executions_of gives them (by start), in one pass: a
+    # lookup an action took 45 us (60,000 lost actions: 5 s).
+    runs = ctx.executions.filter(pl.col("action_id").is_in(lost["action_id"].implode())).sort("start", maintain_order=True) \
+        .group_by("action_id", maintain_order=True).agg(pl.col("exec_id"))
+    per_action = lost.join(rids, on="action_id").join(runs, on="action_id", how="left")
     findings: list[Finding] = []
     for row in per_action.sort("action_id").iter_rows(named=True):
         action_id = row["action_id"]
-        exec_ids = ctx.executions_of(action_id)["exec_id"].to_list()
+        exec_ids = row["exec_id"] or []
         state = "received but never finished" if row["received"] else "published but never received"
         finding = action_finding(ctx, rule, action_id, exec_ids, f"{state}; last record {(end_of_logs - row['last']).total_seconds():.0f} s before the end of the logs")
         finding.figures = {"silence_s": round((end_of_logs - row["last"]).total_seconds(), 1), "grace_s": grace}
