@@ -23,7 +23,10 @@ def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: p
                    consumed: pl.Expr) -> pl.Expr:
     """The job id of records that name a topic, a partition and an offset (null elsewhere);
     `consumed`: the record is a consumer's (no publish)."""
-    partition, offset = (v.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for v in (partition, offset))
+    # As integers where they are (an offset above 2**53 read through a float is another record's),
+    # through a float where they are written as one (`48252.0`).
+    partition, offset = (pl.coalesce(v.cast(pl.Int64, strict=False), v.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
+                         for v in (partition, offset))
     record = pl.format("{}-{}@{}", queue, partition, offset)
     # librdkafka's failed delivery reports name partition -1 and offset -1001 (no record): no id.
     placed = queue.is_not_null() & (partition >= 0) & (offset >= 0)

@@ -37,6 +37,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
     rows = [
         {"topic": "order-events", "partition": 1, "offset": 48252, "group_id": "notifier"},
         {"topic": "order-events", "partition": "3", "offset": 48321.0, "groupId": "search-indexer"},
+        {"topic": "audit-log", "partition": 0, "offset": 9007199254740993, "group_id": "archiver"},  # above 2**53: exact
         {"topic": "order-events", "partition": 1, "offset": 48252},  # a producer's delivery report: no group
         {"topic": "order-events", "partition": 1, "offset": 48252, "group_id": "notifier", "message_id": "m-1"},
         {"partition": 1, "offset": 48252, "group_id": "notifier"},  # no topic: no record is named
@@ -58,6 +59,7 @@ def test_a_record_without_a_message_id_runs_the_one_at_its_coordinates_in_its_gr
     assert _job_ids(tmp_path, rows) == [
         "order-events-1@48252 (group notifier)",
         "order-events-3@48321 (group search-indexer)",
+        "audit-log-0@9007199254740993 (group archiver)",
         "order-events-1@48252",
         "m-1",
         None,
