@@ -46,7 +46,7 @@ def refine(frame: pl.DataFrame, preset: Preset, source: pl.Expr | None = None,
     `source`: what names each line's source in an export of several (see parse_grammar_lines);
     `inherited`: the file's blocks before this one (see _inherit)."""
     message = pl.col("message") if "message" in frame.columns else pl.col("clean")
-    own = pl.col(EVENT).cast(pl.String) if EVENT in frame.columns else pl.lit(None, dtype=pl.String)
+    own = pl.col(EVENT) if frame.schema.get(EVENT) == pl.String else pl.lit(None, dtype=pl.String)
     frame = frame.with_columns(own.alias(EVENT), pl.lit(False).alias("__done"))
     for rule in preset.rules:
         hit = ~pl.col("__done") & message.str.contains(rule.pattern)
