@@ -38,9 +38,11 @@ def coordinates_id(queue: pl.Expr, partition: pl.Expr, offset: pl.Expr, group: p
 
 def single_topic(partitions: pl.Expr) -> pl.Expr:
     """The topic of a list of partitions (`order-events-0, order-events-1`) where they are all
-    one topic's; null for partitions of several topics, or none."""
+    one topic's; empty for partitions of several topics (a partition number then names no one
+    record: the consumer's lines after it take no topic from an assignment before it, and the
+    empty value is read as none), null for none."""
     topics = partitions.str.extract_all(r"[A-Za-z0-9._-]+-\d+").list.eval(pl.element().str.replace(r"-\d+$", "")).list.unique()
-    return pl.when(topics.list.len() == 1).then(topics.list.first())
+    return pl.when(topics.list.len() == 1).then(topics.list.first()).when(topics.list.len() > 1).then(pl.lit(""))
 
 
 def _parts(job_id: str) -> tuple[str, str | None, str | None]:

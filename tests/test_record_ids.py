@@ -239,7 +239,7 @@ def test_a_consumer_naming_its_group_on_some_lines_reads_in_it_on_the_others(tmp
 @pytest.mark.parametrize(("partitions", "topic"), [
     ("order-events-0, order-events-1, order-events-2", "order-events"),
     ("[order.events_v2-10]", "order.events_v2"),
-    ("order-events-0, payments-0", None),  # two topics: a partition number names no one record
+    ("order-events-0, payments-0", ""),  # two topics: a partition number names no one record (read as none)
     ("", None),
 ])
 def test_a_consumers_partitions_name_its_topic_only_when_they_are_one_topics(partitions, topic):
@@ -274,6 +274,12 @@ def test_a_spring_listeners_record_line_reads_the_topic_and_group_its_consumer_t
     (logs / "notifier-c.log").write_text(  # nothing says what it reads: no record is named
         _spring(7, consumer, listener, "Started job order_id=ord_5 partition=0 offset=12")
     )
+    (logs / "notifier-e.log").write_text(  # a pattern's new topic after a rebalance: partition 0 is either's
+        _spring(11, consumer, container, "notifier: partitions assigned: [order-events-0]")
+        + _spring(12, consumer, listener, "Started job order_id=ord_7 partition=0 offset=14")
+        + _spring(13, consumer, container, "notifier: partitions assigned: [order-events-0, order-returns-0]")
+        + _spring(14, consumer, listener, "Started job order_id=ord_8 partition=0 offset=15")
+    )
     (logs / "notifier-d.log").write_text(  # two topics: partition 0 is either's
         _spring(8, consumer, client, "[Consumer clientId=consumer-notifier-1, groupId=notifier] Subscribed to topic(s): a, b")
         + _spring(9, consumer, coordinator, "[Consumer clientId=consumer-notifier-1, groupId=notifier] "
@@ -288,6 +294,8 @@ def test_a_spring_listeners_record_line_reads_the_topic_and_group_its_consumer_t
         "ord_4": "payments-4@20 (group billing-v2)",
         "ord_5": None,
         "ord_6": None,
+        "ord_7": "order-events-0@14 (group notifier)",
+        "ord_8": None,
     }
 
 
