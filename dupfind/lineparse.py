@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+
+import polars as pl
 
 # A leading timestamp as written by loggers and in incident notes, optionally bracketed:
 # `2026-07-21T10:00:01.120Z ...`, `2026-11-29 07:16:09,727 ...`, `[2026-11-29 07:16:09,727: ...`.
@@ -77,6 +80,36 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     for key, value in pairs:
         record.setdefault(key, _unquote(value))
     return record
+
+
+# LOGFMT_PAIR as polars reads it (no look-behind): the whitespace before a pair is part of its match.
+_PAIR_TEXT = r'(?:^|\s)[A-Za-z_@][\w.\-/@]*=(?:"(?:[^"\\]|\\.)*"|\S*)'
+
+
+def pairs_only(texts: pl.Series) -> pl.Series:
+    """Which texts are logfmt pairs and nothing else (logrus' and Go's `time=... level=info
+    msg="..." job_id=j-1`), without a backslash (no escape to read): those parse_logfmt reads as
+    logfmt_frame does, all at once."""
+    # (\x1c-\x1f are whitespace to Python's `\s`, not to polars')
+    return (texts.str.contains(_PAIR_TEXT) & ~texts.str.contains(r"[\\\x1c-\x1f]")
+            & (texts.str.replace_all(_PAIR_TEXT, "").str.strip_chars() == ""))
+
+
+def logfmt_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ()) -> pl.DataFrame:
+    """parse_logfmt of texts pairs_only says are pairs alone, at once: a row a text, `_line` its
+    line, a column a key (its first value; quotes around a value dropped), keys in `skip` left out
+    (what the caller sets itself). A 300,000-line logrus log spent 2 s in parse_logfmt."""
+    pairs = pl.DataFrame({"_line": lines, "pair": texts.str.extract_all(_PAIR_TEXT)}).explode("pair")
+    pair = pl.col("pair").str.strip_chars_start()
+    parts = pair.str.splitn("=", 2)
+    value = parts.struct.field("field_1")
+    quoted = (value.str.len_chars() >= 2) & value.str.starts_with('"') & value.str.ends_with('"')
+    spread = pairs.select(
+        "_line", key=parts.struct.field("field_0"),
+        value=pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2)).otherwise(value),
+    ).filter(~pl.col("key").is_in(list(skip)))
+    wide = spread.pivot(on="key", index="_line", values="value", aggregate_function="first", maintain_order=True)
+    return pl.DataFrame({"_line": lines}).join(wide, on="_line", how="left", maintain_order="left")
 
 
 def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:

@@ -1,0 +1,64 @@
+"""logfmt_frame reads lines of logfmt pairs alone at once as parse_logfmt reads each (the per-line
+parser stays for every other line): on every fixture's lines, and on generated ones."""
+
+from __future__ import annotations
+
+import gzip
+
+import polars as pl
+from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dupfind.lineparse import logfmt_frame, pairs_only, parse_logfmt
+
+
+def _frame_records(texts: list[str]) -> list[dict | None]:
+    """Each text's record as logfmt_frame gives it (None: pairs_only leaves it to parse_logfmt)."""
+    series = pl.Series(texts, dtype=pl.String)
+    fast = pairs_only(series)
+    rows = logfmt_frame(pl.Series(range(len(texts))).filter(fast), series.filter(fast)).to_dicts() if fast.any() else []
+    by_line = {row.pop("_line"): {k: v for k, v in row.items() if v is not None} for row in rows}
+    return [by_line.get(i) for i in range(len(texts))]
+
+
+def _fixture_lines() -> list[str]:
+    lines = []
+    for path in sorted(FIXTURES.rglob("*")):
+        if not path.is_file() or path.suffix in (".json", ".toml", ".py", ".md") and path.parent.name != "logs":
+            continue
+        data = path.read_bytes()
+        if data.startswith(b"\x1f\x8b"):
+            data = gzip.decompress(data)
+        try:
+            lines += data.decode("utf-8").splitlines()
+        except (UnicodeDecodeError, EOFError, OSError):
+            continue
+    return lines
+
+
+def test_every_fixture_line_of_pairs_alone_reads_as_parse_logfmt_reads_it():
+    lines = _fixture_lines()
+    records = _frame_records(lines)
+    taken = [(line, record) for line, record in zip(lines, records) if record is not None]
+    assert len(taken) > 150  # the fixtures' logfmt logs (logrus, Go workers)
+    for line, record in taken:
+        assert record == parse_logfmt(line), line
+
+
+_KEY = st.from_regex(r"[A-Za-z_@][A-Za-z0-9_.\-/@]{0,8}", fullmatch=True)
+_VALUE = st.one_of(
+    st.from_regex(r'[^\s"\\]{0,10}', fullmatch=True),
+    st.from_regex(r'"[^"\\]{0,12}"', fullmatch=True),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+)
+_GAP = st.sampled_from([" ", "  ", "\t", " \t "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_KEY, _VALUE, _GAP), min_size=1, max_size=6), st.sampled_from(["", " ", "  "]))
+def test_generated_lines_read_as_parse_logfmt_reads_them(pairs, lead):
+    line = lead + "".join(f"{key}={value}{gap}" for key, value, gap in pairs).rstrip(" \t")
+    (record,) = _frame_records([line])
+    if record is not None:
+        assert record == parse_logfmt(line)
