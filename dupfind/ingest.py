@@ -43,7 +43,7 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
-from dupfind.lineparse import LEADING_TS, logfmt_frame, pairs_only, parse_logfmt, parse_plain
+from dupfind.lineparse import LEADING_TS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
@@ -92,7 +92,7 @@ REJECT_TEXT_LIMIT = 4096
 _NOT_JSON = object()
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
-FAST_LOGFMT_LINES = 32  # lines of logfmt pairs alone a block reads at once (fewer: one by one, as cheap)
+FAST_LOGFMT_LINES = 32  # lines of pairs alone, or of free text, a block reads at once (fewer: one by one, as cheap)
 # A JSON record's rendered message, whose `key=value` pairs are its fields where it has none (_message_pairs).
 MESSAGE_FIELDS = ("message", "msg", "@m")
 MESSAGE_OWN = ("ts", "level", "message", "name", "stream", "origin_id", "error")  # columns no message pair gives
@@ -570,6 +570,14 @@ class LineParser:
                 frame = logfmt_frame(pairs["line"], pairs["clean"], skip=(LINE, TEXT, *carried)).rename({"_line": LINE})
                 frame = frame.with_columns(pairs["text"].alias(TEXT), *(pairs[c] for c in carried))
                 block.raws.append((frame.with_columns(pl.exclude(LINE).cast(pl.String)), fmt_prefix + "logfmt"))
+                rows = rows.filter(~fast)
+        if rows.height >= FAST_LOGFMT_LINES:
+            fast = plain_only(rows["clean"])
+            if fast.sum() >= FAST_LOGFMT_LINES:  # free text after a time, no pair in it: read at once
+                texts = rows.filter(fast)
+                frame = plain_frame(texts["line"], texts["clean"]).rename({"_line": LINE})
+                frame = frame.with_columns(texts["text"].alias(TEXT), *(texts[c] for c in carried))
+                block.raws.append((frame.with_columns(pl.exclude(LINE).cast(pl.String)), fmt_prefix + "text"))
                 rows = rows.filter(~fast)
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []

@@ -88,9 +88,9 @@ _PAIR_TEXT = r'(?:^|\s)[A-Za-z_@][\w.\-/@]*=(?:"(?:[^"\\]|\\.)*"|\S*)'
 
 def pairs_only(texts: pl.Series) -> pl.Series:
     """Which texts are logfmt pairs and nothing else (logrus' and Go's `time=... level=info
-    msg="..." job_id=j-1`), without a backslash (no escape to read): those parse_logfmt reads as
-    logfmt_frame does, all at once."""
-    # (\x1c-\x1f are whitespace to Python's `\s`, not to polars')
+    msg="..." job_id=j-1`), without a backslash (no escape to read) nor the characters 0x1c-0x1f
+    (whitespace to Python's `\\s`, not to polars'): those parse_logfmt reads as logfmt_frame does,
+    all at once."""
     return (texts.str.contains(_PAIR_TEXT) & ~texts.str.contains(r"[\\\x1c-\x1f]")
             & (texts.str.replace_all(_PAIR_TEXT, "").str.strip_chars() == ""))
 
@@ -110,6 +110,43 @@ def logfmt_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ())
     ).filter(~pl.col("key").is_in(list(skip)))
     wide = spread.pivot(on="key", index="_line", values="value", aggregate_function="first", maintain_order=True)
     return pl.DataFrame({"_line": lines}).join(wide, on="_line", how="left", maintain_order="left")
+
+
+# _line_start's patterns as polars reads them (no look-ahead: the character after a level word is
+# matched, not kept): the leading time with what follows it, the level word, a bracketed context.
+_TIME_TEXT = "^(" + LEADING_TS.pattern.removeprefix("^") + ")"
+_LEVEL_TEXT = rf"^(\s*\[?(?i:{LEVEL_WORDS})\]?)(?:[\s:]|$)"
+_LEVEL_WORD = rf"^\s*\[?((?i:{LEVEL_WORDS}))\]?(?:[\s:]|$)"
+_CONTEXT_TEXT = "^(" + _BRACKETED.pattern + ")"
+
+
+def plain_only(texts: pl.Series) -> pl.Series:
+    """Which texts are free text after a leading time and nothing logfmt or Lambda reads (no `=`,
+    no Lambda prefix, none of the characters 0x1c-0x1f, whitespace to Python's `\\s` but not to
+    polars'): those parse_plain reads as plain_frame does, all at once."""
+    return (texts.str.contains(_TIME_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
+            & ~texts.str.contains(LAMBDA_PREFIX.pattern))
+
+
+def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
+    """parse_plain of texts plain_only says are free text after a time, at once: `_line`, the
+    leading time, the level word, the message after the time and the name after the level and
+    a bracketed context (PLAIN_NAME)."""
+    frame = pl.DataFrame({"_line": lines, "_text": texts})
+    text = pl.col("_text")
+    at = text.str.extract(_TIME_TEXT, 1).str.len_chars()
+    after_time = text.str.slice(at)
+    level_end = at + after_time.str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0)
+    context = text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars()
+    named_at = pl.when(context.is_not_null() & (level_end + context < text.str.strip_chars_end().str.len_chars())) \
+        .then(level_end + context).otherwise(level_end)
+    return frame.select(
+        "_line",
+        text.str.extract(LEADING_TS.pattern, 1).alias("_leading_ts"),
+        after_time.str.extract(_LEVEL_WORD, 1).alias(LEVEL_FIELD),
+        after_time.str.strip_chars().alias("_plain_message"),
+        text.str.slice(named_at).str.strip_chars().alias(PLAIN_NAME),
+    )
 
 
 def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:

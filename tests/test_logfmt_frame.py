@@ -1,5 +1,6 @@
-"""logfmt_frame reads lines of logfmt pairs alone at once as parse_logfmt reads each (the per-line
-parser stays for every other line): on every fixture's lines, and on generated ones."""
+"""logfmt_frame and plain_frame read lines of logfmt pairs alone, and of free text after a time, at
+once as parse_logfmt and parse_plain read each (the per-line parsers stay for every other line): on
+every fixture's lines, and on generated ones."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dupfind.lineparse import logfmt_frame, pairs_only, parse_logfmt
+from dupfind.lineparse import LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only
 
 
-def _frame_records(texts: list[str]) -> list[dict | None]:
-    """Each text's record as logfmt_frame gives it (None: pairs_only leaves it to parse_logfmt)."""
+def _frame_records(texts: list[str], only=pairs_only, frame=logfmt_frame) -> list[dict | None]:
+    """Each text's record as `frame` gives it (None: `only` leaves it to the per-line parser)."""
     series = pl.Series(texts, dtype=pl.String)
-    fast = pairs_only(series)
-    rows = logfmt_frame(pl.Series(range(len(texts))).filter(fast), series.filter(fast)).to_dicts() if fast.any() else []
+    fast = only(series)
+    rows = frame(pl.Series(range(len(texts))).filter(fast), series.filter(fast)).to_dicts() if fast.any() else []
     by_line = {row.pop("_line"): {k: v for k, v in row.items() if v is not None} for row in rows}
     return [by_line.get(i) for i in range(len(texts))]
 
@@ -62,3 +63,27 @@ def test_generated_lines_read_as_parse_logfmt_reads_them(pairs, lead):
     (record,) = _frame_records([line])
     if record is not None:
         assert record == parse_logfmt(line)
+
+
+def test_every_fixture_line_of_free_text_after_a_time_reads_as_parse_plain_reads_it():
+    lines = _fixture_lines()
+    records = _frame_records(lines, plain_only, plain_frame)
+    taken = [(line, record) for line, record in zip(lines, records) if record is not None]
+    assert len(taken) > 300  # Python's logging, logback, incident notes, Celery's and Dramatiq's lines
+    for line, record in taken:
+        assert parse_logfmt(line) is None and record == parse_plain(line), line
+
+
+_TIME = st.sampled_from(["2026-11-29 07:16:09,727", "2026-11-29T07:16:09.727Z", "[2026-11-29 07:16:09,727]",
+                         "2026-11-29 07:16", "2026-11-29T07:16:09+01:00", "2026-11-29 07:16:09 UTC"])
+_WORDS = st.lists(st.one_of(st.sampled_from(LEVEL_WORDS.split("|") + ["info", "[main]", "[pool-1]", ":", "|", "WARNINGS"]),
+                            st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)), max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TIME, st.sampled_from([" ", ": ", "  ", " | "]), _WORDS)
+def test_generated_free_text_lines_read_as_parse_plain_reads_them(time, gap, words):
+    line = time + gap + " ".join(words)
+    (record,) = _frame_records([line], plain_only, plain_frame)
+    if record is not None:
+        assert record == parse_plain(line)
