@@ -101,7 +101,8 @@ class Preset:
     rules: tuple[GrammarRule, ...] = ()  # text: refinements of a record line's message
     context_lines: tuple[GrammarRule, ...] = ()  # text: lines that only carry context (a banner)
     continuation: bool = False  # text: unparseable lines after a record belong to it (tracebacks)
-    file_worker: str | None = None  # text: regex on the file name giving the worker when nothing else does
+    file_worker: str | None = None  # regex on the file name giving the worker when nothing else does
+    rules_from: str | None = None  # another preset whose rules (and thread) read this one's records too
     thread: tuple[str, ...] = ()  # text: the columns that name one thread of work (for rules' `inherit`)
     # text envelope: a value made of several of the line's groups, joined by a space where they are
     # apart in the line (Papertrail's system and program, between them its IP, facility and severity)
@@ -262,7 +263,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         "inner_json_only", "inner_lines", "inner_lines_at", "inner_unless", "inner_envelope", "join_partial", "one_source",
         "lists", "fields", "prefer", "values", "timezone", "line", "rules", "context_lines", "continuation",
         "file_worker", "thread", "joined", "pairs", "multiline", "ignore", "continuation_fields",
-        "time_optional",
+        "time_optional", "rules_from",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -345,6 +346,7 @@ def parse_preset(data: dict[str, Any], origin: str, columns: set[str]) -> Preset
         context_lines=_rules(data.get("context_lines", []), f"{origin}: context_lines"),
         continuation=bool(data.get("continuation", False)),
         file_worker=file_worker,
+        rules_from=data.get("rules_from"),
         thread=_strings(data.get("thread", []), f"{origin}: thread"),
         joined=joined,
         time_optional=bool(data.get("time_optional", False)),
@@ -376,6 +378,12 @@ def load_presets(directories: list[Path], columns: set[str]) -> tuple[Preset, ..
                 raise DupfindError(f"preset file {path} is not valid TOML: {exc}.") from None
             preset = parse_preset(data, str(path), columns)
             found[preset.name] = preset
+    for preset in list(found.values()):
+        if preset.rules_from:
+            shared = found.get(preset.rules_from)
+            if shared is None or shared.rules_from or not shared.rules:
+                raise DupfindError(f"{preset.origin}: rules_from must name a preset with rules of its own.")
+            found[preset.name] = replace(preset, rules=preset.rules + shared.rules, thread=preset.thread or shared.thread)
     grammars = tuple(sorted(name for name, p in found.items() if p.is_grammar))
     for preset in list(found.values()):
         if EVERY_GRAMMAR in preset.inner_lines:

@@ -319,7 +319,7 @@ def test_a_spring_listener_in_a_kubectl_prefix_export_reads_its_own_pods_topic(t
 
 def test_a_spring_listeners_json_log_gives_the_findings_of_its_text_log():
     """spring-kafka-json-rebalance is spring-kafka-max-poll-rebalance's pods as logstash-logback-encoder
-    writes them: the Kafka client's lines read by the same rules, each listener line in its consumer
+    writes them (spring-kafka-ecs-rebalance as Spring Boot's ECS structured logging): the Kafka client's lines read by the same rules, each listener line in its consumer
     thread's topic and group, the config dump's timeout stated (before: no action at all)."""
     def findings(name: str) -> list[tuple]:
         report = analyze_logs(FIXTURES / "scenarios" / name / "logs")
@@ -328,3 +328,4 @@ def test_a_spring_listeners_json_log_gives_the_findings_of_its_text_log():
     text = findings("spring-kafka-max-poll-rebalance")
     assert [f[0] for f in text].count("DF103") == 1
     assert findings("spring-kafka-json-rebalance") == text
+    assert findings("spring-kafka-ecs-rebalance") == text  # Spring Boot's own ECS JSON, no host: the file is the pod

@@ -1,6 +1,8 @@
-"""Format sniffing: it stops counting a preset's matches once the majority is settled, with the same verdict; lines a text format knows are no JSON document."""
+"""Format sniffing: it stops counting a preset's matches once the majority is settled, with the same verdict; lines a text format knows are no JSON document; a preset reads with another's rules."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -161,3 +163,18 @@ def test_lines_that_begin_with_a_bracket_are_a_document_only_when_no_text_format
     """A file of lines a text envelope or framework knows is read a block at a time; read whole as
     a JSON document first, a 72 MB `kubectl logs --prefix` export took 2.7 s more and its size in memory."""
     assert sniff_format(text.encode(), presets=CONFIG.presets).document is document
+
+
+def test_a_preset_whose_rules_from_names_no_preset_with_rules_is_a_one_line_error(tmp_path):
+    """A preset may read its records with another's rules (spring-boot-ecs with logstash-logback's):
+    one that names a preset without rules of its own is refused in one sentence."""
+    from dupfind.errors import DupfindError
+
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "mine.toml").write_text(
+        'name = "mine"\ntitle = "mine"\nkind = "json"\nrules_from = "pino"\n[detect]\nall = ["ts", "msg", "who"]\n')
+    with pytest.raises(DupfindError, match=r"mine\.toml: rules_from must name a preset with rules of its own\.$"):
+        load_config(rules_dir=tmp_path, cwd=Path("/"))
+    presets = {p.name: p for p in load_config(cwd=Path("/")).presets}
+    ecs = presets["spring-boot-ecs"]
+    assert ecs.rules == presets["logstash-logback"].rules and ecs.thread == ("process.thread.name",)
