@@ -92,7 +92,7 @@ REJECT_TEXT_LIMIT = 4096
 _NOT_JSON = object()
 UNMAPPED_LIMIT = 50
 KEY_SAMPLE_LINES = 64
-FAST_LOGFMT_LINES = 32  # lines of pairs alone, or of free text, a block reads at once (fewer: one by one, as cheap)
+FAST_TEXT_LINES = 32  # lines of pairs alone, or of free text, a block reads at once (fewer: one by one, as cheap)
 # A JSON record's rendered message, whose `key=value` pairs are its fields where it has none (_message_pairs).
 MESSAGE_FIELDS = ("message", "msg", "@m")
 MESSAGE_OWN = ("ts", "level", "message", "name", "stream", "origin_id", "error")  # columns no message pair gives
@@ -563,22 +563,17 @@ class LineParser:
             rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)),
                                      errors, crashes)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
-        if rows.height >= FAST_LOGFMT_LINES:
-            fast = pairs_only(rows["clean"])
-            if fast.sum() >= FAST_LOGFMT_LINES:  # lines of pairs alone (logrus, Go): read at once
-                pairs = rows.filter(fast)
-                frame = logfmt_frame(pairs["line"], pairs["clean"], skip=(LINE, TEXT, *carried)).rename({"_line": LINE})
-                frame = frame.with_columns(pairs["text"].alias(TEXT), *(pairs[c] for c in carried))
-                block.raws.append((frame.with_columns(pl.exclude(LINE).cast(pl.String)), fmt_prefix + "logfmt"))
-                rows = rows.filter(~fast)
-        if rows.height >= FAST_LOGFMT_LINES:
-            fast = plain_only(rows["clean"])
-            if fast.sum() >= FAST_LOGFMT_LINES:  # free text after a time, no pair in it: read at once
-                texts = rows.filter(fast)
-                frame = plain_frame(texts["line"], texts["clean"]).rename({"_line": LINE})
-                frame = frame.with_columns(texts["text"].alias(TEXT), *(texts[c] for c in carried))
-                block.raws.append((frame.with_columns(pl.exclude(LINE).cast(pl.String)), fmt_prefix + "text"))
-                rows = rows.filter(~fast)
+        # Lines of pairs alone (logrus, Go) and of free text after a time, no pair in it: read at once.
+        for only, read, fmt in ((pairs_only, functools.partial(logfmt_frame, skip=(LINE, TEXT, *carried)), "logfmt"),
+                                (plain_only, plain_frame, "text")):
+            fast = only(rows["clean"]) if rows.height >= FAST_TEXT_LINES else None
+            if fast is None or fast.sum() < FAST_TEXT_LINES:
+                continue
+            taken = rows.filter(fast)
+            frame = read(taken["line"], taken["clean"]).rename({"_line": LINE})
+            frame = frame.with_columns(taken["text"].alias(TEXT), *(taken[c] for c in carried))
+            block.raws.append((frame.with_columns(pl.exclude(LINE).cast(pl.String)), fmt_prefix + fmt))
+            rows = rows.filter(~fast)
         logfmt_rows: list[dict] = []
         plain_rows: list[dict] = []
         unknown: list[int] = []

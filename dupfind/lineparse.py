@@ -39,7 +39,9 @@ BRACKETED_LEVEL = re.compile(r"^\[(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|
 # of one with a space, as structlog's console prints it: `error='Connection reset by peer'`) or up
 # to a space, comma or `}`.
 PAIR_PATTERN = r'(?:^|[\s{,])[A-Za-z_][\w.]*=(?:"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[^\s,}]*)'
-LOGFMT_PAIR = re.compile(r'(?:^|(?<=\s))([A-Za-z_@][\w.\-/@]*)=("(?:[^"\\]|\\.)*"|\S*)')
+_LOGFMT_KEY = r"[A-Za-z_@][\w.\-/@]*"
+_LOGFMT_VALUE = r'"(?:[^"\\]|\\.)*"|\S*'  # quoted (escapes inside), or up to a space
+LOGFMT_PAIR = re.compile(rf"(?:^|(?<=\s))({_LOGFMT_KEY})=({_LOGFMT_VALUE})")
 # What a logger puts in brackets before its message (`[notifier.tasks]`, `[pool-1]`, Rails' tags
 # `[ActiveJob] [SendJob] [<job id>]`): the record's context, not what names its kind.
 _BRACKETED = re.compile(r"\s*(?:\[[^\]\n]*\]\s*)+")
@@ -83,7 +85,7 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
 
 
 # LOGFMT_PAIR as polars reads it (no look-behind): the whitespace before a pair is part of its match.
-_PAIR_TEXT = r'(?:^|\s)[A-Za-z_@][\w.\-/@]*=(?:"(?:[^"\\]|\\.)*"|\S*)'
+_PAIR_TEXT = rf"(?:^|\s){_LOGFMT_KEY}=(?:{_LOGFMT_VALUE})"
 
 
 def pairs_only(texts: pl.Series) -> pl.Series:
