@@ -533,7 +533,7 @@ class AnalysisContext:
         ).filter(pl.col("action_id").is_duplicated())  # an action run once has no pair: 5% of the executions at 1M lines
         left = ex.rename({c: f"{c}_a" for c in ex.columns if c != "action_id"})
         right = ex.rename({c: f"{c}_b" for c in ex.columns if c != "action_id"})
-        joined = left.join(right, on="action_id").filter(
+        joined = left.join(right, on="action_id", maintain_order="left_right").filter(
             (pl.col("start_a") < pl.col("start_b"))
             | ((pl.col("start_a") == pl.col("start_b")) & (pl.col("exec_id_a") < pl.col("exec_id_b")))
         )

@@ -122,8 +122,8 @@ def side_effect_requests(table: pl.DataFrame, texts: Texts | None = None) -> pl.
     )
     requests = effects.filter(pl.col("role") == "request")
     requests = requests.with_columns(own_outcome=_outcomes(requests, own))
-    requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left")
-    requests = requests.join(_failed_answers(table, texts), on="rid", how="left")
+    requests = requests.join(results, on=["scope", "effect", "request_seq"], how="left", maintain_order="left")
+    requests = requests.join(_failed_answers(table, texts), on="rid", how="left", maintain_order="left")
     either_way = pl.col("name").is_in(ENDED_EITHER_WAY)
     outcome = pl.coalesce(
         pl.col("result_outcome"),

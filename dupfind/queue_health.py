@@ -50,11 +50,12 @@ HEADROOM = 1.25  # recommended timeout = p99 x headroom, rounded up to a value f
 
 
 def action_attributes(records: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Queue and job type of each action: the first value any of its records states."""
+    """Queue and job type of each action: the first value any of its records states; in action
+    order (a group_by's own order changes from run to run)."""
     return records.lazy().group_by("action_id").agg(
         pl.col("queue").drop_nulls().first().alias("queue"),
         pl.col("job_type").drop_nulls().first().alias("job_type"),
-    ).collect()
+    ).sort("action_id").collect()
 
 
 def execution_durations(executions: pl.DataFrame, attributes: pl.DataFrame) -> pl.DataFrame:
@@ -63,7 +64,7 @@ def execution_durations(executions: pl.DataFrame, attributes: pl.DataFrame) -> p
     logged an end (killed, cut off)."""
     entry = pl.coalesce("receive_ts", "entry_ts", "start")
     end = pl.coalesce("done_ts", "fail_ts")
-    return executions.join(attributes, on="action_id", how="left").select(
+    return executions.join(attributes, on="action_id", how="left", maintain_order="left").select(
         "exec_id",
         "action_id",
         "queue",
