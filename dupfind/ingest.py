@@ -43,7 +43,10 @@ from dupfind.json_values import NotJson, ValueCutter, array_within, concatenated
 from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
-from dupfind.lineparse import LEADING_TS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only
+from dupfind.lineparse import (
+    LEADING_TS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, words_and_pairs_frame,
+    words_and_pairs_only,
+)
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
@@ -563,8 +566,11 @@ class LineParser:
             rows = self._join_traces(rows, block, grammar.raws, around, self.source_of(fmt_prefix, rows.columns, ("stream",)),
                                      errors, crashes)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
-        # Lines of pairs alone (logrus, Go) and of free text after a time, no pair in it: read at once.
-        for only, read, fmt in ((pairs_only, functools.partial(logfmt_frame, skip=(LINE, TEXT, *carried)), "logfmt"),
+        # Lines of pairs alone (logrus, Go), of pairs after a time, level and words (Python's logging
+        # with its extra fields) and of free text after a time, no pair in it: read at once.
+        skip = (LINE, TEXT, *carried)
+        for only, read, fmt in ((pairs_only, functools.partial(logfmt_frame, skip=skip), "logfmt"),
+                                (words_and_pairs_only, functools.partial(words_and_pairs_frame, skip=skip), "logfmt"),
                                 (plain_only, plain_frame, "text")):
             fast = only(rows["clean"]) if rows.height >= FAST_TEXT_LINES else None
             if fast is None or fast.sum() < FAST_TEXT_LINES:

@@ -101,15 +101,13 @@ def logfmt_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ())
     """parse_logfmt of texts pairs_only says are pairs alone, at once: a row a text, `_line` its
     line, a column a key (its first value; quotes around a value dropped), keys in `skip` left out
     (what the caller sets itself). A 300,000-line logrus log spent 2 s in parse_logfmt."""
-    pairs = pl.DataFrame({"_line": lines, "pair": texts.str.extract_all(_PAIR_TEXT)}).explode("pair")
-    pair = pl.col("pair").str.strip_chars_start()
-    parts = pair.str.splitn("=", 2)
-    value = parts.struct.field("field_1")
-    quoted = (value.str.len_chars() >= 2) & value.str.starts_with('"') & value.str.ends_with('"')
-    spread = pairs.select(
-        "_line", key=parts.struct.field("field_0"),
-        value=pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2)).otherwise(value),
-    ).filter(~pl.col("key").is_in(list(skip)))
+    # Each step's columns made once (nested in one select, the split was made again for each use).
+    spread = pl.DataFrame({"_line": lines, "pair": texts.str.extract_all(_PAIR_TEXT)}).explode("pair").select(
+        "_line", pl.col("pair").str.strip_chars_start().str.splitn("=", 2).struct.rename_fields(["key", "value"]),
+    ).unnest("pair").filter(~pl.col("key").is_in(["_line", *skip]))
+    value = pl.col("value")
+    quoted = value.str.starts_with('"') & value.str.ends_with('"') & (value.str.len_bytes() >= 2)
+    spread = spread.with_columns(pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2)).otherwise(value))
     wide = spread.pivot(on="key", index="_line", values="value", aggregate_function="first", maintain_order=True)
     return pl.DataFrame({"_line": lines}).join(wide, on="_line", how="left", maintain_order="left")
 
@@ -149,6 +147,55 @@ def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
         after_time.str.strip_chars().alias("_plain_message"),
         text.str.slice(named_at).str.strip_chars().alias(PLAIN_NAME),
     )
+
+
+# The keys parse_logfmt sets before a line's pairs, which a pair of the same name does not replace.
+_OWN_KEYS = ("_leading_ts", LEVEL_FIELD, "_plain_message", PLAIN_NAME)
+
+
+def words_and_pairs_only(texts: pl.Series) -> pl.Series:
+    """Which texts parse_logfmt reads as words_and_pairs_frame does: two pairs or more after an
+    optional leading time, a level word and free text (`2026-.. INFO Email sent order_id=o-1
+    status=200`, Python's logging with its extra fields; `2026-.. level=info msg=".." job_id=j-1`).
+    Left to parse_logfmt: a backslash (an escape to read), the characters 0x1c-0x1f (whitespace to
+    Python's `\\s`, not to polars'), a Lambda runtime's prefix, a pair named as a key parse_logfmt
+    sets itself."""
+    at = texts.str.extract(_TIME_TEXT, 1).str.len_chars()
+    rest = texts.str.slice(at.fill_null(0))
+    return ((rest.str.count_matches(_PAIR_TEXT) >= 2) & ~texts.str.contains(r"[\\\x1c-\x1f]")
+            & ~texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains("|".join(f"(?:^|\\s){k}=" for k in _OWN_KEYS))
+            & (at.is_not_null() | ~texts.str.contains(r"^\s*\[")))  # a line of JSON's array is no record
+
+
+def words_and_pairs_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ()) -> pl.DataFrame:
+    """parse_logfmt of texts words_and_pairs_only says it reads as this does, at once: `_line`,
+    the leading time and the level word after it, where words stand beside the pairs the text after
+    the level word (`_plain_message`) and those words (PLAIN_NAME), and a column a pair's key (its
+    first value; keys in `skip` left out)."""
+    # Each step's columns made once, in turn: one select of the nested expressions computed each again.
+    text, at, level_end = pl.col("_text"), pl.col("_at"), pl.col("_level_end")
+    leading = pl.DataFrame({"_text": texts}).select(text.str.extract_groups(_TIME_TEXT)).to_series().struct
+    frame = pl.DataFrame({"_line": lines, "_text": texts, "_at": leading.field("1").str.len_chars(),
+                          "_leading_ts": leading.field("ts")}).with_columns(_rest=text.str.slice(at.fill_null(0)))
+    frame = frame.with_columns(
+        _level_end=at + pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0),
+    ).with_columns(_context=text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars())
+    named_at = pl.when(at.is_null()).then(0).when(
+        pl.col("_context").is_not_null() & (level_end + pl.col("_context") < text.str.strip_chars_end().str.len_chars())
+    ).then(level_end + pl.col("_context")).otherwise(level_end)
+    frame = frame.with_columns(_words=text.str.slice(named_at).str.replace_all(_PAIR_TEXT, " ")
+                               .str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars())  # faster than \s+
+    worded = pl.col("_words").str.contains("[A-Za-z]{2}")
+    spoken = frame.select(
+        "_line",
+        "_leading_ts",
+        pl.when(at.is_not_null()).then(pl.col("_rest").str.extract(_LEVEL_WORD, 1)).alias(LEVEL_FIELD),
+        pl.when(worded).then(text.str.slice(level_end.fill_null(0)).str.strip_chars()).alias("_plain_message"),
+        pl.when(worded).then(pl.col("_words")).alias(PLAIN_NAME),
+        "_rest",
+    )
+    pairs = logfmt_frame(spoken["_line"], spoken["_rest"], skip=(*skip, *_OWN_KEYS))
+    return spoken.drop("_rest").join(pairs, on="_line", how="left", maintain_order="left")
 
 
 def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:

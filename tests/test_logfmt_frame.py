@@ -1,6 +1,7 @@
-"""logfmt_frame and plain_frame read lines of logfmt pairs alone, and of free text after a time, at
-once as parse_logfmt and parse_plain read each (the per-line parsers stay for every other line): on
-every fixture's lines, and on generated ones."""
+"""logfmt_frame, words_and_pairs_frame and plain_frame read lines of logfmt pairs alone, of pairs
+after a time, level and words, and of free text after a time, at once as parse_logfmt and
+parse_plain read each (the per-line parsers stay for every other line): on every fixture's lines,
+and on generated ones."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dupfind.lineparse import LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only
+from dupfind.lineparse import (
+    LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, words_and_pairs_frame,
+    words_and_pairs_only,
+)
 
 
 def _frame_records(texts: list[str], only=pairs_only, frame=logfmt_frame) -> list[dict | None]:
@@ -87,3 +91,44 @@ def test_generated_free_text_lines_read_as_parse_plain_reads_them(time, gap, wor
     (record,) = _frame_records([line], plain_only, plain_frame)
     if record is not None:
         assert record == parse_plain(line)
+
+
+def test_every_fixture_line_of_words_and_pairs_reads_as_parse_logfmt_reads_it():
+    lines = _fixture_lines()
+    records = _frame_records(lines, words_and_pairs_only, words_and_pairs_frame)
+    taken = [(line, record) for line, record in zip(lines, records) if record is not None]
+    assert sum(not pairs_only(pl.Series([line])).item() for line, _ in taken) > 100  # more than pairs alone
+    for line, record in taken:
+        assert record == parse_logfmt(line), line
+
+
+_PAIRS = st.lists(st.tuples(_KEY, _VALUE, _GAP), min_size=0, max_size=4)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["", "2026-11-29 07:16:09,727 ", "[2026-11-29T07:16:09.727Z] ", "2026-11-29 07:16:09 UTC | "]),
+       _WORDS, _PAIRS, _WORDS, _PAIRS)
+def test_generated_words_and_pairs_read_as_parse_logfmt_reads_them(time, before, pairs, between, after):
+    def spelled(group):
+        return "".join(f"{key}={value}{gap}" for key, value, gap in group)
+
+    line = time + " ".join(before) + " " + spelled(pairs) + " ".join(between) + " " + spelled(after)
+    (record,) = _frame_records([line], words_and_pairs_only, words_and_pairs_frame)
+    if record is not None:
+        assert record == parse_logfmt(line)
+
+
+def test_lines_the_words_and_pairs_frame_leaves_to_the_line_parser():
+    lines = ['["a=1 b=2", "c=3"]',  # a JSON array: not a record
+             "2026-11-29 07:16:09,727 INFO sent order_id=o-1",  # one pair beside words: free text
+             "2026-11-29 07:16:09,727 INFO sent a=\\x b=2",  # an escape
+             "2026-11-29 07:16:09,727 INFO sent _plain_name=x b=2"]  # a key parse_logfmt sets itself
+    assert words_and_pairs_only(pl.Series(lines)).to_list() == [False] * len(lines)
+    fast = words_and_pairs_only(pl.Series(["2026-11-29 07:16:09,727 INFO [mailer] Email sent order_id=o-1 status=200"]))
+    assert fast.to_list() == [True]
+
+
+def test_a_pair_named_as_the_frames_line_column_is_left_out():
+    texts = pl.Series(["a=1 _line=5 b=2", "2026-11-29 07:16:09,727 INFO sent _line=5 b=2"])
+    assert logfmt_frame(pl.Series([7, 8]), texts).to_dicts()[0] == {"_line": 7, "a": "1", "b": "2"}
+    assert words_and_pairs_frame(pl.Series([7, 8]), texts)["_line"].to_list() == [7, 8]
