@@ -132,19 +132,21 @@ def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
     """parse_plain of texts plain_only says are free text after a time, at once: `_line`, the
     leading time, the level word, the message after the time and the name after the level and
     a bracketed context (PLAIN_NAME)."""
-    frame = pl.DataFrame({"_line": lines, "_text": texts})
-    text = pl.col("_text")
-    at = text.str.extract(_TIME_TEXT, 1).str.len_chars()
-    after_time = text.str.slice(at)
-    level_end = at + after_time.str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0)
-    context = text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars()
+    # Each step's columns made once, in turn (nested in one select, each was computed again).
+    text, at, level_end, context = pl.col("_text"), pl.col("_at"), pl.col("_level_end"), pl.col("_context")
+    leading = pl.DataFrame({"_text": texts}).select(text.str.extract_groups(_TIME_TEXT)).to_series().struct
+    frame = pl.DataFrame({"_line": lines, "_text": texts, "_at": leading.field("1").str.len_chars(),
+                          "_leading_ts": leading.field("ts")}).with_columns(_rest=text.str.slice(at))
+    frame = frame.with_columns(
+        _level_end=at + pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0),
+    ).with_columns(_context=text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars())
     named_at = pl.when(context.is_not_null() & (level_end + context < text.str.strip_chars_end().str.len_chars())) \
         .then(level_end + context).otherwise(level_end)
     return frame.select(
         "_line",
-        text.str.extract(LEADING_TS.pattern, 1).alias("_leading_ts"),
-        after_time.str.extract(_LEVEL_WORD, 1).alias(LEVEL_FIELD),
-        after_time.str.strip_chars().alias("_plain_message"),
+        "_leading_ts",
+        pl.col("_rest").str.extract(_LEVEL_WORD, 1).alias(LEVEL_FIELD),
+        pl.col("_rest").str.strip_chars().alias("_plain_message"),
         text.str.slice(named_at).str.strip_chars().alias(PLAIN_NAME),
     )
 
