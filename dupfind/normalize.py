@@ -139,9 +139,10 @@ def _materialize_paths(raw: pl.DataFrame, config: Config, available: set[str], o
     # Only the columns with a padded or empty value are stripped: a stripped copy of every column
     # held 20 MiB more for a 48k-row batch (the values as read share the parsed block's buffers),
     # and finding them (a regex a column) takes the time stripping all took.
-    padded = r"^\s|\s$"  # \s and strip_chars' whitespace are both Unicode's White_Space
+    # Stripped shorter: padded (a regex `^\s|\s$` took twice the time over 48k rows).
     flags = values.select(
-        (pl.col(c).str.contains(padded) | (pl.col(c) == "")).any().alias(str(i)) for i, c in enumerate(values.columns)
+        ((pl.col(c).str.strip_chars().str.len_bytes() != pl.col(c).str.len_bytes()) | (pl.col(c) == "")).any().alias(str(i))
+        for i, c in enumerate(values.columns)
     ).row(0)
     fixed = [pl.col(c).str.strip_chars().replace("", None) for c, flag in zip(values.columns, flags) if flag]
     return values.with_columns(fixed) if fixed else values
