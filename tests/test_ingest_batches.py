@@ -207,3 +207,30 @@ def test_container_logs_with_partial_lines_are_parsed_together_as_one_by_one(tmp
         assert reports == alone_reports and all(r[3] == r[2] - (r[0].endswith("w1-json.log") and ends_in_a_part) for r in reports)
         assert as_strings(table).equals(as_strings(alone_table)) and rejects.equals(alone_rejects)
         assert table.filter(pl.col("kind") == "side_effect").height == 4
+
+
+def test_batches_of_long_lines_are_normalised_a_few_megabytes_at_a_time(tmp_path, monkeypatch):
+    """Rows whose fields hold many bytes (a stack trace of 1,300 frames a line) are normalised in
+    batches of NORMALISE_BATCH_BYTES, not NORMALISE_BATCH_ROWS: the same table, in more batches."""
+    logs = _mixed_dir(tmp_path)
+    trace = "\\n".join(f"    at Worker.step{k} (/app/worker.js:{k}:7)" for k in range(300))
+    (logs / "traces.log").write_text("".join(
+        f'{{"ts":"2026-07-21T10:{i // 60 % 60:02d}:{i % 60:02d}Z","event":"provider_error","job_id":"t-{i}",'
+        f'"error":"Error: timeout\\n{trace}"}}\n' for i in range(400)
+    ))
+    normalize = ingest_module.normalize
+    batches: list[int] = []
+
+    def counted(raw, *args, **kwargs):
+        batches.append(raw.height)
+        return normalize(raw, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "normalize", counted)
+    default = ingest([str(logs)], CONFIG)
+    by_rows = len(batches)
+    batches.clear()
+    monkeypatch.setattr(ingest_module, "NORMALISE_BATCH_BYTES", 1 << 20)  # a fifth of the traces' 5 MB
+    small = ingest([str(logs)], CONFIG, block_bytes=256 << 10)
+    assert len(batches) >= by_rows + 4 and max(batches) < 400
+    assert as_strings(small.table).equals(as_strings(default.table))
+    assert small.rejects.sort("source", "line").equals(default.rejects.sort("source", "line"))
