@@ -151,6 +151,36 @@ def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
     )
 
 
+_BRACKETED_LEVEL_TEXT = "^(" + BRACKETED_LEVEL.pattern.removeprefix("^") + ")"
+_INVOCATION_TEXT = LAMBDA_INVOCATION_LINE.pattern.replace(r"(?=\s|$)", r"(?:\s|$)")  # no look-ahead in polars
+
+
+def untimed_only(texts: pl.Series) -> pl.Series:
+    """Which texts parse_plain reads, given an envelope's time (syslog's, a journal's, a container
+    runtime's), as untimed_frame does: no leading time of their own, no `=` (parse_logfmt reads no
+    pair), no Lambda prefix, none of the characters 0x1c-0x1f, no `[` opening them but a bracketed
+    level (a JSON array is no record)."""
+    return (~texts.str.contains(_TIME_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
+            & ~texts.str.contains(LAMBDA_PREFIX.pattern)
+            & (~texts.str.contains(r"^\s*\[") | texts.str.contains(_BRACKETED_LEVEL_TEXT)))
+
+
+def untimed_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
+    """parse_plain with an envelope's time of texts untimed_only says it reads as this does, at
+    once: `_line`, the text (`_plain_message`), a bracketed level opening it and the text after that
+    (PLAIN_NAME), a Lambda invocation line's request id."""
+    bracketed = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_BRACKETED_LEVEL_TEXT)).to_series()
+    text = pl.col("_text")
+    return pl.DataFrame({"_line": lines, "_text": texts, "_at": bracketed.struct.field("1").str.len_chars().fill_null(0),
+                         LEVEL_FIELD: bracketed.struct.field("level")}).select(
+        "_line",
+        text.str.strip_chars().alias("_plain_message"),
+        LEVEL_FIELD,
+        text.str.slice(pl.col("_at")).str.strip_chars().alias(PLAIN_NAME),
+        text.str.extract(_INVOCATION_TEXT, 1).alias(AWS_REQUEST_ID),
+    )
+
+
 # The keys parse_logfmt sets before a line's pairs, which a pair of the same name does not replace.
 _OWN_KEYS = ("_leading_ts", LEVEL_FIELD, "_plain_message", PLAIN_NAME)
 

@@ -1,6 +1,6 @@
-"""logfmt_frame, words_and_pairs_frame and plain_frame read lines of logfmt pairs alone, of pairs
-after a time, level and words, and of free text after a time, at once as parse_logfmt and
-parse_plain read each (the per-line parsers stay for every other line): on every fixture's lines,
+"""logfmt_frame, words_and_pairs_frame, plain_frame and untimed_frame read lines of logfmt pairs
+alone, of pairs after a time, level and words, of free text after a time, and of free text an
+envelope gives a time, at once as parse_logfmt and parse_plain read each (the per-line parsers stay for every other line): on every fixture's lines,
 and on generated ones."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind.lineparse import (
-    LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, words_and_pairs_frame,
-    words_and_pairs_only,
+    LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
+    words_and_pairs_frame, words_and_pairs_only,
 )
 
 
@@ -132,3 +132,22 @@ def test_a_pair_named_as_the_frames_line_column_is_left_out():
     texts = pl.Series(["a=1 _line=5 b=2", "2026-11-29 07:16:09,727 INFO sent _line=5 b=2"])
     assert logfmt_frame(pl.Series([7, 8]), texts).to_dicts()[0] == {"_line": 7, "a": "1", "b": "2"}
     assert words_and_pairs_frame(pl.Series([7, 8]), texts)["_line"].to_list() == [7, 8]
+
+
+def test_every_fixture_line_of_free_text_without_a_time_reads_as_parse_plain_reads_it_in_an_envelope():
+    lines = _fixture_lines()
+    records = _frame_records(lines, untimed_only, untimed_frame)
+    taken = [(line, record) for line, record in zip(lines, records) if record is not None]
+    assert len(taken) > 1000  # stack traces, framework lines, the messages inside envelopes
+    for line, record in taken:
+        assert parse_logfmt(line) is None and record == parse_plain(line, envelope_time=True), line
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["", " ", "[ERROR] ", "[INFO]\t", "[error] ", "START RequestId: 8f5e2d4c-1b3a-4c5d-9e8f-7a6b5c4d3e2f ",
+                        "REPORT RequestId: 8f5e2d4c-1b3a-4c5d-9e8f-7a6b5c4d3e2f\tDuration: 1 ms", "[", "[1, "]), _WORDS)
+def test_generated_free_text_without_a_time_reads_as_parse_plain_reads_it_in_an_envelope(opening, words):
+    line = opening + " ".join(words)
+    (record,) = _frame_records([line], untimed_only, untimed_frame)
+    if record is not None:
+        assert parse_logfmt(line) is None and record == parse_plain(line, envelope_time=True)
