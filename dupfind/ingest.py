@@ -81,6 +81,7 @@ from dupfind.stack_lines import (
     TRACE_BREAK,
     exception_of,
     exceptions_by_owner,
+    own_record_lines,
     trace_owners,
     values_at_lines,
 )
@@ -676,9 +677,10 @@ class LineParser:
         backward = _newest_first(rows, row_keys) if each_line_a_record else set()
         # An export printed newest first (logcli's and gcloud's default): a trace whose lines are
         # entries each comes before its record, last line first; read in time order there.
-        owners = trace_owners((e for e in keyed if e[2] not in backward), each_line_a_record)
+        own = None if each_line_a_record else own_record_lines(text_lines, rows["clean"])
+        owners = trace_owners((e for e in keyed if e[2] not in backward), each_line_a_record, own)
         if backward:
-            owners.update(trace_owners((e for e in reversed(keyed) if e[2] in backward), each_line_a_record))
+            owners.update(trace_owners((e for e in reversed(keyed) if e[2] in backward), each_line_a_record, own))
         if each_line_a_record:  # a crash report of one line, a record of its own (PHP's fatal error)
             heads = set(owners.values())
             errors.update((line, found) for line, text, _ in entries if text and line not in owners and line not in heads

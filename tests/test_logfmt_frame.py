@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind.lineparse import (
-    LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
+    LEADING_TS, LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
     words_and_pairs_frame, words_and_pairs_only,
 )
+from dupfind.stack_lines import _own_record, own_record_lines
 
 
 def _frame_records(texts: list[str], only=pairs_only, frame=logfmt_frame) -> list[dict | None]:
@@ -151,3 +152,21 @@ def test_generated_free_text_without_a_time_reads_as_parse_plain_reads_it_in_an_
     (record,) = _frame_records([line], untimed_only, untimed_frame)
     if record is not None:
         assert parse_logfmt(line) is None and record == parse_plain(line, envelope_time=True)
+
+
+def _own_lines(texts: list[str]) -> set[int]:
+    return own_record_lines(pl.Series(range(len(texts))), pl.Series(texts, dtype=pl.String))
+
+
+def test_every_fixture_line_is_its_own_record_at_once_as_line_by_line():
+    lines = [line for line in _fixture_lines() if not LEADING_TS.match(line)]  # trace_owners asks of those only
+    own = _own_lines(lines)
+    assert len(own) > 150  # logrus' and Go's records between stack traces
+    assert own == {i for i, line in enumerate(lines) if _own_record(line)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["", " ", "[signal SIGSEGV: ", "goroutine 1 ", "\x1c"]), _PAIRS, _WORDS)
+def test_generated_lines_are_their_own_records_at_once_as_line_by_line(opening, pairs, words):
+    line = opening + "".join(f"{key}={value}{gap}" for key, value, gap in pairs) + " ".join(words)
+    assert _own_lines([line]) == ({0} if _own_record(line) else set())
