@@ -117,21 +117,26 @@ def with_pairs(frame: pl.DataFrame, groups: tuple[str, ...], keys: Collection[st
     ]).explode("pair").drop_nulls("pair")
     if pairs.height == 0:
         return frame
-    pair = pl.col("pair").str.strip_chars_start(" \t{,")
-    value = pair.str.splitn("=", 2).struct.field("field_1")
-    quoted = ((value.str.starts_with('"') & value.str.ends_with('"')) | (value.str.starts_with("'") & value.str.ends_with("'"))) \
-        & (value.str.len_chars() >= 2)
-    unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1")).otherwise(value)
-    # A pair closing a bracketed prefix (`[Consumer clientId=consumer-1, groupId=notifier]`) ends before its `]`.
-    unquoted = pl.when(~quoted & value.str.ends_with("]") & ~value.str.contains("[", literal=True)) \
-        .then(value.str.strip_suffix("]")).otherwise(unquoted)
-    spread = pairs.select(pl.col(LINE), pl.col("group"), key=pair.str.splitn("=", 2).struct.field("field_0"), value=unquoted)
+    # Each step's columns made once (nested in one select, the split was made again for each use).
+    pairs = pairs.select(
+        pl.col(LINE), pl.col("group"),
+        pl.col("pair").str.strip_chars_start(" \t{,").str.splitn("=", 2).struct.rename_fields(["key", "value"]),
+    ).unnest("pair")
     if keys is not None:
-        spread = spread.filter(pl.col("key").is_in(list(keys)))
-        if spread.height == 0:
+        pairs = pairs.filter(pl.col("key").is_in(list(keys)))
+        if pairs.height == 0:
             return frame
+    value, quoted = pl.col("value"), pl.col("_quoted")
+    pairs = pairs.with_columns(_quoted=(
+        (value.str.starts_with('"') & value.str.ends_with('"')) | (value.str.starts_with("'") & value.str.ends_with("'"))
+    ) & (value.str.len_bytes() >= 2))
+    unquoted = pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2).str.replace_all(r'\\(.)', "$1"))
+    # A pair closing a bracketed prefix (`[Consumer clientId=consumer-1, groupId=notifier]`) ends before its `]`.
+    unquoted = unquoted.when(value.str.ends_with("]") & ~value.str.contains("[", literal=True)) \
+        .then(value.str.strip_suffix("]")).otherwise(value)
     spread = (
-        spread.sort(LINE, "group", maintain_order=True)
+        pairs.select(pl.col(LINE), pl.col("group"), "key", unquoted.alias("value"))
+        .sort(LINE, "group", maintain_order=True)
         .pivot(on="key", index=LINE, values="value", aggregate_function="first")
     )
     new = [c for c in spread.columns if c != LINE and c not in frame.columns]
