@@ -86,14 +86,18 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
 
 # LOGFMT_PAIR as polars reads it (no look-behind): the whitespace before a pair is part of its match.
 _PAIR_TEXT = rf"(?:^|\s){_LOGFMT_KEY}=(?:{_LOGFMT_VALUE})"
+# What the frames below leave to the line parsers: the characters 0x1c-0x1f (whitespace to Python's
+# `\s`, not to polars'), and a backslash before anything but the escapes _ESCAPE_MAP names (read
+# with str.replace_many: a backslash before another character, dropped by _unquote, is rare).
+_LEFT_TO_LINES = r'[\x1c-\x1f]|\\(?:[^ntr"\\]|$)'
+_ESCAPED, _UNESCAPED = [f"\\{c}" for c in _ESCAPE_MAP], list(_ESCAPE_MAP.values())
 
 
 def pairs_only(texts: pl.Series) -> pl.Series:
     """Which texts are logfmt pairs and nothing else (logrus' and Go's `time=... level=info
-    msg="..." job_id=j-1`), without a backslash (no escape to read) nor the characters 0x1c-0x1f
-    (whitespace to Python's `\\s`, not to polars'): those parse_logfmt reads as logfmt_frame does,
+    msg="..." job_id=j-1`), none _LEFT_TO_LINES: those parse_logfmt reads as logfmt_frame does,
     all at once."""
-    return (texts.str.contains(_PAIR_TEXT) & ~texts.str.contains(r"[\\\x1c-\x1f]")
+    return (texts.str.contains(_PAIR_TEXT) & ~texts.str.contains(_LEFT_TO_LINES)
             & (texts.str.replace_all(_PAIR_TEXT, "").str.strip_chars() == ""))
 
 
@@ -107,7 +111,9 @@ def logfmt_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ())
     ).unnest("pair").filter(~pl.col("key").is_in(["_line", *skip]))
     value = pl.col("value")
     quoted = value.str.starts_with('"') & value.str.ends_with('"') & (value.str.len_bytes() >= 2)
-    spread = spread.with_columns(pl.when(quoted).then(value.str.slice(1, value.str.len_chars() - 2)).otherwise(value))
+    spread = spread.with_columns(pl.when(quoted).then(
+        value.str.slice(1, value.str.len_chars() - 2).str.replace_many(_ESCAPED, _UNESCAPED)
+    ).otherwise(value))
     wide = spread.pivot(on="key", index="_line", values="value", aggregate_function="first", maintain_order=True)
     return pl.DataFrame({"_line": lines}).join(wide, on="_line", how="left", maintain_order="left")
 
@@ -189,12 +195,11 @@ def words_and_pairs_only(texts: pl.Series) -> pl.Series:
     """Which texts parse_logfmt reads as words_and_pairs_frame does: two pairs or more after an
     optional leading time, a level word and free text (`2026-.. INFO Email sent order_id=o-1
     status=200`, Python's logging with its extra fields; `2026-.. level=info msg=".." job_id=j-1`).
-    Left to parse_logfmt: a backslash (an escape to read), the characters 0x1c-0x1f (whitespace to
-    Python's `\\s`, not to polars'), a Lambda runtime's prefix, a pair named as a key parse_logfmt
-    sets itself."""
+    Left to parse_logfmt: _LEFT_TO_LINES, a Lambda runtime's prefix, a pair named as a key
+    parse_logfmt sets itself."""
     at = texts.str.extract(_TIME_TEXT, 1).str.len_chars()
     rest = texts.str.slice(at.fill_null(0))
-    return ((rest.str.count_matches(_PAIR_TEXT) >= 2) & ~texts.str.contains(r"[\\\x1c-\x1f]")
+    return ((rest.str.count_matches(_PAIR_TEXT) >= 2) & ~texts.str.contains(_LEFT_TO_LINES)
             & ~texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains("|".join(f"(?:^|\\s){k}=" for k in _OWN_KEYS))
             & (at.is_not_null() | ~texts.str.contains(r"^\s*\[")))  # a line of JSON's array is no record
 

@@ -56,6 +56,7 @@ _KEY = st.from_regex(r"[A-Za-z_@][A-Za-z0-9_.\-/@]{0,8}", fullmatch=True)
 _VALUE = st.one_of(
     st.from_regex(r'[^\s"\\]{0,10}', fullmatch=True),
     st.from_regex(r'"[^"\\]{0,12}"', fullmatch=True),
+    st.from_regex(r'"(?:[^"\\]|\\[ntr"\\x]){0,8}"', fullmatch=True),  # escapes: read at once but for `\x`
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
 )
 _GAP = st.sampled_from([" ", "  ", "\t", " \t "])
