@@ -44,8 +44,8 @@ from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import (
-    LEADING_TS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
-    words_and_pairs_frame, words_and_pairs_only,
+    LEADING_TS, lambda_frame, lambda_only, lambda_pairs_frame, lambda_pairs_only, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only,
+    untimed_frame, untimed_only, words_and_pairs_frame, words_and_pairs_only,
 )
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
@@ -572,13 +572,15 @@ class LineParser:
                                      errors, crashes)
         carried = [c for c in rows.columns if c not in ("line", "text", "clean")]
         # Lines of pairs alone (logrus, Go), of pairs after a time, level and words (Python's logging
-        # with its extra fields) and of free text after a time, no pair in it, and inside an envelope
-        # that gives each line its time (syslog, a journal), of free text without one: read at once.
+        # with its extra fields) and of free text after a time or a Lambda runtime's prefix, no pair in
+        # it, and inside an envelope that gives each line its time (syslog, a journal), of free text
+        # without one: read at once.
         skip = (LINE, TEXT, *carried)
         has_envelope_time = FALLBACK_TS in carried
         for only, read, fmt in ((pairs_only, functools.partial(logfmt_frame, skip=skip), "logfmt"),
                                 (words_and_pairs_only, functools.partial(words_and_pairs_frame, skip=skip), "logfmt"),
-                                (plain_only, plain_frame, "text"),
+                                (plain_only, plain_frame, "text"), (lambda_only, lambda_frame, "text"),
+                                (lambda_pairs_only, functools.partial(lambda_pairs_frame, skip=skip), "logfmt"),
                                 *([(untimed_only, untimed_frame, "text")] if has_envelope_time else [])):
             fast = only(rows["clean"]) if rows.height >= FAST_TEXT_LINES else None
             if fast is None or fast.sum() < FAST_TEXT_LINES:

@@ -189,6 +189,70 @@ def untimed_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
 
 # The keys parse_logfmt sets before a line's pairs, which a pair of the same name does not replace.
 _OWN_KEYS = ("_leading_ts", LEVEL_FIELD, "_plain_message", PLAIN_NAME)
+_OWN_KEY_TEXT = "|".join(f"(?:^|\\s){key}=" for key in _OWN_KEYS)
+
+
+_LAMBDA_TEXT = "^(" + LAMBDA_PREFIX.pattern.removeprefix("^") + ")"
+
+
+def lambda_only(texts: pl.Series) -> pl.Series:
+    """Which texts parse_plain reads as lambda_frame does: a Lambda runtime's line (its time, request
+    id and level before the application's text) with no `=` (parse_logfmt reads no pair) nor the
+    characters 0x1c-0x1f."""
+    return texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains(r"[=\x1c-\x1f]")
+
+
+def lambda_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
+    """parse_plain of texts lambda_only says it reads as this does, at once: `_line`, the runtime's
+    time, request id and level, and the text after them (`_plain_message`, PLAIN_NAME)."""
+    prefix = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_LAMBDA_TEXT)).unnest("_text")
+    after = texts.str.slice(prefix["1"].str.len_chars()).str.strip_chars()
+    return prefix.select(
+        pl.lit(lines).alias("_line"),
+        pl.coalesce("ts", "ts2").alias("_leading_ts"),
+        pl.coalesce("rid", "rid2").alias(AWS_REQUEST_ID),
+        pl.coalesce("level", "level2").alias(LEVEL_FIELD),
+        pl.lit(after).alias("_plain_message"),
+        pl.lit(after).alias(PLAIN_NAME),
+    )
+
+
+def lambda_pairs_only(texts: pl.Series) -> pl.Series:
+    """Which texts parse_logfmt reads as lambda_pairs_frame does: a Lambda runtime's line with two
+    pairs or more after its prefix (`[INFO]\t<time>\t<request id>\tevent=job_received job_id=..`),
+    none _LEFT_TO_LINES nor a pair named as a key parse_logfmt sets itself."""
+    at = texts.str.extract(_LAMBDA_TEXT, 1).str.len_chars()
+    return (at.is_not_null() & (texts.str.slice(at.fill_null(0)).str.count_matches(_PAIR_TEXT) >= 2)
+            & ~texts.str.contains(_LEFT_TO_LINES) & ~texts.str.contains(_OWN_KEY_TEXT))
+
+
+def lambda_pairs_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str] = ()) -> pl.DataFrame:
+    """parse_logfmt of texts lambda_pairs_only says it reads as this does, at once: `_line`, the
+    runtime's time, request id and level, where words stand beside the pairs the text after the
+    prefix (and after a level word opening it, where the prefix names a level: `_plain_message`)
+    and those words (PLAIN_NAME), and a column a pair's key (its first value; keys in `skip` and
+    those the prefix sets left out)."""
+    prefix = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_LAMBDA_TEXT)).unnest("_text")
+    text, at, level = pl.col("_text"), pl.col("_at"), pl.col(LEVEL_FIELD)
+    frame = prefix.select(
+        pl.lit(lines).alias("_line"), pl.lit(texts).alias("_text"), pl.col("1").str.len_chars().alias("_at"),
+        pl.coalesce("ts", "ts2").alias("_leading_ts"), pl.coalesce("rid", "rid2").alias(AWS_REQUEST_ID),
+        pl.coalesce("level", "level2").alias(LEVEL_FIELD),
+    ).with_columns(_rest=text.str.slice(at))
+    frame = frame.with_columns(
+        _level_end=at + pl.when(level.is_not_null()).then(pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars())
+        .fill_null(0),
+        _words=pl.col("_rest").str.replace_all(_PAIR_TEXT, " ").str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars(),
+    )
+    worded = pl.col("_words").str.contains("[A-Za-z]{2}")
+    spoken = frame.select(
+        "_line", "_leading_ts", AWS_REQUEST_ID, LEVEL_FIELD,
+        pl.when(worded).then(text.str.slice(pl.col("_level_end")).str.strip_chars()).alias("_plain_message"),
+        pl.when(worded).then(pl.col("_words")).alias(PLAIN_NAME),
+        "_rest",
+    )
+    pairs = logfmt_frame(spoken["_line"], spoken["_rest"], skip=(*skip, *_OWN_KEYS, AWS_REQUEST_ID))
+    return spoken.drop("_rest").join(pairs, on="_line", how="left", maintain_order="left")
 
 
 def words_and_pairs_only(texts: pl.Series) -> pl.Series:
@@ -200,7 +264,7 @@ def words_and_pairs_only(texts: pl.Series) -> pl.Series:
     at = texts.str.extract(_TIME_TEXT, 1).str.len_chars()
     rest = texts.str.slice(at.fill_null(0))
     return ((rest.str.count_matches(_PAIR_TEXT) >= 2) & ~texts.str.contains(_LEFT_TO_LINES)
-            & ~texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains("|".join(f"(?:^|\\s){k}=" for k in _OWN_KEYS))
+            & ~texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains(_OWN_KEY_TEXT)
             & (at.is_not_null() | ~texts.str.contains(r"^\s*\[")))  # a line of JSON's array is no record
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import gzip
 
+import orjson
 import polars as pl
 from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind.lineparse import (
-    LEADING_TS, LEVEL_WORDS, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
+    LEADING_TS, LEVEL_WORDS, lambda_frame, lambda_only, lambda_pairs_frame, lambda_pairs_only, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
     words_and_pairs_frame, words_and_pairs_only,
 )
 from dupfind.stack_lines import _own_record, own_record_lines
@@ -171,3 +172,76 @@ def test_every_fixture_line_is_its_own_record_at_once_as_line_by_line():
 def test_generated_lines_are_their_own_records_at_once_as_line_by_line(opening, pairs, words):
     line = opening + "".join(f"{key}={value}{gap}" for key, value, gap in pairs) + " ".join(words)
     assert _own_lines([line]) == ({0} if _own_record(line) else set())
+
+
+def _fixture_messages() -> list[str]:
+    """The messages of the fixtures' JSON documents and lines (CloudWatch's Lambda lines are inside
+    them), and of the AWS CLI's text output (its fifth field)."""
+    found: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ("message", "msg", "log") and isinstance(inner, str):
+                    found.append(inner)
+                else:
+                    walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for path in sorted(FIXTURES.rglob("logs/**/*.json")):
+        try:
+            walk(orjson.loads(path.read_bytes()))
+        except orjson.JSONDecodeError:
+            for line in path.read_bytes().splitlines():
+                try:
+                    walk(orjson.loads(line))
+                except orjson.JSONDecodeError:
+                    continue
+    for line in _fixture_lines():
+        fields = line.split("\t", 4)
+        if fields[0] == "EVENTS" and len(fields) == 5:
+            found.append(fields[4])
+    return found
+
+
+def test_every_fixture_lambda_line_reads_as_the_line_parsers_read_it():
+    lines = _fixture_lines() + _fixture_messages()
+    plain = [(line, record) for line, record in zip(lines, _frame_records(lines, lambda_only, lambda_frame)) if record]
+    pairs = [(line, record) for line, record in zip(lines, _frame_records(lines, lambda_pairs_only, lambda_pairs_frame))
+             if record]
+    assert len(plain) >= 2 and len(pairs) > 100  # the runtime's timeout line; the Python runtime's logfmt lines
+    for line, record in plain:
+        assert parse_logfmt(line) is None and record == parse_plain(line), line
+    for line, record in pairs:
+        assert record == parse_logfmt(line), line
+
+
+_REQUEST = "6513270e-269e-4d37-b2a7-4de452e6b438"
+_LAMBDA_PREFIXES = st.sampled_from([
+    f"[INFO]\t2026-12-04T16:30:00.003Z\t{_REQUEST}\t", f"[ERROR]\t2026-12-04T16:30:00Z\t{_REQUEST}\t",
+    f"2026-12-04T16:30:00.003Z\t{_REQUEST}\tINFO\t", f"2026-12-04T16:30:00.003Z {_REQUEST} ",
+    f"2026-12-04T16:30:00.003Z\t{_REQUEST}\t", f"[WARNING]\t2026-12-04T16:30:00.003Z\t{_REQUEST}\tINFO ",
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LAMBDA_PREFIXES, _WORDS)
+def test_generated_lambda_lines_read_as_parse_plain_reads_them(prefix, words):
+    line = prefix + " ".join(words)
+    (record,) = _frame_records([line], lambda_only, lambda_frame)
+    if record is not None:
+        assert parse_logfmt(line) is None and record == parse_plain(line)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_LAMBDA_PREFIXES, _WORDS, _PAIRS, _WORDS, _PAIRS)
+def test_generated_lambda_lines_of_pairs_read_as_parse_logfmt_reads_them(prefix, before, pairs, between, after):
+    def spelled(group):
+        return "".join(f"{key}={value}{gap}" for key, value, gap in group)
+
+    line = prefix + " ".join(before) + " " + spelled(pairs) + " ".join(between) + " " + spelled(after)
+    (record,) = _frame_records([line], lambda_pairs_only, lambda_pairs_frame)
+    if record is not None:
+        assert record == parse_logfmt(line)
