@@ -689,7 +689,10 @@ class LineParser:
                           and CRASH_HEADER.match(text) and (found := exception_of([text])) is not None)
         if not owners:
             return rows
-        texts = {line: text for line, text, _ in entries if text}
+        # The texts of the traces' lines and of their records only (not a dict of every line's).
+        needed = pl.Series(list({*owners, *owners.values()}), dtype=rows["line"].dtype)
+        picked = rows.filter(pl.col("line").is_in(needed.implode()) & (pl.col("clean") != ""))
+        texts = dict(zip(picked["line"].to_list(), picked["clean"].to_list()))
         found = exceptions_by_owner(owners, texts)
         # A crash report (one that names its exception: a header alone is not one) is a record of
         # its own at its first line: where each line has its own time, that line's record with the
@@ -698,7 +701,8 @@ class LineParser:
         crashed = {owner: head for owner, head in crash_reports(owners, texts, json_lines).items() if owner in found}
         if crashed and each_line_a_record:
             head_of = {owner: head for owner, (head, _) in crashed.items()}
-            owners = {line: head_of.get(owner, owner) for line, owner in owners.items() if line not in head_of.values()}
+            heads = set(head_of.values())  # (`in` a dict's values looks at each: 0.13 s over 60,000 lines)
+            owners = {line: head_of.get(owner, owner) for line, owner in owners.items() if line not in heads}
             found = exceptions_by_owner(owners, texts)
             crashed = {}
         heads = {line for line, _ in crashed.values()}
