@@ -141,6 +141,12 @@ def test_a_workers_own_start_in_words_is_not_a_jobs(name, kind):
     assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == [kind]
 
 
+@pytest.mark.parametrize("name", ["job_published", "task.published", "Job published", "message_enqueued"])
+def test_a_job_published_is_a_publish(name):
+    # A producer's `job_published` was kind `other`: its jobs never received were no DF107 lost action.
+    assert _classify(_block([(name, None, None, None)]), copy.deepcopy(CONFIG))["kind"].to_list() == ["publish"]
+
+
 @pytest.mark.parametrize("name", [
     # RabbitMQ 3.10's log when a consumer held a delivery past consumer_timeout, and the channel exception
     "[warning] <0.698.0> Consumer 4 on channel 1 has timed out waiting for delivery acknowledgement. Timeout used: "
