@@ -574,16 +574,26 @@ class LineParser:
         # Lines of pairs alone (logrus, Go), of pairs after a time, level and words (Python's logging
         # with its extra fields) and of free text after a time or a Lambda runtime's prefix, no pair in
         # it, and inside an envelope that gives each line its time (syslog, a journal), of free text
-        # without one: read at once.
+        # without one: read at once. Each reader's lines are none of the others' (but pairs alone,
+        # which both pair readers read alike): the readers of pairs look only where 32 lines hold an
+        # `=`, the others where 32 do not. Every reader's regexes count against polars' cache of 32
+        # compiled patterns: past it, each block compiled them all again.
         skip = (LINE, TEXT, *carried)
         has_envelope_time = FALLBACK_TS in carried
-        for only, read, fmt in ((pairs_only, functools.partial(logfmt_frame, skip=skip), "logfmt"),
-                                (words_and_pairs_only, functools.partial(words_and_pairs_frame, skip=skip), "logfmt"),
-                                (plain_only, plain_frame, "text"), (lambda_only, lambda_frame, "text"),
-                                (lambda_pairs_only, functools.partial(lambda_pairs_frame, skip=skip), "logfmt"),
-                                *([(untimed_only, untimed_frame, "text")] if has_envelope_time else [])):
-            fast = only(rows["clean"]) if rows.height >= FAST_TEXT_LINES else None
-            if fast is None or fast.sum() < FAST_TEXT_LINES:
+        untimed = [(untimed_only, untimed_frame, "text", False)] if has_envelope_time else []
+        for only, read, fmt, paired in ((pairs_only, functools.partial(logfmt_frame, skip=skip), "logfmt", True),
+                                        (words_and_pairs_only, functools.partial(words_and_pairs_frame, skip=skip),
+                                         "logfmt", True),
+                                        (plain_only, plain_frame, "text", False), (lambda_only, lambda_frame, "text", False),
+                                        (lambda_pairs_only, functools.partial(lambda_pairs_frame, skip=skip), "logfmt", True),
+                                        *untimed):
+            if rows.height < FAST_TEXT_LINES:
+                break
+            with_pairs = rows["clean"].str.contains("=", literal=True).sum()
+            if (with_pairs if paired else rows.height - with_pairs) < FAST_TEXT_LINES:
+                continue
+            fast = only(rows["clean"])
+            if fast.sum() < FAST_TEXT_LINES:
                 continue
             taken = rows.filter(fast)
             frame = read(taken["line"], taken["clean"]).rename({"_line": LINE})
