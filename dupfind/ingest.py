@@ -44,8 +44,21 @@ from dupfind.line_bytes import LineBytes
 from dupfind.line_split import UTF8_BOM, lines_payload, split_lines
 from dupfind.line_texts import with_line_texts
 from dupfind.lineparse import (
-    LEADING_TS, lambda_frame, lambda_only, lambda_pairs_frame, lambda_pairs_only, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only,
-    untimed_frame, untimed_only, words_and_pairs_frame, words_and_pairs_only,
+    LEADING_TS,
+    lambda_frame,
+    lambda_only,
+    lambda_pairs_frame,
+    lambda_pairs_only,
+    logfmt_frame,
+    pairs_only,
+    parse_logfmt,
+    parse_plain,
+    plain_frame,
+    plain_only,
+    untimed_frame,
+    untimed_only,
+    words_and_pairs_frame,
+    words_and_pairs_only,
 )
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize

@@ -14,8 +14,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dupfind.lineparse import (
-    LEADING_TS, LEVEL_WORDS, lambda_frame, lambda_only, lambda_pairs_frame, lambda_pairs_only, logfmt_frame, pairs_only, parse_logfmt, parse_plain, plain_frame, plain_only, untimed_frame, untimed_only,
-    words_and_pairs_frame, words_and_pairs_only,
+    LEADING_TS,
+    LEVEL_WORDS,
+    lambda_frame,
+    lambda_only,
+    lambda_pairs_frame,
+    lambda_pairs_only,
+    logfmt_frame,
+    pairs_only,
+    parse_logfmt,
+    parse_plain,
+    plain_frame,
+    plain_only,
+    untimed_frame,
+    untimed_only,
+    words_and_pairs_frame,
+    words_and_pairs_only,
 )
 from dupfind.stack_lines import _own_record, own_record_lines
 
