@@ -122,14 +122,19 @@ def test_every_fixture_line_of_words_and_pairs_reads_as_parse_logfmt_reads_it():
 _PAIRS = st.lists(st.tuples(_KEY, _VALUE, _GAP), min_size=0, max_size=4)
 
 
+def _words_and_pairs_line(start: str, before: list[str], pairs: list, between: list[str], after: list) -> str:
+    """A line of `start`, words, pairs, words and pairs (each group possibly empty)."""
+    def spelled(group):
+        return "".join(f"{key}={value}{gap}" for key, value, gap in group)
+
+    return start + " ".join(before) + " " + spelled(pairs) + " ".join(between) + " " + spelled(after)
+
+
 @settings(max_examples=600, deadline=None)
 @given(st.sampled_from(["", "2026-11-29 07:16:09,727 ", "[2026-11-29T07:16:09.727Z] ", "2026-11-29 07:16:09 UTC | "]),
        _WORDS, _PAIRS, _WORDS, _PAIRS)
 def test_generated_words_and_pairs_read_as_parse_logfmt_reads_them(time, before, pairs, between, after):
-    def spelled(group):
-        return "".join(f"{key}={value}{gap}" for key, value, gap in group)
-
-    line = time + " ".join(before) + " " + spelled(pairs) + " ".join(between) + " " + spelled(after)
+    line = _words_and_pairs_line(time, before, pairs, between, after)
     (record,) = _frame_records([line], words_and_pairs_only, words_and_pairs_frame)
     if record is not None:
         assert record == parse_logfmt(line)
@@ -252,10 +257,7 @@ def test_generated_lambda_lines_read_as_parse_plain_reads_them(prefix, words):
 @settings(max_examples=600, deadline=None)
 @given(_LAMBDA_PREFIXES, _WORDS, _PAIRS, _WORDS, _PAIRS)
 def test_generated_lambda_lines_of_pairs_read_as_parse_logfmt_reads_them(prefix, before, pairs, between, after):
-    def spelled(group):
-        return "".join(f"{key}={value}{gap}" for key, value, gap in group)
-
-    line = prefix + " ".join(before) + " " + spelled(pairs) + " ".join(between) + " " + spelled(after)
+    line = _words_and_pairs_line(prefix, before, pairs, between, after)
     (record,) = _frame_records([line], lambda_pairs_only, lambda_pairs_frame)
     if record is not None:
         assert record == parse_logfmt(line)
