@@ -84,6 +84,9 @@ def parse_logfmt(text: str) -> dict[str, str] | None:
     return record
 
 
+# LAMBDA_PREFIX as polars reads it, the whole prefix a group (one pattern for every use: polars keeps
+# 32 compiled patterns, and each pattern more past them is compiled again at each use).
+_LAMBDA_TEXT = "^(" + LAMBDA_PREFIX.pattern.removeprefix("^") + ")"
 # LOGFMT_PAIR as polars reads it (no look-behind): the whitespace before a pair is part of its match.
 _PAIR_TEXT = rf"(?:^|\s){_LOGFMT_KEY}=(?:{_LOGFMT_VALUE})"
 # What the frames below leave to the line parsers: the characters 0x1c-0x1f (whitespace to Python's
@@ -131,7 +134,7 @@ def plain_only(texts: pl.Series) -> pl.Series:
     no Lambda prefix, none of the characters 0x1c-0x1f, whitespace to Python's `\\s` but not to
     polars'): those parse_plain reads as plain_frame does, all at once."""
     return (texts.str.contains(_TIME_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
-            & ~texts.str.contains(LAMBDA_PREFIX.pattern))
+            & ~texts.str.contains(_LAMBDA_TEXT))
 
 
 def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
@@ -167,7 +170,7 @@ def untimed_only(texts: pl.Series) -> pl.Series:
     pair), no Lambda prefix, none of the characters 0x1c-0x1f, no `[` opening them but a bracketed
     level (a JSON array is no record)."""
     return (~texts.str.contains(_TIME_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
-            & ~texts.str.contains(LAMBDA_PREFIX.pattern)
+            & ~texts.str.contains(_LAMBDA_TEXT)
             & (~texts.str.contains(r"^\s*\[") | texts.str.contains(_BRACKETED_LEVEL_TEXT)))
 
 
@@ -192,14 +195,11 @@ _OWN_KEYS = ("_leading_ts", LEVEL_FIELD, "_plain_message", PLAIN_NAME)
 _OWN_KEY_TEXT = "|".join(f"(?:^|\\s){key}=" for key in _OWN_KEYS)
 
 
-_LAMBDA_TEXT = "^(" + LAMBDA_PREFIX.pattern.removeprefix("^") + ")"
-
-
 def lambda_only(texts: pl.Series) -> pl.Series:
     """Which texts parse_plain reads as lambda_frame does: a Lambda runtime's line (its time, request
     id and level before the application's text) with no `=` (parse_logfmt reads no pair) nor the
     characters 0x1c-0x1f."""
-    return texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains(r"[=\x1c-\x1f]")
+    return texts.str.contains(_LAMBDA_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
 
 
 def lambda_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
@@ -264,7 +264,7 @@ def words_and_pairs_only(texts: pl.Series) -> pl.Series:
     at = texts.str.extract(_TIME_TEXT, 1).str.len_chars()
     rest = texts.str.slice(at.fill_null(0))
     return ((rest.str.count_matches(_PAIR_TEXT) >= 2) & ~texts.str.contains(_LEFT_TO_LINES)
-            & ~texts.str.contains(LAMBDA_PREFIX.pattern) & ~texts.str.contains(_OWN_KEY_TEXT)
+            & ~texts.str.contains(_LAMBDA_TEXT) & ~texts.str.contains(_OWN_KEY_TEXT)
             & (at.is_not_null() | ~texts.str.contains(r"^\s*\[")))  # a line of JSON's array is no record
 
 
