@@ -137,26 +137,57 @@ def plain_only(texts: pl.Series) -> pl.Series:
             & ~texts.str.contains(_LAMBDA_TEXT))
 
 
+def _timed_start(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
+    """What _line_start reads of each text before its own text, at once (each step's columns made in
+    turn: nested in one select, polars computed each again): `_line`, `_text`, the leading time
+    (`_at` its span, `_leading_ts` the time; null without one) and the level word after it
+    (LEVEL_FIELD), the text after the time (`_rest`), where the text begins after the level word
+    (`_level_end`) and after a bracketed context too (`_named_at`); without a time, at 0."""
+    text, at, level_end, context = pl.col("_text"), pl.col("_at"), pl.col("_level_end"), pl.col("_context")
+    leading = pl.DataFrame({"_text": texts}).select(text.str.extract_groups(_TIME_TEXT)).to_series().struct
+    frame = pl.DataFrame({"_line": lines, "_text": texts, "_at": leading.field("1").str.len_chars(),
+                          "_leading_ts": leading.field("ts")}).with_columns(_rest=text.str.slice(at.fill_null(0)))
+    timed = at.is_not_null()
+    frame = frame.with_columns(
+        pl.when(timed).then(pl.col("_rest").str.extract(_LEVEL_WORD, 1)).alias(LEVEL_FIELD),
+        _level_end=at.fill_null(0) + pl.when(timed).then(pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars())
+        .fill_null(0),
+    ).with_columns(_context=text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars())
+    return frame.with_columns(_named_at=pl.when(~timed).then(0).when(
+        context.is_not_null() & (level_end + context < text.str.strip_chars_end().str.len_chars())
+    ).then(level_end + context).otherwise(level_end))
+
+
+def _beside_pairs(frame: pl.DataFrame, fields: tuple[str, ...], skip: Collection[str]) -> pl.DataFrame:
+    """parse_logfmt's records of a frame of `_line`, `_text`, the `fields` it read before each text,
+    `_rest` (the text after them, where the pairs are), `_named_at` (where the words that name a
+    record begin) and `_level_end` (where its message begins): `_line`, the fields, where words stand
+    beside the pairs the message (`_plain_message`) and those words (PLAIN_NAME), and a column a
+    pair's key (its first value; keys in `skip`, the fields and those parse_logfmt sets left out)."""
+    text = pl.col("_text")
+    frame = frame.with_columns(_words=text.str.slice(pl.col("_named_at")).str.replace_all(_PAIR_TEXT, " ")
+                               .str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars())  # faster than \s+
+    worded = pl.col("_words").str.contains("[A-Za-z]{2}")
+    spoken = frame.select(
+        "_line", *fields,
+        pl.when(worded).then(text.str.slice(pl.col("_level_end")).str.strip_chars()).alias("_plain_message"),
+        pl.when(worded).then(pl.col("_words")).alias(PLAIN_NAME),
+        "_rest",
+    )
+    pairs = logfmt_frame(spoken["_line"], spoken["_rest"], skip=(*skip, *_OWN_KEYS, *fields))
+    return spoken.drop("_rest").join(pairs, on="_line", how="left", maintain_order="left")
+
+
 def plain_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
     """parse_plain of texts plain_only says are free text after a time, at once: `_line`, the
     leading time, the level word, the message after the time and the name after the level and
     a bracketed context (PLAIN_NAME)."""
-    # Each step's columns made once, in turn (nested in one select, each was computed again).
-    text, at, level_end, context = pl.col("_text"), pl.col("_at"), pl.col("_level_end"), pl.col("_context")
-    leading = pl.DataFrame({"_text": texts}).select(text.str.extract_groups(_TIME_TEXT)).to_series().struct
-    frame = pl.DataFrame({"_line": lines, "_text": texts, "_at": leading.field("1").str.len_chars(),
-                          "_leading_ts": leading.field("ts")}).with_columns(_rest=text.str.slice(at))
-    frame = frame.with_columns(
-        _level_end=at + pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0),
-    ).with_columns(_context=text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars())
-    named_at = pl.when(context.is_not_null() & (level_end + context < text.str.strip_chars_end().str.len_chars())) \
-        .then(level_end + context).otherwise(level_end)
-    return frame.select(
+    return _timed_start(lines, texts).select(
         "_line",
         "_leading_ts",
-        pl.col("_rest").str.extract(_LEVEL_WORD, 1).alias(LEVEL_FIELD),
+        LEVEL_FIELD,
         pl.col("_rest").str.strip_chars().alias("_plain_message"),
-        text.str.slice(named_at).str.strip_chars().alias(PLAIN_NAME),
+        pl.col("_text").str.slice(pl.col("_named_at")).str.strip_chars().alias(PLAIN_NAME),
     )
 
 
@@ -202,19 +233,25 @@ def lambda_only(texts: pl.Series) -> pl.Series:
     return texts.str.contains(_LAMBDA_TEXT) & ~texts.str.contains(r"[=\x1c-\x1f]")
 
 
+def _lambda_start(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
+    """A Lambda runtime's prefix of each text: `_line`, `_text`, its span (`_at`), time, request id
+    and level."""
+    prefix = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_LAMBDA_TEXT)).unnest("_text")
+    return prefix.select(
+        pl.lit(lines).alias("_line"), pl.lit(texts).alias("_text"), pl.col("1").str.len_chars().alias("_at"),
+        pl.coalesce("ts", "ts2").alias("_leading_ts"), pl.coalesce("rid", "rid2").alias(AWS_REQUEST_ID),
+        pl.coalesce("level", "level2").alias(LEVEL_FIELD),
+    )
+
+
+_LAMBDA_FIELDS = ("_leading_ts", AWS_REQUEST_ID, LEVEL_FIELD)
+
+
 def lambda_frame(lines: pl.Series, texts: pl.Series) -> pl.DataFrame:
     """parse_plain of texts lambda_only says it reads as this does, at once: `_line`, the runtime's
     time, request id and level, and the text after them (`_plain_message`, PLAIN_NAME)."""
-    prefix = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_LAMBDA_TEXT)).unnest("_text")
-    after = texts.str.slice(prefix["1"].str.len_chars()).str.strip_chars()
-    return prefix.select(
-        pl.lit(lines).alias("_line"),
-        pl.coalesce("ts", "ts2").alias("_leading_ts"),
-        pl.coalesce("rid", "rid2").alias(AWS_REQUEST_ID),
-        pl.coalesce("level", "level2").alias(LEVEL_FIELD),
-        pl.lit(after).alias("_plain_message"),
-        pl.lit(after).alias(PLAIN_NAME),
-    )
+    after = pl.col("_text").str.slice(pl.col("_at")).str.strip_chars()
+    return _lambda_start(lines, texts).select("_line", *_LAMBDA_FIELDS, after.alias("_plain_message"), after.alias(PLAIN_NAME))
 
 
 def lambda_pairs_only(texts: pl.Series) -> pl.Series:
@@ -232,27 +269,11 @@ def lambda_pairs_frame(lines: pl.Series, texts: pl.Series, skip: Collection[str]
     prefix (and after a level word opening it, where the prefix names a level: `_plain_message`)
     and those words (PLAIN_NAME), and a column a pair's key (its first value; keys in `skip` and
     those the prefix sets left out)."""
-    prefix = pl.DataFrame({"_text": texts}).select(pl.col("_text").str.extract_groups(_LAMBDA_TEXT)).unnest("_text")
-    text, at, level = pl.col("_text"), pl.col("_at"), pl.col(LEVEL_FIELD)
-    frame = prefix.select(
-        pl.lit(lines).alias("_line"), pl.lit(texts).alias("_text"), pl.col("1").str.len_chars().alias("_at"),
-        pl.coalesce("ts", "ts2").alias("_leading_ts"), pl.coalesce("rid", "rid2").alias(AWS_REQUEST_ID),
-        pl.coalesce("level", "level2").alias(LEVEL_FIELD),
-    ).with_columns(_rest=text.str.slice(at))
-    frame = frame.with_columns(
-        _level_end=at + pl.when(level.is_not_null()).then(pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars())
-        .fill_null(0),
-        _words=pl.col("_rest").str.replace_all(_PAIR_TEXT, " ").str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars(),
-    )
-    worded = pl.col("_words").str.contains("[A-Za-z]{2}")
-    spoken = frame.select(
-        "_line", "_leading_ts", AWS_REQUEST_ID, LEVEL_FIELD,
-        pl.when(worded).then(text.str.slice(pl.col("_level_end")).str.strip_chars()).alias("_plain_message"),
-        pl.when(worded).then(pl.col("_words")).alias(PLAIN_NAME),
-        "_rest",
-    )
-    pairs = logfmt_frame(spoken["_line"], spoken["_rest"], skip=(*skip, *_OWN_KEYS, AWS_REQUEST_ID))
-    return spoken.drop("_rest").join(pairs, on="_line", how="left", maintain_order="left")
+    at, rest = pl.col("_at"), pl.col("_rest")
+    frame = _lambda_start(lines, texts).with_columns(_rest=pl.col("_text").str.slice(at))
+    frame = frame.with_columns(_named_at=at, _level_end=at + pl.when(pl.col(LEVEL_FIELD).is_not_null())
+                               .then(rest.str.extract(_LEVEL_TEXT, 1).str.len_chars()).fill_null(0))
+    return _beside_pairs(frame, _LAMBDA_FIELDS, skip)
 
 
 def words_and_pairs_only(texts: pl.Series) -> pl.Series:
@@ -273,30 +294,7 @@ def words_and_pairs_frame(lines: pl.Series, texts: pl.Series, skip: Collection[s
     the leading time and the level word after it, where words stand beside the pairs the text after
     the level word (`_plain_message`) and those words (PLAIN_NAME), and a column a pair's key (its
     first value; keys in `skip` left out)."""
-    # Each step's columns made once, in turn: one select of the nested expressions computed each again.
-    text, at, level_end = pl.col("_text"), pl.col("_at"), pl.col("_level_end")
-    leading = pl.DataFrame({"_text": texts}).select(text.str.extract_groups(_TIME_TEXT)).to_series().struct
-    frame = pl.DataFrame({"_line": lines, "_text": texts, "_at": leading.field("1").str.len_chars(),
-                          "_leading_ts": leading.field("ts")}).with_columns(_rest=text.str.slice(at.fill_null(0)))
-    frame = frame.with_columns(
-        _level_end=at + pl.col("_rest").str.extract(_LEVEL_TEXT, 1).str.len_chars().fill_null(0),
-    ).with_columns(_context=text.str.slice(level_end).str.extract(_CONTEXT_TEXT, 1).str.len_chars())
-    named_at = pl.when(at.is_null()).then(0).when(
-        pl.col("_context").is_not_null() & (level_end + pl.col("_context") < text.str.strip_chars_end().str.len_chars())
-    ).then(level_end + pl.col("_context")).otherwise(level_end)
-    frame = frame.with_columns(_words=text.str.slice(named_at).str.replace_all(_PAIR_TEXT, " ")
-                               .str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars())  # faster than \s+
-    worded = pl.col("_words").str.contains("[A-Za-z]{2}")
-    spoken = frame.select(
-        "_line",
-        "_leading_ts",
-        pl.when(at.is_not_null()).then(pl.col("_rest").str.extract(_LEVEL_WORD, 1)).alias(LEVEL_FIELD),
-        pl.when(worded).then(text.str.slice(level_end.fill_null(0)).str.strip_chars()).alias("_plain_message"),
-        pl.when(worded).then(pl.col("_words")).alias(PLAIN_NAME),
-        "_rest",
-    )
-    pairs = logfmt_frame(spoken["_line"], spoken["_rest"], skip=(*skip, *_OWN_KEYS))
-    return spoken.drop("_rest").join(pairs, on="_line", how="left", maintain_order="left")
+    return _beside_pairs(_timed_start(lines, texts), ("_leading_ts", LEVEL_FIELD), skip)
 
 
 def _line_start(text: str) -> tuple[dict[str, str], int, int] | None:
