@@ -333,6 +333,10 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     grammar_label = None
     grammar_total = len(lines)
     traced = None
+    # A grammar claims no line that begins as a JSON object does (parse_block reads those as JSON):
+    # they are misses for every grammar, without testing them (an NDJSON file's sniff spent 40 %
+    # of its time trying each grammar on half its lines).
+    unclaimed = [line for line in clean if not line.startswith("{")]
     for preset, test in groups.grammars:
         # A framework whose records go on over several lines (Celery's error and its traceback) is
         # judged on the other lines: a long traceback in the first block is no vote against it.
@@ -342,7 +346,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
                 traced = _trace_lines(head) if any(not line.startswith("{") for line in clean) else 0
             total -= traced
         # A preset that cannot match most lines is not counted out: only a majority is used below.
-        hits = _passing(test, clean, total)
+        hits = _passing(test, unclaimed, total)
         if hits > grammar_hits:
             grammar_hits, grammar_label, grammar_total = hits, preset.label, total
     votes = {"ndjson": len(decoded), "logfmt": 0, "text": 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -13,6 +14,10 @@ from dupfind.presets import CONTEXT_PREFIX, Preset
 from dupfind.record_ids import ASSIGNED_PARTITIONS, single_topic
 
 EVENT = "event"
+# Up to this many lines, Python's `re` first tells which grammars could claim one of them (the
+# stray text lines of a JSON block: a traceback printed to stdout). Each grammar's patterns in
+# polars cost a compilation each (polars keeps 32 compiled patterns), 4 ms a block of a few lines.
+FEW_LINES = 256
 
 
 @dataclass
@@ -170,6 +175,8 @@ def parse_grammar_lines(
     result = GrammarResult(rest=rows)
     continuing: list[pl.Series] = []
     rest = rows
+    if rows.height <= FEW_LINES and not time_optional:
+        grammars = _claiming(grammars, rows["clean"].to_list())
     for preset in grammars:
         if rest.height == 0:
             break
@@ -208,6 +215,16 @@ def parse_grammar_lines(
     result.rest = rest
     result.continuing = pl.concat(continuing) if continuing else None
     return result
+
+
+def _claiming(grammars: list[Preset], lines: list[str]) -> list[Preset]:
+    """The grammars one of whose patterns (its record line's, its context lines') Python's `re`
+    finds in one of `lines`: the others claim none of them. (The patterns are checked with `re`
+    when loaded, and sniffing judges lines with them there too.)"""
+    def claims(preset: Preset) -> bool:
+        searches = [re.compile(preset.line).search, *(rule.regex.search for rule in preset.context_lines)]  # type: ignore[arg-type]
+        return any(search(line) for line in lines for search in searches)
+    return [preset for preset in grammars if claims(preset)]
 
 
 def continuation_lines(

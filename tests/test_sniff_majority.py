@@ -178,3 +178,27 @@ def test_a_preset_whose_rules_from_names_no_preset_with_rules_is_a_one_line_erro
     presets = {p.name: p for p in load_config(cwd=Path("/")).presets}
     ecs = presets["spring-boot-ecs"]
     assert ecs.rules == presets["logstash-logback"].rules and ecs.thread == ("process.thread.name",)
+
+
+def test_no_grammar_is_tried_on_a_json_line(monkeypatch):
+    """A grammar claims no line that begins as a JSON object (those are read as JSON): sniffing
+    tries the grammars on the other lines only, and a few framework lines among JSON lines leave
+    the file mostly NDJSON while a majority of them makes it the framework's log."""
+    import dupfind.formats as formats
+
+    celery = "[2026-03-02 14:00:{:02d},120: INFO/MainProcess] Task mailer.send_email[5f1c{:04d}] received"
+    json_lines = [f'{{"ts": "2026-03-02T14:00:{i:02d}Z", "event": "job_started", "job_id": "j{i}"}}' for i in range(30)]
+    framework = [celery.format(i, i) for i in range(6)]
+    tried: list[str] = []
+    real = formats._grammar_test
+
+    def counted(preset):
+        test = real(preset)
+        return lambda line: tried.append(line) or test(line)
+    monkeypatch.setattr(formats, "_grammar_test", counted)
+    monkeypatch.setattr(formats, "_GROUPS", {})  # the presets' tests built again, counted
+    mostly_json = sniff_format(("\n".join(json_lines + framework) + "\n").encode(), presets=PRESETS)
+    assert mostly_json.label.startswith("mixed (ndjson") and not mostly_json.document
+    assert tried and not any(line.startswith("{") for line in tried)
+    mostly_celery = sniff_format(("\n".join(framework + json_lines[:4]) + "\n").encode(), presets=PRESETS)
+    assert mostly_celery.label == "celery"
