@@ -60,6 +60,7 @@ from dupfind.lineparse import (
     words_and_pairs_frame,
     words_and_pairs_only,
 )
+from dupfind.malloc_tuning import reading_heap
 from dupfind.nested_text import repaired
 from dupfind.normalize import FALLBACK_TS, FILE_SHIFT, LINE, SOURCE, TEXT, TRACE_ERROR, config_for_format, normalize
 from dupfind.presets import (
@@ -1970,35 +1971,36 @@ def ingest(
     cache_filtered = 0
     coded = coded_columns(config.business_keys)
     to_store: dict[str, str] = {}  # source path -> identity, for files parsed in this run
-    try:
-        # Taken as the command listed its inputs (sources.listings_kept), before the read.
-        identities = {} if cache is None else {src.path: src.identity() for src in sources if src.file is not None}
-        cached_reports: dict[str, FileReport] = {}
-        if cache is not None:
-            cached = cache.load([(path, identity) for path, identity in identities.items() if identity is not None],
-                                lambda rows: rows_within(rows, since, until))
-            cached_reports = cached.reports
-            while cached.parts:  # each pack's rows released once held
-                part = cached.parts.pop()
-                cache_filtered += part.left_out
-                # Only the texts of the rows kept, unless they are the pack's every row.
-                cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole, labels=labels))
-                parse_rejects.append(part.rejects)
-                del part
-        for src in sources:
-            identity = identities.get(src.path)
-            if src.path in cached_reports:
-                reports[src.path] = cached_reports[src.path]
-                if progress and src.file is not None:
-                    progress(os.stat(src.file).st_size)
-                continue
-            reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
-            reads.append(ingestor.read(src, reports[src.path]))
-            if identity is not None and since is None and until is None:  # rows of a window are not the file's
-                to_store[src.path] = identity
-        ingestor.flush()
-    finally:
-        normalising.close()
+    with reading_heap():  # the files' byte strings from the heap while they are read
+        try:
+            # Taken as the command listed its inputs (sources.listings_kept), before the read.
+            identities = {} if cache is None else {src.path: src.identity() for src in sources if src.file is not None}
+            cached_reports: dict[str, FileReport] = {}
+            if cache is not None:
+                cached = cache.load([(path, identity) for path, identity in identities.items() if identity is not None],
+                                    lambda rows: rows_within(rows, since, until))
+                cached_reports = cached.reports
+                while cached.parts:  # each pack's rows released once held
+                    part = cached.parts.pop()
+                    cache_filtered += part.left_out
+                    # Only the texts of the rows kept, unless they are the pack's every row.
+                    cached_tables.append(held_from_coded(part.rows, part.texts, coded, compact=not part.whole, labels=labels))
+                    parse_rejects.append(part.rejects)
+                    del part
+            for src in sources:
+                identity = identities.get(src.path)
+                if src.path in cached_reports:
+                    reports[src.path] = cached_reports[src.path]
+                    if progress and src.file is not None:
+                        progress(os.stat(src.file).st_size)
+                    continue
+                reports[src.path] = FileReport(path=src.path)  # filled by read(); normalisation may start first
+                reads.append(ingestor.read(src, reports[src.path]))
+                if identity is not None and since is None and until is None:  # rows of a window are not the file's
+                    to_store[src.path] = identity
+            ingestor.flush()
+        finally:
+            normalising.close()
     for read in reads:  # a batched file's rejects are known once its batch was parsed
         parse_rejects.extend(read.rejects)
     normaliser.flush()

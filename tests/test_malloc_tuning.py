@@ -82,3 +82,36 @@ def test_trim_heap_gives_free_heap_pages_back():
         print(before - libc.mallinfo2().arena)
     """)
     assert int(_probe(code)) >= 2 << 20
+
+
+# While files are read (reading_heap): what a block of 8 MiB freed leaves at the heap's top, and
+# whether the next one comes from the heap or a mapping of its own; then the same after the read.
+READING = MALLINFO + textwrap.dedent("""
+    import dupfind, polars; polars.DataFrame
+    from dupfind.malloc_tuning import reading_heap
+    def step():
+        block = bytes(8 << 20); del block
+        mapped = libc.mallinfo2().hblks
+        kept = bytes(8 << 20)
+        where = "mapped" if libc.mallinfo2().hblks > mapped else "heap"
+        del kept
+        return where, libc.mallinfo2().keepcost
+    with reading_heap():
+        inside = step()
+    trimmed = libc.mallinfo2().keepcost
+    after = step()
+    print(inside[0], inside[1] >= 8 << 20, after[0], trimmed < 4 << 20)
+""")
+
+
+def test_while_files_are_read_large_blocks_come_from_the_heap_and_its_top_is_kept():
+    """Inside, an 8 MiB block after another reuses the heap's free top (no fresh pages to fault
+    in); after, blocks have their mapping again and the heap's free top went back to the system."""
+    assert _probe(READING).split() == ["heap", "True", "mapped", "True"]
+
+
+def test_after_a_read_large_blocks_have_their_own_mapping_again(tmp_path):
+    (tmp_path / "w.log").write_text('{"ts": "2026-03-02T14:00:00Z", "event": "job_started", "job_id": "j1"}\n')
+    setup = (f"from dupfind.config import load_config; from dupfind.ingest import ingest; "
+             f"assert ingest([{str(tmp_path)!r}], load_config(None)).table.height == 1")
+    assert _where_a_large_block_goes(setup) == "mapped"
