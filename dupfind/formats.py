@@ -209,6 +209,21 @@ class _PresetGroups(NamedTuple):
     text_envelopes: tuple[tuple[Preset, Callable[[list[str], int], bool]], ...]
     record_shapes: tuple[Preset, ...]
     grammars: tuple[tuple[Preset, Callable[[str], bool]], ...]
+    # the heads of a sample's keys -> the line envelopes and record shapes that may match them
+    fitting: dict[frozenset[str], tuple[tuple[Preset, ...], tuple[Preset, ...]]]
+
+    def may_match(self, heads: set[str]) -> tuple[tuple[Preset, ...], tuple[Preset, ...]]:
+        """The line envelopes and the record shapes whose records' keys may begin with `heads`
+        (Preset.may_match), for each set of heads once: the files of an export of many small
+        files share a few (20,000 files asked 17 presets each)."""
+        key = frozenset(heads)
+        found = self.fitting.get(key)
+        if found is None:
+            if len(self.fitting) >= 256:
+                self.fitting.clear()
+            found = self.fitting[key] = (tuple(p for p in self.line_envelopes if p.may_match(heads)),
+                                         tuple(p for p in self.record_shapes if p.may_match(heads)))
+        return found
 
 
 _GROUPS: dict[int, tuple[tuple[Preset, ...], _PresetGroups]] = {}
@@ -225,6 +240,7 @@ def _groups(presets: tuple[Preset, ...]) -> _PresetGroups:
         tuple((p, _envelope_judge(p, presets)) for p in presets if p.kind == "text" and p.is_envelope),
         tuple(p for p in presets if p.is_record_shape),
         tuple((p, _grammar_test(p)) for p in presets if p.is_grammar),
+        {},
     )
     if len(_GROUPS) >= 16:
         _GROUPS.clear()
@@ -316,8 +332,9 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
             keys.update(record)
     heads = {key.split(".", 1)[0] for key in keys}  # what a preset's paths can be found under (Preset.may_match)
     groups = _groups(presets)
-    for preset in groups.line_envelopes:
-        if preset.may_match(heads) and _majority_of(preset.matches, decoded, len(decoded)):
+    line_envelopes, record_shapes = groups.may_match(heads)
+    for preset in line_envelopes:
+        if _majority_of(preset.matches, decoded, len(decoded)):
             return FormatSniff(preset.label, envelope=preset.name)
     clean = [_without_ansi(line) for line in lines]
     # A text envelope's line never begins as a JSON record does: with most sampled lines records,
@@ -326,8 +343,8 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
         for preset, judge in groups.text_envelopes:
             if judge(clean, len(lines)):
                 return FormatSniff(preset.label, envelope=preset.name)
-    for preset in groups.record_shapes:
-        if preset.may_match(heads) and _majority_of(preset.matches, decoded, len(lines)):
+    for preset in record_shapes:
+        if _majority_of(preset.matches, decoded, len(lines)):
             return FormatSniff(preset.label)
     grammar_hits = 0
     grammar_label = None
@@ -337,7 +354,7 @@ def sniff_format(head: bytes, allow_document: bool = True, presets: tuple[Preset
     # they are misses for every grammar, without testing them (an NDJSON file's sniff spent 40 %
     # of its time trying each grammar on half its lines).
     unclaimed = [line for line in clean if not line.startswith("{")]
-    for preset, test in groups.grammars:
+    for preset, test in groups.grammars if unclaimed else ():
         # A framework whose records go on over several lines (Celery's error and its traceback) is
         # judged on the other lines: a long traceback in the first block is no vote against it.
         total = len(lines)

@@ -202,3 +202,22 @@ def test_no_grammar_is_tried_on_a_json_line(monkeypatch):
     assert tried and not any(line.startswith("{") for line in tried)
     mostly_celery = sniff_format(("\n".join(framework + json_lines[:4]) + "\n").encode(), presets=PRESETS)
     assert mostly_celery.label == "celery"
+
+
+def test_an_object_without_any_documents_key_asks_no_document_preset(monkeypatch):
+    """A worker's JSON line holds none of the keys that lead into any preset's records (`events`,
+    `hits`, `entries`...): no preset is walked for it (presets._document_keys); an export's page
+    that holds one still finds its preset."""
+    import dupfind.presets as presets_module
+    from dupfind.presets import find_document_preset
+
+    asked: list[str] = []
+    real = presets_module.document_records
+    monkeypatch.setattr(presets_module, "document_records",
+                        lambda preset, document, known=False: asked.append(preset.name) or real(preset, document, known))
+    line = {"ts": "2026-03-02T14:00:00Z", "level": "info", "event": "job_started", "job_id": "j1", "ctx": {"jid": "j1"}}
+    assert find_document_preset(CONFIG.presets, line) is None and asked == []
+    page = {"events": [{"logStreamName": "notifier/1", "timestamp": 1772460000000, "message": "job started",
+                        "ingestionTime": 1772460000100}], "searchedLogStreams": []}
+    found = find_document_preset(CONFIG.presets, page)
+    assert found is not None and found[0].name == "cloudwatch-logs" and "cloudwatch-logs" in asked
