@@ -846,10 +846,13 @@ class LineParser:
         texts joined again."""
         if rows.height == 0:
             return
-        if rows["text"].str.ends_with("\r").any():  # stripping copies every line: only when needed
+        # The lines' own bytes tell at once (a byte's search: 0.1 ms an 8 MB block, a pattern over
+        # every line 2-3 ms) when none of them can end with a CR or begin with a NUL or a BOM.
+        data = lines.data if lines is not None else None
+        if (data is None or b"\r" in data) and rows["text"].str.ends_with("\r").any():  # stripping copies every line
             rows = rows.with_columns(pl.col("text").str.strip_suffix("\r"))
             lines = None
-        if rows["text"].str.contains(r"^[\x00\ufeff]").any():
+        if (data is None or b"\x00" in data or b"\xef" in data) and rows["text"].str.contains(r"^[\x00\ufeff]").any():
             # The NULs logrotate's copytruncate leaves where the file was before its truncation,
             # before the next line the writer wrote at its old offset; the BOM of a file that
             # `cat a.log b.log` put after another's lines.
