@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from conftest import FIXTURES
 
 import dupfind.grammar as grammar_module
 from dupfind.config import load_config
 from dupfind.grammar import FEW_LINES, parse_grammar_lines
 from dupfind.presets import ANSI_ESCAPE
-
-from conftest import FIXTURES
 
 CONFIG = load_config(None)
 GRAMMARS = [p for p in CONFIG.presets if p.is_grammar]

@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dupfind import stack_lines
 from dupfind.lineparse import (
     LEADING_TS,
     LEVEL_WORDS,
@@ -176,7 +177,19 @@ def test_generated_free_text_without_a_time_reads_as_parse_plain_reads_it_in_an_
 
 
 def _own_lines(texts: list[str]) -> set[int]:
-    return own_record_lines(pl.Series(range(len(texts))), pl.Series(texts, dtype=pl.String))
+    """own_record_lines read by polars, however few the lines (a few are asked one by one)."""
+    saved, stack_lines.FEW_LINES = stack_lines.FEW_LINES, 0
+    try:
+        return own_record_lines(pl.Series(range(len(texts))), pl.Series(texts, dtype=pl.String))
+    finally:
+        stack_lines.FEW_LINES = saved
+
+
+def test_a_few_lines_are_asked_one_by_one_as_polars_reads_many():
+    lines = [line for line in _fixture_lines() if not LEADING_TS.match(line)]
+    for start in range(0, len(lines), stack_lines.FEW_LINES):
+        part = lines[start:start + stack_lines.FEW_LINES]
+        assert own_record_lines(pl.Series(range(len(part))), pl.Series(part, dtype=pl.String)) == _own_lines(part)
 
 
 def test_every_fixture_line_is_its_own_record_at_once_as_line_by_line():

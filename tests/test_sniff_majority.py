@@ -184,7 +184,7 @@ def test_no_grammar_is_tried_on_a_json_line(monkeypatch):
     """A grammar claims no line that begins as a JSON object (those are read as JSON): sniffing
     tries the grammars on the other lines only, and a few framework lines among JSON lines leave
     the file mostly NDJSON while a majority of them makes it the framework's log."""
-    import dupfind.formats as formats
+    from dupfind import formats
 
     celery = "[2026-03-02 14:00:{:02d},120: INFO/MainProcess] Task mailer.send_email[5f1c{:04d}] received"
     json_lines = [f'{{"ts": "2026-03-02T14:00:{i:02d}Z", "event": "job_started", "job_id": "j{i}"}}' for i in range(30)]
