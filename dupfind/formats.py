@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from dupfind.lineparse import parse_logfmt, parse_plain
-from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset
+from dupfind.presets import ANSI_ESCAPE, Preset, find_document_preset, per_presets
 from dupfind.record_lines import joined_records
 from dupfind.stack_lines import EXCEPTION_LINE, TRACE_LINE
 
@@ -86,7 +86,7 @@ def _without_ansi(line: str) -> str:
 
 def _grammar_test(preset: Preset):
     """Whether a line is one of a grammar preset's lines (its record line or a context line)."""
-    patterns = [_line_pattern(preset.line).search, *(r.regex.search for r in preset.context_lines)]  # type: ignore[arg-type]
+    patterns = preset.line_searches
 
     def test(line: str) -> bool:
         for search in patterns:
@@ -226,26 +226,19 @@ class _PresetGroups(NamedTuple):
         return found
 
 
-_GROUPS: dict[int, tuple[tuple[Preset, ...], _PresetGroups]] = {}
+_GROUPS: dict[int, tuple[Any, Any]] = {}  # presets.per_presets
 
 
 def _groups(presets: tuple[Preset, ...]) -> _PresetGroups:
     """The presets grouped once per configuration (sniffing asked each preset what it is for every
     file: 20,000 small files took 1 s to sniff)."""
-    found = _GROUPS.get(id(presets))
-    if found is not None and found[0] is presets:
-        return found[1]
-    groups = _PresetGroups(
+    return per_presets(_GROUPS, presets, lambda: _PresetGroups(
         tuple(p for p in presets if p.kind == "json" and p.is_envelope and p.lines),
         tuple((p, _envelope_judge(p, presets)) for p in presets if p.kind == "text" and p.is_envelope),
         tuple(p for p in presets if p.is_record_shape),
         tuple((p, _grammar_test(p)) for p in presets if p.is_grammar),
         {},
-    )
-    if len(_GROUPS) >= 16:
-        _GROUPS.clear()
-    _GROUPS[id(presets)] = (presets, groups)
-    return groups
+    ))
 
 
 def _binary(sample: bytes) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -219,12 +218,9 @@ def parse_grammar_lines(
 
 def _claiming(grammars: list[Preset], lines: list[str]) -> list[Preset]:
     """The grammars one of whose patterns (its record line's, its context lines') Python's `re`
-    finds in one of `lines`: the others claim none of them. (The patterns are checked with `re`
-    when loaded, and sniffing judges lines with them there too.)"""
-    def claims(preset: Preset) -> bool:
-        searches = [re.compile(preset.line).search, *(rule.regex.search for rule in preset.context_lines)]  # type: ignore[arg-type]
-        return any(search(line) for line in lines for search in searches)
-    return [preset for preset in grammars if claims(preset)]
+    finds in one of `lines` (Preset.line_searches, as sniffing judges lines): the others claim none
+    of them. (The patterns are checked with `re` when loaded.)"""
+    return [preset for preset in grammars if any(search(line) for line in lines for search in preset.line_searches)]
 
 
 def continuation_lines(

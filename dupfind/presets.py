@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from dupfind import json_exact, parse_memo
 from dupfind.errors import DupfindError
+
+T = TypeVar("T")
 
 # A terminal's colour codes (Sidekiq's, RQ's text logs), and a line's carriage return before its
 # newline (a log written or exported on Windows, `aws` or `gcloud` there: CRLF): what a line's text
@@ -168,6 +171,12 @@ class Preset:
 
         required = frozenset(map(head, (*self.detect_all, *self.detect_text, *self.detect_numbers)))
         return required, frozenset(map(head, self.detect_any))
+
+    @functools.cached_property
+    def line_searches(self) -> tuple[Callable[[str], re.Match | None], ...]:
+        """A grammar's record line's and context lines' searches with Python's `re`: whether a
+        line may be one of its lines (sniffing; grammar._claiming)."""
+        return (re.compile(self.line).search, *(rule.regex.search for rule in self.context_lines))  # type: ignore[arg-type]
 
     def key_paths(self) -> set[str]:
         """Every record path this preset reads (for the JSON reader's key selection)."""
@@ -664,20 +673,26 @@ def _object_keys(records: tuple[str, ...]) -> frozenset[str]:
     return frozenset(keys)
 
 
-# presets (by id, with the tuple itself) -> every key an object needs for a preset's record paths
-_DOCUMENT_KEYS: dict[int, tuple[tuple[Preset, ...], frozenset[str]]] = {}
+def per_presets(memo: dict[int, tuple[Any, Any]], presets: tuple[Preset, ...], build: Callable[[], T]) -> T:
+    """What `build()` makes of a configuration's presets, made once per presets tuple (kept by its
+    identity, with the tuple itself: a Preset holds dicts, so the tuple cannot be a key; 16 kept)."""
+    found = memo.get(id(presets))
+    if found is not None and found[0] is presets:
+        return found[1]
+    made = build()
+    if len(memo) >= 16:
+        memo.clear()
+    memo[id(presets)] = (presets, made)
+    return made
+
+
+_DOCUMENT_KEYS: dict[int, tuple[Any, Any]] = {}  # per_presets: every key a preset's record paths start with
 
 
 def _document_keys(presets: tuple[Preset, ...]) -> frozenset[str]:
     """The keys one of which an object must hold for some preset's record paths to lead into it."""
-    found = _DOCUMENT_KEYS.get(id(presets))
-    if found is not None and found[0] is presets:
-        return found[1]
-    keys = frozenset().union(*(_object_keys(p.records) for p in presets if p.records))
-    if len(_DOCUMENT_KEYS) >= 16:
-        _DOCUMENT_KEYS.clear()
-    _DOCUMENT_KEYS[id(presets)] = (presets, keys)
-    return keys
+    return per_presets(_DOCUMENT_KEYS, presets,
+                       lambda: frozenset().union(*(_object_keys(p.records) for p in presets if p.records)))
 
 
 def find_document_preset(presets: tuple[Preset, ...], document: Any) -> tuple[Preset, list, str] | None:
